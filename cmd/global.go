@@ -1,0 +1,81 @@
+package cmd
+
+import (
+	"context"
+	"os"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/etcdconn"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	etcd       etcdconn.Config
+	prefix     string
+	kubeconfig string
+	context    string
+	noAPI      bool
+}
+
+// adminConf is where kubeadm leaves the cluster-admin kubeconfig on control-plane nodes.
+const adminConf = "/etc/kubernetes/admin.conf"
+
+// connect opens etcd.
+func (g *globalOptions) connect(ctx context.Context) (*clientv3.Client, error) {
+	return g.etcd.Connect(ctx)
+}
+
+// api connects to the API server. It returns nil and the reason when the API
+// server is not used or cannot be reached; scan then works from etcd alone.
+func (g *globalOptions) api() (*apiview.View, string) {
+	if g.noAPI {
+		return nil, "--no-api given"
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if g.kubeconfig != "" {
+		rules.ExplicitPath = g.kubeconfig
+	} else if os.Getenv("KUBECONFIG") == "" {
+		if _, err := os.Stat(rules.GetDefaultFilename()); err != nil {
+			if _, err := os.Stat(adminConf); err == nil {
+				rules.ExplicitPath = adminConf
+			}
+		}
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+	if err != nil {
+		return nil, "no usable kubeconfig: " + oneLine(err)
+	}
+	cfg.Timeout = g.etcd.DialTimeout * 2
+	view, err := apiview.New(cfg)
+	if err != nil {
+		return nil, oneLine(err)
+	}
+	if _, err := view.Version(); err != nil {
+		return nil, "API server unreachable: " + oneLine(err)
+	}
+	return view, ""
+}
+
+// catalog returns the served resources from the API server, or the offline
+// catalog when the API server is not available.
+func (g *globalOptions) catalog(ctx context.Context, view *apiview.View, store etcdscan.Store) (*catalog.Catalog, error) {
+	if view != nil {
+		return view.Catalog(ctx)
+	}
+	return etcdscan.OfflineCatalog(ctx, store, g.prefix)
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+// Package cmd holds regghost's cobra commands: flags, wiring and output.
+// Everything they do is done by the packages under pkg/.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, documented in the README.
+const (
+	// ExitOK means success; for scan, that no ghost was found.
+	ExitOK = 0
+	// ExitError means the command failed.
+	ExitError = 1
+	// ExitUsage means bad flags or arguments.
+	ExitUsage = 2
+	// ExitGhosts means scan found ghosts (or purge left ghosts behind).
+	ExitGhosts = 3
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// NewRoot builds the regghost command tree writing to out and errOut.
+func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "regghost",
+		Short: "Find and safely remove ghost resources in a Kubernetes cluster's etcd",
+		Long: `regghost reads the Kubernetes keyspace in etcd directly, reports objects that
+Kubernetes can no longer manage (ghosts), and removes them behind a verified
+snapshot and per-key backup that restore can put back.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(in)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exitError{code: ExitUsage, err: err}
+	})
+	f := root.PersistentFlags()
+	f.StringSliceVar(&g.etcd.Endpoints, "endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints (env ETCDCTL_ENDPOINTS)")
+	f.StringVar(&g.etcd.CACert, "cacert", "", "CA bundle to verify etcd's certificate (env ETCDCTL_CACERT)")
+	f.StringVar(&g.etcd.Cert, "cert", "", "client certificate for etcd (env ETCDCTL_CERT)")
+	f.StringVar(&g.etcd.Key, "key", "", "client key for etcd (env ETCDCTL_KEY)")
+	f.DurationVar(&g.etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
+	f.DurationVar(&g.etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
+	f.StringVar(&g.prefix, "prefix", "/registry/", "etcd prefix kube-apiserver stores under (--etcd-prefix), ending in /")
+	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to compare with (env KUBECONFIG, else ~/.kube/config, else /etc/kubernetes/admin.conf)")
+	f.StringVar(&g.context, "context", "", "kubeconfig context to use")
+	f.BoolVar(&g.noAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		g.etcd.FromEnv(c.Flags().Changed("endpoints"))
+		if len(g.prefix) == 0 || g.prefix[0] != '/' || g.prefix[len(g.prefix)-1] != '/' {
+			return usageError("--prefix %q must start and end with /", g.prefix)
+		}
+		return nil
+	}
+	root.AddCommand(newScanCmd(g), newGetCmd(g))
+	return root
+}
+
+// Execute runs regghost with the process's arguments and returns its exit code.
+func Execute() int {
+	return Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run runs regghost with args and returns its exit code. Errors are printed
+// as one line on errOut.
+func Run(args []string, in io.Reader, out, errOut io.Writer) int {
+	root := NewRoot(in, out, errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(errOut, "regghost: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(errOut, "regghost: %v\n", err)
+	return ExitError
+}

@@ -1,0 +1,123 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+type scanOptions struct {
+	namespace        string
+	output           string
+	pageSize         int64
+	terminatingAfter time.Duration
+	apiCheckLimit    int
+}
+
+func newScanCmd(g *globalOptions) *cobra.Command {
+	o := &scanOptions{}
+	c := &cobra.Command{
+		Use:   "scan",
+		Short: "List ghost resources: objects in etcd that Kubernetes can no longer manage",
+		Long: `scan walks the keyspace at one etcd revision and classifies every key.
+
+Ghosts (exit code 3 when any is found):
+  undecodable         the value is neither valid protobuf, JSON nor CBOR
+  encrypted-unknown   encrypted at rest and the API server cannot read it
+  unserved-type       no served resource stores under the key's prefix (CRD gone, API removed)
+  orphaned-namespace  the object's namespace key does not exist
+  key-mismatch        the key's namespace/name/kind disagrees with the object inside
+Suspects (reported, exit code unaffected):
+  stuck-terminating   deleted, but finalizers still present after --terminating-after
+  dangling-owner      every ownerReference points at an object that is gone`,
+		Example: `  regghost scan --namespace kb-system
+  regghost scan -o json | jq '.findings[].key'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return runScan(c.Context(), g, o, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.Int64Var(&o.pageSize, "page-size", etcdscan.DefaultPageSize, "keys per etcd range request")
+	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
+	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server")
+	return c
+}
+
+func (o *scanOptions) validate() error {
+	if err := validateNamespace(o.namespace); err != nil {
+		return err
+	}
+	if err := validateOutput(o.output); err != nil {
+		return err
+	}
+	if o.pageSize <= 0 || o.pageSize > 10000 {
+		return usageError("--page-size must be between 1 and 10000, got %d", o.pageSize)
+	}
+	return nil
+}
+
+func validateNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return usageError("--namespace %q is not a valid namespace name: %s", ns, errs[0])
+	}
+	return nil
+}
+
+func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut io.Writer) error {
+	rep, err := scanReport(ctx, g, o.namespace, o.pageSize, o.terminatingAfter, o.apiCheckLimit)
+	if err != nil {
+		return err
+	}
+	if err := printReport(out, o.output, rep); err != nil {
+		return err
+	}
+	if rep.Ghosts() > 0 {
+		return &exitError{code: ExitGhosts}
+	}
+	return nil
+}
+
+// scanReport connects to etcd and the API server and runs one scan.
+func scanReport(ctx context.Context, g *globalOptions, namespace string, pageSize int64, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	defer cancel()
+	cli, err := g.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	store, err := etcdscan.NewEtcdStore(ctx, cli, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	view, why := g.api()
+	cat, err := g.catalog(ctx, view, store)
+	if err != nil {
+		return nil, err
+	}
+	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, Catalog: cat, APIUnavailable: why,
+		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit}
+	if view != nil {
+		opts.API = view
+	}
+	rep, err := etcdscan.Scan(ctx, store, opts)
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	return rep, nil
+}

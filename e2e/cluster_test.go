@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// cluster is a real etcd (TLS with client certificates) and, unless asked
+// not to, a real kube-apiserver in front of it.
+type cluster struct {
+	dir        string
+	pki        pki
+	etcdURL    string
+	etcd       *clientv3.Client
+	kubeconfig string
+	rest       *rest.Config
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	apiserver  *process
+}
+
+type clusterOptions struct {
+	noAPIServer bool
+	// apiserverArgs are extra kube-apiserver flags.
+	apiserverArgs []string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startProcess runs a server until the test ends, keeping its output in a log
+// file that is printed when the test fails.
+func startProcess(t *testing.T, name, logPath string, bin string, args ...string) *process {
+	t.Helper()
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("--- last lines of %s log:\n%s", name, b)
+		}
+	})
+	return &process{cmd: cmd, done: done}
+}
+
+// process is a running server.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func startCluster(t *testing.T, o clusterOptions) *cluster {
+	t.Helper()
+	c := &cluster{dir: t.TempDir()}
+	c.pki = newPKI(t, c.dir)
+	c.startEtcd(t)
+	if !o.noAPIServer {
+		c.startAPIServer(t, o.apiserverArgs)
+	}
+	return c
+}
+
+func (c *cluster) startEtcd(t *testing.T) {
+	t.Helper()
+	clientPort, peerPort := freePort(t), freePort(t)
+	c.etcdURL = fmt.Sprintf("https://127.0.0.1:%d", clientPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	startProcess(t, "etcd", filepath.Join(c.dir, "etcd.log"), bins.etcd,
+		"--name", "e2e", "--data-dir", filepath.Join(c.dir, "etcd-data"),
+		"--listen-client-urls", c.etcdURL, "--advertise-client-urls", c.etcdURL,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "e2e="+peer,
+		"--cert-file", c.pki.ServerCert, "--key-file", c.pki.ServerKey,
+		"--trusted-ca-file", c.pki.CA, "--client-cert-auth",
+		"--log-level", "warn", "--quota-backend-bytes", strconv.Itoa(1<<30))
+	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcdURL}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	c.etcd = cli
+	waitFor(t, 30*time.Second, "etcd ready", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := cli.Status(ctx, c.etcdURL)
+		return err
+	})
+}
+
+const testToken = "regghost-e2e-token"
+
+func (c *cluster) startAPIServer(t *testing.T, extra []string) {
+	t.Helper()
+	port := freePort(t)
+	saPub, saKey := writeServiceAccountKey(t, c.dir)
+	tokens := filepath.Join(c.dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(testToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--etcd-servers", c.etcdURL, "--etcd-cafile", c.pki.CA, "--etcd-certfile", c.pki.ClientCert, "--etcd-keyfile", c.pki.ClientKey,
+		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--cert-dir", filepath.Join(c.dir, "apiserver-certs"),
+		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
+		"--service-account-signing-key-file", saKey, "--token-auth-file", tokens,
+		"--authorization-mode", "AlwaysAllow", "--service-cluster-ip-range", "10.0.0.0/24",
+		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
+	}
+	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, "apiserver.log"), bins.kubeAPIServer, append(args, extra...)...)
+	host := fmt.Sprintf("https://127.0.0.1:%d", port)
+	c.rest = &rest.Config{Host: host, BearerToken: testToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
+	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	waitFor(t, 90*time.Second, "kube-apiserver ready", func() error {
+		if c.apiserver.exited() {
+			t.Fatalf("kube-apiserver exited: %v", c.apiserver.cmd.ProcessState)
+		}
+		req, _ := http.NewRequest("GET", host+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := httpc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
+	var err error
+	if c.kube, err = kubernetes.NewForConfig(c.rest); err != nil {
+		t.Fatal(err)
+	}
+	if c.dyn, err = dynamic.NewForConfig(c.rest); err != nil {
+		t.Fatal(err)
+	}
+	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: admin}}]
+current-context: e2e
+`, host, testToken)
+	if err := os.WriteFile(c.kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// etcdArgs are the regghost flags that reach this cluster's etcd.
+func (c *cluster) etcdArgs() []string {
+	return []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--cert", c.pki.ClientCert, "--key", c.pki.ClientKey}
+}
+
+// regghost runs the real binary against the cluster and returns its output
+// and exit code. The API server is used when the cluster has one.
+func (c *cluster) regghost(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	full := append([]string{}, args...)
+	full = append(full, c.etcdArgs()...)
+	if c.kubeconfig != "" {
+		full = append(full, "--kubeconfig", c.kubeconfig)
+	} else {
+		full = append(full, "--no-api")
+	}
+	return runBinary(t, stdin, full...)
+}
+
+func runBinary(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bins.regghost, args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run regghost: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), errOut.String(), code
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

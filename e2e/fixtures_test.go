@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func mustNoErr(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (c *cluster) createNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	mustNoErr(t, "create namespace "+name, err)
+}
+
+func (c *cluster) createPod(t *testing.T, ns, name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	for _, m := range mutate {
+		m(p)
+	}
+	p, err := c.kube.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	mustNoErr(t, "create pod "+ns+"/"+name, err)
+	return p
+}
+
+func (c *cluster) createConfigMap(t *testing.T, ns, name string, mutate ...func(*corev1.ConfigMap)) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
+	for _, m := range mutate {
+		m(cm)
+	}
+	_, err := c.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
+	mustNoErr(t, "create configmap "+ns+"/"+name, err)
+}
+
+func (c *cluster) createSecret(t *testing.T, ns, name string) {
+	t.Helper()
+	_, err := c.kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		StringData: map[string]string{"password": "hunter2"}}, metav1.CreateOptions{})
+	mustNoErr(t, "create secret "+ns+"/"+name, err)
+}
+
+// createCRD creates a namespaced CRD <plural>.<group> and waits until it is served.
+func (c *cluster) createCRD(t *testing.T, group, plural, kind string) {
+	t.Helper()
+	crd := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]interface{}{"name": plural + "." + group},
+		"spec": map[string]interface{}{
+			"group": group, "scope": "Namespaced",
+			"names": map[string]interface{}{"plural": plural, "singular": strings.ToLower(kind), "kind": kind, "listKind": kind + "List"},
+			"versions": []interface{}{map[string]interface{}{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	_, err := c.dyn.Resource(crdGVR).Create(context.Background(), crd, metav1.CreateOptions{})
+	mustNoErr(t, "create CRD", err)
+	waitFor(t, 60*time.Second, "CRD "+plural+"."+group+" served", func() error {
+		_, err := c.kube.Discovery().ServerResourcesForGroupVersion(group + "/v1")
+		return err
+	})
+}
+
+func (c *cluster) createCR(t *testing.T, group, plural, kind, ns, name string) {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}
+	cr := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": group + "/v1", "kind": kind, "metadata": map[string]interface{}{"name": name, "namespace": ns},
+		"spec": map[string]interface{}{"size": int64(3)},
+	}}
+	waitFor(t, 30*time.Second, "create "+kind+" "+name, func() error {
+		_, err := c.dyn.Resource(gvr).Namespace(ns).Create(context.Background(), cr, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// forceDelete removes a key straight from etcd, as an engineer clearing a stuck object by hand would.
+func (c *cluster) forceDelete(t *testing.T, key string) {
+	t.Helper()
+	resp, err := c.etcd.Delete(context.Background(), key)
+	mustNoErr(t, "delete "+key, err)
+	if resp.Deleted != 1 {
+		t.Fatalf("delete %s: %d keys deleted, want 1", key, resp.Deleted)
+	}
+}
+
+func (c *cluster) put(t *testing.T, key string, value []byte) {
+	t.Helper()
+	_, err := c.etcd.Put(context.Background(), key, string(value))
+	mustNoErr(t, "put "+key, err)
+}
+
+func (c *cluster) value(t *testing.T, key string) []byte {
+	t.Helper()
+	resp, err := c.etcd.Get(context.Background(), key)
+	mustNoErr(t, "get "+key, err)
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	return resp.Kvs[0].Value
+}
+
+func withFinalizer(f string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, f) }
+}
+
+func withOwner(kind, name string, uid types.UID) func(*corev1.ConfigMap) {
+	return func(cm *corev1.ConfigMap) {
+		cm.OwnerReferences = append(cm.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: uid})
+	}
+}
+
+// scanJSON runs `regghost scan -o json` and decodes the report.
+func (c *cluster) scanJSON(t *testing.T, args ...string) (*etcdscan.Report, int) {
+	t.Helper()
+	out, errOut, code := c.regghost(t, "", append([]string{"scan", "-o", "json"}, args...)...)
+	if code != 0 && code != 3 {
+		t.Fatalf("scan exited %d: %s", code, errOut)
+	}
+	var rep etcdscan.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("scan output is not JSON: %v\n%s", err, out)
+	}
+	return &rep, code
+}
+
+// classesByKey maps each finding's key to its classes.
+func classesByKey(rep *etcdscan.Report) map[string][]etcdscan.Class {
+	m := map[string][]etcdscan.Class{}
+	for _, f := range rep.Findings {
+		m[f.Key] = f.Classes
+	}
+	return m
+}
+
+func decodeReport(t *testing.T, out string) *etcdscan.Report {
+	t.Helper()
+	var rep etcdscan.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output is not a JSON report: %v\n%s", err, out)
+	}
+	return &rep
+}

@@ -1,0 +1,62 @@
+// Package e2e tests regghost against a real etcd and a real kube-apiserver,
+// both built from the Go module proxy into the Go build cache.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Paths of the binaries under test, set by TestMain.
+var bins struct{ regghost, etcd, etcdutl, kubeAPIServer string }
+
+func TestMain(m *testing.M) {
+	if err := buildBinaries(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func buildBinaries() error {
+	tmp, err := os.MkdirTemp("", "regghost-e2e-bin")
+	if err != nil {
+		return err
+	}
+	bins.regghost = filepath.Join(tmp, "regghost")
+	if _, err := goCmd("..", "build", "-o", bins.regghost, "."); err != nil {
+		return err
+	}
+	// go tool -n links each tool into the Go build cache once and prints its path.
+	for _, b := range []struct {
+		dst       *string
+		dir, tool string
+	}{
+		{&bins.etcd, "tools/etcd", "etcd"},
+		{&bins.etcdutl, "tools/etcd", "etcdutl"},
+		{&bins.kubeAPIServer, "tools/kube-apiserver", "kube-apiserver"},
+	} {
+		out, err := goCmd(b.dir, "tool", "-n", b.tool)
+		if err != nil {
+			return err
+		}
+		*b.dst = strings.TrimSpace(out)
+	}
+	return nil
+}
+
+func goCmd(dir string, args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go %s in %s: %v: %s", strings.Join(args, " "), dir, err, errOut.String())
+	}
+	return out.String(), nil
+}

@@ -1,0 +1,123 @@
+// Package apiview asks a kube-apiserver what it serves and whether it can
+// read particular objects, so etcd findings can be checked against it.
+package apiview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/regghost/regghost/pkg/catalog"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// View is a connection to one kube-apiserver.
+type View struct {
+	disc discovery.DiscoveryInterface
+	meta metadata.Interface
+	// Host is the API server address, for reports.
+	Host string
+}
+
+// New connects to the API server described by cfg.
+func New(cfg *rest.Config) (*View, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("api server discovery client: %w", err)
+	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("api server metadata client: %w", err)
+	}
+	return &View{disc: disc, meta: mc, Host: cfg.Host}, nil
+}
+
+// Version returns the API server's version, which also proves it is reachable.
+func (v *View) Version() (string, error) {
+	info, err := v.disc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("api server %s: %w", v.Host, err)
+	}
+	return info.GitVersion, nil
+}
+
+// Catalog discovers every served resource. Groups whose discovery failed
+// (an unavailable aggregated API) are marked undecided in the catalog.
+func (v *View) Catalog(ctx context.Context) (*catalog.Catalog, error) {
+	lists, err := v.disc.ServerPreferredResources()
+	var undecided []string
+	if err != nil {
+		var gdf *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &gdf) {
+			return nil, fmt.Errorf("discover resources on %s: %w", v.Host, err)
+		}
+		for gv := range gdf.Groups {
+			undecided = append(undecided, gv.Group)
+		}
+		sort.Strings(undecided)
+	}
+	custom, err := v.crdNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rs []catalog.Resource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") { // subresources are not stored
+				continue
+			}
+			rs = append(rs, catalog.Resource{
+				Group: gv.Group, Version: gv.Version, Resource: r.Name, Kind: r.Kind,
+				Namespaced: r.Namespaced, Custom: custom[r.Name+"."+gv.Group],
+			})
+		}
+	}
+	return catalog.New("api server discovery ("+v.Host+")", rs, undecided), nil
+}
+
+func (v *View) crdNames(ctx context.Context) (map[string]bool, error) {
+	names := map[string]bool{}
+	list, err := v.meta.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return names, nil
+		}
+		return nil, fmt.Errorf("list CustomResourceDefinitions on %s: %w", v.Host, err)
+	}
+	for _, item := range list.Items {
+		names[item.Name] = true
+	}
+	return names, nil
+}
+
+// Read asks the API server for one object. It returns nil when the API server
+// reads it, and the API server's error otherwise (a StorageError for corrupt
+// or undecryptable values, NotFound when it cannot reach the key).
+func (v *View) Read(ctx context.Context, r catalog.Resource, namespace, name string) error {
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+	var err error
+	if r.Namespaced {
+		_, err = v.meta.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	} else {
+		_, err = v.meta.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	}
+	return err
+}

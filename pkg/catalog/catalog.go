@@ -1,0 +1,103 @@
+package catalog
+
+import (
+	"sort"
+	"strings"
+)
+
+// Resource is one API resource as the cluster serves it.
+type Resource struct {
+	Group      string `json:"group"`
+	Version    string `json:"version"`
+	Resource   string `json:"resource"`
+	Kind       string `json:"kind"`
+	Namespaced bool   `json:"namespaced"`
+	// Custom is true for resources defined by a CustomResourceDefinition.
+	Custom bool `json:"custom,omitempty"`
+}
+
+// GroupResource renders the resource as "<resource>.<group>" (or "<resource>"
+// for the core group), as kubectl does.
+func (r Resource) GroupResource() string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
+// Prefix is the resource's storage prefix.
+func (r Resource) Prefix() string { return StoragePrefix(r.Group, r.Resource, r.Custom) }
+
+// Catalog maps storage prefixes to the resources the cluster serves.
+type Catalog struct {
+	// Source says where the catalog came from, for reports.
+	Source string
+	// byPrefix lists every served resource stored under a prefix; several
+	// groups can share one (events and events.k8s.io events).
+	byPrefix map[string][]Resource
+	byKind   map[[2]string]Resource
+	// undecided holds API groups whose discovery failed: no verdict is given
+	// about prefixes that may belong to them.
+	undecided map[string]bool
+}
+
+// New builds a catalog from served resources. undecidedGroups are API groups
+// whose discovery failed.
+func New(source string, resources []Resource, undecidedGroups []string) *Catalog {
+	c := &Catalog{Source: source, byPrefix: map[string][]Resource{}, byKind: map[[2]string]Resource{}, undecided: map[string]bool{}}
+	for _, r := range resources {
+		p := r.Prefix()
+		c.byPrefix[p] = append(c.byPrefix[p], r)
+		c.byKind[[2]string{r.Group, r.Kind}] = r
+	}
+	for _, g := range undecidedGroups {
+		c.undecided[g] = true
+	}
+	return c
+}
+
+// Lookup returns the resources served under a storage prefix.
+func (c *Catalog) Lookup(prefix string) ([]Resource, bool) {
+	rs, ok := c.byPrefix[prefix]
+	return rs, ok
+}
+
+// Decided reports whether the catalog can say a prefix is not served: false
+// when discovery failed for the group the prefix would belong to.
+func (c *Catalog) Decided(prefix string) bool {
+	if len(c.undecided) == 0 {
+		return true
+	}
+	if first, _, ok := strings.Cut(prefix, "/"); ok && strings.Contains(first, ".") {
+		return !c.undecided[first]
+	}
+	// A built-in prefix may belong to any group whose discovery failed.
+	for g := range c.undecided {
+		if !strings.Contains(g, ".") || strings.HasSuffix(g, ".k8s.io") {
+			return false
+		}
+	}
+	return true
+}
+
+// ForKind finds the served resource of an object's group and kind, used to
+// look up owners from their ownerReferences.
+func (c *Catalog) ForKind(group, kind string) (Resource, bool) {
+	r, ok := c.byKind[[2]string{group, kind}]
+	return r, ok
+}
+
+// Resources lists every resource in the catalog, sorted by group and name.
+func (c *Catalog) Resources() []Resource {
+	var out []Resource
+	for _, rs := range c.byPrefix {
+		out = append(out, rs...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Group != out[j].Group {
+			return out[i].Group < out[j].Group
+		}
+		return out[i].Resource < out[j].Resource
+	})
+	return out
+}

@@ -1,0 +1,57 @@
+package decode
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+var deserializer = scheme.Codecs.UniversalDeserializer()
+
+// Typed decodes value into a full object: a typed object from client-go's
+// scheme for built-in kinds, an Unstructured for JSON and CBOR objects of other
+// kinds. A protobuf value of a kind the scheme does not know yields an
+// Unstructured holding only apiVersion, kind and metadata.
+func Typed(value []byte) (runtime.Object, *Object, error) {
+	obj, err := Meta(value)
+	if err != nil {
+		return nil, obj, err
+	}
+	if obj.Encryption != nil {
+		return nil, obj, fmt.Errorf("%w with %s key %q", ErrEncrypted, obj.Encryption.Provider, obj.Encryption.KeyName)
+	}
+	gvk := schema.FromAPIVersionAndKind(obj.APIVersion, obj.Kind)
+	if obj.Format != FormatCBOR && scheme.Scheme.Recognizes(gvk) {
+		out, _, err := deserializer.Decode(value, nil, nil)
+		if err != nil {
+			return nil, obj, fmt.Errorf("decode %s: %w", gvk.Kind, err)
+		}
+		return out, obj, nil
+	}
+	u := &unstructured.Unstructured{}
+	switch obj.Format {
+	case FormatJSON:
+		if err := u.UnmarshalJSON(value); err != nil {
+			return nil, obj, fmt.Errorf("decode JSON %s: %w", gvk.Kind, err)
+		}
+	case FormatCBOR:
+		m := map[string]interface{}{}
+		if err := direct.Unmarshal(value, &m); err != nil {
+			return nil, obj, fmt.Errorf("decode CBOR %s: %w", gvk.Kind, err)
+		}
+		u.Object = m
+	default:
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&obj.Meta)
+		if err != nil {
+			return nil, obj, fmt.Errorf("convert metadata: %w", err)
+		}
+		u.Object = map[string]interface{}{"metadata": m}
+		u.SetAPIVersion(obj.APIVersion)
+		u.SetKind(obj.Kind)
+	}
+	return u, obj, nil
+}

@@ -1,0 +1,150 @@
+package etcdscan
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Class is a kind of ghost or suspect.
+type Class string
+
+// The classes, most severe first. The first five are ghosts: Kubernetes cannot
+// manage the object any more. The last two are suspects worth a human look.
+const (
+	ClassUndecodable       Class = "undecodable"
+	ClassEncryptedUnknown  Class = "encrypted-unknown"
+	ClassUnservedType      Class = "unserved-type"
+	ClassOrphanedNamespace Class = "orphaned-namespace"
+	ClassKeyMismatch       Class = "key-mismatch"
+	ClassStuckTerminating  Class = "stuck-terminating"
+	ClassDanglingOwner     Class = "dangling-owner"
+)
+
+// Classes lists every class in order of severity.
+var Classes = []Class{ClassUndecodable, ClassEncryptedUnknown, ClassUnservedType, ClassOrphanedNamespace, ClassKeyMismatch, ClassStuckTerminating, ClassDanglingOwner}
+
+// Ghost reports whether the class marks an object Kubernetes cannot manage.
+func (c Class) Ghost() bool { return c != ClassStuckTerminating && c != ClassDanglingOwner }
+
+func (c Class) rank() int {
+	for i, x := range Classes {
+		if x == c {
+			return i
+		}
+	}
+	return len(Classes)
+}
+
+// ParseClass checks a class name given on the command line.
+func ParseClass(s string) (Class, bool) {
+	for _, c := range Classes {
+		if string(c) == s {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// Finding is one key that is a ghost or a suspect.
+type Finding struct {
+	Key        string `json:"key"`
+	Resource   string `json:"resource"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Classes holds every class that applies, most severe first.
+	Classes []Class `json:"classes"`
+	// Reasons holds one sentence per class, in the same order.
+	Reasons        []string   `json:"reasons"`
+	Ghost          bool       `json:"ghost"`
+	Format         string     `json:"format,omitempty"`
+	Encryption     string     `json:"encryption,omitempty"`
+	CreateRevision int64      `json:"createRevision"`
+	ModRevision    int64      `json:"modRevision"`
+	Created        *time.Time `json:"created,omitempty"`
+}
+
+// Has reports whether the finding carries class c.
+func (f *Finding) Has(c Class) bool {
+	for _, x := range f.Classes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// add records a class with its reason, keeping classes in severity order.
+func (f *Finding) add(c Class, reason string) {
+	if f.Has(c) {
+		return
+	}
+	f.Classes = append(f.Classes, c)
+	f.Reasons = append(f.Reasons, reason)
+	sort.Sort(byRank{f})
+	f.Ghost = f.Ghost || c.Ghost()
+}
+
+// remove drops a class (after the API server contradicted it).
+func (f *Finding) remove(c Class) {
+	for i, x := range f.Classes {
+		if x == c {
+			f.Classes = append(f.Classes[:i], f.Classes[i+1:]...)
+			f.Reasons = append(f.Reasons[:i], f.Reasons[i+1:]...)
+			break
+		}
+	}
+	f.Ghost = false
+	for _, x := range f.Classes {
+		f.Ghost = f.Ghost || x.Ghost()
+	}
+}
+
+// Reason joins the reasons into one line.
+func (f *Finding) Reason() string { return strings.Join(f.Reasons, "; ") }
+
+type byRank struct{ f *Finding }
+
+func (b byRank) Len() int           { return len(b.f.Classes) }
+func (b byRank) Less(i, j int) bool { return b.f.Classes[i].rank() < b.f.Classes[j].rank() }
+func (b byRank) Swap(i, j int) {
+	b.f.Classes[i], b.f.Classes[j] = b.f.Classes[j], b.f.Classes[i]
+	b.f.Reasons[i], b.f.Reasons[j] = b.f.Reasons[j], b.f.Reasons[i]
+}
+
+// Check records whether one kind of check could be made.
+type Check struct {
+	Name string `json:"name"`
+	Done bool   `json:"done"`
+	Note string `json:"note,omitempty"`
+}
+
+// Report is the result of one scan.
+type Report struct {
+	// Revision is the etcd revision every read was made at.
+	Revision  int64  `json:"revision"`
+	Prefix    string `json:"prefix"`
+	Namespace string `json:"namespace,omitempty"`
+	// Catalog says where the list of served resources came from.
+	Catalog      string         `json:"catalog"`
+	ScannedKeys  int            `json:"scannedKeys"`
+	InternalKeys int            `json:"internalKeys"`
+	Encrypted    map[string]int `json:"encrypted,omitempty"`
+	Checks       []Check        `json:"checks"`
+	Findings     []Finding      `json:"findings"`
+	// Summary counts findings by their most severe class.
+	Summary map[Class]int `json:"summary"`
+}
+
+// Ghosts returns the number of findings that are ghosts.
+func (r *Report) Ghosts() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Ghost {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,201 @@
+package etcdscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/regghost/regghost/pkg/catalog"
+)
+
+// APIChecker is the API server's view of single objects. *apiview.View
+// implements it. Read returns nil when the API server can read the object.
+type APIChecker interface {
+	Read(ctx context.Context, r catalog.Resource, namespace, name string) error
+}
+
+// DefaultTerminatingAfter is how long an object may sit in Terminating with
+// finalizers before it is reported as stuck.
+const DefaultTerminatingAfter = 15 * time.Minute
+
+// DefaultAPICheckLimit bounds how many single-object reads a scan asks the
+// API server for.
+const DefaultAPICheckLimit = 2000
+
+// Options configure a scan.
+type Options struct {
+	// Prefix is the registry prefix, ending in "/" (default "/registry/").
+	Prefix string
+	// Namespace limits the scan to one namespace's objects and the namespace itself.
+	Namespace string
+	// Catalog lists the served resources. Required.
+	Catalog *catalog.Catalog
+	// API confirms undecodable and encrypted values; nil when unreachable.
+	API APIChecker
+	// APIUnavailable says why API is nil, for the report.
+	APIUnavailable string
+	// TerminatingAfter is the stuck-terminating threshold.
+	TerminatingAfter time.Duration
+	// APICheckLimit bounds the single-object reads made against the API server.
+	APICheckLimit int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Scan walks the keyspace in store and returns what it found.
+func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = "/registry/"
+	}
+	if opts.Prefix[len(opts.Prefix)-1] != '/' {
+		return nil, fmt.Errorf("prefix %q must end in /", opts.Prefix)
+	}
+	if opts.Catalog == nil {
+		return nil, errors.New("scan needs a resource catalog")
+	}
+	if opts.TerminatingAfter <= 0 {
+		opts.TerminatingAfter = DefaultTerminatingAfter
+	}
+	if opts.APICheckLimit <= 0 {
+		opts.APICheckLimit = DefaultAPICheckLimit
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &scan{
+		opts: opts, store: store, now: opts.Now(),
+		rep: &Report{
+			Revision: store.Revision(), Prefix: opts.Prefix, Namespace: opts.Namespace,
+			Catalog: opts.Catalog.Source, Encrypted: map[string]int{}, Summary: map[Class]int{},
+		},
+		index: map[string]int{}, perNS: map[string]map[string]int{}, uids: newUIDSet(),
+	}
+	if err := s.loadNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	var err error
+	if opts.Namespace == "" {
+		err = store.Range(ctx, opts.Prefix, PrefixEnd(opts.Prefix), false, func(kv *mvccpb.KeyValue) error { return s.visit(ctx, kv) })
+	} else {
+		err = s.walkNamespace(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.finish(ctx); err != nil {
+		return nil, err
+	}
+	return s.rep, nil
+}
+
+type scan struct {
+	opts  Options
+	store Store
+	now   time.Time
+	rep   *Report
+	// index maps a key to its finding in rep.Findings.
+	index map[string]int
+	// namespaces holds the names of every namespace key.
+	namespaces map[string]bool
+	// perNS counts objects per namespace and storage prefix.
+	perNS map[string]map[string]int
+	uids  *uidSet
+	// owned are objects none of whose owners had been seen when visited.
+	owned []ownedObject
+	// terminatingNS are namespaces in Terminating, finished once counts are known.
+	terminatingNS []terminatingNamespace
+	// confirm are findings the API server is asked about at the end.
+	confirm []confirmation
+}
+
+func (s *scan) loadNamespaces(ctx context.Context) error {
+	s.namespaces = map[string]bool{}
+	start := s.opts.Prefix + "namespaces/"
+	if s.opts.Namespace != "" {
+		kv, err := s.store.Get(ctx, start+s.opts.Namespace)
+		if err != nil {
+			return err
+		}
+		if kv != nil {
+			s.namespaces[s.opts.Namespace] = true
+		}
+		return nil
+	}
+	return s.store.Range(ctx, start, PrefixEnd(start), true, func(kv *mvccpb.KeyValue) error {
+		s.namespaces[string(kv.Key[len(start):])] = true
+		return nil
+	})
+}
+
+// walkNamespace visits the namespace key and, for every storage prefix present
+// in etcd, only the keys under "<prefix>/<namespace>/". Prefixes are found by
+// seeking from one to the next, so keys of other namespaces are never read.
+func (s *scan) walkNamespace(ctx context.Context) error {
+	reg, ns := s.opts.Prefix, s.opts.Namespace
+	if kv, err := s.store.Get(ctx, reg+"namespaces/"+ns); err != nil {
+		return err
+	} else if kv != nil {
+		if err := s.visit(ctx, kv); err != nil {
+			return err
+		}
+	}
+	end := PrefixEnd(reg)
+	for start := reg; ; {
+		kv, err := s.store.First(ctx, start, end)
+		if err != nil {
+			return err
+		}
+		if kv == nil {
+			return nil
+		}
+		prefix, _ := prefixOf(reg, string(kv.Key))
+		from := reg + prefix + "/" + ns + "/"
+		if err := s.store.Range(ctx, from, PrefixEnd(from), false, func(kv *mvccpb.KeyValue) error { return s.visit(ctx, kv) }); err != nil {
+			return err
+		}
+		// Skip past every key of this prefix: "/" + 1 is "0".
+		start = reg + prefix + "0"
+	}
+}
+
+// record returns the finding for a key, creating it from f the first time.
+func (s *scan) record(f Finding) *Finding {
+	if i, ok := s.index[f.Key]; ok {
+		return &s.rep.Findings[i]
+	}
+	s.index[f.Key] = len(s.rep.Findings)
+	s.rep.Findings = append(s.rep.Findings, f)
+	return &s.rep.Findings[len(s.rep.Findings)-1]
+}
+
+func (s *scan) finish(ctx context.Context) error {
+	s.finishNamespaces()
+	if err := s.checkOwners(ctx); err != nil {
+		return err
+	}
+	s.confirmWithAPI(ctx)
+	// Drop findings that the API server proved wrong, then summarise.
+	kept := s.rep.Findings[:0]
+	for _, f := range s.rep.Findings {
+		if len(f.Classes) > 0 {
+			kept = append(kept, f)
+		}
+	}
+	s.rep.Findings = kept
+	sort.SliceStable(s.rep.Findings, func(i, j int) bool {
+		a, b := s.rep.Findings[i], s.rep.Findings[j]
+		if a.Ghost != b.Ghost {
+			return a.Ghost
+		}
+		return a.Key < b.Key
+	})
+	for _, f := range s.rep.Findings {
+		s.rep.Summary[f.Classes[0]]++
+	}
+	s.rep.Checks = append(s.rep.Checks, Check{Name: "served types", Done: true, Note: "from " + s.opts.Catalog.Source})
+	return nil
+}

@@ -1,0 +1,101 @@
+// Package etcdscan walks the Kubernetes keyspace in etcd and classifies the
+// keys that Kubernetes can no longer manage.
+package etcdscan
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Store is a read-only view of an etcd keyspace at one revision.
+type Store interface {
+	// Revision is the revision every read is made at.
+	Revision() int64
+	// Range calls fn for each key in [start, end), in key order, reading at
+	// most the store's page size per request. keysOnly leaves values empty.
+	Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error
+	// First returns the first key in [start, end), or nil.
+	First(ctx context.Context, start, end string) (*mvccpb.KeyValue, error)
+	// Get returns one key, or nil when it does not exist.
+	Get(ctx context.Context, key string) (*mvccpb.KeyValue, error)
+}
+
+// DefaultPageSize is how many keys one range request asks for.
+const DefaultPageSize = 500
+
+// EtcdStore reads a live etcd at a fixed revision, in bounded pages.
+type EtcdStore struct {
+	kv       clientv3.KV
+	rev      int64
+	pageSize int64
+}
+
+// NewEtcdStore pins the current revision of the cluster: every later read is
+// made at it, so the whole scan sees one consistent keyspace.
+func NewEtcdStore(ctx context.Context, kv clientv3.KV, pageSize int64) (*EtcdStore, error) {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	resp, err := kv.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return nil, fmt.Errorf("read current etcd revision: %w", err)
+	}
+	return &EtcdStore{kv: kv, rev: resp.Header.Revision, pageSize: pageSize}, nil
+}
+
+// Revision implements Store.
+func (s *EtcdStore) Revision() int64 { return s.rev }
+
+// Range implements Store.
+func (s *EtcdStore) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
+	key := start
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithRev(s.rev), clientv3.WithLimit(s.pageSize)}
+		if keysOnly {
+			opts = append(opts, clientv3.WithKeysOnly())
+		}
+		resp, err := s.kv.Get(ctx, key, opts...)
+		if err != nil {
+			return fmt.Errorf("range %q at revision %d: %w", key, s.rev, err)
+		}
+		for _, kv := range resp.Kvs {
+			if err := fn(kv); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// First implements Store.
+func (s *EtcdStore) First(ctx context.Context, start, end string) (*mvccpb.KeyValue, error) {
+	resp, err := s.kv.Get(ctx, start, clientv3.WithRange(end), clientv3.WithRev(s.rev), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("seek %q at revision %d: %w", start, s.rev, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	return resp.Kvs[0], nil
+}
+
+// Get implements Store.
+func (s *EtcdStore) Get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
+	resp, err := s.kv.Get(ctx, key, clientv3.WithRev(s.rev))
+	if err != nil {
+		return nil, fmt.Errorf("get %q at revision %d: %w", key, s.rev, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	return resp.Kvs[0], nil
+}
+
+// PrefixEnd returns the end of the range that holds every key starting with prefix.
+func PrefixEnd(prefix string) string { return clientv3.GetPrefixRangeEnd(prefix) }
