@@ -29,8 +29,11 @@ type confirmation struct {
 // ghost after all.
 func (s *scan) confirmWithAPI(ctx context.Context) {
 	unchecked := 0
+	if len(s.confirm) == 0 {
+		return
+	}
 	if s.opts.API == nil {
-		if len(s.confirm) > 0 {
+		{
 			s.rep.Checks = append(s.rep.Checks, Check{Name: "api server read-back", Done: false,
 				Note: fmt.Sprintf("%d undecodable or encrypted values not confirmed: %s", len(s.confirm), s.opts.APIUnavailable)})
 		}

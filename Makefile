@@ -1,0 +1,41 @@
+# regghost: `make demo` runs scan/purge/restore on a throwaway local cluster,
+# `make test` runs every check CI runs. Both build etcd and kube-apiserver from
+# the Go module proxy; the Go build cache keeps them after the first run.
+
+GO ?= go
+
+.PHONY: all build test lint unit e2e demo catalog bench tools clean
+
+all: build
+
+build:
+	$(GO) build -o bin/regghost .
+
+# tools builds (and caches) etcd, etcdctl, etcdutl and kube-apiserver.
+tools:
+	cd e2e/tools/etcd && $(GO) tool -n etcd >/dev/null && $(GO) tool -n etcdctl >/dev/null && $(GO) tool -n etcdutl >/dev/null
+	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd e2e/tools/etcd && $(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 ./pkg/... ./cmd/... ./internal/...
+
+e2e: tools
+	$(GO) test -count=1 -timeout 45m ./e2e/...
+
+test: lint tools
+	$(GO) test -count=1 -timeout 45m ./...
+
+demo:
+	hack/demo.sh
+
+# catalog regenerates pkg/catalog/builtin.json from a live kube-apiserver.
+catalog: tools
+	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run TestBuiltinCatalogMatchesAPIServer ./e2e/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestConnectionErrors checks that bad certificates, missing files and an
+// unreachable endpoint fail with one clear line and exit code 1, and that
+// the ETCDCTL_* variables incident runbooks export are honoured.
+func TestConnectionErrors(t *testing.T) {
+	c := startCluster(t, clusterOptions{noAPIServer: true})
+	other := newPKI(t, t.TempDir())
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		code    int
+		wantErr string
+	}{
+		{name: "no client certificate", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--dial-timeout", "2s"}, code: 1, wantErr: "is not reachable"},
+		{name: "certificate from another CA", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--cert", other.ClientCert, "--key", other.ClientKey, "--dial-timeout", "2s"}, code: 1, wantErr: "is not reachable"},
+		{name: "missing key file", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--cert", c.pki.ClientCert, "--key", "/nonexistent/client.key"}, code: 1, wantErr: "etcd TLS file"},
+		{name: "cert without key", args: []string{"--endpoints", c.etcdURL, "--cert", c.pki.ClientCert}, code: 1, wantErr: "--cert and --key go together"},
+		{name: "unreachable endpoint", args: []string{"--endpoints", "127.0.0.1:1", "--dial-timeout", "1s"}, code: 1, wantErr: "is not reachable"},
+		{name: "bad prefix", args: append([]string{"--prefix", "/registry"}, c.etcdArgs()...), code: 2, wantErr: "--prefix"},
+		{name: "unknown flag", args: []string{"--bogus"}, code: 2, wantErr: "unknown flag"},
+		{name: "ETCDCTL variables", env: []string{"ETCDCTL_ENDPOINTS=" + c.etcdURL, "ETCDCTL_CACERT=" + c.pki.CA, "ETCDCTL_CERT=" + c.pki.ClientCert, "ETCDCTL_KEY=" + c.pki.ClientKey}, code: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bins.regghost, append([]string{"scan", "--no-api"}, tt.args...)...)
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+			cmd.Env = append(cmd.Env, tt.env...)
+			out, _ := cmd.CombinedOutput()
+			code := cmd.ProcessState.ExitCode()
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, out)
+			}
+			if tt.wantErr == "" {
+				return
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "regghost: ") || !strings.Contains(lines[0], tt.wantErr) {
+				t.Errorf("want one line containing %q, got:\n%s", tt.wantErr, out)
+			}
+			if strings.Contains(string(out), "panic") || strings.Contains(string(out), "goroutine") {
+				t.Errorf("panic: %s", out)
+			}
+		})
+	}
+}

@@ -1,0 +1,46 @@
+// Package etcdtest starts an embedded etcd server for unit tests.
+package etcdtest
+
+import (
+	"net/url"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// Start runs a single-member etcd in a temporary directory until the test
+// ends and returns a client and the client URL.
+func Start(t testing.TB) (*clientv3.Client, string) {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Logger = "zap"
+	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	// Port 0 lets the kernel pick free ports.
+	lc, _ := url.Parse("http://127.0.0.1:0")
+	lp, _ := url.Parse("http://127.0.0.1:0")
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*lc}, []url.URL{*lc}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*lp}, []url.URL{*lp}
+	cfg.InitialCluster = cfg.Name + "=" + lp.String()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("start embedded etcd: %v", err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("embedded etcd did not become ready")
+	}
+	ep := e.Clients[0].Addr().String()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("embedded etcd client: %v", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli, ep
+}

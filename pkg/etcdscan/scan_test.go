@@ -1,0 +1,122 @@
+package etcdscan
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/catalog"
+)
+
+func encode(t *testing.T, obj runtime.Object) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func pod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}}
+}
+
+func namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// TestScanEmbedded runs scans over an embedded etcd holding ns1 (missing)
+// and ns10 (present): the ns1 scan must not read ns10's keys, and small
+// pages must give the same result as one large page.
+func TestScanEmbedded(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	puts := map[string]string{
+		"/registry/namespaces/ns10":       encode(t, namespace("ns10")),
+		"/registry/pods/ns1/a":            encode(t, pod("ns1", "a")),
+		"/registry/pods/ns1/b":            encode(t, pod("ns1", "b")),
+		"/registry/pods/ns10/c":           encode(t, pod("ns10", "c")),
+		"/registry/pods/ns10/wrong":       encode(t, pod("ns10", "other")),
+		"/registry/configmaps/ns1/junk":   "\x00\x01garbage",
+		"/registry/ranges/serviceips":     "internal",
+		"/registry/example.com/things/x1": `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"x1"}}`,
+	}
+	for k, v := range puts {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat := catalog.New("test", catalog.Builtin(), nil)
+	tests := []struct {
+		name      string
+		namespace string
+		pageSize  int64
+		want      map[string][]Class
+	}{
+		{name: "ns1 only", namespace: "ns1", pageSize: 1, want: map[string][]Class{
+			"/registry/pods/ns1/a":          {ClassOrphanedNamespace},
+			"/registry/pods/ns1/b":          {ClassOrphanedNamespace},
+			"/registry/configmaps/ns1/junk": {ClassUndecodable, ClassOrphanedNamespace},
+		}},
+		{name: "ns10 only", namespace: "ns10", pageSize: 2, want: map[string][]Class{
+			"/registry/pods/ns10/wrong": {ClassKeyMismatch},
+		}},
+		{name: "everything, small pages", pageSize: 1, want: map[string][]Class{
+			"/registry/pods/ns1/a":            {ClassOrphanedNamespace},
+			"/registry/pods/ns1/b":            {ClassOrphanedNamespace},
+			"/registry/configmaps/ns1/junk":   {ClassUndecodable, ClassOrphanedNamespace},
+			"/registry/pods/ns10/wrong":       {ClassKeyMismatch},
+			"/registry/example.com/things/x1": {ClassUnservedType},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, err := NewEtcdStore(ctx, cli, tt.pageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Scan(ctx, store, Options{Namespace: tt.namespace, Catalog: cat, Now: func() time.Time { return time.Unix(2e9, 0) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]Class{}
+			for _, f := range rep.Findings {
+				got[f.Key] = f.Classes
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("got %d findings %v, want %d", len(got), got, len(tt.want))
+			}
+			for k, want := range tt.want {
+				if g := got[k]; len(g) != len(want) || (len(g) > 0 && g[0] != want[0]) {
+					t.Errorf("%s: got %v, want %v", k, g, want)
+				}
+			}
+			if tt.namespace == "" && rep.InternalKeys != 1 {
+				t.Errorf("internal keys = %d, want 1", rep.InternalKeys)
+			}
+		})
+	}
+}
+
+func TestScanRejectsBadOptions(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	store, err := NewEtcdStore(context.Background(), cli, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Scan(context.Background(), store, Options{Prefix: "/registry"}); err == nil {
+		t.Error("prefix without trailing slash accepted")
+	}
+	if _, err := Scan(context.Background(), store, Options{}); err == nil {
+		t.Error("scan without a catalog accepted")
+	}
+}
