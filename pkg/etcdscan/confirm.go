@@ -33,10 +33,8 @@ func (s *scan) confirmWithAPI(ctx context.Context) {
 		return
 	}
 	if s.opts.API == nil {
-		{
-			s.rep.Checks = append(s.rep.Checks, Check{Name: "api server read-back", Done: false,
-				Note: fmt.Sprintf("%d undecodable or encrypted values not confirmed: %s", len(s.confirm), s.opts.APIUnavailable)})
-		}
+		s.rep.Checks = append(s.rep.Checks, Check{Name: "api server read-back", Done: false,
+			Note: fmt.Sprintf("%d undecodable or encrypted values not confirmed: %s", len(s.confirm), s.opts.APIUnavailable)})
 		return
 	}
 	for i, c := range s.confirm {
