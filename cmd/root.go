@@ -77,7 +77,7 @@ snapshot and per-key backup that restore can put back.`,
 		}
 		return nil
 	}
-	root.AddCommand(newScanCmd(g), newGetCmd(g))
+	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd())
 	return root
 }
 

@@ -25,7 +25,11 @@ cleanup() {
     return
   fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for _ in $(seq 1 20); do
+    alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break; sleep 0.5
+  done
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -98,17 +102,23 @@ echo "==> the incident: someone force-deletes the namespace key and the CRD key 
 "$ETCDCTL_BIN" del /registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com
 sleep 2
 
-run() { echo; echo "\$ $*"; "$@" || echo "(exit code $?)"; }
+# run shows a command and its exit code; stdin is not a terminal, so the
+# destructive steps need --yes.
+run() { echo; echo "\$ $*"; "$@" </dev/null || echo "(exit code $?)"; }
 R=bin/regghost
 run $R scan
-run $R scan --namespace kb-system -o json --no-api | head -20
+echo; echo "\$ $R scan --namespace kb-system -o json > $DIR/plan.json"
+$R scan --namespace kb-system -o json > "$DIR/plan.json" || true
+echo "($(grep -c '"key"' "$DIR/plan.json") findings written; review them, then purge exactly those with --from)"
 run $R get /registry/pods/kb-system/controller-0
 if $R purge --help >/dev/null 2>&1; then
   export REGGHOST_BACKUP_DIR=$DIR/backups
   run $R purge --namespace kb-system
-  run $R purge --namespace kb-system --confirm --yes
+  run $R purge --namespace kb-system --from "$DIR/plan.json" --confirm --yes
+  run $R backup ls
   run $R scan --namespace kb-system
   backup=$(ls -d "$DIR"/backups/*/ | head -1)
+  run $R backup show "$backup"
   run $R restore "$backup" --confirm --yes
   run $R scan --namespace kb-system
 fi

@@ -1,0 +1,238 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// defaultBackupRoot is where purge keeps snapshots and backups.
+const defaultBackupRoot = "/var/lib/regghost/backups"
+
+type purgeOptions struct {
+	namespace        string
+	keys             []string
+	from             string
+	forceClasses     []string
+	confirm          bool
+	yes              bool
+	backupDir        string
+	batchSize        int
+	rate             float64
+	terminatingAfter time.Duration
+	output           string
+}
+
+func newPurgeCmd(g *globalOptions) *cobra.Command {
+	o := &purgeOptions{}
+	c := &cobra.Command{
+		Use:   "purge",
+		Short: "Delete ghost keys behind a verified snapshot and backup (dry run without --confirm)",
+		Long: `purge scans, then deletes only the keys the scan classifies as ghosts in the
+namespace or keys you name. Without --confirm it only lists them.
+
+With --confirm, before the first delete it:
+  1. checks the backup directory has room for a snapshot and the backup,
+  2. streams a full etcd snapshot, fsyncs it, checks its sha256 and bbolt consistency,
+  3. checks every key to delete is in the snapshot with the same revision and bytes,
+  4. writes a per-key backup (raw bytes, revisions, lease) with a checksum and reads it back.
+Each delete is a transaction that compares the key's mod revision with the scan's:
+a key changed since is skipped, never deleted. Every key is read back afterwards
+and a line per key is appended to audit.log in the backup directory.`,
+		Example: `  regghost purge --namespace kb-system
+  regghost purge --namespace kb-system --confirm
+  regghost scan --namespace kb-system -o json > plan.json   # review it, then:
+  regghost purge --namespace kb-system --from plan.json --confirm
+  regghost purge --key /registry/pods/kb-system/p1 --confirm`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := validateNamespace(o.namespace); err != nil {
+				return err
+			}
+			if o.output != "table" && o.output != "json" {
+				return usageError("--output %q is not one of table, json", o.output)
+			}
+			return runPurge(c.Context(), g, o, c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
+	f.StringArrayVar(&o.keys, "key", nil, "purge this exact key (repeatable); it must be a ghost")
+	f.StringVar(&o.from, "from", "", "a reviewed `scan -o json` report: purge only its keys, and only if unchanged since")
+	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class (stuck-terminating, dangling-owner)")
+	f.BoolVar(&o.confirm, "confirm", false, "really delete (without it purge is a dry run)")
+	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where snapshots and backups go (env REGGHOST_BACKUP_DIR)")
+	f.IntVar(&o.batchSize, "batch-size", repair.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
+	f.Float64Var(&o.rate, "rate", repair.DefaultRate, "delete transactions per second")
+	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Reader, out io.Writer) error {
+	if o.batchSize < 1 || o.batchSize > 128 {
+		return usageError("--batch-size must be between 1 and 128, got %d", o.batchSize)
+	}
+	if o.rate <= 0 {
+		return usageError("--rate must be positive")
+	}
+	sel := repair.Selector{Namespace: o.namespace, Keys: o.keys}
+	for _, s := range o.forceClasses {
+		c, ok := etcdscan.ParseClass(s)
+		if !ok {
+			return usageError("--force-class %q is not a class", s)
+		}
+		sel.ForceClasses = append(sel.ForceClasses, c)
+	}
+	if o.from != "" {
+		rep, err := readReport(o.from)
+		if err != nil {
+			return err
+		}
+		sel.Reviewed = rep
+	}
+	if o.namespace == "" && len(o.keys) == 0 {
+		return usageError("purge needs --namespace or --key; a purge of the whole keyspace is not allowed")
+	}
+	rep, err := scanReport(ctx, g, o.namespace, etcdscan.DefaultPageSize, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
+	if err != nil {
+		return err
+	}
+	plan, err := repair.NewPlan(rep, sel)
+	if err != nil {
+		return err
+	}
+	if !o.confirm {
+		return printPlan(out, o.output, plan, true)
+	}
+	if len(plan.Targets) == 0 {
+		if err := printPlan(out, o.output, plan, false); err != nil {
+			return err
+		}
+		return nil
+	}
+	if o.output == "table" {
+		if err := printPlan(out, o.output, plan, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
+	}
+	if err := confirmAction(in, out, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	defer cancel()
+	cli, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	cfg, err := g.etcd.ClientConfig()
+	if err != nil {
+		return err
+	}
+	res, err := repair.Purge(ctx, plan, repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg,
+		Pacing: repair.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}})
+	if res == nil && err != nil {
+		return err
+	}
+	if perr := printPurgeResult(out, o.output, res); perr != nil && err == nil {
+		err = perr
+	}
+	if err != nil {
+		return err
+	}
+	if res.Deleted != res.Planned {
+		return &exitError{code: ExitGhosts, err: fmt.Errorf("deleted %d of %d planned keys; the rest were left alone (see above)", res.Deleted, res.Planned)}
+	}
+	return nil
+}
+
+func readReport(path string) (*etcdscan.Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read reviewed scan: %w", err)
+	}
+	var rep etcdscan.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("reviewed scan %s is not a `regghost scan -o json` report: %w", path, err)
+	}
+	if rep.Prefix == "" || rep.Revision == 0 {
+		return nil, errors.New("reviewed scan " + path + " has no prefix or revision; is it a `regghost scan -o json` report?")
+	}
+	return &rep, nil
+}
+
+func printPlan(out io.Writer, format string, plan *repair.Plan, dryRun bool) error {
+	if format == "json" {
+		return printStructured(out, "json", map[string]any{"dryRun": dryRun, "scope": plan.Scope, "revision": plan.Revision,
+			"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped)})
+	}
+	if len(plan.Targets) > 0 {
+		t := newTable(out, "KEY", "CLASS", "REASON", "REV")
+		for _, f := range plan.Targets {
+			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Reason(), fmt.Sprint(f.ModRevision)})
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	printResults(out, plan.Skipped)
+	switch {
+	case len(plan.Targets) == 0:
+		fmt.Fprintf(out, "No ghost to purge in %s at etcd revision %d; nothing was changed.\n", plan.Scope, plan.Revision)
+	case dryRun:
+		fmt.Fprintf(out, "\nDry run: %d keys in %s would be deleted (etcd revision %d). Nothing was changed.\nRe-run with --confirm to snapshot, back up and delete them.\n", len(plan.Targets), plan.Scope, plan.Revision)
+	}
+	return nil
+}
+
+func printResults(out io.Writer, results []repair.Result) {
+	if len(results) == 0 {
+		return
+	}
+	t := newTable(out, "KEY", "OUTCOME", "DETAIL")
+	for _, r := range results {
+		_ = t.Append([]string{r.Key, string(r.Outcome), r.Detail})
+	}
+	_ = t.Render()
+}
+
+func printPurgeResult(out io.Writer, format string, res *repair.PurgeResult) error {
+	if format == "json" {
+		return printStructured(out, "json", res)
+	}
+	fmt.Fprintf(out, "\nSnapshot %s: %d bytes, sha256 %s, revision %d, %d keys (verified).\n",
+		res.Snapshot.Path, res.Snapshot.Size, res.Snapshot.SHA256, res.Snapshot.Revision, res.Snapshot.TotalKeys)
+	fmt.Fprintf(out, "Backup   %s (verified)\n\n", res.Backup)
+	printResults(out, res.Results)
+	fmt.Fprintf(out, "\nDeleted %d of %d planned keys. Audit log: %s\n", res.Deleted, res.Planned, filepath.Join(res.Dir, repair.AuditFile))
+	fmt.Fprintf(out, "Undo these deletes:  regghost restore %s --confirm\n", res.Dir)
+	fmt.Fprintf(out, "Disaster path (whole cluster; stop every kube-apiserver first):\n  %s\n", repair.DisasterRestoreCommand(res.Snapshot.Path))
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,114 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+func newRestoreCmd(g *globalOptions) *cobra.Command {
+	var confirm, yes bool
+	var output string
+	c := &cobra.Command{
+		Use:   "restore BACKUP",
+		Short: "Put back every key of a purge backup that is absent now (dry run without --confirm)",
+		Long: `restore verifies the backup's checksum, then writes back each key that does not
+exist now, with a transaction that compares create_revision == 0: it never
+overwrites a key. A key that already holds the backed-up bytes is reported as
+already present, so running restore twice is safe. A key holding other bytes is
+a conflict and is left alone. BACKUP is a backup directory or its backup.json.`,
+		Example: `  regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system
+  regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system --confirm`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usageError("--output %q is not one of table, json", output)
+			}
+			return runRestore(c.Context(), g, args[0], confirm, yes, output, c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
+	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes bool, output string, in io.Reader, out io.Writer) error {
+	b, err := repair.ReadBackup(path)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was restored", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	defer cancel()
+	cli, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	plan, err := repair.Restore(ctx, cli, b, repair.Pacing{}, true)
+	if err != nil {
+		return err
+	}
+	todo := 0
+	for _, r := range plan {
+		if r.Outcome == repair.WouldRestore {
+			todo++
+		}
+	}
+	if !confirm || todo == 0 {
+		if output == "json" {
+			return printStructured(out, "json", map[string]any{"dryRun": !confirm, "results": plan})
+		}
+		printResults(out, plan)
+		if todo == 0 {
+			fmt.Fprintf(out, "Nothing to restore: every key of %s (%d) is present already or in conflict.\n", path, len(b.Entries))
+		} else {
+			fmt.Fprintf(out, "\nDry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.\n", todo, len(b.Entries))
+		}
+		return conflictErr(plan)
+	}
+	if output == "table" {
+		printResults(out, plan)
+	}
+	if err := confirmAction(in, out, yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
+		return err
+	}
+	results, err := repair.Restore(ctx, cli, b, repair.Pacing{}, false)
+	if results != nil {
+		if aerr := repair.AppendAudit(backupDirOf(path), "restore", results); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		if err := printStructured(out, "json", map[string]any{"dryRun": false, "results": results}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out)
+		printResults(out, results)
+		n := 0
+		for _, r := range results {
+			if r.Outcome == repair.Restored {
+				n++
+			}
+		}
+		fmt.Fprintf(out, "Restored %d keys, byte-identical to the backup.\n", n)
+	}
+	return conflictErr(results)
+}
+
+func conflictErr(results []repair.Result) error {
+	for _, r := range results {
+		if r.Outcome == repair.Conflict || r.Outcome == repair.StillPresent {
+			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", r.Key, r.Detail)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package repair
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Selector says what a purge may remove.
+type Selector struct {
+	// Namespace limits the purge to one namespace's ghosts.
+	Namespace string
+	// Keys are exact object keys to purge; each must be a ghost.
+	Keys []string
+	// ForceClasses lets suspects of these classes (stuck-terminating,
+	// dangling-owner) be purged too.
+	ForceClasses []etcdscan.Class
+	// Reviewed, when set, is a scan report the user reviewed: only its keys
+	// are purged, and only if unchanged since it was made.
+	Reviewed *etcdscan.Report
+}
+
+// Plan is the set of keys a purge will delete, from a fresh scan.
+type Plan struct {
+	Scope    string
+	Prefix   string
+	Revision int64
+	Targets  []etcdscan.Finding
+	// Skipped are keys of the reviewed report that are left alone.
+	Skipped []Result
+}
+
+// ErrRefused is returned (wrapped) when a selection asks for something a
+// purge must not do.
+var ErrRefused = errors.New("refused")
+
+// NewPlan selects what to purge from a fresh scan report.
+func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
+	if sel.Namespace == "" && len(sel.Keys) == 0 {
+		return nil, fmt.Errorf("%w: purge needs --namespace or --key; a purge of the whole keyspace is not allowed", ErrRefused)
+	}
+	for _, c := range sel.ForceClasses {
+		if c.Ghost() {
+			return nil, fmt.Errorf("%w: --force-class %s: ghosts are purged without it; it only admits suspect classes", ErrRefused, c)
+		}
+	}
+	p := &Plan{Prefix: rep.Prefix, Revision: rep.Revision, Scope: scope(sel)}
+	byKey := map[string]etcdscan.Finding{}
+	for _, f := range rep.Findings {
+		byKey[f.Key] = f
+	}
+	allowed := func(f etcdscan.Finding) bool {
+		if f.Ghost {
+			return true
+		}
+		for _, c := range sel.ForceClasses {
+			if f.Has(c) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(sel.Keys) > 0 {
+		seen := map[string]bool{}
+		for _, key := range sel.Keys {
+			k, err := etcdscan.ParseKey(rep.Prefix, key)
+			if err != nil {
+				return nil, fmt.Errorf("%w: --key %s is not the key of one object (prefixes are never purged): %v", ErrRefused, key, err)
+			}
+			if sel.Namespace != "" && k.Namespace != sel.Namespace {
+				return nil, fmt.Errorf("%w: --key %s is not in namespace %s", ErrRefused, key, sel.Namespace)
+			}
+			f, ok := byKey[key]
+			if !ok {
+				return nil, fmt.Errorf("%w: %s is not a ghost (the scan found nothing wrong with it, or it does not exist)", ErrRefused, key)
+			}
+			if !allowed(f) {
+				return nil, fmt.Errorf("%w: %s is a %s suspect, not a ghost; add --force-class %s to purge it", ErrRefused, key, f.Classes[0], f.Classes[0])
+			}
+			if !seen[key] {
+				seen[key] = true
+				p.Targets = append(p.Targets, f)
+			}
+		}
+	} else {
+		for _, f := range rep.Findings {
+			if f.Namespace == sel.Namespace && allowed(f) {
+				p.Targets = append(p.Targets, f)
+			}
+		}
+	}
+	if sel.Reviewed != nil {
+		if err := p.restrictTo(sel.Reviewed); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// restrictTo keeps only the targets the reviewed report lists, unchanged.
+func (p *Plan) restrictTo(reviewed *etcdscan.Report) error {
+	if reviewed.Prefix != p.Prefix {
+		return fmt.Errorf("%w: the reviewed scan is of prefix %s, not %s", ErrRefused, reviewed.Prefix, p.Prefix)
+	}
+	now := map[string]etcdscan.Finding{}
+	for _, f := range p.Targets {
+		now[f.Key] = f
+	}
+	var kept []etcdscan.Finding
+	for _, r := range reviewed.Findings {
+		f, ok := now[r.Key]
+		switch {
+		case !ok:
+			if r.Ghost {
+				p.Skipped = append(p.Skipped, Result{Key: r.Key, Outcome: SkippedChanged, Detail: "no longer a ghost in this selection (or gone) since the reviewed scan; left alone"})
+			}
+		case f.ModRevision != r.ModRevision:
+			p.Skipped = append(p.Skipped, Result{Key: r.Key, Outcome: SkippedChanged,
+				Detail: fmt.Sprintf("changed since the reviewed scan (mod revision %d, now %d); left alone", r.ModRevision, f.ModRevision)})
+		default:
+			kept = append(kept, f)
+		}
+	}
+	p.Targets = kept
+	return nil
+}
+
+func scope(sel Selector) string {
+	var parts []string
+	if sel.Namespace != "" {
+		parts = append(parts, "namespace "+sel.Namespace)
+	}
+	if len(sel.Keys) == 1 {
+		parts = append(parts, "key "+sel.Keys[0])
+	} else if len(sel.Keys) > 1 {
+		parts = append(parts, fmt.Sprintf("%d keys", len(sel.Keys)))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,200 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sys/unix"
+)
+
+// SnapshotFile is the name of the full snapshot inside a backup directory.
+const SnapshotFile = "snapshot.db"
+
+// PurgeOptions configure a purge.
+type PurgeOptions struct {
+	// BackupRoot is where the purge's backup directory is created.
+	BackupRoot string
+	// Client reads and deletes keys.
+	Client *clientv3.Client
+	// ClientConfig opens the snapshot stream (to its first endpoint).
+	ClientConfig clientv3.Config
+	Pacing       Pacing
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// PurgeResult reports a finished purge.
+type PurgeResult struct {
+	Dir      string        `json:"dir"`
+	Backup   string        `json:"backup"`
+	Snapshot *SnapshotInfo `json:"snapshot"`
+	Results  []Result      `json:"results"`
+	Deleted  int           `json:"deleted"`
+	Planned  int           `json:"planned"`
+}
+
+// Purge deletes the plan's targets. Before the first delete it writes and
+// verifies a full snapshot and a per-key backup; when anything before the
+// deletes fails, nothing is deleted and the half-made backup directory is
+// removed.
+func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if len(plan.Targets) == 0 {
+		return nil, errors.New("nothing to purge")
+	}
+	dir, err := makeBackupDir(o.BackupRoot, plan.Scope, o.Now())
+	if err != nil {
+		return nil, err
+	}
+	res, err := prepare(ctx, plan, o, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%w; nothing was deleted", err)
+	}
+	b, err := ReadBackup(res.Backup)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%w; nothing was deleted", err)
+	}
+	results, err := GuardedDelete(ctx, o.Client, b.Entries, o.Pacing)
+	all := append(append([]Result{}, plan.Skipped...), res.Results...)
+	all = append(all, results...)
+	if aerr := AppendAudit(dir, "purge", all); aerr != nil && err == nil {
+		err = aerr
+	}
+	res.Results = all
+	for _, r := range results {
+		if r.Outcome == Deleted {
+			res.Deleted++
+		}
+	}
+	return res, err
+}
+
+// prepare writes the snapshot and backup and returns the result so far, with
+// the keys skipped before the snapshot.
+func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*PurgeResult, error) {
+	res := &PurgeResult{Dir: dir, Planned: len(plan.Targets)}
+	entries, skipped, err := readEntries(ctx, o.Client, plan)
+	if err != nil {
+		return nil, err
+	}
+	res.Results = skipped
+	if len(entries) == 0 {
+		return nil, errors.New("every planned key changed since the scan")
+	}
+	if err := checkSpace(ctx, o.Client, o.ClientConfig, dir, entries); err != nil {
+		return nil, err
+	}
+	snap, err := SaveSnapshot(ctx, o.ClientConfig, filepath.Join(dir, SnapshotFile))
+	if err != nil {
+		return nil, err
+	}
+	if snap.Revision < plan.Revision {
+		return nil, fmt.Errorf("snapshot revision %d is older than the scan's %d", snap.Revision, plan.Revision)
+	}
+	if err := SnapshotHolds(snap.Path, entries); err != nil {
+		return nil, err
+	}
+	res.Snapshot = snap
+	status, err := o.Client.Status(ctx, o.ClientConfig.Endpoints[0])
+	clusterID := ""
+	if err == nil {
+		clusterID = fmt.Sprintf("%x", status.Header.ClusterId)
+	}
+	res.Backup, err = WriteBackup(dir, &Backup{
+		Created: o.Now().UTC(), Scope: plan.Scope, Endpoint: o.ClientConfig.Endpoints[0], ClusterID: clusterID,
+		ScanRevision: plan.Revision, Snapshot: snap, Entries: entries,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// readEntries reads each target's current key-value; keys changed or gone
+// since the scan are skipped.
+func readEntries(ctx context.Context, kv clientv3.KV, plan *Plan) ([]Entry, []Result, error) {
+	var entries []Entry
+	var skipped []Result
+	for _, t := range plan.Targets {
+		resp, err := kv.Get(ctx, t.Key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", t.Key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			skipped = append(skipped, Result{Key: t.Key, Outcome: SkippedGone, Detail: "deleted by someone else since the scan"})
+			continue
+		}
+		cur := resp.Kvs[0]
+		if cur.ModRevision != t.ModRevision {
+			skipped = append(skipped, Result{Key: t.Key, Outcome: SkippedChanged,
+				Detail: fmt.Sprintf("changed since the scan (mod revision %d, now %d); left alone", t.ModRevision, cur.ModRevision)})
+			continue
+		}
+		classes := make([]string, len(t.Classes))
+		for i, c := range t.Classes {
+			classes[i] = string(c)
+		}
+		entries = append(entries, Entry{Key: t.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
+			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason()})
+	}
+	return entries, skipped, nil
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// makeBackupDir creates a new, empty backup directory for one purge.
+func makeBackupDir(root, scope string, now time.Time) (string, error) {
+	if root == "" {
+		return "", errors.New("no backup directory: pass --backup-dir")
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("create backup directory %s: %w", root, err)
+	}
+	slug := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(scope), "-"), "-")
+	if len(slug) > 60 {
+		slug = slug[:60]
+	}
+	dir := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+slug)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create backup directory %s: %w", dir, err)
+	}
+	probe := filepath.Join(dir, ".probe")
+	if err := writeFileSync(probe, []byte("ok")); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("backup directory %s is not writable: %w", dir, err)
+	}
+	os.Remove(probe)
+	return dir, nil
+}
+
+// checkSpace refuses a purge whose snapshot and backup would not fit in dir.
+func checkSpace(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, dir string, entries []Entry) error {
+	status, err := cli.Status(ctx, cfg.Endpoints[0])
+	if err != nil {
+		return fmt.Errorf("read etcd database size from %s: %w", cfg.Endpoints[0], err)
+	}
+	need := status.DbSize + 4096
+	for _, e := range entries {
+		need += int64(len(e.Key)) + int64(len(e.Value))*4/3 + 512
+	}
+	need += need / 10
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
+		return fmt.Errorf("not enough free space in %s for the snapshot and backup: need %d bytes, %d free", dir, need, free)
+	}
+	return nil
+}
