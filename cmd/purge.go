@@ -36,10 +36,11 @@ type purgeOptions struct {
 func newPurgeCmd(g *globalOptions) *cobra.Command {
 	o := &purgeOptions{}
 	c := &cobra.Command{
-		Use:   "purge",
+		Use:   "purge [KEY...]",
 		Short: "Delete ghost keys behind a verified snapshot and backup (dry run without --confirm)",
 		Long: `purge scans, then deletes only the keys the scan classifies as ghosts in the
-namespace or keys you name. Without --confirm it only lists them.
+namespace (--namespace) or among the exact keys given as arguments. Without
+--confirm it only lists them. (--key is etcd's TLS client key, as in etcdctl.)
 
 With --confirm, before the first delete it:
   1. checks the backup directory has room for a snapshot and the backup,
@@ -53,9 +54,9 @@ and a line per key is appended to audit.log in the backup directory.`,
   regghost purge --namespace kb-system --confirm
   regghost scan --namespace kb-system -o json > plan.json   # review it, then:
   regghost purge --namespace kb-system --from plan.json --confirm
-  regghost purge --key /registry/pods/kb-system/p1 --confirm`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+  regghost purge /registry/pods/kb-system/p1 --confirm`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.keys = args
 			if err := validateNamespace(o.namespace); err != nil {
 				return err
 			}
@@ -67,7 +68,6 @@ and a line per key is appended to audit.log in the backup directory.`,
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
-	f.StringArrayVar(&o.keys, "key", nil, "purge this exact key (repeatable); it must be a ghost")
 	f.StringVar(&o.from, "from", "", "a reviewed `scan -o json` report: purge only its keys, and only if unchanged since")
 	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class (stuck-terminating, dangling-owner)")
 	f.BoolVar(&o.confirm, "confirm", false, "really delete (without it purge is a dry run)")
@@ -110,7 +110,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		sel.Reviewed = rep
 	}
 	if o.namespace == "" && len(o.keys) == 0 {
-		return usageError("purge needs --namespace or --key; a purge of the whole keyspace is not allowed")
+		return usageError("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
 	}
 	rep, err := scanReport(ctx, g, o.namespace, etcdscan.DefaultPageSize, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
 	if err != nil {

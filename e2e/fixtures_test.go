@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"strings"
 	"testing"
 	"time"
@@ -161,3 +162,5 @@ func decodeReport(t *testing.T, out string) *etcdscan.Report {
 	}
 	return &rep
 }
+
+func clientPrefix() clientv3.OpOption { return clientv3.WithPrefix() }

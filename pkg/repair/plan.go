@@ -39,7 +39,7 @@ var ErrRefused = errors.New("refused")
 // NewPlan selects what to purge from a fresh scan report.
 func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 	if sel.Namespace == "" && len(sel.Keys) == 0 {
-		return nil, fmt.Errorf("%w: purge needs --namespace or --key; a purge of the whole keyspace is not allowed", ErrRefused)
+		return nil, fmt.Errorf("%w: purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed", ErrRefused)
 	}
 	for _, c := range sel.ForceClasses {
 		if c.Ghost() {
@@ -67,10 +67,10 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 		for _, key := range sel.Keys {
 			k, err := etcdscan.ParseKey(rep.Prefix, key)
 			if err != nil {
-				return nil, fmt.Errorf("%w: --key %s is not the key of one object (prefixes are never purged): %v", ErrRefused, key, err)
+				return nil, fmt.Errorf("%w: %s is not the key of one object (prefixes are never purged): %v", ErrRefused, key, err)
 			}
 			if sel.Namespace != "" && k.Namespace != sel.Namespace {
-				return nil, fmt.Errorf("%w: --key %s is not in namespace %s", ErrRefused, key, sel.Namespace)
+				return nil, fmt.Errorf("%w: %s is not in namespace %s", ErrRefused, key, sel.Namespace)
 			}
 			f, ok := byKey[key]
 			if !ok {

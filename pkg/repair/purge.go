@@ -83,7 +83,9 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 // prepare writes the snapshot and backup and returns the result so far, with
 // the keys skipped before the snapshot.
 func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*PurgeResult, error) {
-	res := &PurgeResult{Dir: dir, Planned: len(plan.Targets)}
+	// Keys of a reviewed scan that were skipped count as planned: they are
+	// ghosts left behind.
+	res := &PurgeResult{Dir: dir, Planned: len(plan.Targets) + len(plan.Skipped)}
 	entries, skipped, err := readEntries(ctx, o.Client, plan)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,153 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+)
+
+func put(t *testing.T, cli *clientv3.Client, key, value string) Entry {
+	t.Helper()
+	if _, err := cli.Put(context.Background(), key, value); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := resp.Kvs[0]
+	return Entry{Key: key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version}
+}
+
+func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	var entries []Entry
+	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/a/2", "/registry/pods/a/3", "/registry/pods/a/4"} {
+		entries = append(entries, put(t, cli, k, "v"))
+	}
+	put(t, cli, "/registry/pods/a/2", "changed")
+	if _, err := cli.Delete(context.Background(), "/registry/pods/a/3"); err != nil {
+		t.Fatal(err)
+	}
+	// Batches of 2 put the changed key in a batch whose compare fails, so the
+	// per-key fallback is exercised.
+	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 2, PerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Outcome{Deleted, SkippedChanged, SkippedGone, Deleted}
+	for i, r := range results {
+		if r.Outcome != want[i] {
+			t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want[i], r.Detail)
+		}
+	}
+	if resp, _ := cli.Get(context.Background(), "/registry/pods/a/2"); len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "changed" {
+		t.Error("the changed key was deleted")
+	}
+}
+
+func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	a := put(t, cli, "/registry/configmaps/x/a", "\x00raw\xffbytes")
+	b := put(t, cli, "/registry/configmaps/x/b", "original")
+	if _, err := cli.Delete(context.Background(), "/registry/configmaps/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, cli, "/registry/configmaps/x/b", "someone else")
+	backup := &Backup{Entries: []Entry{a, b}}
+	for round, want := range [][]Outcome{{Restored, Conflict}, {AlreadyPresent, Conflict}} {
+		results, err := Restore(context.Background(), cli, backup, Pacing{PerSecond: 1000}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range results {
+			if r.Outcome != want[i] {
+				t.Errorf("round %d %s: %s, want %s", round, r.Key, r.Outcome, want[i])
+			}
+		}
+	}
+	resp, _ := cli.Get(context.Background(), "/registry/configmaps/x/a")
+	if string(resp.Kvs[0].Value) != "\x00raw\xffbytes" {
+		t.Error("restored bytes differ")
+	}
+}
+
+func TestBackupRoundTripAndCorruption(t *testing.T) {
+	dir := t.TempDir()
+	b := &Backup{Scope: "namespace x", Entries: []Entry{{Key: "/registry/pods/x/p", Value: []byte("k8s\x00\x01\x02"), ModRevision: 7}}}
+	path, err := WriteBackup(dir, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + ".part"); !os.IsNotExist(err) {
+		t.Error("temporary file left behind")
+	}
+	good, _ := os.ReadFile(path)
+	tests := map[string][]byte{
+		"truncated":  good[:len(good)-20],
+		"not json":   []byte("hello"),
+		"bit flip":   []byte(string(good[:len(good)/2]) + "X" + string(good[len(good)/2+1:])),
+		"empty file": {},
+	}
+	for name, data := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), BackupFile)
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ReadBackup(p); !errors.Is(err, ErrCorruptBackup) {
+				t.Errorf("err = %v, want ErrCorruptBackup", err)
+			}
+		})
+	}
+	if back, err := ReadBackup(dir); err != nil || back.Count != 1 {
+		t.Errorf("read back: %v %+v", err, back)
+	}
+}
+
+func TestSnapshotSaveVerifyAndHolds(t *testing.T) {
+	cli, ep := etcdtest.Start(t)
+	e := put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02")
+	path := filepath.Join(t.TempDir(), "snap.db")
+	info, err := SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Revision < e.ModRevision || info.TotalKeys < 1 {
+		t.Errorf("snapshot info %+v", info)
+	}
+	if err := SnapshotHolds(path, []Entry{e}); err != nil {
+		t.Errorf("SnapshotHolds: %v", err)
+	}
+	stale := e
+	stale.ModRevision--
+	if err := SnapshotHolds(path, []Entry{stale}); err == nil {
+		t.Error("a revision mismatch was not detected")
+	}
+	if _, err := SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path); err == nil {
+		t.Error("an existing snapshot was overwritten")
+	}
+	// A flipped byte or a cut file must fail verification.
+	data, _ := os.ReadFile(path)
+	for name, bad := range map[string][]byte{"flipped": flip(data, len(data)/2), "cut": data[:len(data)-100]} {
+		p := filepath.Join(t.TempDir(), name+".db")
+		if err := os.WriteFile(p, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := VerifySnapshot(p); err == nil {
+			t.Errorf("%s snapshot verified", name)
+		}
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte{}, b...)
+	c[i] ^= 0xff
+	return c
+}
