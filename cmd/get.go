@@ -2,13 +2,16 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
@@ -17,6 +20,8 @@ func newGetCmd(g *globalOptions) *cobra.Command {
 		Use:   "get KEY",
 		Short: "Decode the object stored under one etcd key",
 		Example: `  regghost get /registry/pods/kb-system/p1 -o yaml
+  regghost get /registry/secrets/kb-system/s1 --encryption-provider-config /etc/kubernetes/enc.yaml
+  regghost get /registry/pods/kb-system/p1 --db /var/backups/etcd.db
   regghost get /registry/secrets/kb-system/s1 -o raw > s1.bin`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -35,26 +40,54 @@ func newGetCmd(g *globalOptions) *cobra.Command {
 func runGet(ctx context.Context, g *globalOptions, key, output string, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
-	cli, err := g.connect(ctx)
+	store, closeStore, err := g.openStore(ctx, 1)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	resp, err := cli.Get(ctx, key, clientv3.WithLimit(1))
+	defer closeStore()
+	kv, err := store.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
-	if len(resp.Kvs) == 0 || string(resp.Kvs[0].Key) != key {
+	if kv == nil {
 		return fmt.Errorf("key %s does not exist in etcd", key)
 	}
-	value := resp.Kvs[0].Value
+	value := kv.Value
 	if output == "raw" {
 		_, err := out.Write(value)
 		return err
 	}
 	obj, meta, err := decode.Typed(value)
+	if errors.Is(err, decode.ErrEncrypted) && g.encryptionConfig != "" {
+		dec, derr := g.decrypter(ctx)
+		if derr != nil {
+			return derr
+		}
+		k, perr := etcdscan.ParseKey(g.prefix, key)
+		if perr != nil {
+			return perr
+		}
+		gr := groupResourceOf(k.Prefix)
+		plain, derr := dec.Decrypt(ctx, key, gr, value)
+		if derr != nil {
+			return fmt.Errorf("decrypt %s: %w", key, derr)
+		}
+		obj, meta, err = decode.Typed(plain)
+	}
 	if err != nil {
 		return fmt.Errorf("decode %s (%s): %w", key, meta.Format, err)
 	}
 	return printStructured(out, output, obj)
+}
+
+// groupResourceOf maps a storage prefix to its resource using the built-in
+// catalog; a custom resource's prefix is "<group>/<plural>".
+func groupResourceOf(prefix string) schema.GroupResource {
+	if rs, ok := catalog.New("", catalog.Builtin(), nil).Lookup(prefix); ok {
+		return schema.GroupResource{Group: rs[0].Group, Resource: rs[0].Resource}
+	}
+	if r, ok := catalog.CustomFromCRDName(prefix); ok {
+		return schema.GroupResource{Group: r.Group, Resource: r.Resource}
+	}
+	return schema.GroupResource{Resource: prefix}
 }

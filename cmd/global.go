@@ -9,6 +9,8 @@ import (
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
@@ -20,6 +22,40 @@ type globalOptions struct {
 	kubeconfig string
 	context    string
 	noAPI      bool
+	// db is an etcd db file to read instead of a live etcd.
+	db string
+	// encryptionConfig is a kube-apiserver EncryptionConfiguration file.
+	encryptionConfig string
+}
+
+// openStore opens the keyspace: the --db file, or etcd pinned at its current
+// revision. close releases it.
+func (g *globalOptions) openStore(ctx context.Context, pageSize int64) (store etcdscan.Store, close func(), err error) {
+	if g.db != "" {
+		s, err := dbfile.Open(g.db)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() { s.Close() }, nil
+	}
+	cli, err := g.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	es, err := etcdscan.NewEtcdStore(ctx, cli, pageSize)
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return es, func() { cli.Close() }, nil
+}
+
+// decrypter loads --encryption-provider-config, if given.
+func (g *globalOptions) decrypter(ctx context.Context) (*decrypt.Decrypter, error) {
+	if g.encryptionConfig == "" {
+		return nil, nil
+	}
+	return decrypt.Load(ctx, g.encryptionConfig)
 }
 
 // adminConf is where kubeadm leaves the cluster-admin kubeconfig on control-plane nodes.
@@ -35,6 +71,9 @@ func (g *globalOptions) connect(ctx context.Context) (*clientv3.Client, error) {
 func (g *globalOptions) api() (*apiview.View, string) {
 	if g.noAPI {
 		return nil, "--no-api given"
+	}
+	if g.db != "" {
+		return nil, "reading the db file " + g.db + " offline"
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if g.kubeconfig != "" {

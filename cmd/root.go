@@ -70,6 +70,8 @@ snapshot and per-key backup that restore can put back.`,
 	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to compare with (env KUBECONFIG, else ~/.kube/config, else /etc/kubernetes/admin.conf)")
 	f.StringVar(&g.context, "context", "", "kubeconfig context to use")
 	f.BoolVar(&g.noAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
+	f.StringVar(&g.db, "db", "", "read this etcd db file (snapshot or member/snap/db) instead of a live etcd, read-only")
+	f.StringVar(&g.encryptionConfig, "encryption-provider-config", "", "kube-apiserver EncryptionConfiguration to decrypt aescbc, aesgcm and secretbox values")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		g.etcd.FromEnv(c.Flags().Changed("endpoints"))
 		if len(g.prefix) == 0 || g.prefix[0] != '/' || g.prefix[len(g.prefix)-1] != '/' {
@@ -77,7 +79,7 @@ snapshot and per-key backup that restore can put back.`,
 		}
 		return nil
 	}
-	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd())
+	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g))
 	return root
 }
 

@@ -96,12 +96,12 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 func scanReport(ctx context.Context, g *globalOptions, namespace string, pageSize int64, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
-	cli, err := g.connect(ctx)
+	store, closeStore, err := g.openStore(ctx, pageSize)
 	if err != nil {
 		return nil, err
 	}
-	defer cli.Close()
-	store, err := etcdscan.NewEtcdStore(ctx, cli, pageSize)
+	defer closeStore()
+	dec, err := g.decrypter(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +114,9 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, pageSiz
 		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit}
 	if view != nil {
 		opts.API = view
+	}
+	if dec != nil {
+		opts.Decrypter = dec
 	}
 	rep, err := etcdscan.Scan(ctx, store, opts)
 	if err != nil {

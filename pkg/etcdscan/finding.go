@@ -132,8 +132,10 @@ type Report struct {
 	ScannedKeys  int            `json:"scannedKeys"`
 	InternalKeys int            `json:"internalKeys"`
 	Encrypted    map[string]int `json:"encrypted,omitempty"`
-	Checks       []Check        `json:"checks"`
-	Findings     []Finding      `json:"findings"`
+	// Decrypted counts encrypted values decrypted with --encryption-provider-config.
+	Decrypted int       `json:"decrypted,omitempty"`
+	Checks    []Check   `json:"checks"`
+	Findings  []Finding `json:"findings"`
 	// Summary counts findings by their most severe class.
 	Summary map[Class]int `json:"summary"`
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/regghost/regghost/pkg/catalog"
 )
@@ -16,6 +17,12 @@ import (
 // implements it. Read returns nil when the API server can read the object.
 type APIChecker interface {
 	Read(ctx context.Context, r catalog.Resource, namespace, name string) error
+}
+
+// Decrypter decrypts values encrypted at rest; *decrypt.Decrypter implements
+// it. KMS values are never handed to it.
+type Decrypter interface {
+	Decrypt(ctx context.Context, key string, gr schema.GroupResource, data []byte) ([]byte, error)
 }
 
 // DefaultTerminatingAfter is how long an object may sit in Terminating with
@@ -38,6 +45,9 @@ type Options struct {
 	API APIChecker
 	// APIUnavailable says why API is nil, for the report.
 	APIUnavailable string
+	// Decrypter, when set, decrypts encrypted values so they are classified
+	// like any other; a value it fails to decrypt is encrypted-unknown.
+	Decrypter Decrypter
 	// TerminatingAfter is the stuck-terminating threshold.
 	TerminatingAfter time.Duration
 	// APICheckLimit bounds the single-object reads made against the API server.

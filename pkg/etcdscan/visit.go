@@ -8,6 +8,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/regghost/regghost/pkg/catalog"
@@ -71,9 +72,26 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 	case obj.Encryption != nil:
 		f.Encryption = obj.Encryption.String()
 		s.rep.Encrypted[obj.Encryption.Provider+"/"+obj.Encryption.KeyName]++
-		if served {
-			s.confirm = append(s.confirm, confirmation{key: key, res: resources[0], ns: k.Namespace, name: k.Name, class: ClassEncryptedUnknown, enc: *obj.Encryption, f: f})
+		if !served {
+			break
 		}
+		if s.opts.Decrypter != nil && obj.Encryption.Provider != "kms" {
+			gr := schema.GroupResource{Group: resources[0].Group, Resource: resources[0].Resource}
+			plain, err := s.opts.Decrypter.Decrypt(ctx, key, gr, kv.Value)
+			if err != nil {
+				f.add(ClassEncryptedUnknown, fmt.Sprintf("encrypted with %s key %q and cannot be decrypted: %v", obj.Encryption.Provider, obj.Encryption.KeyName, err))
+				break
+			}
+			s.rep.Decrypted++
+			inner, err := decode.Meta(plain)
+			if err != nil {
+				f.add(ClassUndecodable, fmt.Sprintf("decrypted %s value does not decode: %v", inner.Format, err))
+				break
+			}
+			s.classifyObject(&f, k, resources, inner, kv)
+			break
+		}
+		s.confirm = append(s.confirm, confirmation{key: key, res: resources[0], ns: k.Namespace, name: k.Name, class: ClassEncryptedUnknown, enc: *obj.Encryption, f: f})
 	default:
 		s.classifyObject(&f, k, resources, obj, kv)
 	}

@@ -1,0 +1,51 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+func newLsCmd(g *globalOptions) *cobra.Command {
+	var long bool
+	c := &cobra.Command{
+		Use:   "ls [PREFIX]",
+		Short: "List keys under a prefix (default the registry prefix), from etcd or a --db file",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			prefix := g.prefix
+			if len(args) == 1 {
+				prefix = args[0]
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), g.etcd.CommandTimeout)
+			defer cancel()
+			store, closeStore, err := g.openStore(ctx, etcdscan.DefaultPageSize)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			out := c.OutOrStdout()
+			n := 0
+			err = store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), !long, func(kv *mvccpb.KeyValue) error {
+				n++
+				if long {
+					_, err := fmt.Fprintf(out, "%s\t%d\t%d\n", kv.Key, kv.ModRevision, len(kv.Value))
+					return err
+				}
+				_, err := fmt.Fprintf(out, "%s\n", kv.Key)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.ErrOrStderr(), "%d keys under %s at revision %d\n", n, prefix, store.Revision())
+			return nil
+		},
+	}
+	c.Flags().BoolVarP(&long, "long", "l", false, "also print each key's mod revision and value size")
+	return c
+}

@@ -1,0 +1,64 @@
+// Package decrypt decrypts values encrypted at rest, using kube-apiserver's
+// own EncryptionConfiguration loader and value transformers from
+// k8s.io/apiserver (aescbc, aesgcm, secretbox); no crypto is written here.
+package decrypt
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/server/options/encryptionconfig"
+	"k8s.io/apiserver/pkg/storage/value"
+
+	"github.com/regghost/regghost/pkg/decode"
+)
+
+// Decrypter holds the transformers of one EncryptionConfiguration.
+type Decrypter struct {
+	transformers map[schema.GroupResource]value.Transformer
+	// Path is the configuration file, for reports.
+	Path string
+}
+
+// Load reads a kube-apiserver EncryptionConfiguration file.
+func Load(ctx context.Context, path string) (*Decrypter, error) {
+	cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, path, false, "regghost")
+	if err != nil {
+		return nil, fmt.Errorf("load encryption provider config %s: %w", path, err)
+	}
+	return &Decrypter{transformers: cfg.Transformers, Path: path}, nil
+}
+
+// transformer finds the transformer for a resource, honouring the
+// "*.<group>" and "*.*" wildcards of the configuration.
+func (d *Decrypter) transformer(gr schema.GroupResource) (value.Transformer, bool) {
+	for _, k := range []schema.GroupResource{gr, {Group: gr.Group, Resource: "*"}, {Group: "*", Resource: "*"}} {
+		if t, ok := d.transformers[k]; ok {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Decrypt returns the plaintext of an encrypted value stored under key for
+// resource gr. KMS values are refused: they need the KMS plugin, which is not
+// reachable offline.
+func (d *Decrypter) Decrypt(ctx context.Context, key string, gr schema.GroupResource, data []byte) ([]byte, error) {
+	enc, _, err := decode.ParseEncryption(data)
+	if err != nil {
+		return nil, err
+	}
+	if enc.Provider == "kms" {
+		return nil, fmt.Errorf("kms %s provider %q cannot be decrypted offline (it needs the KMS plugin)", enc.Version, enc.KeyName)
+	}
+	t, ok := d.transformer(gr)
+	if !ok {
+		return nil, fmt.Errorf("%s configures no encryption for %s", d.Path, gr.String())
+	}
+	out, _, err := t.TransformFromStorage(ctx, data, value.DefaultContext(key))
+	if err != nil {
+		return nil, fmt.Errorf("decrypt with %s key %q: %w", enc.Provider, enc.KeyName, err)
+	}
+	return out, nil
+}
