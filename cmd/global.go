@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime/pprof"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,6 +28,20 @@ type globalOptions struct {
 	db string
 	// encryptionConfig is a kube-apiserver EncryptionConfiguration file.
 	encryptionConfig string
+	cpuProfile       string
+	// noStream makes etcd reads page with unary Range requests.
+	noStream bool
+}
+
+func (g *globalOptions) startProfile() error {
+	if g.cpuProfile == "" {
+		return nil
+	}
+	f, err := os.Create(g.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return pprof.StartCPUProfile(f)
 }
 
 // openStore opens the keyspace: the --db file, or etcd pinned at its current
@@ -46,6 +62,9 @@ func (g *globalOptions) openStore(ctx context.Context, pageSize int64) (store et
 	if err != nil {
 		cli.Close()
 		return nil, nil, err
+	}
+	if g.noStream {
+		es.DisableStreaming()
 	}
 	return es, func() { cli.Close() }, nil
 }

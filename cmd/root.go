@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,7 +73,12 @@ snapshot and per-key backup that restore can put back.`,
 	f.BoolVar(&g.noAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
 	f.StringVar(&g.db, "db", "", "read this etcd db file (snapshot or member/snap/db) instead of a live etcd, read-only")
 	f.StringVar(&g.encryptionConfig, "encryption-provider-config", "", "kube-apiserver EncryptionConfiguration to decrypt aescbc, aesgcm and secretbox values")
+	f.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
+	_ = f.MarkHidden("cpuprofile")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := g.startProfile(); err != nil {
+			return err
+		}
 		g.etcd.FromEnv(c.Flags().Changed("endpoints"))
 		if len(g.prefix) == 0 || g.prefix[0] != '/' || g.prefix[len(g.prefix)-1] != '/' {
 			return usageError("--prefix %q must start and end with /", g.prefix)
@@ -94,6 +100,8 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	root := NewRoot(in, out, errOut)
 	root.SetArgs(args)
 	err := root.Execute()
+	// Flush a --cpuprofile whatever the outcome; a no-op when none runs.
+	pprof.StopCPUProfile()
 	if err == nil {
 		return ExitOK
 	}

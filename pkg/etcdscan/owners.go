@@ -2,7 +2,10 @@ package etcdscan
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,48 +16,55 @@ import (
 	"github.com/regghost/regghost/pkg/decode"
 )
 
-// uidSet holds every UID seen, as 16 bytes when it is a UUID (all UIDs
-// Kubernetes assigns are) so a million objects cost little memory.
+// uidSet holds a 64-bit fingerprint of every UID seen: the UUID's bits
+// folded (Kubernetes UIDs are random UUIDs), or an FNV-1a hash of any other
+// string. Eight bytes per object keep a million objects at 8 MiB; a
+// collision could only make a missing owner look present, hiding a suspect,
+// never inventing one. It is sorted once, after the walk.
 type uidSet struct {
-	compact map[[16]byte]struct{}
-	other   map[string]struct{}
+	ids    []uint64
+	sorted bool
 }
 
-func newUIDSet() *uidSet {
-	return &uidSet{compact: map[[16]byte]struct{}{}, other: map[string]struct{}{}}
+func newUIDSet() *uidSet { return &uidSet{} }
+
+func fingerprint(uid string) uint64 {
+	if id, err := uuid.Parse(uid); err == nil {
+		return binary.LittleEndian.Uint64(id[:8]) ^ binary.LittleEndian.Uint64(id[8:])
+	}
+	h := fnv.New64a()
+	h.Write([]byte(uid))
+	return h.Sum64()
 }
 
 func (u *uidSet) add(uid string) {
-	if uid == "" {
-		return
+	if uid != "" {
+		u.ids = append(u.ids, fingerprint(uid))
+		u.sorted = false
 	}
-	if id, err := uuid.Parse(uid); err == nil {
-		u.compact[id] = struct{}{}
-		return
-	}
-	u.other[uid] = struct{}{}
 }
 
-func (u *uidSet) has(uid string) bool {
-	if id, err := uuid.Parse(uid); err == nil {
-		_, ok := u.compact[id]
-		return ok
+func (u *uidSet) hasFingerprint(fp uint64) bool {
+	if !u.sorted {
+		slices.Sort(u.ids)
+		u.sorted = true
 	}
-	_, ok := u.other[uid]
+	_, ok := slices.BinarySearch(u.ids, fp)
 	return ok
 }
 
 // ownedObject is an object whose owners are checked once the walk is done.
-// Only the key is kept; the object is read again if its owners are missing.
+// Only the key and owner fingerprints are kept; the object is read again if
+// its owners are missing.
 type ownedObject struct {
-	key  string
-	uids []string
+	key    string
+	owners []uint64
 }
 
 func (s *scan) noteOwners(key string, refs []metav1.OwnerReference) {
-	o := ownedObject{key: key}
-	for _, r := range refs {
-		o.uids = append(o.uids, string(r.UID))
+	o := ownedObject{key: key, owners: make([]uint64, len(refs))}
+	for i, r := range refs {
+		o.owners[i] = fingerprint(string(r.UID))
 	}
 	s.owned = append(s.owned, o)
 }
@@ -65,8 +75,8 @@ func (s *scan) noteOwners(key string, refs []metav1.OwnerReference) {
 func (s *scan) checkOwners(ctx context.Context) error {
 	for _, o := range s.owned {
 		found := false
-		for _, uid := range o.uids {
-			if s.uids.has(uid) {
+		for _, fp := range o.owners {
+			if s.uids.hasFingerprint(fp) {
 				found = true
 				break
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 )
 
-func encode(t *testing.T, obj runtime.Object) string {
+func encode(t testing.TB, obj runtime.Object) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
@@ -79,31 +79,40 @@ func TestScanEmbedded(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			store, err := NewEtcdStore(ctx, cli, tt.pageSize)
-			if err != nil {
-				t.Fatal(err)
+		for _, paged := range []bool{false, true} {
+			name := tt.name + ", streamed"
+			if paged {
+				name = tt.name + ", paged"
 			}
-			rep, err := Scan(ctx, store, Options{Namespace: tt.namespace, Catalog: cat, Now: func() time.Time { return time.Unix(2e9, 0) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string][]Class{}
-			for _, f := range rep.Findings {
-				got[f.Key] = f.Classes
-			}
-			if len(got) != len(tt.want) {
-				t.Errorf("got %d findings %v, want %d", len(got), got, len(tt.want))
-			}
-			for k, want := range tt.want {
-				if g := got[k]; len(g) != len(want) || (len(g) > 0 && g[0] != want[0]) {
-					t.Errorf("%s: got %v, want %v", k, g, want)
+			t.Run(name, func(t *testing.T) {
+				store, err := NewEtcdStore(ctx, cli, tt.pageSize)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if tt.namespace == "" && rep.InternalKeys != 1 {
-				t.Errorf("internal keys = %d, want 1", rep.InternalKeys)
-			}
-		})
+				if paged {
+					store.DisableStreaming()
+				}
+				rep, err := Scan(ctx, store, Options{Namespace: tt.namespace, Catalog: cat, Now: func() time.Time { return time.Unix(2e9, 0) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string][]Class{}
+				for _, f := range rep.Findings {
+					got[f.Key] = f.Classes
+				}
+				if len(got) != len(tt.want) {
+					t.Errorf("got %d findings %v, want %d", len(got), got, len(tt.want))
+				}
+				for k, want := range tt.want {
+					if g := got[k]; len(g) != len(want) || (len(g) > 0 && g[0] != want[0]) {
+						t.Errorf("%s: got %v, want %v", k, g, want)
+					}
+				}
+				if tt.namespace == "" && rep.InternalKeys != 1 {
+					t.Errorf("internal keys = %d, want 1", rep.InternalKeys)
+				}
+			})
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Store is a read-only view of an etcd keyspace at one revision.
@@ -26,12 +28,23 @@ type Store interface {
 // DefaultPageSize is how many keys one range request asks for.
 const DefaultPageSize = 500
 
-// EtcdStore reads a live etcd at a fixed revision, in bounded pages.
+// EtcdStore reads a live etcd at a fixed revision. On etcd 3.7 and later it
+// uses the RangeStream RPC, whose chunks the server bounds by its
+// --max-request-bytes and computes without counting the rest of the range;
+// on older servers it pages with Range and a limit of pageSize keys. (A
+// limited Range counts every remaining key of the range on the server, which
+// makes paging a large range quadratic; see README, Performance.)
 type EtcdStore struct {
 	kv       clientv3.KV
 	rev      int64
 	pageSize int64
+	// paged is set once the server has said it has no RangeStream, or when
+	// streaming is turned off.
+	paged bool
 }
+
+// DisableStreaming makes the store page with unary Range requests only.
+func (s *EtcdStore) DisableStreaming() { s.paged = true }
 
 // NewEtcdStore pins the current revision of the cluster: every later read is
 // made at it, so the whole scan sees one consistent keyspace.
@@ -51,6 +64,57 @@ func (s *EtcdStore) Revision() int64 { return s.rev }
 
 // Range implements Store.
 func (s *EtcdStore) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
+	if !s.paged {
+		streamed, err := s.rangeStream(ctx, start, end, keysOnly, fn)
+		if streamed {
+			return err
+		}
+		s.paged = true
+	}
+	return s.rangePaged(ctx, start, end, keysOnly, fn)
+}
+
+// rangeStream reads [start, end) through RangeStream. It returns false when
+// the server does not implement it, before any key was handed to fn.
+func (s *EtcdStore) rangeStream(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithRev(s.rev)}
+	if keysOnly {
+		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	ch, err := s.kv.GetStream(ctx, start, opts...)
+	if err != nil {
+		if status.Code(err) == codes.Unimplemented {
+			return false, nil
+		}
+		return true, fmt.Errorf("stream %q at revision %d: %w", start, s.rev, err)
+	}
+	// Stop the stream and let its goroutine finish on every way out.
+	defer func() {
+		cancel()
+		for range ch {
+		}
+	}()
+	received := false
+	for r := range ch {
+		if err := r.Err(); err != nil {
+			if !received && status.Code(err) == codes.Unimplemented {
+				return false, nil
+			}
+			return true, fmt.Errorf("stream %q at revision %d: %w", start, s.rev, err)
+		}
+		for _, kv := range r.Kvs {
+			received = true
+			if err := fn(kv); err != nil {
+				return true, err
+			}
+		}
+	}
+	return true, ctx.Err()
+}
+
+func (s *EtcdStore) rangePaged(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
 	key := start
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithRev(s.rev), clientv3.WithLimit(s.pageSize)}

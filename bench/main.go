@@ -1,0 +1,337 @@
+// Command bench loads a real etcd with a realistic Kubernetes keyspace and
+// measures regghost scan against what a user would otherwise run: etcdctl
+// get --keys-only, and etcdctl get -w json piped into a decoder. See
+// README.md (make bench).
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+func main() {
+	keys := flag.Int("keys", 1_000_000, "keys to load")
+	namespaces := flag.Int("namespaces", 500, "namespaces to spread them over")
+	ghosts := flag.Int("ghosts", 3000, "ghost keys among them")
+	pageSize := flag.Int("page-size", 500, "regghost --page-size")
+	out := flag.String("out", "", "also write the results table (markdown) to this file")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole-keyspace regghost scan here")
+	flag.Parse()
+	if err := run(*keys, *namespaces, *ghosts, *pageSize, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one measured command.
+type result struct {
+	name       string
+	wall       time.Duration
+	maxRSSKiB  int64
+	ranges     float64
+	sentBytes  float64
+	probeP99   time.Duration
+	probeCount int
+	objects    int
+}
+
+var cpuProfile string
+
+func run(keys, namespaces, ghosts, pageSize int, outFile string) error {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "regghost-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	regghost := filepath.Join(tmp, "regghost")
+	jsondecode := filepath.Join(tmp, "jsondecode")
+	if err := goRun(".", "build", "-o", regghost, "."); err != nil {
+		return err
+	}
+	if err := goRun(".", "build", "-o", jsondecode, "./bench/jsondecode"); err != nil {
+		return err
+	}
+	etcdBin, err := goOut("e2e/tools/etcd", "tool", "-n", "etcd")
+	if err != nil {
+		return err
+	}
+	etcdctl, err := goOut("e2e/tools/etcd", "tool", "-n", "etcdctl")
+	if err != nil {
+		return err
+	}
+	port, peer := freePort(), freePort()
+	ep := fmt.Sprintf("http://127.0.0.1:%d", port)
+	etcd := exec.Command(etcdBin, "--data-dir", filepath.Join(tmp, "data"), "--listen-client-urls", ep, "--advertise-client-urls", ep,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer), "--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
+		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peer), "--quota-backend-bytes", strconv.Itoa(8<<30), "--log-level", "error")
+	etcd.Stderr = os.Stderr
+	etcd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := etcd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = etcd.Process.Kill(); _ = etcd.Wait() }()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	for i := 0; ; i++ {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := cli.Status(c, ep)
+		cancel()
+		if err == nil {
+			break
+		}
+		if i > 60 {
+			return fmt.Errorf("etcd did not start: %w", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	start := time.Now()
+	ns, err := load(ctx, cli, loadSpec{keys: keys, namespaces: namespaces, ghosts: ghosts})
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	st, _ := cli.Status(ctx, ep)
+	fmt.Printf("loaded %d keys (%d namespaces, %d ghosts) in %s; etcd db %d MiB\n", keys, namespaces, ghosts, time.Since(start).Round(time.Millisecond), st.DbSize>>20)
+
+	idle := probeOnly(ctx, cli, 3*time.Second)
+	ctlArgs := []string{"--endpoints", ep, "get", "--prefix", "/registry/"}
+	scan := []string{"scan", "--no-api", "--endpoints", ep, "--page-size", strconv.Itoa(pageSize), "--command-timeout", "30m"}
+	runs := []struct {
+		name string
+		cmds [][]string
+	}{
+		{"etcdctl get --prefix --keys-only", [][]string{append([]string{etcdctl}, append(ctlArgs, "--keys-only")...)}},
+		{"etcdctl get --prefix -w json (dump alone)", [][]string{append([]string{etcdctl}, append(ctlArgs, "-w", "json")...)}},
+		{"etcdctl get --prefix -w json | decoder", [][]string{append([]string{etcdctl}, append(ctlArgs, "-w", "json")...), {jsondecode}}},
+		{"regghost scan (whole keyspace)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--cpuprofile", cpuProfile)...)}},
+		{"regghost scan --stream=false (paged, as on etcd < 3.7)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--stream=false")...)}},
+		{"regghost scan --namespace " + ns, [][]string{append([]string{regghost}, append(scan, "-o", "json", "--namespace", ns)...)}},
+	}
+	var results []result
+	for _, r := range runs {
+		res, err := measure(ctx, cli, ep, r.name, r.cmds)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+		results = append(results, res)
+		fmt.Printf("  %-45s %8s  rss %5d MiB  ranges %7.0f  sent %6.0f MiB  probe p99 %s\n", res.name, res.wall.Round(time.Millisecond),
+			res.maxRSSKiB>>10, res.ranges, res.sentBytes/(1<<20), res.probeP99)
+	}
+	table := render(keys, idle, results)
+	fmt.Print(table)
+	if outFile != "" {
+		return os.WriteFile(outFile, []byte(table), 0o644)
+	}
+	return nil
+}
+
+// measure runs a pipeline of commands (stdout of each into the next, the
+// last into /dev/null) while a probe client times single-key reads, and
+// reads etcd's range and sent-bytes counters before and after.
+func measure(ctx context.Context, cli *clientv3.Client, ep, name string, cmds [][]string) (result, error) {
+	before, err := metrics(ep)
+	if err != nil {
+		return result{}, err
+	}
+	var procs []*exec.Cmd
+	for _, c := range cmds {
+		procs = append(procs, exec.Command(c[0], c[1:]...))
+	}
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	sink, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	defer sink.Close()
+	var lastOut io.ReadCloser
+	for i, p := range procs {
+		p.Stderr = os.Stderr
+		if i > 0 {
+			p.Stdin = lastOut
+		}
+		if i < len(procs)-1 {
+			r, err := p.StdoutPipe()
+			if err != nil {
+				return result{}, err
+			}
+			lastOut = r
+		} else {
+			p.Stdout = sink
+			if len(procs) == 1 || i == len(procs)-1 {
+				if strings.HasSuffix(p.Path, "jsondecode") || strings.Contains(name, "regghost") {
+					// The decoder and regghost print a count line on stderr.
+					p.Stderr = nil
+				}
+			}
+		}
+	}
+	var stderrCount strings.Builder
+	if last := procs[len(procs)-1]; last.Stderr == nil {
+		last.Stderr = &stderrCount
+	}
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	lat := make(chan []time.Duration, 1)
+	go func() { lat <- probe(probeCtx, cli) }()
+	start := time.Now()
+	for _, p := range procs {
+		if err := p.Start(); err != nil {
+			stopProbe()
+			return result{}, err
+		}
+	}
+	res := result{name: name}
+	for _, p := range procs {
+		err := p.Wait()
+		var exit *exec.ExitError
+		if err != nil && !(strings.Contains(name, "regghost") && asExit(err, &exit) && exit.ExitCode() == 3) {
+			stopProbe()
+			return result{}, fmt.Errorf("%s: %w", p.Path, err)
+		}
+		if ru, ok := p.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > res.maxRSSKiB {
+			res.maxRSSKiB = ru.Maxrss
+		}
+	}
+	res.wall = time.Since(start)
+	stopProbe()
+	l := <-lat
+	res.probeP99, res.probeCount = p99(l), len(l)
+	after, err := metrics(ep)
+	if err != nil {
+		return result{}, err
+	}
+	// The probe's own reads are ranges too.
+	res.ranges = after["ranges"] - before["ranges"] - float64(res.probeCount)
+	res.sentBytes = after["sent"] - before["sent"]
+	if n, err := strconv.Atoi(strings.TrimSpace(lastLine(stderrCount.String()))); err == nil {
+		res.objects = n
+	}
+	return res, nil
+}
+
+func asExit(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	*target = e
+	return ok
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// probe reads one small key every 2ms until ctx ends, like another client
+// of etcd (the API server) would, and returns each read's latency.
+func probe(ctx context.Context, cli *clientv3.Client) []time.Duration {
+	var out []time.Duration
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return out
+		case <-t.C:
+		}
+		s := time.Now()
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := cli.Get(c, "/registry/namespaces/team-0000")
+		cancel()
+		if err == nil {
+			out = append(out, time.Since(s))
+		}
+	}
+}
+
+func probeOnly(ctx context.Context, cli *clientv3.Client, d time.Duration) time.Duration {
+	c, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return p99(probe(c, cli))
+}
+
+func p99(l []time.Duration) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	return l[len(l)*99/100].Round(10 * time.Microsecond)
+}
+
+// metrics reads etcd's Range count and bytes sent to clients.
+func metrics(ep string) (map[string]float64, error) {
+	resp, err := http.Get(ep + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch {
+		case strings.HasPrefix(line, "grpc_server_handled_total{") && strings.Contains(line, `grpc_method="Range"`):
+			m["ranges"] += v
+		case strings.HasPrefix(line, "etcd_network_client_grpc_sent_bytes_total "):
+			m["sent"] = v
+		}
+	}
+	return m, sc.Err()
+}
+
+func render(keys int, idle time.Duration, rs []result) string {
+	var b strings.Builder
+	base := rs[0].wall.Seconds()
+	dump := rs[1].wall.Seconds()
+	fmt.Fprintf(&b, "\n%d keys; probe client GET p99 when etcd is idle: %s\n\n", keys, idle)
+	fmt.Fprintf(&b, "| command | wall | keys/s | vs keys-only | vs json dump | peak RSS | etcd range requests | bytes from etcd | other client GET p99 |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rs {
+		r.name = strings.ReplaceAll(r.name, "|", "\\|")
+		fmt.Fprintf(&b, "| %s | %.2fs | %.0f | %.2fx | %.2fx | %d MiB | %.0f | %.0f MiB | %s |\n", r.name, r.wall.Seconds(),
+			float64(keys)/r.wall.Seconds(), r.wall.Seconds()/base, r.wall.Seconds()/dump, r.maxRSSKiB>>10, r.ranges, r.sentBytes/(1<<20), r.probeP99)
+	}
+	return b.String()
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func goRun(dir string, args ...string) error {
+	cmd := exec.Command("go", args...)
+	cmd.Dir, cmd.Stderr = dir, os.Stderr
+	return cmd.Run()
+}
+
+func goOut(dir string, args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir, cmd.Stderr = dir, os.Stderr
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
