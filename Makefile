@@ -33,6 +33,13 @@ test: lint tools
 demo:
 	hack/demo.sh
 
+# bench loads a real etcd with 1,000,000 keys and measures regghost scan
+# side by side with etcdctl (about 6 minutes; BENCH_KEYS=100000 for a quick run).
+BENCH_KEYS ?= 1000000
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/decode/ ./pkg/etcdscan/
+	$(GO) run ./bench -keys $(BENCH_KEYS) -out bench/results.md
+
 # catalog regenerates pkg/catalog/builtin.json from a live kube-apiserver.
 catalog: tools
 	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run TestBuiltinCatalogMatchesAPIServer ./e2e/

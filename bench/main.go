@@ -32,6 +32,7 @@ func main() {
 	pageSize := flag.Int("page-size", 500, "regghost --page-size")
 	out := flag.String("out", "", "also write the results table (markdown) to this file")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole-keyspace regghost scan here")
+	flag.StringVar(&only, "only", "", "run only the commands whose name contains this")
 	flag.Parse()
 	if err := run(*keys, *namespaces, *ghosts, *pageSize, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -51,7 +52,7 @@ type result struct {
 	objects    int
 }
 
-var cpuProfile string
+var cpuProfile, only string
 
 func run(keys, namespaces, ghosts, pageSize int, outFile string) error {
 	ctx := context.Background()
@@ -122,12 +123,16 @@ func run(keys, namespaces, ghosts, pageSize int, outFile string) error {
 		{"etcdctl get --prefix --keys-only", [][]string{append([]string{etcdctl}, append(ctlArgs, "--keys-only")...)}},
 		{"etcdctl get --prefix -w json (dump alone)", [][]string{append([]string{etcdctl}, append(ctlArgs, "-w", "json")...)}},
 		{"etcdctl get --prefix -w json | decoder", [][]string{append([]string{etcdctl}, append(ctlArgs, "-w", "json")...), {jsondecode}}},
-		{"regghost scan (whole keyspace)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--cpuprofile", cpuProfile)...)}},
-		{"regghost scan --stream=false (paged, as on etcd < 3.7)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--stream=false")...)}},
+		{"regghost scan (whole keyspace, default pace 100k keys/s)", [][]string{append([]string{regghost}, append(scan, "-o", "json")...)}},
+		{"regghost scan --max-keys-per-second 0 (unpaced)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--max-keys-per-second", "0", "--cpuprofile", cpuProfile)...)}},
+		{"regghost scan --stream=false (paged, as on etcd < 3.7; unpaced)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--stream=false", "--max-keys-per-second", "0")...)}},
 		{"regghost scan --namespace " + ns, [][]string{append([]string{regghost}, append(scan, "-o", "json", "--namespace", ns)...)}},
 	}
 	var results []result
 	for _, r := range runs {
+		if only != "" && !strings.Contains(r.name, only) && !strings.HasPrefix(r.name, "etcdctl get --prefix --keys-only") && !strings.Contains(r.name, "dump alone") {
+			continue
+		}
 		res, err := measure(ctx, cli, ep, r.name, r.cmds)
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.name, err)
@@ -290,7 +295,7 @@ func metrics(ep string) (map[string]float64, error) {
 		}
 		v, _ := strconv.ParseFloat(f[1], 64)
 		switch {
-		case strings.HasPrefix(line, "grpc_server_handled_total{") && strings.Contains(line, `grpc_method="Range"`):
+		case strings.HasPrefix(line, "grpc_server_handled_total{") && (strings.Contains(line, `grpc_method="Range"`) || strings.Contains(line, `grpc_method="RangeStream"`)):
 			m["ranges"] += v
 		case strings.HasPrefix(line, "etcd_network_client_grpc_sent_bytes_total "):
 			m["sent"] = v
@@ -304,7 +309,7 @@ func render(keys int, idle time.Duration, rs []result) string {
 	base := rs[0].wall.Seconds()
 	dump := rs[1].wall.Seconds()
 	fmt.Fprintf(&b, "\n%d keys; probe client GET p99 when etcd is idle: %s\n\n", keys, idle)
-	fmt.Fprintf(&b, "| command | wall | keys/s | vs keys-only | vs json dump | peak RSS | etcd range requests | bytes from etcd | other client GET p99 |\n")
+	fmt.Fprintf(&b, "| command | wall | keys/s | vs keys-only | vs json dump | peak RSS | etcd range requests (unary + stream) | bytes from etcd | other client GET p99 |\n")
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
 		r.name = strings.ReplaceAll(r.name, "|", "\\|")

@@ -31,6 +31,8 @@ type globalOptions struct {
 	cpuProfile       string
 	// noStream makes etcd reads page with unary Range requests.
 	noStream bool
+	// maxKeysPerSecond paces etcd reads (0: unpaced).
+	maxKeysPerSecond int
 }
 
 func (g *globalOptions) startProfile() error {
@@ -66,6 +68,7 @@ func (g *globalOptions) openStore(ctx context.Context, pageSize int64) (store et
 	if g.noStream {
 		es.DisableStreaming()
 	}
+	es.SetMaxKeysPerSecond(g.maxKeysPerSecond)
 	return es, func() { cli.Close() }, nil
 }
 

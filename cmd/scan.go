@@ -19,6 +19,7 @@ type scanOptions struct {
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 	stream           bool
+	maxKeysPerSecond int
 }
 
 func newScanCmd(g *globalOptions) *cobra.Command {
@@ -51,6 +52,7 @@ Suspects (reported, exit code unaffected):
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.Int64Var(&o.pageSize, "page-size", etcdscan.DefaultPageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
+	f.IntVar(&o.maxKeysPerSecond, "max-keys-per-second", etcdscan.DefaultMaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
 	f.BoolVar(&o.stream, "stream", true, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server")
@@ -82,6 +84,7 @@ func validateNamespace(ns string) error {
 
 func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut io.Writer) error {
 	g.noStream = !o.stream
+	g.maxKeysPerSecond = o.maxKeysPerSecond
 	rep, err := scanReport(ctx, g, o.namespace, o.pageSize, o.terminatingAfter, o.apiCheckLimit)
 	if err != nil {
 		return err

@@ -173,3 +173,25 @@ func FuzzMeta(f *testing.F) {
 		_, _, _ = Typed(value)
 	})
 }
+
+// BenchmarkMeta decodes the metadata of a stored pod, the per-key work of a scan.
+func BenchmarkMeta(b *testing.B) {
+	value := encodeProto(b, testPod())
+	b.SetBytes(int64(len(value)))
+	for b.Loop() {
+		if _, err := Meta(value); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTyped decodes a stored pod into a typed object, as get does.
+func BenchmarkTyped(b *testing.B) {
+	value := encodeProto(b, testPod())
+	b.SetBytes(int64(len(value)))
+	for b.Loop() {
+		if _, _, err := Typed(value); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
