@@ -88,6 +88,17 @@ func (g *globalOptions) connect(ctx context.Context) (*clientv3.Client, error) {
 	return g.etcd.Connect(ctx)
 }
 
+// session bounds ctx by --command-timeout and opens etcd; done cancels and closes.
+func (g *globalOptions) session(ctx context.Context) (context.Context, *clientv3.Client, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	cli, err := g.connect(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, cli, func() { cli.Close(); cancel() }, nil
+}
+
 // api connects to the API server. It returns nil and the reason when the API
 // server is not used or cannot be reached; scan then works from etcd alone.
 func (g *globalOptions) api() (*apiview.View, string) {

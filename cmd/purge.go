@@ -138,13 +138,11 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err := confirmAction(in, out, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
-	defer cancel()
-	cli, err := g.connect(ctx)
+	ctx, cli, done, err := g.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer done()
 	cfg, err := g.etcd.ClientConfig()
 	if err != nil {
 		return err
@@ -220,8 +218,7 @@ func printPurgeResult(out io.Writer, format string, res *repair.PurgeResult) err
 	if format == "json" {
 		return printStructured(out, "json", res)
 	}
-	fmt.Fprintf(out, "\nSnapshot %s: %d bytes, sha256 %s, revision %d, %d keys (verified).\n",
-		res.Snapshot.Path, res.Snapshot.Size, res.Snapshot.SHA256, res.Snapshot.Revision, res.Snapshot.TotalKeys)
+	fmt.Fprintf(out, "\nSnapshot %s\n", describeSnapshot(res.Snapshot))
 	fmt.Fprintf(out, "Backup   %s (verified)\n\n", res.Backup)
 	printResults(out, res.Results)
 	fmt.Fprintf(out, "\nDeleted %d of %d planned keys. Audit log: %s\n", res.Deleted, res.Planned, filepath.Join(res.Dir, repair.AuditFile))

@@ -42,13 +42,11 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
-	defer cancel()
-	cli, err := g.connect(ctx)
+	ctx, cli, done, err := g.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer done()
 	plan, err := repair.Restore(ctx, cli, b, repair.Pacing{}, true)
 	if err != nil {
 		return err

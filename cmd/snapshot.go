@@ -26,8 +26,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "Snapshot saved at %s: %d bytes, sha256 %s, revision %d, %d keys, hash %d (verified)\n",
-				info.Path, info.Size, info.SHA256, info.Revision, info.TotalKeys, info.Hash)
+			fmt.Fprintf(c.OutOrStdout(), "Snapshot saved at %s\n", describeSnapshot(info))
 			return nil
 		},
 	}, &cobra.Command{
@@ -39,10 +38,15 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: %d bytes, sha256 %s, revision %d, %d keys, hash %d (verified)\n",
-				info.Path, info.Size, info.SHA256, info.Revision, info.TotalKeys, info.Hash)
+			fmt.Fprintln(c.OutOrStdout(), describeSnapshot(info))
 			return nil
 		},
 	})
 	return c
+}
+
+// describeSnapshot is the one-line summary of a verified snapshot.
+func describeSnapshot(info *repair.SnapshotInfo) string {
+	return fmt.Sprintf("%s: %d bytes, sha256 %s, revision %d, %d keys, hash %d (verified)",
+		info.Path, info.Size, info.SHA256, info.Revision, info.TotalKeys, info.Hash)
 }

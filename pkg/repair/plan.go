@@ -92,7 +92,7 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 		}
 	}
 	if sel.Reviewed != nil {
-		if err := p.restrictTo(sel.Reviewed); err != nil {
+		if err := p.restrictTo(sel); err != nil {
 			return nil, err
 		}
 	}
@@ -100,7 +100,23 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 }
 
 // restrictTo keeps only the targets the reviewed report lists, unchanged.
-func (p *Plan) restrictTo(reviewed *etcdscan.Report) error {
+// Reviewed keys outside the selection are not this purge's business.
+func (p *Plan) restrictTo(sel Selector) error {
+	reviewed := sel.Reviewed
+	inSelection := func(f etcdscan.Finding) bool {
+		if sel.Namespace != "" && f.Namespace != sel.Namespace {
+			return false
+		}
+		if len(sel.Keys) == 0 {
+			return true
+		}
+		for _, k := range sel.Keys {
+			if k == f.Key {
+				return true
+			}
+		}
+		return false
+	}
 	if reviewed.Prefix != p.Prefix {
 		return fmt.Errorf("%w: the reviewed scan is of prefix %s, not %s", ErrRefused, reviewed.Prefix, p.Prefix)
 	}
@@ -110,6 +126,9 @@ func (p *Plan) restrictTo(reviewed *etcdscan.Report) error {
 	}
 	var kept []etcdscan.Finding
 	for _, r := range reviewed.Findings {
+		if !inSelection(r) {
+			continue
+		}
 		f, ok := now[r.Key]
 		switch {
 		case !ok:
