@@ -147,29 +147,63 @@ func (s *EtcdStore) rangeStream(ctx context.Context, start, end string, keysOnly
 	return true, ctx.Err()
 }
 
+// keysPerIndexRead is how many pages of keys one keys-only read fetches.
+const keysPerIndexRead = 20
+
+// rangePaged reads [start, end) with unary Range requests. A Range with a
+// limit makes etcd count every remaining key of the range, so paging a
+// large range that way is quadratic. Instead, one keys-only request fetches
+// the next keysPerIndexRead pages' worth of keys (the count is paid once per
+// that many pages), and each page of values is then read as the exact range
+// between two of those keys, with no limit and so no extra count.
 func (s *EtcdStore) rangePaged(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
 	key := start
 	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithRev(s.rev), clientv3.WithLimit(s.pageSize)}
-		if keysOnly {
-			opts = append(opts, clientv3.WithKeysOnly())
-		}
 		if err := s.pace(ctx, int(s.pageSize)); err != nil {
 			return err
 		}
-		resp, err := s.kv.Get(ctx, key, opts...)
+		resp, err := s.kv.Get(ctx, key, clientv3.WithRange(end), clientv3.WithRev(s.rev),
+			clientv3.WithLimit(s.pageSize*keysPerIndexRead), clientv3.WithKeysOnly())
 		if err != nil {
 			return fmt.Errorf("range %q at revision %d: %w", key, s.rev, err)
 		}
-		for _, kv := range resp.Kvs {
-			if err := fn(kv); err != nil {
-				return err
-			}
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
+		kvs := resp.Kvs
+		if len(kvs) == 0 {
 			return nil
 		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		next := string(kvs[len(kvs)-1].Key) + "\x00"
+		if keysOnly {
+			for _, kv := range kvs {
+				if err := fn(kv); err != nil {
+					return err
+				}
+			}
+		} else {
+			for i := 0; i < len(kvs); i += int(s.pageSize) {
+				lo, hi := string(kvs[i].Key), next
+				if j := i + int(s.pageSize); j < len(kvs) {
+					hi = string(kvs[j].Key)
+				}
+				if i > 0 {
+					if err := s.pace(ctx, int(s.pageSize)); err != nil {
+						return err
+					}
+				}
+				page, err := s.kv.Get(ctx, lo, clientv3.WithRange(hi), clientv3.WithRev(s.rev))
+				if err != nil {
+					return fmt.Errorf("range %q at revision %d: %w", lo, s.rev, err)
+				}
+				for _, kv := range page.Kvs {
+					if err := fn(kv); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if !resp.More {
+			return nil
+		}
+		key = next
 	}
 }
 
