@@ -130,7 +130,12 @@ func TestOfflineForensics(t *testing.T) {
 				t.Errorf("%s: exit %d: %q", name, code, errOut)
 			}
 		}
-		_, errOut, code := runBinary(t, "", "scan", "--db", filepath.Join(dir, "missing.db"))
+		live := filepath.Join(c.dir, "etcd-data", "member", "snap", "db")
+		_, errOut, code := runBinary(t, "", "scan", "--db", live)
+		if code != 1 || !strings.Contains(errOut, "is locked, probably by a running etcd") {
+			t.Errorf("db of a running etcd: exit %d: %s", code, errOut)
+		}
+		_, errOut, code = runBinary(t, "", "scan", "--db", filepath.Join(dir, "missing.db"))
 		if code != 1 || !strings.Contains(errOut, "no such file") {
 			t.Errorf("missing file: exit %d: %s", code, errOut)
 		}
