@@ -67,8 +67,8 @@ func runGet(ctx context.Context, g *globalOptions, key, output string, out io.Wr
 		if perr != nil {
 			return perr
 		}
-		gr := groupResourceOf(k.Prefix)
-		plain, derr := dec.Decrypt(ctx, key, gr, value)
+		r := catalog.New("", catalog.Builtin(), nil).ResourceFor(k.Prefix)
+		plain, derr := dec.Decrypt(ctx, key, schema.GroupResource{Group: r.Group, Resource: r.Resource}, value)
 		if derr != nil {
 			return fmt.Errorf("decrypt %s: %w", key, derr)
 		}
@@ -78,16 +78,4 @@ func runGet(ctx context.Context, g *globalOptions, key, output string, out io.Wr
 		return fmt.Errorf("decode %s (%s): %w", key, meta.Format, err)
 	}
 	return printStructured(out, output, obj)
-}
-
-// groupResourceOf maps a storage prefix to its resource using the built-in
-// catalog; a custom resource's prefix is "<group>/<plural>".
-func groupResourceOf(prefix string) schema.GroupResource {
-	if rs, ok := catalog.New("", catalog.Builtin(), nil).Lookup(prefix); ok {
-		return schema.GroupResource{Group: rs[0].Group, Resource: rs[0].Resource}
-	}
-	if r, ok := catalog.CustomFromCRDName(prefix); ok {
-		return schema.GroupResource{Group: r.Group, Resource: r.Resource}
-	}
-	return schema.GroupResource{Resource: prefix}
 }

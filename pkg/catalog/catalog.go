@@ -101,3 +101,16 @@ func (c *Catalog) Resources() []Resource {
 	})
 	return out
 }
+
+// ResourceFor names the resource stored under a storage prefix: the served
+// one when the catalog has it, else the custom resource "<group>/<plural>"
+// (a dotted first segment), else a core resource named like the prefix.
+func (c *Catalog) ResourceFor(prefix string) Resource {
+	if rs, ok := c.Lookup(prefix); ok {
+		return rs[0]
+	}
+	if group, plural, ok := strings.Cut(prefix, "/"); ok && strings.Contains(group, ".") {
+		return Resource{Group: group, Resource: plural, Custom: true}
+	}
+	return Resource{Resource: prefix}
+}
