@@ -40,7 +40,7 @@ func newGetCmd(g *globalOptions) *cobra.Command {
 func runGet(ctx context.Context, g *globalOptions, key, output string, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
-	store, closeStore, err := g.openStore(ctx, 1)
+	store, closeStore, err := g.openStore(ctx, readSettings{pageSize: 1, stream: true})
 	if err != nil {
 		return err
 	}

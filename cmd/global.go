@@ -29,10 +29,21 @@ type globalOptions struct {
 	// encryptionConfig is a kube-apiserver EncryptionConfiguration file.
 	encryptionConfig string
 	cpuProfile       string
-	// noStream makes etcd reads page with unary Range requests.
-	noStream bool
-	// maxKeysPerSecond paces etcd reads (0: unpaced).
+}
+
+// readSettings say how a command reads a live etcd.
+type readSettings struct {
+	// pageSize is keys per Range request when paging.
+	pageSize int64
+	// stream uses RangeStream where the server has it.
+	stream bool
+	// maxKeysPerSecond paces reads (0: unpaced).
 	maxKeysPerSecond int
+}
+
+// scanReads are the reads of a scan unless its flags say otherwise.
+func scanReads() readSettings {
+	return readSettings{pageSize: etcdscan.DefaultPageSize, stream: true, maxKeysPerSecond: etcdscan.DefaultMaxKeysPerSecond}
 }
 
 func (g *globalOptions) startProfile() error {
@@ -48,7 +59,7 @@ func (g *globalOptions) startProfile() error {
 
 // openStore opens the keyspace: the --db file, or etcd pinned at its current
 // revision. close releases it.
-func (g *globalOptions) openStore(ctx context.Context, pageSize int64) (store etcdscan.Store, close func(), err error) {
+func (g *globalOptions) openStore(ctx context.Context, reads readSettings) (store etcdscan.Store, close func(), err error) {
 	if g.db != "" {
 		s, err := dbfile.Open(g.db)
 		if err != nil {
@@ -60,15 +71,15 @@ func (g *globalOptions) openStore(ctx context.Context, pageSize int64) (store et
 	if err != nil {
 		return nil, nil, err
 	}
-	es, err := etcdscan.NewEtcdStore(ctx, cli, pageSize)
+	es, err := etcdscan.NewEtcdStore(ctx, cli, reads.pageSize)
 	if err != nil {
 		cli.Close()
 		return nil, nil, err
 	}
-	if g.noStream {
+	if !reads.stream {
 		es.DisableStreaming()
 	}
-	es.SetMaxKeysPerSecond(g.maxKeysPerSecond)
+	es.SetMaxKeysPerSecond(reads.maxKeysPerSecond)
 	return es, func() { cli.Close() }, nil
 }
 

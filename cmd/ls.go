@@ -23,7 +23,7 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context(), g.etcd.CommandTimeout)
 			defer cancel()
-			store, closeStore, err := g.openStore(ctx, etcdscan.DefaultPageSize)
+			store, closeStore, err := g.openStore(ctx, readSettings{pageSize: etcdscan.DefaultPageSize, stream: true})
 			if err != nil {
 				return err
 			}

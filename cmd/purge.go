@@ -112,7 +112,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if o.namespace == "" && len(o.keys) == 0 {
 		return usageError("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
 	}
-	rep, err := scanReport(ctx, g, o.namespace, etcdscan.DefaultPageSize, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
+	rep, err := scanReport(ctx, g, o.namespace, scanReads(), o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
 	if err != nil {
 		return err
 	}

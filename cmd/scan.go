@@ -15,15 +15,13 @@ import (
 type scanOptions struct {
 	namespace        string
 	output           string
-	pageSize         int64
+	reads            readSettings
 	terminatingAfter time.Duration
 	apiCheckLimit    int
-	stream           bool
-	maxKeysPerSecond int
 }
 
 func newScanCmd(g *globalOptions) *cobra.Command {
-	o := &scanOptions{}
+	o := &scanOptions{reads: scanReads()}
 	c := &cobra.Command{
 		Use:   "scan",
 		Short: "List ghost resources: objects in etcd that Kubernetes can no longer manage",
@@ -51,9 +49,9 @@ Suspects (reported, exit code unaffected):
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	f.Int64Var(&o.pageSize, "page-size", etcdscan.DefaultPageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.maxKeysPerSecond, "max-keys-per-second", etcdscan.DefaultMaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.stream, "stream", true, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
+	f.Int64Var(&o.reads.pageSize, "page-size", o.reads.pageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
+	f.IntVar(&o.reads.maxKeysPerSecond, "max-keys-per-second", o.reads.maxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
+	f.BoolVar(&o.reads.stream, "stream", o.reads.stream, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server")
 	return c
@@ -66,8 +64,8 @@ func (o *scanOptions) validate() error {
 	if err := validateOutput(o.output); err != nil {
 		return err
 	}
-	if o.pageSize <= 0 || o.pageSize > 10000 {
-		return usageError("--page-size must be between 1 and 10000, got %d", o.pageSize)
+	if o.reads.pageSize <= 0 || o.reads.pageSize > 10000 {
+		return usageError("--page-size must be between 1 and 10000, got %d", o.reads.pageSize)
 	}
 	return nil
 }
@@ -83,9 +81,7 @@ func validateNamespace(ns string) error {
 }
 
 func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut io.Writer) error {
-	g.noStream = !o.stream
-	g.maxKeysPerSecond = o.maxKeysPerSecond
-	rep, err := scanReport(ctx, g, o.namespace, o.pageSize, o.terminatingAfter, o.apiCheckLimit)
+	rep, err := scanReport(ctx, g, o.namespace, o.reads, o.terminatingAfter, o.apiCheckLimit)
 	if err != nil {
 		return err
 	}
@@ -99,10 +95,10 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 }
 
 // scanReport connects to etcd and the API server and runs one scan.
-func scanReport(ctx context.Context, g *globalOptions, namespace string, pageSize int64, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
+func scanReport(ctx context.Context, g *globalOptions, namespace string, reads readSettings, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
-	store, closeStore, err := g.openStore(ctx, pageSize)
+	store, closeStore, err := g.openStore(ctx, reads)
 	if err != nil {
 		return nil, err
 	}
