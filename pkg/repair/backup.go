@@ -63,31 +63,32 @@ func entriesSum(entries []Entry) (string, error) {
 
 // WriteBackup writes b to dir/backup.json atomically: a temporary file,
 // fsync, rename, fsync of the directory. It then reads the file back and
-// verifies it, so a backup that reached the disk damaged is never trusted.
-func WriteBackup(dir string, b *Backup) (string, error) {
+// verifies it, so a backup that reached the disk damaged is never trusted,
+// and returns the path and the backup as read back from disk.
+func WriteBackup(dir string, b *Backup) (string, *Backup, error) {
 	b.Format = BackupFormat
 	b.Count = len(b.Entries)
 	sum, err := entriesSum(b.Entries)
 	if err != nil {
-		return "", fmt.Errorf("checksum backup entries: %w", err)
+		return "", nil, fmt.Errorf("checksum backup entries: %w", err)
 	}
 	b.EntriesSHA256 = sum
 	data, err := json.MarshalIndent(b, "", " ")
 	if err != nil {
-		return "", fmt.Errorf("encode backup: %w", err)
+		return "", nil, fmt.Errorf("encode backup: %w", err)
 	}
 	path := filepath.Join(dir, BackupFile)
 	if err := writeFileSync(path, data); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	back, err := ReadBackup(path)
 	if err != nil {
-		return "", fmt.Errorf("verify written backup: %w", err)
+		return "", nil, fmt.Errorf("verify written backup: %w", err)
 	}
 	if back.Count != len(b.Entries) {
-		return "", fmt.Errorf("verify written backup %s: %d entries, want %d", path, back.Count, len(b.Entries))
+		return "", nil, fmt.Errorf("verify written backup %s: %d entries, want %d", path, back.Count, len(b.Entries))
 	}
-	return path, nil
+	return path, back, nil
 }
 
 // writeFileSync writes data to path through path.part with fsyncs, so that

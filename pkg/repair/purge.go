@@ -55,16 +55,12 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	if err != nil {
 		return nil, err
 	}
-	res, err := prepare(ctx, plan, o, dir)
+	res, b, err := prepare(ctx, plan, o, dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was deleted", err)
 	}
-	b, err := ReadBackup(res.Backup)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w; nothing was deleted", err)
-	}
+	// Delete exactly what the verified backup on disk holds.
 	results, err := GuardedDelete(ctx, o.Client, b.Entries, o.Pacing)
 	all := append(append([]Result{}, plan.Skipped...), res.Results...)
 	all = append(all, results...)
@@ -80,32 +76,32 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	return res, err
 }
 
-// prepare writes the snapshot and backup and returns the result so far, with
-// the keys skipped before the snapshot.
-func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*PurgeResult, error) {
+// prepare writes the snapshot and backup and returns the result so far (with
+// the keys skipped before the snapshot) and the backup as read back from disk.
+func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*PurgeResult, *Backup, error) {
 	// Keys of a reviewed scan that were skipped count as planned: they are
 	// ghosts left behind.
 	res := &PurgeResult{Dir: dir, Planned: len(plan.Targets) + len(plan.Skipped)}
 	entries, skipped, err := readEntries(ctx, o.Client, plan)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Results = skipped
 	if len(entries) == 0 {
-		return nil, errors.New("every planned key changed since the scan")
+		return nil, nil, errors.New("every planned key changed since the scan")
 	}
 	if err := checkSpace(ctx, o.Client, o.ClientConfig, dir, entries); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	snap, err := SaveSnapshot(ctx, o.ClientConfig, filepath.Join(dir, SnapshotFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if snap.Revision < plan.Revision {
-		return nil, fmt.Errorf("snapshot revision %d is older than the scan's %d", snap.Revision, plan.Revision)
+		return nil, nil, fmt.Errorf("snapshot revision %d is older than the scan's %d", snap.Revision, plan.Revision)
 	}
 	if err := SnapshotHolds(snap.Path, entries); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Snapshot = snap
 	status, err := o.Client.Status(ctx, o.ClientConfig.Endpoints[0])
@@ -113,14 +109,15 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*Purg
 	if err == nil {
 		clusterID = fmt.Sprintf("%x", status.Header.ClusterId)
 	}
-	res.Backup, err = WriteBackup(dir, &Backup{
+	var written *Backup
+	res.Backup, written, err = WriteBackup(dir, &Backup{
 		Created: o.Now().UTC(), Scope: plan.Scope, Endpoint: o.ClientConfig.Endpoints[0], ClusterID: clusterID,
 		ScanRevision: plan.Revision, Snapshot: snap, Entries: entries,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return res, nil
+	return res, written, nil
 }
 
 // readEntries reads each target's current key-value; keys changed or gone

@@ -81,7 +81,7 @@ func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
 func TestBackupRoundTripAndCorruption(t *testing.T) {
 	dir := t.TempDir()
 	b := &Backup{Scope: "namespace x", Entries: []Entry{{Key: "/registry/pods/x/p", Value: []byte("k8s\x00\x01\x02"), ModRevision: 7}}}
-	path, err := WriteBackup(dir, b)
+	path, _, err := WriteBackup(dir, b)
 	if err != nil {
 		t.Fatal(err)
 	}
