@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/regghost/regghost/pkg/apiview"
-	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdconn"
@@ -142,15 +141,6 @@ func (g *globalOptions) api() (*apiview.View, string) {
 		return nil, "API server unreachable: " + oneLine(err)
 	}
 	return view, ""
-}
-
-// catalog returns the served resources from the API server, or the offline
-// catalog when the API server is not available.
-func (g *globalOptions) catalog(ctx context.Context, view *apiview.View, store etcdscan.Store) (*catalog.Catalog, error) {
-	if view != nil {
-		return view.Catalog(ctx)
-	}
-	return etcdscan.OfflineCatalog(ctx, store, g.prefix)
 }
 
 func oneLine(err error) string {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/repair"
 )
 
 func validateOutput(o string) error {
@@ -50,7 +51,7 @@ func printReport(out io.Writer, format string, rep *etcdscan.Report) error {
 	}
 	now := time.Now()
 	if len(rep.Findings) > 0 {
-		t := newTable(out, "KEY", "KIND", "NAMESPACE", "NAME", "CLASS", "REASON", "AGE", "REV")
+		t := newTable(out, "KEY", "KIND", "NAMESPACE", "NAME", "CLASS", "WITNESSES", "REASON", "AGE", "REV")
 		for _, f := range rep.Findings {
 			classes := make([]string, len(f.Classes))
 			for i, c := range f.Classes {
@@ -60,7 +61,7 @@ func printReport(out io.Writer, format string, rep *etcdscan.Report) error {
 			if kind == "" {
 				kind = f.Resource
 			}
-			if err := t.Append([]string{f.Key, kind, f.Namespace, f.Name, strings.Join(classes, ","), f.Reason(), age(now, f.Created), fmt.Sprint(f.ModRevision)}); err != nil {
+			if err := t.Append([]string{f.Key, kind, f.Namespace, f.Name, strings.Join(classes, ","), shortWitnesses(&f), f.Reason(), age(now, f.Created), fmt.Sprint(f.ModRevision)}); err != nil {
 				return err
 			}
 		}
@@ -81,7 +82,16 @@ func printReport(out io.Writer, format string, rep *etcdscan.Report) error {
 			suspects++
 		}
 	}
+	single := 0
+	for _, f := range rep.Findings {
+		if f.SingleWitness {
+			single++
+		}
+	}
 	fmt.Fprintf(out, "Ghosts: %d%s\n", ghosts, classCounts(rep, true))
+	if single > 0 {
+		fmt.Fprintf(out, "  of which %d rest on a single witness (purge refuses them without %s)\n", single, repair.AcceptSingleWitnessFlag)
+	}
 	fmt.Fprintf(out, "Suspects: %d%s\n", suspects, classCounts(rep, false))
 	if len(rep.Encrypted) > 0 {
 		var keys []string
@@ -99,6 +109,17 @@ func printReport(out io.Writer, format string, rep *etcdscan.Report) error {
 		fmt.Fprintf(out, "Check %s: %s; %s\n", c.Name, mark, c.Note)
 	}
 	return nil
+}
+
+// shortWitnesses is the WITNESSES column of the scan table.
+func shortWitnesses(f *etcdscan.Finding) string {
+	switch {
+	case !f.Ghost:
+		return "-"
+	case f.SingleWitness:
+		return "single"
+	}
+	return "two"
 }
 
 func classCounts(rep *etcdscan.Report, ghosts bool) string {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ type purgeOptions struct {
 	rate             float64
 	terminatingAfter time.Duration
 	output           string
+	singleWitness    bool
 }
 
 func newPurgeCmd(g *globalOptions) *cobra.Command {
@@ -77,6 +79,7 @@ and a line per key is appended to audit.log in the backup directory.`,
 	f.Float64Var(&o.rate, "rate", repair.DefaultRate, "delete transactions per second")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.BoolVar(&o.singleWitness, repair.AcceptSingleWitnessFlag[2:], false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
 	return c
 }
 
@@ -94,7 +97,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if o.rate <= 0 {
 		return usageError("--rate must be positive")
 	}
-	sel := repair.Selector{Namespace: o.namespace, Keys: o.keys}
+	sel := repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
 	for _, s := range o.forceClasses {
 		c, ok := etcdscan.ParseClass(s)
 		if !ok {
@@ -128,6 +131,12 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 			return err
 		}
 		return nil
+	}
+	if err := plan.Refusal(); err != nil {
+		if perr := printPlan(out, o.output, plan, true); perr != nil {
+			return perr
+		}
+		return err
 	}
 	if o.output == "table" {
 		if err := printPlan(out, o.output, plan, false); err != nil {
@@ -182,18 +191,21 @@ func readReport(path string) (*etcdscan.Report, error) {
 func printPlan(out io.Writer, format string, plan *repair.Plan, dryRun bool) error {
 	if format == "json" {
 		return printStructured(out, "json", map[string]any{"dryRun": dryRun, "scope": plan.Scope, "revision": plan.Revision,
-			"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped)})
+			"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped), "blockers": nonNil(plan.Blockers())})
 	}
 	if len(plan.Targets) > 0 {
-		t := newTable(out, "KEY", "CLASS", "REASON", "REV")
+		t := newTable(out, "KEY", "CLASS", "WITNESSES", "REASON", "REV")
 		for _, f := range plan.Targets {
-			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Reason(), fmt.Sprint(f.ModRevision)})
+			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Witnesses(), f.Reason(), fmt.Sprint(f.ModRevision)})
 		}
 		if err := t.Render(); err != nil {
 			return err
 		}
 	}
 	printResults(out, plan.Skipped)
+	for _, b := range plan.Blockers() {
+		fmt.Fprintf(out, "\nWould be refused: %s.\n  Keys: %s\n  Way out: %s.\n", b.Reason, strings.Join(b.Keys, ", "), b.WayOut)
+	}
 	switch {
 	case len(plan.Targets) == 0:
 		fmt.Fprintf(out, "No ghost to purge in %s at etcd revision %d; nothing was changed.\n", plan.Scope, plan.Revision)

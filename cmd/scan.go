@@ -108,14 +108,14 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads r
 		return nil, err
 	}
 	view, why := g.api()
-	cat, err := g.catalog(ctx, view, store)
-	if err != nil {
-		return nil, err
-	}
-	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, Catalog: cat, APIUnavailable: why,
+	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, APIUnavailable: why,
 		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit}
 	if view != nil {
-		opts.API = view
+		served, err := view.Catalog(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts.API, opts.Served = view, served
 	}
 	if dec != nil {
 		opts.Decrypter = dec

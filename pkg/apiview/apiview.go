@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,19 +55,18 @@ func (v *View) Version() (string, error) {
 }
 
 // Catalog discovers every served resource. Groups whose discovery failed
-// (an unavailable aggregated API) are marked undecided in the catalog.
+// (an unavailable aggregated API) are recorded as failed in the catalog.
 func (v *View) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 	lists, err := v.disc.ServerPreferredResources()
-	var undecided []string
+	var failed []string
 	if err != nil {
 		var gdf *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &gdf) {
 			return nil, fmt.Errorf("discover resources on %s: %w", v.Host, err)
 		}
 		for gv := range gdf.Groups {
-			undecided = append(undecided, gv.Group)
+			failed = append(failed, gv.Group)
 		}
-		sort.Strings(undecided)
 	}
 	custom, err := v.crdNames(ctx)
 	if err != nil {
@@ -90,7 +88,7 @@ func (v *View) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 			})
 		}
 	}
-	return catalog.New("api server discovery ("+v.Host+")", rs, undecided), nil
+	return catalog.New("api server discovery ("+v.Host+")", rs, failed), nil
 }
 
 func (v *View) crdNames(ctx context.Context) (map[string]bool, error) {
@@ -108,16 +106,14 @@ func (v *View) crdNames(ctx context.Context) (map[string]bool, error) {
 	return names, nil
 }
 
-// Read asks the API server for one object. It returns nil when the API server
-// reads it, and the API server's error otherwise (a StorageError for corrupt
-// or undecryptable values, NotFound when it cannot reach the key).
-func (v *View) Read(ctx context.Context, r catalog.Resource, namespace, name string) error {
+// Get reads one object's metadata through the API server.
+func (v *View) Get(ctx context.Context, r catalog.Resource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-	var err error
-	if r.Namespaced {
-		_, err = v.meta.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	} else {
-		_, err = v.meta.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	if namespace != "" {
+		return v.meta.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
-	return err
+	return v.meta.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 }
+
+// Address names the API server, for evidence.
+func (v *View) Address() string { return v.Host }

@@ -14,6 +14,9 @@ type Resource struct {
 	Namespaced bool   `json:"namespaced"`
 	// Custom is true for resources defined by a CustomResourceDefinition.
 	Custom bool `json:"custom,omitempty"`
+	// OffByDefault marks a built-in resource a stock kube-apiserver does not
+	// serve unless --runtime-config or a feature gate turns it on.
+	OffByDefault bool `json:"offByDefault,omitempty"`
 }
 
 // GroupResource renders the resource as "<resource>.<group>" (or "<resource>"
@@ -36,48 +39,46 @@ type Catalog struct {
 	// groups can share one (events and events.k8s.io events).
 	byPrefix map[string][]Resource
 	byKind   map[[2]string]Resource
-	// undecided holds API groups whose discovery failed: no verdict is given
-	// about prefixes that may belong to them.
-	undecided map[string]bool
+	groups   map[string]bool
+	// failed holds API groups whose discovery failed: what they serve is unknown.
+	failed []string
 }
 
-// New builds a catalog from served resources. undecidedGroups are API groups
+// New builds a catalog from served resources. failedGroups are API groups
 // whose discovery failed.
-func New(source string, resources []Resource, undecidedGroups []string) *Catalog {
-	c := &Catalog{Source: source, byPrefix: map[string][]Resource{}, byKind: map[[2]string]Resource{}, undecided: map[string]bool{}}
+func New(source string, resources []Resource, failedGroups []string) *Catalog {
+	c := &Catalog{Source: source, byPrefix: map[string][]Resource{}, byKind: map[[2]string]Resource{}, groups: map[string]bool{}}
 	for _, r := range resources {
 		p := r.Prefix()
 		c.byPrefix[p] = append(c.byPrefix[p], r)
 		c.byKind[[2]string{r.Group, r.Kind}] = r
+		c.groups[r.Group] = true
 	}
-	for _, g := range undecidedGroups {
-		c.undecided[g] = true
-	}
+	c.failed = append([]string(nil), failedGroups...)
+	sort.Strings(c.failed)
 	return c
 }
+
+// FailedGroups lists the API groups whose discovery failed, sorted.
+func (c *Catalog) FailedGroups() []string { return c.failed }
+
+// GroupFailed reports whether discovery failed for group.
+func (c *Catalog) GroupFailed(group string) bool {
+	for _, g := range c.failed {
+		if g == group {
+			return true
+		}
+	}
+	return false
+}
+
+// HasGroup reports whether the catalog serves any resource of group.
+func (c *Catalog) HasGroup(group string) bool { return c.groups[group] }
 
 // Lookup returns the resources served under a storage prefix.
 func (c *Catalog) Lookup(prefix string) ([]Resource, bool) {
 	rs, ok := c.byPrefix[prefix]
 	return rs, ok
-}
-
-// Decided reports whether the catalog can say a prefix is not served: false
-// when discovery failed for the group the prefix would belong to.
-func (c *Catalog) Decided(prefix string) bool {
-	if len(c.undecided) == 0 {
-		return true
-	}
-	if first, _, ok := strings.Cut(prefix, "/"); ok && strings.Contains(first, ".") {
-		return !c.undecided[first]
-	}
-	// A built-in prefix may belong to any group whose discovery failed.
-	for g := range c.undecided {
-		if !strings.Contains(g, ".") || strings.HasSuffix(g, ".k8s.io") {
-			return false
-		}
-	}
-	return true
 }
 
 // ForKind finds the served resource of an object's group and kind, used to

@@ -63,3 +63,13 @@ func PrefixSegments(first string) int {
 // IsInternal reports whether a storage prefix holds kube-apiserver bookkeeping
 // rather than API objects.
 func IsInternal(prefix string) bool { return internalPrefixes[prefix] }
+
+// GroupOfPrefix returns the API group a dotted storage prefix
+// ("<group>/<plural>") belongs to, and false for built-in, undotted prefixes.
+func GroupOfPrefix(prefix string) (string, bool) {
+	group, _, ok := strings.Cut(prefix, "/")
+	if !ok || !strings.Contains(group, ".") {
+		return "", false
+	}
+	return group, true
+}

@@ -3,14 +3,29 @@ package decode
 import (
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
-var deserializer = scheme.Codecs.UniversalDeserializer()
+// typedScheme knows client-go's built-in kinds, CustomResourceDefinitions and
+// APIServices.
+var typedScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("decode: build scheme: %v", err))
+		}
+	}
+	return s
+}()
+
+var deserializer = serializer.NewCodecFactory(typedScheme).UniversalDeserializer()
 
 // Typed decodes value into a full object: a typed object from client-go's
 // scheme for built-in kinds, an Unstructured for JSON and CBOR objects of other
@@ -25,7 +40,7 @@ func Typed(value []byte) (runtime.Object, *Object, error) {
 		return nil, obj, fmt.Errorf("%w with %s key %q", ErrEncrypted, obj.Encryption.Provider, obj.Encryption.KeyName)
 	}
 	gvk := schema.FromAPIVersionAndKind(obj.APIVersion, obj.Kind)
-	if obj.Format != FormatCBOR && scheme.Scheme.Recognizes(gvk) {
+	if obj.Format != FormatCBOR && typedScheme.Recognizes(gvk) {
 		out, _, err := deserializer.Decode(value, nil, nil)
 		if err != nil {
 			return nil, obj, fmt.Errorf("decode %s: %w", gvk.Kind, err)

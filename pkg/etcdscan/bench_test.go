@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/regghost/regghost/internal/etcdtest"
-	"github.com/regghost/regghost/pkg/catalog"
 )
 
 // BenchmarkScan scans 20,000 encoded pods in an embedded etcd, streamed and
@@ -20,7 +19,6 @@ func BenchmarkScan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	cat := catalog.New("bench", catalog.Builtin(), nil)
 	for _, paged := range []bool{false, true} {
 		b.Run(fmt.Sprintf("paged=%v", paged), func(b *testing.B) {
 			for b.Loop() {
@@ -31,7 +29,7 @@ func BenchmarkScan(b *testing.B) {
 				if paged {
 					store.DisableStreaming()
 				}
-				if _, err := Scan(ctx, store, Options{Catalog: cat}); err != nil {
+				if _, err := Scan(ctx, store, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}

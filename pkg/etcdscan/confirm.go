@@ -3,87 +3,213 @@ package etcdscan
 import (
 	"context"
 	"fmt"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sort"
+	"strings"
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
 )
 
-// confirmation is a value etcd alone cannot judge; the API server is asked.
+// confirmation is one object the API server is asked to read: the second
+// witness of the classes etcd gave it, or, for an encrypted value nobody
+// could decrypt locally (probe), the only one who can say it is unreadable.
 type confirmation struct {
-	key   string
-	res   catalog.Resource
-	ns    string
-	name  string
-	class Class
-	enc   decode.Encryption
-	// f is the finding so far (encrypted values are only recorded if the API
-	// server cannot read them).
+	key     string
+	res     *catalog.Resource
+	ns      string
+	name    string
+	classes []Class
+	enc     *decode.Encryption
+	probe   bool
+	// f is the finding so far of a probe: it is recorded only when the API
+	// server proves the value unreadable.
 	f Finding
 }
 
-// confirmWithAPI asks the API server to read each undecodable or encrypted
-// value. An encrypted value the API server reads is healthy; one it cannot
-// read is an encrypted-unknown ghost. An undecodable value it reads is not a
-// ghost after all.
+var (
+	namespacesResource = catalog.Resource{Version: "v1", Resource: "namespaces"}
+	crdResourceAPI     = catalog.Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// apiTally counts what the second witness answered, for the report.
+type apiTally struct {
+	asked, noEvidence int
+	why               map[string]int
+}
+
+func (t *apiTally) note(e Evidence) {
+	t.asked++
+	if e.Answer == NoEvidence {
+		t.noEvidence++
+		t.why[e.Said]++
+	}
+}
+
+// confirmWithAPI asks the API server about every ghost verdict etcd made:
+// the namespace of each orphaned object, the CRD of each unserved custom
+// resource, and each undecodable, undecryptable or mis-keyed object.
 func (s *scan) confirmWithAPI(ctx context.Context) {
-	unchecked := 0
-	if len(s.confirm) == 0 {
+	if s.opts.API == nil {
 		return
 	}
-	if s.opts.API == nil {
-		s.rep.Checks = append(s.rep.Checks, Check{Name: "api server read-back", Done: false,
-			Note: fmt.Sprintf("%d undecodable or encrypted values not confirmed: %s", len(s.confirm), s.opts.APIUnavailable)})
-		return
+	tally := &apiTally{why: map[string]int{}}
+	nsAnswers := map[string]Evidence{}
+	crdAnswers := map[string]Evidence{}
+	for i := range s.rep.Findings {
+		f := &s.rep.Findings[i]
+		if f.Has(ClassOrphanedNamespace) {
+			e, ok := nsAnswers[f.Namespace]
+			if !ok {
+				e = s.askNamespace(ctx, f.Namespace)
+				nsAnswers[f.Namespace] = e
+				tally.note(e)
+			}
+			f.addEvidence(ClassOrphanedNamespace, e.Witness, e.Asked, e.Answer, e.Said)
+		}
+		if f.Has(ClassUnservedType) {
+			if _, asked := f.answerFrom(ClassUnservedType, WitnessAPIServer); !asked {
+				prefix, _ := prefixOf(s.opts.Prefix, f.Key)
+				crdName := s.resolve(prefix).crdName
+				e, ok := crdAnswers[crdName]
+				if !ok {
+					e = s.askCRD(ctx, prefix, crdName)
+					crdAnswers[crdName] = e
+					tally.note(e)
+				}
+				f.addEvidence(ClassUnservedType, e.Witness, e.Asked, e.Answer, e.Said)
+			}
+		}
 	}
 	for i, c := range s.confirm {
 		if i >= s.opts.APICheckLimit {
-			unchecked = len(s.confirm) - i
-			break
-		}
-		err := s.opts.API.Read(ctx, c.res, c.ns, c.name)
-		switch c.class {
-		case ClassEncryptedUnknown:
-			if err == nil {
-				continue
-			}
-			if !apiCannotRead(err) {
-				unchecked++
-				continue
-			}
-			f := c.f
-			f.add(ClassEncryptedUnknown, fmt.Sprintf("encrypted with %s key %q and the API server cannot read it: %v", c.enc.Provider, c.enc.KeyName, err))
-			s.record(f).add(ClassEncryptedUnknown, f.Reasons[0])
-		case ClassUndecodable:
-			i, ok := s.index[c.key]
-			if !ok {
-				continue
-			}
-			f := &s.rep.Findings[i]
-			switch {
-			case err == nil:
-				f.remove(ClassUndecodable)
-			case apiCannotRead(err):
-				for j, x := range f.Classes {
-					if x == ClassUndecodable {
-						f.Reasons[j] += "; the API server cannot read it either: " + err.Error()
+			s.unconfirmed += len(s.confirm) - i
+			for _, c := range s.confirm[i:] {
+				if j, ok := s.index[c.key]; ok {
+					for _, cl := range c.classes {
+						s.rep.Findings[j].addEvidence(cl, WitnessAPIServer, "-", NoEvidence, fmt.Sprintf("not asked: over --api-check-limit %d", s.opts.APICheckLimit))
 					}
 				}
-			default:
-				unchecked++
 			}
+			break
 		}
+		s.askObject(ctx, c, tally)
 	}
-	note := fmt.Sprintf("%d undecodable or encrypted values read back through the API server", len(s.confirm)-unchecked)
-	if unchecked > 0 {
-		note += fmt.Sprintf("; %d not confirmed (limit %d or API errors)", unchecked, s.opts.APICheckLimit)
-	}
-	s.rep.Checks = append(s.rep.Checks, Check{Name: "api server read-back", Done: unchecked == 0, Note: note})
+	s.apiTally = tally
 }
 
-// apiCannotRead reports whether an API error means the API server could not
-// read the stored object (as opposed to a failure to ask it).
-func apiCannotRead(err error) bool {
-	return apierrors.IsInternalError(err) || apierrors.IsNotFound(err) || apierrors.ReasonForError(err) == "StorageReadError"
+// answerFrom returns the answer a witness gave about class c.
+func (f *Finding) answerFrom(c Class, w Witness) (Evidence, bool) {
+	for _, e := range f.Evidence {
+		if e.Class == c && e.Witness == w {
+			return e, true
+		}
+	}
+	return Evidence{}, false
+}
+
+func (s *scan) askNamespace(ctx context.Context, ns string) Evidence {
+	asked := "GET namespaces/" + ns
+	m, err := s.opts.API.Get(ctx, namespacesResource, "", ns)
+	a := readAnswer(err, nil)
+	switch a.kind {
+	case apiRead:
+		return Evidence{Witness: WitnessAPIServer, Asked: asked, Answer: Contradicts,
+			Said: fmt.Sprintf("namespace %s exists (uid %s, created %s): this keyspace may hold only part of the cluster, or the namespace was created since the scan", ns, m.UID, m.CreationTimestamp.UTC().Format("2006-01-02T15:04:05Z"))}
+	case apiNotFound:
+		return Evidence{Witness: WitnessAPIServer, Asked: asked, Answer: Confirms, Said: "404 NotFound"}
+	}
+	return Evidence{Witness: WitnessAPIServer, Asked: asked, Answer: NoEvidence, Said: a.said}
+}
+
+func (s *scan) askCRD(ctx context.Context, prefix, crdName string) Evidence {
+	asked := fmt.Sprintf("discovery of %s and GET customresourcedefinitions/%s", s.opts.API.Address(), crdName)
+	m, err := s.opts.API.Get(ctx, crdResourceAPI, "", crdName)
+	a := readAnswer(err, nil)
+	switch a.kind {
+	case apiRead:
+		return Evidence{Witness: WitnessAPIServer, Asked: asked, Answer: Contradicts,
+			Said: fmt.Sprintf("CustomResourceDefinition %s exists (uid %s) though etcd holds no key for it: the API server may read another etcd or --etcd-prefix", crdName, m.UID)}
+	case apiNotFound:
+		return Evidence{Witness: WitnessAPIServer, Asked: asked, Answer: Confirms,
+			Said: fmt.Sprintf("serves nothing stored under %s/, and the CustomResourceDefinition is 404 NotFound", prefix)}
+	}
+	return Evidence{Witness: WitnessAPIServer, Asked: asked, Answer: NoEvidence, Said: a.said}
+}
+
+// askObject reads one object through the API server and records what that
+// says about each class etcd gave it.
+func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
+	asked := fmt.Sprintf("GET %s %s", c.res.GroupResource(), nsName(c.ns, c.name))
+	m, err := s.opts.API.Get(ctx, *c.res, c.ns, c.name)
+	a := readAnswer(err, c.enc)
+	if c.probe {
+		tally.asked++
+		switch a.kind {
+		case apiCannotTransform:
+			f := c.f
+			local := "no --encryption-provider-config was given"
+			if c.enc.Provider == "kms" {
+				local = "KMS values cannot be decrypted without the KMS plugin"
+			}
+			reason := fmt.Sprintf("encrypted with %s key %q and the API server cannot decrypt it: %s", c.enc.Provider, c.enc.KeyName, a.said)
+			f.add(ClassEncryptedUnknown, reason)
+			f.addEvidence(ClassEncryptedUnknown, WitnessAPIServer, asked, Confirms, a.said)
+			f.addEvidence(ClassEncryptedUnknown, WitnessEncryptionConfig, "--encryption-provider-config", NoEvidence, local)
+			s.record(f)
+		case apiRead:
+		default:
+			tally.noEvidence++
+			tally.why[a.said]++
+			s.unprobed++
+		}
+		return
+	}
+	j, ok := s.index[c.key]
+	if !ok {
+		return
+	}
+	f := &s.rep.Findings[j]
+	for _, cl := range c.classes {
+		e := Evidence{Class: cl, Witness: WitnessAPIServer, Asked: asked, Answer: NoEvidence, Said: a.said}
+		switch {
+		case a.kind == apiRead && cl == ClassKeyMismatch && (m.Name != c.name || m.Namespace != c.ns):
+			e.Answer, e.Said = Confirms, "returns an object named "+nsName(m.Namespace, m.Name)
+		case a.kind == apiRead:
+			e.Answer, e.Said = Contradicts, fmt.Sprintf("reads it (uid %s, resourceVersion %s)", m.UID, m.ResourceVersion)
+			if cl == ClassEncryptedUnknown {
+				e.Said += "; the local --encryption-provider-config is stale or wrong"
+			}
+		case a.kind == apiCannotTransform && cl == ClassEncryptedUnknown,
+			a.kind == apiCannotDecode && (cl == ClassUndecodable || cl == ClassKeyMismatch):
+			e.Answer = Confirms
+		}
+		tally.note(e)
+		f.addEvidence(cl, e.Witness, e.Asked, e.Answer, e.Said)
+	}
+}
+
+// apiCheck reports what the second witness could and could not answer.
+func (s *scan) apiCheck() Check {
+	if s.opts.API == nil {
+		return Check{Name: "api server witness", Done: false,
+			Note: "not asked (" + s.opts.APIUnavailable + "): every ghost verdict rests on etcd alone and is single-witness"}
+	}
+	t := s.apiTally
+	note := fmt.Sprintf("%d questions to %s", t.asked, s.opts.API.Address())
+	done := t.noEvidence == 0 && s.unconfirmed == 0
+	if t.noEvidence > 0 {
+		var whys []string
+		for w, n := range t.why {
+			whys = append(whys, fmt.Sprintf("%d× %s", n, w))
+		}
+		sort.Strings(whys)
+		note += fmt.Sprintf("; %d answers were no evidence either way: %s", t.noEvidence, strings.Join(whys, "; "))
+	}
+	if s.unconfirmed > 0 {
+		note += fmt.Sprintf("; %d objects not asked (over --api-check-limit %d)", s.unconfirmed, s.opts.APICheckLimit)
+	}
+	if s.unprobed > 0 {
+		note += fmt.Sprintf("; %d encrypted values could not be judged", s.unprobed)
+	}
+	return Check{Name: "api server witness", Done: done, Note: note}
 }

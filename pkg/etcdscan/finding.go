@@ -10,22 +10,29 @@ import (
 type Class string
 
 // The classes, most severe first. The first five are ghosts: Kubernetes cannot
-// manage the object any more. The last two are suspects worth a human look.
+// manage the object any more. The rest are suspects worth a human look.
 const (
 	ClassUndecodable       Class = "undecodable"
 	ClassEncryptedUnknown  Class = "encrypted-unknown"
 	ClassUnservedType      Class = "unserved-type"
 	ClassOrphanedNamespace Class = "orphaned-namespace"
 	ClassKeyMismatch       Class = "key-mismatch"
-	ClassStuckTerminating  Class = "stuck-terminating"
-	ClassDanglingOwner     Class = "dangling-owner"
+	// ClassDisputed is a ghost verdict one witness made and the other
+	// contradicted: both answers are in its reason.
+	ClassDisputed Class = "disputed"
+	// ClassUnservedNow is an object whose type exists (a CRD in etcd, or a
+	// resource compiled into kube-apiserver) but is not served right now.
+	ClassUnservedNow      Class = "unserved-now"
+	ClassStuckTerminating Class = "stuck-terminating"
+	ClassDanglingOwner    Class = "dangling-owner"
 )
 
 // Classes lists every class in order of severity.
-var Classes = []Class{ClassUndecodable, ClassEncryptedUnknown, ClassUnservedType, ClassOrphanedNamespace, ClassKeyMismatch, ClassStuckTerminating, ClassDanglingOwner}
+var Classes = []Class{ClassUndecodable, ClassEncryptedUnknown, ClassUnservedType, ClassOrphanedNamespace, ClassKeyMismatch,
+	ClassDisputed, ClassUnservedNow, ClassStuckTerminating, ClassDanglingOwner}
 
 // Ghost reports whether the class marks an object Kubernetes cannot manage.
-func (c Class) Ghost() bool { return c != ClassStuckTerminating && c != ClassDanglingOwner }
+func (c Class) Ghost() bool { return c.rank() < ClassDisputed.rank() }
 
 func (c Class) rank() int {
 	for i, x := range Classes {
@@ -57,8 +64,19 @@ type Finding struct {
 	// Classes holds every class that applies, most severe first.
 	Classes []Class `json:"classes"`
 	// Reasons holds one sentence per class, in the same order.
-	Reasons        []string   `json:"reasons"`
-	Ghost          bool       `json:"ghost"`
+	Reasons []string `json:"reasons"`
+	// Ghost is set when a ghost class stands and no witness contradicts it.
+	Ghost bool `json:"ghost"`
+	// SingleWitness marks a ghost no ghost class of which was confirmed by
+	// a second witness (the API server could not be asked, or its answer
+	// was no evidence). purge refuses these unless told otherwise.
+	SingleWitness bool `json:"singleWitness,omitempty"`
+	// Evidence lists every witness asked about each class and its answer.
+	Evidence []Evidence `json:"evidence,omitempty"`
+	// Absent lists the keys whose absence a ghost verdict rests on (the
+	// namespace key, the CRD key): purge deletes only while they stay absent.
+	Absent         []string   `json:"absent,omitempty"`
+	UID            string     `json:"uid,omitempty"`
 	Format         string     `json:"format,omitempty"`
 	Encryption     string     `json:"encryption,omitempty"`
 	CreateRevision int64      `json:"createRevision"`
@@ -84,22 +102,6 @@ func (f *Finding) add(c Class, reason string) {
 	f.Classes = append(f.Classes, c)
 	f.Reasons = append(f.Reasons, reason)
 	sort.Sort(byRank{f})
-	f.Ghost = f.Ghost || c.Ghost()
-}
-
-// remove drops a class (after the API server contradicted it).
-func (f *Finding) remove(c Class) {
-	for i, x := range f.Classes {
-		if x == c {
-			f.Classes = append(f.Classes[:i], f.Classes[i+1:]...)
-			f.Reasons = append(f.Reasons[:i], f.Reasons[i+1:]...)
-			break
-		}
-	}
-	f.Ghost = false
-	for _, x := range f.Classes {
-		f.Ghost = f.Ghost || x.Ghost()
-	}
 }
 
 // Reason joins the reasons into one line.

@@ -117,7 +117,7 @@ func (s *scan) checkOwners(ctx context.Context) error {
 		k, _ := ParseKey(s.opts.Prefix, o.key)
 		f := Finding{Key: o.key, Resource: k.Prefix, Namespace: k.Namespace, Name: k.Name, APIVersion: obj.APIVersion, Kind: obj.Kind,
 			Format: string(obj.Format), CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
-		if rs, ok := s.opts.Catalog.Lookup(k.Prefix); ok {
+		if rs := s.resolve(k.Prefix).resources; len(rs) > 0 {
 			f.Resource = rs[0].GroupResource()
 		}
 		if !obj.Meta.CreationTimestamp.IsZero() {
@@ -141,7 +141,7 @@ func (s *scan) ownerState(ctx context.Context, namespace string, ref metav1.Owne
 	if err != nil {
 		return "owner apiVersion " + ref.APIVersion + " is invalid", nil
 	}
-	res, ok := s.opts.Catalog.ForKind(gv.Group, ref.Kind)
+	res, ok := s.forKind(gv.Group, ref.Kind)
 	if !ok {
 		return ownerUnknown, nil
 	}

@@ -8,15 +8,18 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/regghost/regghost/pkg/catalog"
 )
 
-// APIChecker is the API server's view of single objects. *apiview.View
-// implements it. Read returns nil when the API server can read the object.
+// APIChecker is the API server as a witness. *apiview.View implements it.
 type APIChecker interface {
-	Read(ctx context.Context, r catalog.Resource, namespace, name string) error
+	// Get reads one object's metadata through the API server.
+	Get(ctx context.Context, r catalog.Resource, namespace, name string) (*metav1.PartialObjectMetadata, error)
+	// Host names the API server, for evidence.
+	Address() string
 }
 
 // Decrypter decrypts values encrypted at rest; *decrypt.Decrypter implements
@@ -39,9 +42,13 @@ type Options struct {
 	Prefix string
 	// Namespace limits the scan to one namespace's objects and the namespace itself.
 	Namespace string
-	// Catalog lists the served resources. Required.
-	Catalog *catalog.Catalog
-	// API confirms undecodable and encrypted values; nil when unreachable.
+	// Served lists what the API server serves (its discovery); nil when the
+	// API server is not asked. Set together with API.
+	Served *catalog.Catalog
+	// Release lists every resource kube-apiserver can serve (catalog.Release
+	// when nil): the etcd-side witness of which built-in types exist.
+	Release *catalog.Catalog
+	// API is the second witness; nil when unreachable or not to be asked.
 	API APIChecker
 	// APIUnavailable says why API is nil, for the report.
 	APIUnavailable string
@@ -64,8 +71,11 @@ func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
 	if opts.Prefix[len(opts.Prefix)-1] != '/' {
 		return nil, fmt.Errorf("prefix %q must end in /", opts.Prefix)
 	}
-	if opts.Catalog == nil {
-		return nil, errors.New("scan needs a resource catalog")
+	if (opts.API == nil) != (opts.Served == nil) {
+		return nil, errors.New("scan needs the API server's discovery together with the API server")
+	}
+	if opts.Release == nil {
+		opts.Release = catalog.Release()
 	}
 	if opts.TerminatingAfter <= 0 {
 		opts.TerminatingAfter = DefaultTerminatingAfter
@@ -80,11 +90,14 @@ func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
 		opts: opts, store: store, now: opts.Now(),
 		rep: &Report{
 			Revision: store.Revision(), Prefix: opts.Prefix, Namespace: opts.Namespace,
-			Catalog: opts.Catalog.Source, Encrypted: map[string]int{}, Summary: map[Class]int{},
+			Catalog: catalogSource(opts), Encrypted: map[string]int{}, Summary: map[Class]int{},
 		},
 		index: map[string]int{}, perNS: map[string]map[string]int{}, uids: newUIDSet(),
 	}
 	if err := s.loadNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadTypes(ctx); err != nil {
 		return nil, err
 	}
 	var err error
@@ -120,11 +133,48 @@ type scan struct {
 	terminatingNS []terminatingNamespace
 	// confirm are findings the API server is asked about at the end.
 	confirm []confirmation
+	// crds are the CRD keys in etcd by the storage prefix they define.
+	crds map[string]storedCRD
+	// aggregated maps API groups served by aggregated API servers to why.
+	aggregated map[string]string
+	// verdicts caches resolve.
+	verdicts map[string]typeVerdict
+	// holdsNamespaces is false when the keyspace has no default namespace:
+	// it is not the cluster's main etcd, and namespaces cannot be judged.
+	holdsNamespaces bool
+	// foreignKeys counts keys of aggregated or undiscovered groups.
+	foreignKeys map[string]int
+	// unjudgedNS counts keys whose namespace could not be judged.
+	unjudgedNS int
+	// unconfirmed counts objects not read back (over the API check limit).
+	unconfirmed int
+	// unprobed counts encrypted values the API server's answer left undecided.
+	unprobed int
+	// apiTally is what the API server answered.
+	apiTally *apiTally
+}
+
+// catalogSource says where the scan learns which types exist.
+func catalogSource(opts Options) string {
+	src := opts.Release.Source + ", and the CRDs stored in etcd"
+	if opts.Served != nil {
+		return opts.Served.Source + "; " + src
+	}
+	return src + " (API server not asked)"
 }
 
 func (s *scan) loadNamespaces(ctx context.Context) error {
 	s.namespaces = map[string]bool{}
+	s.foreignKeys = map[string]int{}
 	start := s.opts.Prefix + "namespaces/"
+	// kube-apiserver always keeps the default namespace: a keyspace without
+	// it holds only part of the cluster (an --etcd-servers-overrides etcd,
+	// or a wrong --prefix).
+	def, err := s.store.Get(ctx, start+metav1.NamespaceDefault)
+	if err != nil {
+		return err
+	}
+	s.holdsNamespaces = def != nil
 	if s.opts.Namespace != "" {
 		kv, err := s.store.Get(ctx, start+s.opts.Namespace)
 		if err != nil {
@@ -188,14 +238,9 @@ func (s *scan) finish(ctx context.Context) error {
 		return err
 	}
 	s.confirmWithAPI(ctx)
-	// Drop findings that the API server proved wrong, then summarise.
-	kept := s.rep.Findings[:0]
-	for _, f := range s.rep.Findings {
-		if len(f.Classes) > 0 {
-			kept = append(kept, f)
-		}
+	for i := range s.rep.Findings {
+		s.rep.Findings[i].settle()
 	}
-	s.rep.Findings = kept
 	sort.SliceStable(s.rep.Findings, func(i, j int) bool {
 		a, b := s.rep.Findings[i], s.rep.Findings[j]
 		if a.Ghost != b.Ghost {
@@ -206,6 +251,6 @@ func (s *scan) finish(ctx context.Context) error {
 	for _, f := range s.rep.Findings {
 		s.rep.Summary[f.Classes[0]]++
 	}
-	s.rep.Checks = append(s.rep.Checks, Check{Name: "served types", Done: true, Note: "from " + s.opts.Catalog.Source})
+	s.rep.Checks = append(s.rep.Checks, s.typesCheck(), s.namespacesCheck(), s.encryptionCheck(), s.apiCheck())
 	return nil
 }

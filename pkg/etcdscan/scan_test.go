@@ -3,6 +3,7 @@ package etcdscan
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ func TestScanEmbedded(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
 	puts := map[string]string{
+		"/registry/namespaces/default":    encode(t, namespace("default")),
 		"/registry/namespaces/ns10":       encode(t, namespace("ns10")),
 		"/registry/pods/ns1/a":            encode(t, pod("ns1", "a")),
 		"/registry/pods/ns1/b":            encode(t, pod("ns1", "b")),
@@ -55,7 +57,6 @@ func TestScanEmbedded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cat := catalog.New("test", catalog.Builtin(), nil)
 	tests := []struct {
 		name      string
 		namespace string
@@ -92,7 +93,7 @@ func TestScanEmbedded(t *testing.T) {
 				if paged {
 					store.DisableStreaming()
 				}
-				rep, err := Scan(ctx, store, Options{Namespace: tt.namespace, Catalog: cat, Now: func() time.Time { return time.Unix(2e9, 0) }})
+				rep, err := Scan(ctx, store, Options{Namespace: tt.namespace, Now: func() time.Time { return time.Unix(2e9, 0) }})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,7 +126,79 @@ func TestScanRejectsBadOptions(t *testing.T) {
 	if _, err := Scan(context.Background(), store, Options{Prefix: "/registry"}); err == nil {
 		t.Error("prefix without trailing slash accepted")
 	}
-	if _, err := Scan(context.Background(), store, Options{}); err == nil {
-		t.Error("scan without a catalog accepted")
+	if _, err := Scan(context.Background(), store, Options{Served: catalog.Release()}); err == nil {
+		t.Error("discovery without an API server accepted")
+	}
+}
+
+// TestScanPartialKeyspace: a keyspace without the default namespace (an
+// --etcd-servers-overrides etcd holding only events, say) must not call its
+// objects orphaned, and must say the check was not made.
+func TestScanPartialKeyspace(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	for k, v := range map[string]string{
+		"/registry/events/app/e1": encode(t, &corev1.Event{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "e1"}}),
+		"/registry/pods/app/p1":   encode(t, pod("app", "p1")),
+	} {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := NewEtcdStore(ctx, cli, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Scan(ctx, store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Errorf("findings in a partial keyspace: %+v", rep.Findings)
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "namespaces" && (c.Done || !strings.Contains(c.Note, "2 namespaced keys were not judged")) {
+			t.Errorf("namespaces check: %+v", c)
+		}
+	}
+}
+
+// TestScanOfflineVerdictsAreSingleWitness: without the API server every
+// ghost rests on etcd alone, and a resource compiled into kube-apiserver
+// but off by default is not a ghost.
+func TestScanOfflineVerdictsAreSingleWitness(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	puts := map[string]string{
+		"/registry/namespaces/default":    encode(t, namespace("default")),
+		"/registry/pods/gone/p1":          encode(t, pod("gone", "p1")),
+		"/registry/podsecuritypolicy/old": `{"apiVersion":"policy/v1beta1","kind":"PodSecurityPolicy","metadata":{"name":"old"}}`,
+	}
+	for k, v := range puts {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := NewEtcdStore(ctx, cli, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Scan(ctx, store, Options{APIUnavailable: "--no-api given"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Class{"/registry/pods/gone/p1": ClassOrphanedNamespace, "/registry/podsecuritypolicy/old": ClassUnservedType}
+	if len(rep.Findings) != len(want) {
+		t.Errorf("findings %+v", rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if want[f.Key] != f.Classes[0] || !f.Ghost || !f.SingleWitness {
+			t.Errorf("%s: classes %v ghost %v single %v", f.Key, f.Classes, f.Ghost, f.SingleWitness)
+		}
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "api server witness" && c.Done {
+			t.Errorf("report says the API server witness was asked: %+v", c)
+		}
 	}
 }

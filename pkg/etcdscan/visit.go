@@ -15,7 +15,8 @@ import (
 	"github.com/regghost/regghost/pkg/decode"
 )
 
-// visit classifies one key.
+// visit classifies one key. Every ghost class it adds carries the evidence
+// of its first witness; the second witness is asked after the walk.
 func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -29,23 +30,50 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 		return nil
 	}
 	f := Finding{Key: key, Resource: prefix, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+	atRev := fmt.Sprintf("at revision %d", s.rep.Revision)
+	v := s.resolve(prefix)
+	if v.state == typeForeign {
+		s.foreignKeys[v.why]++
+		return nil
+	}
 	k, err := ParseKey(reg, key)
 	if err != nil {
-		f.add(ClassUnservedType, err.Error()+", so no API resource can reach it")
+		f.verdict(ClassUnservedType, WitnessEtcd, "key "+key, err.Error()+", so no API path can reach it")
+		if s.opts.Served != nil {
+			f.addEvidence(ClassUnservedType, WitnessAPIServer, "discovery of "+s.opts.API.Address(), Confirms,
+				"every resource it serves is stored at <prefix>/<name> or <prefix>/<namespace>/<name>")
+		}
 		s.record(f)
 		return nil
 	}
 	f.Namespace, f.Name = k.Namespace, k.Name
-	resources, served := s.opts.Catalog.Lookup(k.Prefix)
-	if served {
-		f.Resource = resources[0].GroupResource()
-		// Kind is empty for custom resources known only by their CRD's name,
-		// whose scope is unknown.
-		if r := resources[0]; r.Kind != "" && r.Namespaced != (k.Namespace != "") {
-			f.add(ClassKeyMismatch, scopeMismatch(resources[0], k))
+	resources := v.resources
+	switch v.state {
+	case typeMissing:
+		f.verdict(ClassUnservedType, WitnessEtcd, "CRD and APIService keys "+atRev+", and the release catalog", v.why)
+		if v.crdName != "" {
+			f.Absent = append(f.Absent, reg+"apiextensions.k8s.io/customresourcedefinitions/"+v.crdName)
 		}
-	} else if s.opts.Catalog.Decided(k.Prefix) {
-		f.add(ClassUnservedType, unservedReason(reg, k.Prefix))
+		if s.opts.Served != nil {
+			if v.crdName == "" {
+				f.addEvidence(ClassUnservedType, WitnessAPIServer, "discovery of "+s.opts.API.Address(), Confirms,
+					"serves nothing stored under "+reg+k.Prefix+"/")
+			}
+			// A dotted prefix's CRD is looked up through the API server after the walk.
+		}
+	case typeUnservedNow:
+		f.add(ClassUnservedNow, v.why)
+	}
+	if len(resources) > 0 {
+		r := resources[0]
+		f.Resource = r.GroupResource()
+		// Kind is empty for custom resources whose CRD did not decode.
+		if r.Kind != "" && r.Namespaced != (k.Namespace != "") {
+			f.verdict(ClassKeyMismatch, WitnessEtcd, "key "+key, scopeMismatch(r, k))
+			if v.source == "discovery" {
+				f.addEvidence(ClassKeyMismatch, WitnessAPIServer, "discovery of "+s.opts.API.Address(), Confirms, scopeOf(r))
+			}
+		}
 	}
 	if k.Namespace != "" {
 		counts := s.perNS[k.Namespace]
@@ -54,82 +82,108 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 			s.perNS[k.Namespace] = counts
 		}
 		counts[f.Resource]++
-		if !s.namespaces[k.Namespace] {
-			f.add(ClassOrphanedNamespace, fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)", k.Namespace, reg, k.Namespace))
+		switch {
+		case s.namespaces[k.Namespace]:
+		case !s.holdsNamespaces:
+			s.unjudgedNS++
+		default:
+			nsKey := reg + "namespaces/" + k.Namespace
+			f.verdict(ClassOrphanedNamespace, WitnessEtcd, "key "+nsKey+" "+atRev,
+				fmt.Sprintf("namespace %s does not exist (no %s key)", k.Namespace, nsKey))
+			f.Absent = append(f.Absent, nsKey)
 		}
 	}
 
 	obj, err := decode.Meta(kv.Value)
 	f.Format = string(obj.Format)
+	ask := confirmation{key: key, ns: k.Namespace, name: k.Name}
+	if len(resources) > 0 && v.state == typeServed {
+		ask.res = &resources[0]
+	}
 	switch {
 	case err != nil:
-		fi := s.record(f)
-		fi.add(ClassUndecodable, fmt.Sprintf("%s value does not decode: %v", obj.Format, err))
-		if served {
-			s.confirm = append(s.confirm, confirmation{key: key, res: resources[0], ns: k.Namespace, name: k.Name, class: ClassUndecodable})
-		}
-		return nil
+		f.verdict(ClassUndecodable, WitnessEtcd, "value of "+key+" "+atRev, fmt.Sprintf("%s value does not decode: %v", obj.Format, err))
+		ask.classes = append(ask.classes, ClassUndecodable)
 	case obj.Encryption != nil:
 		f.Encryption = obj.Encryption.String()
+		ask.enc = obj.Encryption
 		s.rep.Encrypted[obj.Encryption.Provider+"/"+obj.Encryption.KeyName]++
-		if !served {
+		if len(resources) == 0 {
 			break
 		}
-		if s.opts.Decrypter != nil && obj.Encryption.Provider != "kms" {
-			gr := schema.GroupResource{Group: resources[0].Group, Resource: resources[0].Resource}
-			plain, err := s.opts.Decrypter.Decrypt(ctx, key, gr, kv.Value)
-			if err != nil {
-				f.add(ClassEncryptedUnknown, fmt.Sprintf("encrypted with %s key %q and cannot be decrypted: %v", obj.Encryption.Provider, obj.Encryption.KeyName, err))
-				break
-			}
-			s.rep.Decrypted++
-			inner, err := decode.Meta(plain)
-			if err != nil {
-				f.add(ClassUndecodable, fmt.Sprintf("decrypted %s value does not decode: %v", inner.Format, err))
-				break
-			}
-			s.classifyObject(&f, k, resources, inner, kv)
+		if s.opts.Decrypter == nil || obj.Encryption.Provider == "kms" {
+			// No local witness: the API server is asked whether it can read it.
+			ask.probe = true
 			break
 		}
-		s.confirm = append(s.confirm, confirmation{key: key, res: resources[0], ns: k.Namespace, name: k.Name, class: ClassEncryptedUnknown, enc: *obj.Encryption, f: f})
+		r := resources[0]
+		plain, err := s.opts.Decrypter.Decrypt(ctx, key, schema.GroupResource{Group: r.Group, Resource: r.Resource}, kv.Value)
+		if err != nil {
+			f.verdict(ClassEncryptedUnknown, WitnessEncryptionConfig, "--encryption-provider-config",
+				fmt.Sprintf("encrypted with %s key %q and the local encryption config cannot decrypt it: %v", obj.Encryption.Provider, obj.Encryption.KeyName, err))
+			ask.classes = append(ask.classes, ClassEncryptedUnknown)
+			break
+		}
+		s.rep.Decrypted++
+		inner, err := decode.Meta(plain)
+		if err != nil {
+			f.verdict(ClassUndecodable, WitnessEtcd, "decrypted value of "+key+" "+atRev, fmt.Sprintf("decrypted %s value does not decode: %v", inner.Format, err))
+			ask.classes = append(ask.classes, ClassUndecodable)
+			break
+		}
+		ask.classes = append(ask.classes, s.classifyObject(&f, k, resources, inner, kv)...)
 	default:
-		s.classifyObject(&f, k, resources, obj, kv)
+		ask.classes = append(ask.classes, s.classifyObject(&f, k, resources, obj, kv)...)
 	}
 	if len(f.Classes) > 0 {
 		s.record(f)
 	}
+	if ask.res != nil && (len(ask.classes) > 0 || ask.probe) {
+		if ask.probe {
+			ask.f = f
+		}
+		s.confirm = append(s.confirm, ask)
+	}
 	return nil
 }
 
-// classifyObject runs the checks that need the decoded object.
-func (s *scan) classifyObject(f *Finding, k Key, resources []catalog.Resource, obj *decode.Object, kv *mvccpb.KeyValue) {
+// classifyObject runs the checks that need the decoded object and returns
+// the classes the API server should be asked about by reading the object.
+func (s *scan) classifyObject(f *Finding, k Key, resources []catalog.Resource, obj *decode.Object, kv *mvccpb.KeyValue) []Class {
 	m := &obj.Meta
-	f.APIVersion, f.Kind = obj.APIVersion, obj.Kind
+	f.APIVersion, f.Kind, f.UID = obj.APIVersion, obj.Kind, string(m.UID)
 	if !m.CreationTimestamp.IsZero() {
 		t := m.CreationTimestamp.Time
 		f.Created = &t
 	}
+	var mismatch []string
 	if m.Name != k.Name || m.Namespace != k.Namespace {
-		f.add(ClassKeyMismatch, fmt.Sprintf("key says %s but the object inside is %s", nsName(k.Namespace, k.Name), nsName(m.Namespace, m.Name)))
+		mismatch = append(mismatch, fmt.Sprintf("key says %s but the object inside is %s", nsName(k.Namespace, k.Name), nsName(m.Namespace, m.Name)))
 	}
 	if kinds := kindsOf(resources); len(kinds) > 0 && !contains(kinds, obj.Kind) {
-		f.add(ClassKeyMismatch, fmt.Sprintf("stored under %s/ but the object is a %s, not a %s", k.Prefix, obj.Kind, strings.Join(kinds, " or ")))
+		mismatch = append(mismatch, fmt.Sprintf("stored under %s/ but the object is a %s, not a %s", k.Prefix, obj.Kind, strings.Join(kinds, " or ")))
+	}
+	var ask []Class
+	if len(mismatch) > 0 && !f.Has(ClassKeyMismatch) {
+		f.verdict(ClassKeyMismatch, WitnessEtcd, "value of "+f.Key+fmt.Sprintf(" at revision %d", s.rep.Revision), strings.Join(mismatch, "; "))
+		ask = append(ask, ClassKeyMismatch)
 	}
 	s.uids.add(string(m.UID))
 	if len(m.OwnerReferences) > 0 {
 		s.noteOwners(f.Key, m.OwnerReferences)
 	}
 	if m.DeletionTimestamp == nil {
-		return
+		return ask
 	}
 	since := s.now.Sub(m.DeletionTimestamp.Time)
 	if obj.Kind == "Namespace" && k.Prefix == "namespaces" {
 		s.noteTerminatingNamespace(*f, kv.Value, since)
-		return
+		return ask
 	}
 	if len(m.Finalizers) > 0 && since >= s.opts.TerminatingAfter {
 		f.add(ClassStuckTerminating, fmt.Sprintf("deleted %s ago but finalizers [%s] remain; nothing has removed them", human(since), strings.Join(m.Finalizers, ", ")))
 	}
+	return ask
 }
 
 type terminatingNamespace struct {
@@ -179,11 +233,11 @@ func scopeMismatch(r catalog.Resource, k Key) string {
 	return fmt.Sprintf("%s are cluster-scoped but the key has a namespace segment %q", r.GroupResource(), k.Namespace)
 }
 
-func unservedReason(reg, prefix string) string {
-	if group, plural, ok := strings.Cut(prefix, "/"); ok && strings.Contains(group, ".") {
-		return fmt.Sprintf("no served resource stores under %s%s/: the CustomResourceDefinition %s.%s is gone", reg, prefix, plural, group)
+func scopeOf(r catalog.Resource) string {
+	if r.Namespaced {
+		return r.GroupResource() + " are namespaced"
 	}
-	return fmt.Sprintf("no served resource stores under %s%s/ (removed API or unknown type)", reg, prefix)
+	return r.GroupResource() + " are cluster-scoped"
 }
 
 func kindsOf(rs []catalog.Resource) []string {

@@ -32,6 +32,11 @@ type Entry struct {
 	// Classes and Reason say why the key was purged.
 	Classes []string `json:"classes,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+	// Absent are the keys whose absence made it a ghost (its namespace key,
+	// its CRD key); the delete happens only while they are still absent.
+	Absent []string `json:"absent,omitempty"`
+	// Witnesses says who stood behind the verdict: "two", or "single (...)".
+	Witnesses string `json:"witnesses,omitempty"`
 }
 
 // Backup is the content of a backup file.

@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -30,13 +31,20 @@ type Result struct {
 }
 
 // GuardedDelete deletes each entry's key only if its mod revision is still
-// the one in the entry; a key changed or deleted since is skipped, never
-// deleted. It then reads every key back and reports one still there.
+// the one in the entry and every key whose absence made it a ghost (its
+// namespace key, its CRD key) is still absent: the etcd witness is checked
+// again inside the deleting transaction. A key changed or deleted since, or
+// whose witness changed, is skipped, never deleted. It then reads every key
+// back and reports one still there.
 func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing) ([]Result, error) {
 	results := make([]Result, len(entries))
 	err := guardedTxn(ctx, kv, pacing, len(entries),
-		func(i int) clientv3.Cmp {
-			return clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", entries[i].ModRevision)
+		func(i int) []clientv3.Cmp {
+			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", entries[i].ModRevision)}
+			for _, a := range entries[i].Absent {
+				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(a), "=", 0))
+			}
+			return cmps
 		},
 		func(i int) clientv3.Op { return clientv3.OpDelete(entries[i].Key) },
 		func(i int, ok bool) {
@@ -60,9 +68,25 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 			results[i] = Result{Key: r.Key, Outcome: StillPresent, Detail: fmt.Sprintf("still in etcd at revision %d after the delete", resp.Kvs[0].ModRevision)}
 		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0:
 			results[i] = Result{Key: r.Key, Outcome: SkippedGone, Detail: "deleted by someone else since the scan"}
-		case r.Outcome == SkippedChanged:
+		case r.Outcome == SkippedChanged && resp.Kvs[0].ModRevision != entries[i].ModRevision:
 			results[i].Detail = fmt.Sprintf("changed since the scan (mod revision %d, now %d); left alone", entries[i].ModRevision, resp.Kvs[0].ModRevision)
+		case r.Outcome == SkippedChanged:
+			results[i].Detail = "no longer a ghost: " + reappeared(ctx, kv, entries[i].Absent) + " since the scan; left alone"
 		}
 	}
 	return results, nil
+}
+
+// reappeared names the witness keys that exist again.
+func reappeared(ctx context.Context, kv clientv3.KV, absent []string) string {
+	var back []string
+	for _, a := range absent {
+		if resp, err := kv.Get(ctx, a, clientv3.WithCountOnly()); err == nil && resp.Count > 0 {
+			back = append(back, a)
+		}
+	}
+	if len(back) == 0 {
+		return "a key its verdict rests on changed"
+	}
+	return strings.Join(back, ", ") + " exists again"
 }

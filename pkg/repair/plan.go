@@ -20,6 +20,9 @@ type Selector struct {
 	// Reviewed, when set, is a scan report the user reviewed: only its keys
 	// are purged, and only if unchanged since it was made.
 	Reviewed *etcdscan.Report
+	// AcceptSingleWitness lets ghosts that only one witness could confirm
+	// (the API server unreachable, or not to be asked) be deleted.
+	AcceptSingleWitness bool
 }
 
 // Plan is the set of keys a purge will delete, from a fresh scan.
@@ -30,6 +33,57 @@ type Plan struct {
 	Targets  []etcdscan.Finding
 	// Skipped are keys of the reviewed report that are left alone.
 	Skipped []Result
+	// AcceptSingleWitness is Selector.AcceptSingleWitness.
+	AcceptSingleWitness bool
+}
+
+// AcceptSingleWitnessFlag is the command-line flag that lets single-witness
+// verdicts be purged; refusals name it.
+const AcceptSingleWitnessFlag = "--accept-single-witness"
+
+// Blocker is a reason a confirmed purge would be refused, with the way out.
+type Blocker struct {
+	Keys   []string `json:"keys"`
+	Reason string   `json:"reason"`
+	WayOut string   `json:"wayOut"`
+}
+
+// Blockers lists what stops this plan from being carried out.
+func (p *Plan) Blockers() []Blocker {
+	var out []Blocker
+	if !p.AcceptSingleWitness {
+		var keys []string
+		why := map[string]bool{}
+		var whys []string
+		for _, t := range p.Targets {
+			if t.SingleWitness {
+				keys = append(keys, t.Key)
+				if w := t.Witnesses(); !why[w] {
+					why[w] = true
+					whys = append(whys, w)
+				}
+			}
+		}
+		if len(keys) > 0 {
+			out = append(out, Blocker{Keys: keys,
+				Reason: fmt.Sprintf("%d ghost verdicts rest on one witness only, with nobody to confirm them: %s", len(keys), strings.Join(whys, "; ")),
+				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + AcceptSingleWitnessFlag})
+		}
+	}
+	return out
+}
+
+// Refusal is the one-line error for a plan that must not be carried out.
+func (p *Plan) Refusal() error {
+	b := p.Blockers()
+	if len(b) == 0 {
+		return nil
+	}
+	parts := make([]string, len(b))
+	for i, x := range b {
+		parts[i] = x.Reason + "; " + x.WayOut
+	}
+	return fmt.Errorf("%w: %s; nothing was changed", ErrRefused, strings.Join(parts, "; and "))
 }
 
 // ErrRefused is returned (wrapped) when a selection asks for something a
@@ -45,13 +99,19 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 		if c.Ghost() {
 			return nil, fmt.Errorf("%w: --force-class %s: ghosts are purged without it; it only admits suspect classes", ErrRefused, c)
 		}
+		if c == etcdscan.ClassDisputed {
+			return nil, fmt.Errorf("%w: --force-class %s: etcd and the API server disagree about these objects; settle the disagreement (the reason says both answers) before deleting anything", ErrRefused, c)
+		}
 	}
-	p := &Plan{Prefix: rep.Prefix, Revision: rep.Revision, Scope: scope(sel)}
+	p := &Plan{Prefix: rep.Prefix, Revision: rep.Revision, Scope: scope(sel), AcceptSingleWitness: sel.AcceptSingleWitness}
 	byKey := map[string]etcdscan.Finding{}
 	for _, f := range rep.Findings {
 		byKey[f.Key] = f
 	}
 	allowed := func(f etcdscan.Finding) bool {
+		if f.Has(etcdscan.ClassDisputed) {
+			return false
+		}
 		if f.Ghost {
 			return true
 		}
@@ -75,6 +135,9 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 			f, ok := byKey[key]
 			if !ok {
 				return nil, fmt.Errorf("%w: %s is not a ghost (the scan found nothing wrong with it, or it does not exist)", ErrRefused, key)
+			}
+			if f.Has(etcdscan.ClassDisputed) {
+				return nil, fmt.Errorf("%w: %s is disputed, not a ghost: %s", ErrRefused, key, f.Reason())
 			}
 			if !allowed(f) {
 				return nil, fmt.Errorf("%w: %s is a %s suspect, not a ghost; add --force-class %s to purge it", ErrRefused, key, f.Classes[0], f.Classes[0])

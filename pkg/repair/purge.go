@@ -51,6 +51,9 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	if len(plan.Targets) == 0 {
 		return nil, errors.New("nothing to purge")
 	}
+	if err := plan.Refusal(); err != nil {
+		return nil, err
+	}
 	dir, err := makeBackupDir(o.BackupRoot, plan.Scope, o.Now())
 	if err != nil {
 		return nil, err
@@ -145,7 +148,7 @@ func readEntries(ctx context.Context, kv clientv3.KV, plan *Plan) ([]Entry, []Re
 			classes[i] = string(c)
 		}
 		entries = append(entries, Entry{Key: t.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
-			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason()})
+			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason(), Absent: t.Absent, Witnesses: t.Witnesses()})
 	}
 	return entries, skipped, nil
 }

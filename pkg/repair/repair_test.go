@@ -52,6 +52,34 @@ func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	}
 }
 
+// TestGuardedDeleteRechecksTheWitness: a namespace created again between the
+// scan and the delete makes its objects no ghosts; the delete transaction
+// itself sees the namespace key and leaves them alone, while other keys of
+// the same batch go.
+func TestGuardedDeleteRechecksTheWitness(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	var entries []Entry
+	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/b/1", "/registry/pods/a/2"} {
+		e := put(t, cli, k, "v")
+		e.Absent = []string{"/registry/namespaces/" + k[len("/registry/pods/"):len("/registry/pods/")+1]}
+		entries = append(entries, e)
+	}
+	put(t, cli, "/registry/namespaces/a", "recreated")
+	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 3, PerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Outcome{SkippedChanged, Deleted, SkippedChanged}
+	for i, r := range results {
+		if r.Outcome != want[i] {
+			t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want[i], r.Detail)
+		}
+		if r.Outcome == SkippedChanged && r.Detail != "no longer a ghost: /registry/namespaces/a exists again since the scan; left alone" {
+			t.Errorf("%s: detail %q", r.Key, r.Detail)
+		}
+	}
+}
+
 func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	a := put(t, cli, "/registry/configmaps/x/a", "\x00raw\xffbytes")

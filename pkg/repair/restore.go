@@ -36,8 +36,8 @@ func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryR
 		return results, nil
 	}
 	err := guardedTxn(ctx, kv, pacing, len(todo),
-		func(j int) clientv3.Cmp {
-			return clientv3.Compare(clientv3.CreateRevision(b.Entries[todo[j]].Key), "=", 0)
+		func(j int) []clientv3.Cmp {
+			return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(b.Entries[todo[j]].Key), "=", 0)}
 		},
 		func(j int) clientv3.Op { e := b.Entries[todo[j]]; return clientv3.OpPut(e.Key, string(e.Value)) },
 		func(j int, ok bool) {

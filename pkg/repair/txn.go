@@ -32,22 +32,33 @@ func (p Pacing) normalized() Pacing {
 	return p
 }
 
-// guardedTxn runs one transaction per batch with a compare and an operation
-// per key. When a batch's compares fail (some key changed), it falls back to
-// one transaction per key so every other key is still handled; done reports
-// each key with whether its compare held.
+// guardedTxn runs one transaction per batch with the compares and an
+// operation per key; compares shared by several keys of a batch (the same
+// namespace key that must stay absent) are sent once. When a batch's
+// compares fail (some key or witness changed), it falls back to one
+// transaction per key so every other key is still handled; done reports each
+// key with whether its compares held.
 func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
-	cmp func(i int) clientv3.Cmp, op func(i int) clientv3.Op, done func(i int, ok bool)) error {
+	cmp func(i int) []clientv3.Cmp, op func(i int) clientv3.Op, done func(i int, ok bool)) error {
 	pacing = pacing.normalized()
 	lim := rate.NewLimiter(rate.Limit(pacing.PerSecond), 1)
 	run := func(idx []int) (bool, error) {
 		if err := lim.Wait(ctx); err != nil {
 			return false, err
 		}
-		cmps := make([]clientv3.Cmp, len(idx))
+		var cmps []clientv3.Cmp
+		seen := map[string]bool{}
 		ops := make([]clientv3.Op, len(idx))
 		for j, i := range idx {
-			cmps[j], ops[j] = cmp(i), op(i)
+			for _, c := range cmp(i) {
+				pc := c.GetCompare()
+				id := fmt.Sprintf("%s\x00%v\x00%v\x00%v", pc.Key, pc.Target, pc.Result, pc.TargetUnion)
+				if !seen[id] {
+					seen[id] = true
+					cmps = append(cmps, c)
+				}
+			}
+			ops[j] = op(i)
 		}
 		resp, err := kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {

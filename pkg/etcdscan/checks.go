@@ -1,0 +1,77 @@
+package etcdscan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// typesCheck reports how the types stored under each prefix were decided.
+func (s *scan) typesCheck() Check {
+	c := Check{Name: "served types", Done: true, Note: "from " + s.rep.Catalog}
+	if s.opts.Served == nil {
+		c.Done = false
+		c.Note += "; the API server's discovery was not asked, so whether a type is served now is unknown"
+	} else if failed := s.opts.Served.FailedGroups(); len(failed) > 0 {
+		c.Done = false
+		c.Note += "; discovery failed for " + strings.Join(failed, ", ") + ": their prefixes were not judged"
+	}
+	if len(s.foreignKeys) > 0 {
+		var parts []string
+		for why, n := range s.foreignKeys {
+			parts = append(parts, fmt.Sprintf("%d keys (%s)", n, why))
+		}
+		sort.Strings(parts)
+		c.Note += "; not judged: " + strings.Join(parts, "; ")
+	}
+	return c
+}
+
+// namespacesCheck reports whether orphaned namespaces could be judged.
+func (s *scan) namespacesCheck() Check {
+	key := s.opts.Prefix + "namespaces/default"
+	if !s.holdsNamespaces {
+		return Check{Name: "namespaces", Done: false, Note: fmt.Sprintf(
+			"this keyspace has no %s key, so it does not hold the cluster's namespaces (an --etcd-servers-overrides etcd, or a wrong --prefix): %d namespaced keys were not judged",
+			key, s.unjudgedNS)}
+	}
+	return Check{Name: "namespaces", Done: true, Note: "namespace keys read at revision " + fmt.Sprint(s.rep.Revision)}
+}
+
+// encryptionCheck reports what became of encrypted values.
+func (s *scan) encryptionCheck() Check {
+	total := 0
+	for _, n := range s.rep.Encrypted {
+		total += n
+	}
+	c := Check{Name: "encrypted values", Done: true}
+	switch {
+	case total == 0:
+		c.Note = "none"
+	case s.opts.Decrypter != nil && s.opts.API != nil:
+		c.Note = fmt.Sprintf("%d encrypted, %d decrypted with --encryption-provider-config; the rest read back through the API server", total, s.rep.Decrypted)
+	case s.opts.Decrypter != nil:
+		c.Note = fmt.Sprintf("%d encrypted, %d decrypted with --encryption-provider-config", total, s.rep.Decrypted)
+		if undecided := total - s.rep.Decrypted - s.countClass(ClassEncryptedUnknown); undecided > 0 {
+			c.Done = false
+			c.Note += fmt.Sprintf("; %d (kms) could not be judged without the API server", undecided)
+		}
+	case s.opts.API != nil:
+		c.Note = fmt.Sprintf("%d encrypted, read back through the API server", total)
+		c.Done = s.unprobed == 0
+	default:
+		c.Done = false
+		c.Note = fmt.Sprintf("%d encrypted values not judged: no --encryption-provider-config and no API server", total)
+	}
+	return c
+}
+
+func (s *scan) countClass(c Class) int {
+	n := 0
+	for _, f := range s.rep.Findings {
+		if f.Has(c) {
+			n++
+		}
+	}
+	return n
+}

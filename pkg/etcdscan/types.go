@@ -1,0 +1,212 @@
+package etcdscan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/decode"
+)
+
+// typeState is what the witnesses know about the type stored under a prefix.
+type typeState int
+
+const (
+	// typeServed: the API server serves it (or, offline, it exists).
+	typeServed typeState = iota
+	// typeUnservedNow: it exists (a CRD key, or compiled into kube-apiserver)
+	// but the API server does not serve it at this moment.
+	typeUnservedNow
+	// typeForeign: the prefix belongs to an API group served by an
+	// aggregated API server, or whose discovery failed: nothing is judged.
+	typeForeign
+	// typeMissing: nothing can store under the prefix.
+	typeMissing
+)
+
+// typeVerdict is the resolution of one storage prefix.
+type typeVerdict struct {
+	state typeState
+	// resources are the resources stored under the prefix, for kind and scope
+	// checks and API reads; empty when unknown.
+	resources []catalog.Resource
+	// source says where resources come from: "discovery", "release", "crd".
+	source string
+	// why explains an unserved-now, foreign or missing state (etcd side).
+	why string
+	// crdName is the CRD that would define a dotted prefix.
+	crdName string
+}
+
+// storedCRD is a CustomResourceDefinition key found in etcd.
+type storedCRD struct {
+	name string
+	// crd is nil when the value could not be decoded (encrypted, damaged):
+	// the key alone still proves the type exists.
+	crd *apiextensionsv1.CustomResourceDefinition
+}
+
+// loadTypes reads the CRD and APIService keys: the etcd witness of which
+// custom types exist and which groups aggregated API servers own.
+func (s *scan) loadTypes(ctx context.Context) error {
+	s.crds = map[string]storedCRD{}
+	s.aggregated = map[string]string{}
+	s.verdicts = map[string]typeVerdict{}
+	reg := s.opts.Prefix
+	start := reg + "apiextensions.k8s.io/customresourcedefinitions/"
+	err := s.store.Range(ctx, start, PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
+		name := string(kv.Key[len(start):])
+		r, ok := catalog.CustomFromCRDName(name)
+		if !ok {
+			return nil
+		}
+		sc := storedCRD{name: name}
+		if crd, err := decode.CRD(kv.Value); err == nil {
+			sc.crd = crd
+			r = catalog.Resource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Custom: true}
+		}
+		s.crds[r.Prefix()] = sc
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	start = reg + "apiregistration.k8s.io/apiservices/"
+	return s.store.Range(ctx, start, PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
+		as, err := decode.APIService(kv.Value)
+		if err != nil || as.Spec.Service == nil || as.Spec.Group == "" {
+			return nil
+		}
+		s.aggregated[as.Spec.Group] = fmt.Sprintf("APIService %s is served by service %s/%s", as.Name, as.Spec.Service.Namespace, as.Spec.Service.Name)
+		return nil
+	})
+}
+
+// resolve decides what is stored under a storage prefix, from the API
+// server's discovery when it was asked and from etcd (CRD and APIService
+// keys) and the release catalog always.
+func (s *scan) resolve(prefix string) typeVerdict {
+	if v, ok := s.verdicts[prefix]; ok {
+		return v
+	}
+	v := s.resolveUncached(prefix)
+	s.verdicts[prefix] = v
+	return v
+}
+
+func (s *scan) resolveUncached(prefix string) typeVerdict {
+	served := s.opts.Served
+	if served != nil {
+		if rs, ok := served.Lookup(prefix); ok {
+			return typeVerdict{state: typeServed, resources: rs, source: "discovery"}
+		}
+	}
+	release := s.opts.Release
+	if group, dotted := catalog.GroupOfPrefix(prefix); dotted {
+		crdName := prefix[len(group)+1:] + "." + group
+		if c, ok := s.crds[prefix]; ok {
+			v := typeVerdict{state: typeServed, source: "crd", resources: []catalog.Resource{crdResource(c)}, crdName: c.name}
+			if served != nil {
+				v.state = typeUnservedNow
+				v.why = fmt.Sprintf("CustomResourceDefinition %s exists in etcd but the API server does not serve it%s", c.name, crdNotServing(c.crd))
+			}
+			return v
+		}
+		if _, ok := release.Lookup(prefix); !ok {
+			if why, ok := s.aggregated[group]; ok {
+				return typeVerdict{state: typeForeign, why: "group " + group + " belongs to an aggregated API server (" + why + ")"}
+			}
+			if served != nil && served.GroupFailed(group) {
+				return typeVerdict{state: typeForeign, why: "discovery of group " + group + " failed"}
+			}
+			return typeVerdict{state: typeMissing, crdName: crdName,
+				why: fmt.Sprintf("no CustomResourceDefinition %s in etcd (no %sapiextensions.k8s.io/customresourcedefinitions/%s key), no APIService for group %s, and kube-apiserver %s compiles in nothing under %s/",
+					crdName, s.opts.Prefix, crdName, group, catalog.ReleaseVersion(), prefix)}
+		}
+	}
+	if rs, ok := release.Lookup(prefix); ok {
+		v := typeVerdict{state: typeServed, resources: rs, source: "release"}
+		if served != nil {
+			v.state = typeUnservedNow
+			off := ""
+			if rs[0].OffByDefault {
+				off = " (off by default)"
+			}
+			v.why = fmt.Sprintf("%s is compiled into kube-apiserver %s%s but this API server does not serve it: it was turned off with --runtime-config or a feature gate; turn it back on to manage these objects",
+				rs[0].GroupResource(), catalog.ReleaseVersion(), off)
+		}
+		return v
+	}
+	return typeVerdict{state: typeMissing,
+		why: fmt.Sprintf("nothing kube-apiserver %s can serve stores under %s%s/, and custom resources never store under an undotted prefix (a removed API, or a newer kube-apiserver's)",
+			catalog.ReleaseVersion(), s.opts.Prefix, prefix)}
+}
+
+// crdResource is the resource a stored CRD defines; kind and scope are
+// known only when it decoded.
+func crdResource(c storedCRD) catalog.Resource {
+	r, _ := catalog.CustomFromCRDName(c.name)
+	if c.crd == nil {
+		return r
+	}
+	r.Group, r.Resource, r.Kind = c.crd.Spec.Group, c.crd.Spec.Names.Plural, c.crd.Spec.Names.Kind
+	r.Namespaced = c.crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+	for _, v := range c.crd.Spec.Versions {
+		if v.Storage {
+			r.Version = v.Name
+		}
+	}
+	return r
+}
+
+// crdNotServing says why a stored CRD is not served, from its own status.
+func crdNotServing(crd *apiextensionsv1.CustomResourceDefinition) string {
+	if crd == nil {
+		return " (its value cannot be decoded here)"
+	}
+	var why []string
+	if crd.DeletionTimestamp != nil {
+		why = append(why, "it is being deleted")
+	}
+	served := false
+	for _, v := range crd.Spec.Versions {
+		served = served || v.Served
+	}
+	if !served {
+		why = append(why, "no version is served")
+	}
+	for _, c := range crd.Status.Conditions {
+		if (c.Type == apiextensionsv1.Established || c.Type == apiextensionsv1.NamesAccepted) && c.Status != apiextensionsv1.ConditionTrue {
+			why = append(why, fmt.Sprintf("%s is %s: %s", c.Type, c.Status, c.Message))
+		}
+	}
+	if len(why) == 0 {
+		return " (not yet established, or the API server lags)"
+	}
+	sort.Strings(why)
+	return ": " + strings.Join(why, "; ")
+}
+
+// forKind finds the resource of a group and kind (an owner reference's),
+// from discovery, the release catalog or the CRDs in etcd.
+func (s *scan) forKind(group, kind string) (catalog.Resource, bool) {
+	if s.opts.Served != nil {
+		if r, ok := s.opts.Served.ForKind(group, kind); ok {
+			return r, true
+		}
+	}
+	if r, ok := s.opts.Release.ForKind(group, kind); ok {
+		return r, true
+	}
+	for _, c := range s.crds {
+		if r := crdResource(c); r.Group == group && r.Kind == kind {
+			return r, true
+		}
+	}
+	return catalog.Resource{}, false
+}
