@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
 )
 
@@ -33,6 +35,8 @@ type purgeOptions struct {
 	terminatingAfter time.Duration
 	output           string
 	singleWitness    bool
+	retainVolumes    bool
+	acceptImpacts    []string
 }
 
 func newPurgeCmd(g *globalOptions) *cobra.Command {
@@ -79,6 +83,8 @@ and a line per key is appended to audit.log in the backup directory.`,
 	f.Float64Var(&o.rate, "rate", repair.DefaultRate, "delete transactions per second")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.BoolVar(&o.retainVolumes, impact.RetainVolumesFlag[2:], false, "set each bound PersistentVolume whose reclaim policy would destroy its storage to Retain (through the API server, backed up) before deleting its claim")
+	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: load-balancer-deleted, dependents-deleted, pods-on-node-deleted, unknown")
 	f.BoolVar(&o.singleWitness, repair.AcceptSingleWitnessFlag[2:], false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
 	return c
 }
@@ -105,6 +111,14 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		}
 		sel.ForceClasses = append(sel.ForceClasses, c)
 	}
+	impactOpts := impact.Options{RetainVolumes: o.retainVolumes}
+	for _, s := range o.acceptImpacts {
+		k, err := impact.ParseKind(s)
+		if err != nil {
+			return usageError("%s: %v", impact.AcceptImpactFlag, err)
+		}
+		impactOpts.Accept = append(impactOpts.Accept, k)
+	}
 	if o.from != "" {
 		rep, err := readReport(o.from)
 		if err != nil {
@@ -123,6 +137,11 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err != nil {
 		return err
 	}
+	effects, err := analyzeImpact(ctx, g, plan)
+	if err != nil {
+		return err
+	}
+	plan.SetImpact(effects, impactOpts)
 	if !o.confirm {
 		return printPlan(out, o.output, plan, true)
 	}
@@ -156,8 +175,18 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err != nil {
 		return err
 	}
-	res, err := repair.Purge(ctx, plan, repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg,
-		Pacing: repair.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}})
+	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg,
+		Pacing: repair.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
+	if len(effects.VolumesToRetain()) > 0 && o.retainVolumes {
+		view, why := g.api()
+		if view == nil {
+			return fmt.Errorf("%s needs the API server (%s); nothing was changed", impact.RetainVolumesFlag, why)
+		}
+		if popts.Kube, err = kubernetes.NewForConfig(view.Config); err != nil {
+			return fmt.Errorf("api server client: %w", err)
+		}
+	}
+	res, err := repair.Purge(ctx, plan, popts)
 	if res == nil && err != nil {
 		return err
 	}
@@ -171,6 +200,34 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return &exitError{code: ExitGhosts, err: fmt.Errorf("deleted %d of %d planned keys; the rest were left alone (see above)", res.Deleted, res.Planned)}
 	}
 	return nil
+}
+
+// analyzeImpact works out what deleting the plan's targets sets in motion,
+// from the keyspace as it is now.
+func analyzeImpact(ctx context.Context, g *globalOptions, plan *repair.Plan) (*impact.Report, error) {
+	if len(plan.Targets) == 0 {
+		return &impact.Report{Effects: map[string][]impact.Effect{}}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	defer cancel()
+	store, closeStore, err := g.openStore(ctx, scanReads())
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore()
+	dec, err := g.decrypter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var d impact.Decrypter
+	if dec != nil {
+		d = dec
+	}
+	r, err := impact.Analyze(ctx, store, plan.Prefix, plan.Targets, d)
+	if err != nil {
+		return nil, fmt.Errorf("work out what the deletes set in motion: %w", err)
+	}
+	return r, nil
 }
 
 func readReport(path string) (*etcdscan.Report, error) {
@@ -191,12 +248,13 @@ func readReport(path string) (*etcdscan.Report, error) {
 func printPlan(out io.Writer, format string, plan *repair.Plan, dryRun bool) error {
 	if format == "json" {
 		return printStructured(out, "json", map[string]any{"dryRun": dryRun, "scope": plan.Scope, "revision": plan.Revision,
-			"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped), "blockers": nonNil(plan.Blockers())})
+			"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped), "blockers": nonNil(plan.Blockers()),
+			"impact": plan.Impact})
 	}
 	if len(plan.Targets) > 0 {
-		t := newTable(out, "KEY", "CLASS", "WITNESSES", "REASON", "REV")
+		t := newTable(out, "KEY", "CLASS", "WITNESSES", "IMPACT", "REASON", "REV")
 		for _, f := range plan.Targets {
-			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Witnesses(), f.Reason(), fmt.Sprint(f.ModRevision)})
+			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Witnesses(), impact.Short(plan.Effects(f.Key)), f.Reason(), fmt.Sprint(f.ModRevision)})
 		}
 		if err := t.Render(); err != nil {
 			return err

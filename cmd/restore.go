@@ -93,7 +93,7 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 		printResults(out, results)
 		n := 0
 		for _, r := range results {
-			if r.Outcome == repair.Restored {
+			if r.Outcome == repair.Restored || r.Outcome == repair.RestoredWithoutVolume {
 				n++
 			}
 		}
@@ -106,6 +106,9 @@ func conflictErr(results []repair.Result) error {
 	for _, r := range results {
 		if r.Outcome == repair.Conflict || r.Outcome == repair.StillPresent {
 			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", r.Key, r.Detail)}
+		}
+		if r.Outcome == repair.RestoredWithoutVolume {
+			return &exitError{code: ExitError, err: fmt.Errorf("a claim was restored without its volume (%s: %s)", r.Key, r.Detail)}
 		}
 	}
 	return nil

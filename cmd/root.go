@@ -97,6 +97,7 @@ func Execute() int {
 // Run runs regghost with args and returns its exit code. Errors are printed
 // as one line on errOut.
 func Run(args []string, in io.Reader, out, errOut io.Writer) int {
+	silenceLibraryLogs()
 	root := NewRoot(in, out, errOut)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -36,12 +36,20 @@ type cluster struct {
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface
 	apiserver  *process
+	// eventsURL and eventsEtcd are the second etcd of clusterOptions.eventsEtcd.
+	eventsURL  string
+	eventsEtcd *clientv3.Client
 }
 
 type clusterOptions struct {
 	noAPIServer bool
 	// apiserverArgs are extra kube-apiserver flags.
 	apiserverArgs []string
+	// live waits for /livez instead of /readyz (a KMS plugin that is down
+	// keeps readyz failing on purpose).
+	live bool
+	// eventsEtcd keeps events in a second etcd (--etcd-servers-overrides).
+	eventsEtcd bool
 }
 
 func freePort(t *testing.T) int {
@@ -110,23 +118,32 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	t.Helper()
 	c := &cluster{dir: t.TempDir()}
 	c.pki = newPKI(t, c.dir)
-	c.startEtcd(t)
+	c.etcdURL, c.etcd = c.startEtcd(t, "e2e")
+	if o.eventsEtcd {
+		c.eventsURL, c.eventsEtcd = c.startEtcd(t, "events")
+		o.apiserverArgs = append(o.apiserverArgs, "--etcd-servers-overrides", "/events#"+c.eventsURL)
+	}
 	if !o.noAPIServer {
-		c.startAPIServer(t, o.apiserverArgs)
+		c.startAPIServer(t, o)
 	}
 	return c
 }
 
-func (c *cluster) startEtcd(t *testing.T) {
+// startEtcd starts one single-member etcd and returns its URL and a client.
+func (c *cluster) startEtcd(t *testing.T, name string) (string, *clientv3.Client) {
 	t.Helper()
 	clientPort, peerPort := freePort(t), freePort(t)
-	c.etcdURL = fmt.Sprintf("https://127.0.0.1:%d", clientPort)
+	url := fmt.Sprintf("https://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	startProcess(t, "etcd", filepath.Join(c.dir, "etcd.log"), bins.etcd,
-		"--name", "e2e", "--data-dir", filepath.Join(c.dir, "etcd-data"),
-		"--listen-client-urls", c.etcdURL, "--advertise-client-urls", c.etcdURL,
+	dataDir := filepath.Join(c.dir, "etcd-data")
+	if name != "e2e" {
+		dataDir = filepath.Join(c.dir, name+"-data")
+	}
+	startProcess(t, name, filepath.Join(c.dir, name+".log"), bins.etcd,
+		"--name", name, "--data-dir", dataDir,
+		"--listen-client-urls", url, "--advertise-client-urls", url,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "e2e="+peer,
+		"--initial-cluster", name+"="+peer,
 		"--cert-file", c.pki.ServerCert, "--key-file", c.pki.ServerKey,
 		"--trusted-ca-file", c.pki.CA, "--client-cert-auth",
 		"--log-level", "warn", "--quota-backend-bytes", strconv.Itoa(1<<30))
@@ -134,23 +151,23 @@ func (c *cluster) startEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcdURL}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	c.etcd = cli
-	waitFor(t, 30*time.Second, "etcd ready", func() error {
+	waitFor(t, 30*time.Second, name+" ready", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, err := cli.Status(ctx, c.etcdURL)
+		_, err := cli.Status(ctx, url)
 		return err
 	})
+	return url, cli
 }
 
 const testToken = "regghost-e2e-token"
 
-func (c *cluster) startAPIServer(t *testing.T, extra []string) {
+func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 	t.Helper()
 	port := freePort(t)
 	saPub, saKey := writeServiceAccountKey(t, c.dir)
@@ -167,7 +184,7 @@ func (c *cluster) startAPIServer(t *testing.T, extra []string) {
 		"--authorization-mode", "AlwaysAllow", "--service-cluster-ip-range", "10.0.0.0/24",
 		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
 	}
-	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, "apiserver.log"), bins.kubeAPIServer, append(args, extra...)...)
+	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, "apiserver.log"), bins.kubeAPIServer, append(args, o.apiserverArgs...)...)
 	host := fmt.Sprintf("https://127.0.0.1:%d", port)
 	c.rest = &rest.Config{Host: host, BearerToken: testToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
 	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -175,7 +192,11 @@ func (c *cluster) startAPIServer(t *testing.T, extra []string) {
 		if c.apiserver.exited() {
 			t.Fatalf("kube-apiserver exited: %v", c.apiserver.cmd.ProcessState)
 		}
-		req, _ := http.NewRequest("GET", host+"/readyz", nil)
+		probe := "/readyz"
+		if o.live {
+			probe = "/livez"
+		}
+		req, _ := http.NewRequest("GET", host+probe, nil)
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := httpc.Do(req)
 		if err != nil {
@@ -258,4 +279,15 @@ func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// startControllerManager runs a real kube-controller-manager against the
+// cluster's API server with the given controllers. The hostPath provisioner
+// is on: it creates and, for reclaim policy Delete, really deletes
+// directories under /tmp/hostpath_pv.
+func (c *cluster) startControllerManager(t *testing.T, controllers ...string) {
+	t.Helper()
+	startProcess(t, "kube-controller-manager", filepath.Join(c.dir, "kcm.log"), bins.kubeControllerManager,
+		"--kubeconfig", c.kubeconfig, "--leader-elect=false", "--secure-port=0",
+		"--controllers", strings.Join(controllers, ","), "--enable-hostpath-provisioner", "--v", "2")
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var bins struct{ regghost, etcd, etcdutl, kubeAPIServer string }
+var bins struct{ regghost, etcd, etcdutl, kubeAPIServer, kubeControllerManager string }
 
 func TestMain(m *testing.M) {
 	if err := buildBinaries(); err != nil {
@@ -40,6 +40,7 @@ func buildBinaries() error {
 		{&bins.etcd, "tools/etcd", "etcd"},
 		{&bins.etcdutl, "tools/etcd", "etcdutl"},
 		{&bins.kubeAPIServer, "tools/kube-apiserver", "kube-apiserver"},
+		{&bins.kubeControllerManager, "tools/kube-apiserver", "kube-controller-manager"},
 	} {
 		out, err := goCmd(b.dir, "tool", "-n", b.tool)
 		if err != nil {

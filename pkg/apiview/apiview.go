@@ -26,6 +26,8 @@ type View struct {
 	meta metadata.Interface
 	// Host is the API server address, for reports.
 	Host string
+	// Config is how to reach it, for the clients of the write path.
+	Config *rest.Config
 }
 
 // New connects to the API server described by cfg.
@@ -42,7 +44,7 @@ func New(cfg *rest.Config) (*View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api server metadata client: %w", err)
 	}
-	return &View{disc: disc, meta: mc, Host: cfg.Host}, nil
+	return &View{disc: disc, meta: mc, Host: cfg.Host, Config: cfg}, nil
 }
 
 // Version returns the API server's version, which also proves it is reachable.

@@ -42,9 +42,11 @@ func Builtin() []Resource {
 }
 
 // Release is the catalog of Builtin resources.
-func Release() *Catalog {
+func Release() *Catalog { return releaseCatalog() }
+
+var releaseCatalog = sync.OnceValue(func() *Catalog {
 	return New("every resource kube-apiserver "+ReleaseVersion()+" can serve", Builtin(), nil)
-}
+})
 
 // CustomFromCRDName returns the resource a CustomResourceDefinition named
 // "<plural>.<group>" defines. Kind and scope are unknown from the name alone.
@@ -58,4 +60,10 @@ func CustomFromCRDName(name string) (Resource, bool) {
 		}
 	}
 	return Resource{}, false
+}
+
+// IsBuiltinGroup reports whether kube-apiserver itself serves group (as
+// opposed to a CRD or an aggregated API server).
+func IsBuiltinGroup(group string) bool {
+	return Release().HasGroup(group)
 }

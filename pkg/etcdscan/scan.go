@@ -191,9 +191,7 @@ func (s *scan) loadNamespaces(ctx context.Context) error {
 	})
 }
 
-// walkNamespace visits the namespace key and, for every storage prefix present
-// in etcd, only the keys under "<prefix>/<namespace>/". Prefixes are found by
-// seeking from one to the next, so keys of other namespaces are never read.
+// walkNamespace visits the namespace key and every key of the namespace.
 func (s *scan) walkNamespace(ctx context.Context) error {
 	reg, ns := s.opts.Prefix, s.opts.Namespace
 	if kv, err := s.store.Get(ctx, reg+"namespaces/"+ns); err != nil {
@@ -203,22 +201,30 @@ func (s *scan) walkNamespace(ctx context.Context) error {
 			return err
 		}
 	}
-	end := PrefixEnd(reg)
-	for start := reg; ; {
-		kv, err := s.store.First(ctx, start, end)
+	return WalkNamespace(ctx, s.store, reg, ns, false, func(kv *mvccpb.KeyValue) error { return s.visit(ctx, kv) })
+}
+
+// WalkNamespace calls fn for every key of namespace ns under registry: for
+// every storage prefix present in the store, only the keys under
+// "<prefix>/<ns>/". Prefixes are found by seeking from one to the next, so
+// keys of other namespaces are never read.
+func WalkNamespace(ctx context.Context, store Store, registry, ns string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
+	end := PrefixEnd(registry)
+	for start := registry; ; {
+		kv, err := store.First(ctx, start, end)
 		if err != nil {
 			return err
 		}
 		if kv == nil {
 			return nil
 		}
-		prefix, _ := prefixOf(reg, string(kv.Key))
-		from := reg + prefix + "/" + ns + "/"
-		if err := s.store.Range(ctx, from, PrefixEnd(from), false, func(kv *mvccpb.KeyValue) error { return s.visit(ctx, kv) }); err != nil {
+		prefix, _ := prefixOf(registry, string(kv.Key))
+		from := registry + prefix + "/" + ns + "/"
+		if err := store.Range(ctx, from, PrefixEnd(from), keysOnly, fn); err != nil {
 			return err
 		}
 		// Skip past every key of this prefix: "/" + 1 is "0".
-		start = reg + prefix + "0"
+		start = registry + prefix + "0"
 	}
 }
 

@@ -37,6 +37,9 @@ type Entry struct {
 	Absent []string `json:"absent,omitempty"`
 	// Witnesses says who stood behind the verdict: "two", or "single (...)".
 	Witnesses string `json:"witnesses,omitempty"`
+	// Role is empty for a key the purge deleted; RoleRetainedVolume for a
+	// PersistentVolume it set to Retain first.
+	Role string `json:"role,omitempty"`
 }
 
 // Backup is the content of a backup file.
@@ -45,6 +48,8 @@ type Backup struct {
 	Created time.Time `json:"created"`
 	// Scope is what the purge was asked to remove ("namespace kb-system").
 	Scope string `json:"scope"`
+	// Prefix is the registry prefix the keys are under.
+	Prefix string `json:"prefix,omitempty"`
 	// Endpoint is the etcd endpoint the snapshot came from.
 	Endpoint  string `json:"endpoint"`
 	ClusterID string `json:"clusterID"`

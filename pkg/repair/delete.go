@@ -21,6 +21,10 @@ const (
 	AlreadyPresent Outcome = "already-present"
 	Conflict       Outcome = "conflict"
 	WouldRestore   Outcome = "would-restore"
+	// RestoredWithoutVolume is a claim written back whose volume is gone.
+	RestoredWithoutVolume Outcome = "restored-without-volume"
+	// LeftAsIs is a backup entry restore does not write back by design.
+	LeftAsIs Outcome = "left-as-is"
 )
 
 // Result is the outcome for one key, with a sentence for humans.

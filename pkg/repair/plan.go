@@ -3,9 +3,11 @@ package repair
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/impact"
 )
 
 // Selector says what a purge may remove.
@@ -35,6 +37,24 @@ type Plan struct {
 	Skipped []Result
 	// AcceptSingleWitness is Selector.AcceptSingleWitness.
 	AcceptSingleWitness bool
+	// Impact is what deleting each target sets in motion (SetImpact).
+	Impact *impact.Report `json:"impact,omitempty"`
+	// ImpactOptions say which irreversible effects may go ahead.
+	ImpactOptions impact.Options
+}
+
+// SetImpact records what deleting the targets sets in motion, and which
+// irreversible effects the user let go ahead.
+func (p *Plan) SetImpact(r *impact.Report, o impact.Options) {
+	p.Impact, p.ImpactOptions = r, o
+}
+
+// Effects returns what deleting key sets in motion.
+func (p *Plan) Effects(key string) []impact.Effect {
+	if p.Impact == nil {
+		return nil
+	}
+	return p.Impact.Effects[key]
 }
 
 // AcceptSingleWitnessFlag is the command-line flag that lets single-witness
@@ -70,7 +90,50 @@ func (p *Plan) Blockers() []Blocker {
 				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + AcceptSingleWitnessFlag})
 		}
 	}
+	if p.Impact != nil {
+		refused := p.Impact.Refused(p.ImpactOptions)
+		byWay := map[string]*Blocker{}
+		var order []string
+		keys := make([]string, 0, len(refused))
+		for k := range refused {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			for _, e := range refused[k] {
+				b, ok := byWay[e.WayOut]
+				if !ok {
+					b = &Blocker{Reason: fmt.Sprintf("deleting %s sets off what a restore cannot undo: %s", k, e.Summary), WayOut: wayOut(e)}
+					byWay[e.WayOut] = b
+					order = append(order, e.WayOut)
+				}
+				if !contains(b.Keys, k) {
+					b.Keys = append(b.Keys, k)
+				}
+			}
+		}
+		for _, w := range order {
+			out = append(out, *byWay[w])
+		}
+	}
 	return out
+}
+
+// wayOut says how to go ahead despite an irreversible effect.
+func wayOut(e impact.Effect) string {
+	if e.Kind == impact.StorageDestroyed {
+		return "add " + impact.RetainVolumesFlag + ": each bound PersistentVolume is set to reclaim policy Retain through the API server first (its key in the verified backup), so the volume and its data stay and a restore binds the claim again"
+	}
+	return "if that is what you want, add " + e.WayOut
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 // Refusal is the one-line error for a plan that must not be carried out.

@@ -12,6 +12,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/regghost/regghost/pkg/impact"
 )
 
 // SnapshotFile is the name of the full snapshot inside a backup directory.
@@ -25,7 +28,10 @@ type PurgeOptions struct {
 	Client *clientv3.Client
 	// ClientConfig opens the snapshot stream (to its first endpoint).
 	ClientConfig clientv3.Config
-	Pacing       Pacing
+	// Kube changes what must change through the API server before the
+	// deletes (a PV's reclaim policy); nil when it cannot be reached.
+	Kube   kubernetes.Interface
+	Pacing Pacing
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -63,9 +69,28 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was deleted", err)
 	}
-	// Delete exactly what the verified backup on disk holds.
-	results, err := GuardedDelete(ctx, o.Client, b.Entries, o.Pacing)
 	all := append(append([]Result{}, plan.Skipped...), res.Results...)
+	var doomed []Entry
+	var volumes []impact.Volume
+	for _, e := range b.Entries {
+		if e.Role == "" {
+			doomed = append(doomed, e)
+		}
+	}
+	if plan.ImpactOptions.RetainVolumes && plan.Impact != nil {
+		volumes = plan.Impact.VolumesToRetain()
+	}
+	retained, err := RetainVolumes(ctx, o.Kube, volumes)
+	all = append(all, retained...)
+	if err != nil {
+		if aerr := AppendAudit(dir, "purge", all); aerr != nil {
+			err = fmt.Errorf("%w (and the audit log: %v)", err, aerr)
+		}
+		res.Results = all
+		return res, fmt.Errorf("%w; nothing was deleted", err)
+	}
+	// Delete exactly what the verified backup on disk holds.
+	results, err := GuardedDelete(ctx, o.Client, doomed, o.Pacing)
 	all = append(all, results...)
 	if aerr := AppendAudit(dir, "purge", all); aerr != nil && err == nil {
 		err = aerr
@@ -93,6 +118,13 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*Purg
 	if len(entries) == 0 {
 		return nil, nil, errors.New("every planned key changed since the scan")
 	}
+	if plan.ImpactOptions.RetainVolumes && plan.Impact != nil {
+		vols, err := readVolumes(ctx, o.Client, plan.Impact.VolumesToRetain())
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, vols...)
+	}
 	if err := checkSpace(ctx, o.Client, o.ClientConfig, dir, entries); err != nil {
 		return nil, nil, err
 	}
@@ -114,7 +146,7 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*Purg
 	}
 	var written *Backup
 	res.Backup, written, err = WriteBackup(dir, &Backup{
-		Created: o.Now().UTC(), Scope: plan.Scope, Endpoint: o.ClientConfig.Endpoints[0], ClusterID: clusterID,
+		Created: o.Now().UTC(), Scope: plan.Scope, Prefix: plan.Prefix, Endpoint: o.ClientConfig.Endpoints[0], ClusterID: clusterID,
 		ScanRevision: plan.Revision, Snapshot: snap, Entries: entries,
 	})
 	if err != nil {
@@ -151,6 +183,26 @@ func readEntries(ctx context.Context, kv clientv3.KV, plan *Plan) ([]Entry, []Re
 			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason(), Absent: t.Absent, Witnesses: t.Witnesses()})
 	}
 	return entries, skipped, nil
+}
+
+// readVolumes reads the PersistentVolumes to set to Retain, as backup
+// entries; one changed since the scan stops the purge.
+func readVolumes(ctx context.Context, kv clientv3.KV, vols []impact.Volume) ([]Entry, error) {
+	var out []Entry
+	for _, v := range vols {
+		resp, err := kv.Get(ctx, v.Key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", v.Key, err)
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != v.ModRevision {
+			return nil, fmt.Errorf("PersistentVolume %s changed since the scan; scan again", v.Name)
+		}
+		cur := resp.Kvs[0]
+		out = append(out, Entry{Key: v.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
+			Version: cur.Version, Lease: cur.Lease, Role: RoleRetainedVolume,
+			Reason: "set to reclaim policy Retain (was " + v.ReclaimPolicy + ") before its claim was deleted"})
+	}
+	return out, nil
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/regghost/regghost/pkg/decode"
 )
 
 // Restore writes back each backed-up key that is absent now, with a
@@ -18,6 +22,10 @@ func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryR
 	results := make([]Result, len(b.Entries))
 	var todo []int
 	for i, e := range b.Entries {
+		if e.Role == RoleRetainedVolume {
+			results[i] = Result{Key: e.Key, Outcome: LeftAsIs, Detail: "the PersistentVolume purge set to Retain is not written back (its original asked for the storage to be deleted)"}
+			continue
+		}
 		resp, err := kv.Get(ctx, e.Key)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", e.Key, err)
@@ -33,7 +41,7 @@ func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryR
 		}
 	}
 	if dryRun || len(todo) == 0 {
-		return results, nil
+		return results, checkClaims(ctx, kv, b, todo, results)
 	}
 	err := guardedTxn(ctx, kv, pacing, len(todo),
 		func(j int) []clientv3.Cmp {
@@ -58,9 +66,60 @@ func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryR
 		if err != nil {
 			return results, fmt.Errorf("verify %s: %w", b.Entries[i].Key, err)
 		}
-		if len(resp.Kvs) == 0 || !bytes.Equal(resp.Kvs[0].Value, b.Entries[i].Value) {
+		switch {
+		case len(resp.Kvs) == 0:
+			results[i] = Result{Key: b.Entries[i].Key, Outcome: StillPresent, Detail: "absent again right after the restore"}
+		case bytes.Equal(resp.Kvs[0].Value, b.Entries[i].Value):
+		case resp.Kvs[0].Version > 1:
+			// Written back, then updated: a controller reacting to it.
+			results[i].Detail = fmt.Sprintf("restored, then updated by someone else (now at mod revision %d)", resp.Kvs[0].ModRevision)
+		default:
 			results[i] = Result{Key: b.Entries[i].Key, Outcome: StillPresent, Detail: "read back differs from the backup after the restore"}
 		}
 	}
-	return results, nil
+	return results, checkClaims(ctx, kv, b, todo, results)
+}
+
+// checkClaims looks at the volume of every PersistentVolumeClaim restored
+// (or to be restored): a claim whose PersistentVolume is gone, or bound to
+// another claim, comes back Lost, and says so.
+func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, results []Result) error {
+	for _, i := range todo {
+		r := &results[i]
+		if r.Outcome != Restored && r.Outcome != WouldRestore {
+			continue
+		}
+		e := b.Entries[i]
+		obj, _, err := decode.Typed(e.Value)
+		pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+		if err != nil || !ok || pvc.Spec.VolumeName == "" {
+			continue
+		}
+		prefix := b.Prefix
+		if prefix == "" {
+			prefix = e.Key[:strings.Index(e.Key, "persistentvolumeclaims/")]
+		}
+		pvKey := prefix + "persistentvolumes/" + pvc.Spec.VolumeName
+		resp, err := kv.Get(ctx, pvKey)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", pvKey, err)
+		}
+		problem := ""
+		if len(resp.Kvs) == 0 {
+			problem = "its PersistentVolume " + pvc.Spec.VolumeName + " is gone (no " + pvKey + "): the claim comes back Lost and its data is not there"
+		} else if pvObj, _, err := decode.Typed(resp.Kvs[0].Value); err == nil {
+			if pv, ok := pvObj.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != pvc.UID {
+				problem = fmt.Sprintf("its PersistentVolume %s is now bound to claim %s/%s (uid %s): the claim comes back Lost", pv.Name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID)
+			}
+		}
+		if problem == "" {
+			r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + "PersistentVolume " + pvc.Spec.VolumeName + " is there to bind it again"
+			continue
+		}
+		if r.Outcome == Restored {
+			r.Outcome = RestoredWithoutVolume
+		}
+		r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + problem
+	}
+	return nil
 }

@@ -1,0 +1,163 @@
+package impact
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+func encode(t *testing.T, obj runtime.Object) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func meta(ns, name, uid string, owners ...string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}
+	for _, o := range owners {
+		m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: o, UID: types.UID(o)})
+	}
+	return m
+}
+
+func pv(name string, policy corev1.PersistentVolumeReclaimPolicy, ns, claim, uid string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}, ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: policy,
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: claim, UID: types.UID(uid)},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/hostpath_pv/" + name}}}}
+}
+
+func pvc(ns, name, uid string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}, ObjectMeta: meta(ns, name, uid)}
+}
+
+func cm(ns, name string, owners ...string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(ns, name, name, owners...)}
+}
+
+func TestAnalyze(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	node := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: meta("ns", "p", "p"), Spec: corev1.PodSpec{NodeName: "n1"}}
+	fin := cm("ns", "fin")
+	fin.Finalizers = []string{"example.com/x"}
+	puts := map[string]runtime.Object{
+		"/registry/persistentvolumeclaims/ns/del":    pvc("ns", "del", "u-del"),
+		"/registry/persistentvolumeclaims/ns/keep":   pvc("ns", "keep", "u-keep"),
+		"/registry/persistentvolumeclaims/ns/reused": pvc("ns", "reused", "u-new"),
+		"/registry/persistentvolumes/pv-del":         pv("pv-del", corev1.PersistentVolumeReclaimDelete, "ns", "del", "u-del"),
+		"/registry/persistentvolumes/pv-keep":        pv("pv-keep", corev1.PersistentVolumeReclaimRetain, "ns", "keep", "u-keep"),
+		// Bound to an earlier claim of the same name: not this claim's volume.
+		"/registry/persistentvolumes/pv-old":  pv("pv-old", corev1.PersistentVolumeReclaimDelete, "ns", "reused", "u-old"),
+		"/registry/pods/ns/p":                 node,
+		"/registry/configmaps/ns/fin":         fin,
+		"/registry/configmaps/ns/root":        cm("ns", "root"),
+		"/registry/configmaps/ns/child":       cm("ns", "child", "root"),
+		"/registry/configmaps/ns/grandchild":  cm("ns", "grandchild", "child"),
+		"/registry/configmaps/ns/shared":      cm("ns", "shared", "root", "other"),
+		"/registry/configmaps/ns/other":       cm("ns", "other"),
+		"/registry/configmaps/ns2/elsewhere":  cm("ns2", "elsewhere", "root"),
+		"/registry/configmaps/ns/purgedchild": cm("ns", "purgedchild", "root2"),
+		"/registry/configmaps/ns/root2":       cm("ns", "root2"),
+	}
+	for k, o := range puts {
+		if _, err := cli.Put(ctx, k, encode(t, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.Put(ctx, "/registry/configmaps/ns/broken", "\x00garbage"); err != nil {
+		t.Fatal(err)
+	}
+	store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []etcdscan.Finding
+	for _, k := range []string{"/registry/persistentvolumeclaims/ns/del", "/registry/persistentvolumeclaims/ns/keep", "/registry/persistentvolumeclaims/ns/reused",
+		"/registry/pods/ns/p", "/registry/configmaps/ns/fin", "/registry/configmaps/ns/root", "/registry/configmaps/ns/root2", "/registry/configmaps/ns/purgedchild"} {
+		key, _ := etcdscan.ParseKey("/registry/", k)
+		targets = append(targets, etcdscan.Finding{Key: k, Namespace: key.Namespace, Name: key.Name})
+	}
+	targets = append(targets, etcdscan.Finding{Key: "/registry/configmaps/ns/broken", Namespace: "ns", Name: "broken", Classes: []etcdscan.Class{etcdscan.ClassUndecodable}})
+	rep, err := Analyze(ctx, store, "/registry/", targets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		key          string
+		kinds        []Kind
+		irreversible bool
+		objects      []string
+	}{
+		{"/registry/persistentvolumeclaims/ns/del", []Kind{StorageDestroyed}, true, []string{"/registry/persistentvolumes/pv-del"}},
+		{"/registry/persistentvolumeclaims/ns/keep", []Kind{VolumeReleased}, false, []string{"/registry/persistentvolumes/pv-keep"}},
+		{"/registry/persistentvolumeclaims/ns/reused", nil, false, nil},
+		{"/registry/pods/ns/p", []Kind{ContainersStopped}, false, nil},
+		{"/registry/configmaps/ns/fin", []Kind{FinalizersSkipped}, false, []string{"example.com/x"}},
+		// Only namespaced dependents in the owner's namespace count; shared
+		// keeps a live owner; grandchild goes with child.
+		{"/registry/configmaps/ns/root", []Kind{DependentsDeleted}, true, []string{"/registry/configmaps/ns/child", "/registry/configmaps/ns/grandchild"}},
+		{"/registry/configmaps/ns/root2", []Kind{DependentsPurged}, false, []string{"/registry/configmaps/ns/purgedchild"}},
+		{"/registry/configmaps/ns/broken", nil, false, nil},
+	}
+	for _, tt := range tests {
+		got := rep.Effects[tt.key]
+		if len(got) != len(tt.kinds) {
+			t.Errorf("%s: effects %+v, want kinds %v", tt.key, got, tt.kinds)
+			continue
+		}
+		for i, e := range got {
+			if e.Kind != tt.kinds[i] || e.Irreversible != tt.irreversible || (tt.objects != nil && !equal(e.Objects, tt.objects)) {
+				t.Errorf("%s: effect %+v, want %s irreversible=%v objects %v", tt.key, e, tt.kinds[i], tt.irreversible, tt.objects)
+			}
+		}
+	}
+	if v := rep.VolumesToRetain(); len(v) != 1 || v[0].Name != "pv-del" || v[0].ReclaimPolicy != "Delete" {
+		t.Errorf("volumes to retain: %+v", v)
+	}
+	refused := rep.Refused(Options{})
+	if len(refused) != 2 {
+		t.Errorf("refused without options: %v", refused)
+	}
+	if refused := rep.Refused(Options{RetainVolumes: true, Accept: []Kind{DependentsDeleted}}); len(refused) != 0 {
+		t.Errorf("refused with --retain-volumes and --accept-impact dependents-deleted: %v", refused)
+	}
+}
+
+func TestParseKind(t *testing.T) {
+	for _, s := range []string{"load-balancer-deleted", "dependents-deleted", "pods-on-node-deleted", "unknown"} {
+		if _, err := ParseKind(s); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	for _, s := range []string{"storage-destroyed", "containers-stopped", "", "bogus"} {
+		if _, err := ParseKind(s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

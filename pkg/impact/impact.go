@@ -1,0 +1,173 @@
+// Package impact works out what deleting a key from etcd sets in motion
+// outside etcd. Every deletion is a DELETE watch event: the PersistentVolume
+// controller, the garbage collector, the kubelet, the cloud controllers and
+// operators react to it, and no etcd snapshot or per-key backup undoes what
+// they do. purge shows these effects and refuses the ones a restore cannot
+// undo; restore asks the same questions about what it puts back.
+package impact
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Kind names an effect.
+type Kind string
+
+// The effects of deleting a key (README, "What a deletion sets in motion").
+const (
+	// StorageDestroyed: a PVC bound to a PV whose reclaim policy is Delete or
+	// Recycle; the PV controller deletes or scrubs the storage.
+	StorageDestroyed Kind = "storage-destroyed"
+	// VolumeReleased: a PVC bound to a PV kept by Retain; the PV goes
+	// Released and a restored claim (same UID) binds to it again.
+	VolumeReleased Kind = "volume-released"
+	// ContainersStopped: a Pod bound to a node; its kubelet stops it.
+	ContainersStopped Kind = "containers-stopped"
+	// LoadBalancerDeleted: a Service of type LoadBalancer; the service
+	// controller (cloud-controller-manager) deletes the cloud load balancer.
+	LoadBalancerDeleted Kind = "load-balancer-deleted"
+	// FinalizersSkipped: the object has finalizers whose cleanup never runs.
+	FinalizersSkipped Kind = "finalizers-skipped"
+	// DependentsDeleted: the garbage collector deletes the object's
+	// dependents that this purge does not take itself.
+	DependentsDeleted Kind = "dependents-deleted"
+	// DependentsPurged: the object's dependents are in the same purge.
+	DependentsPurged Kind = "dependents-purged"
+	// PodsOnNodeDeleted: a Node; the pod garbage collector force-deletes the
+	// pods bound to it.
+	PodsOnNodeDeleted Kind = "pods-on-node-deleted"
+	// ControllerActs: another built-in controller reacts (listed in the README).
+	ControllerActs Kind = "controller-acts"
+	// OperatorMayAct: a custom resource; its operator may act on the DELETE.
+	OperatorMayAct Kind = "operator-may-act"
+	// Unknown: the value could not be read, so its effects are unknown.
+	Unknown Kind = "unknown"
+)
+
+// RetainVolumesFlag is the purge option that sets bound volumes to Retain
+// before their claims are deleted.
+const RetainVolumesFlag = "--retain-volumes"
+
+// AcceptImpactFlag is the purge option that accepts an irreversible effect
+// by its kind.
+const AcceptImpactFlag = "--accept-impact"
+
+// Acceptable lists the kinds --accept-impact takes. Destroyed storage is not
+// among them: its way out is --retain-volumes, which loses nothing.
+var Acceptable = []Kind{LoadBalancerDeleted, DependentsDeleted, PodsOnNodeDeleted, Unknown}
+
+// Effect is one thing deleting a key sets in motion.
+type Effect struct {
+	Kind Kind `json:"kind"`
+	// Summary says what happens, in one line.
+	Summary string `json:"summary"`
+	// Irreversible is set when a regghost restore cannot undo it.
+	Irreversible bool `json:"irreversible"`
+	// WayOut is the option under which purge goes ahead anyway.
+	WayOut string `json:"wayOut,omitempty"`
+	// Objects are the other objects involved (a PV, the dependents).
+	Objects []string `json:"objects,omitempty"`
+	// Volume is the bound PersistentVolume of a claim.
+	Volume *Volume `json:"volume,omitempty"`
+}
+
+// Volume is a PersistentVolume a claim is bound to.
+type Volume struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+	// ModRevision is the PV key's mod revision at the scan; a Retain patch is
+	// preconditioned on it (its resourceVersion).
+	ModRevision   int64  `json:"modRevision"`
+	ReclaimPolicy string `json:"reclaimPolicy"`
+	// HostPath is the volume's directory for hostPath volumes, for reports.
+	HostPath string `json:"hostPath,omitempty"`
+}
+
+// Report holds the effects of deleting each key of a plan.
+type Report struct {
+	// Effects maps each key to what deleting it sets in motion.
+	Effects map[string][]Effect `json:"effects"`
+}
+
+// Options say which irreversible effects a purge may go ahead with.
+type Options struct {
+	// RetainVolumes sets each bound PV to Retain before its claim goes.
+	RetainVolumes bool
+	// Accept lists effect kinds the user accepted with --accept-impact.
+	Accept []Kind
+}
+
+func (o Options) accepts(e Effect) bool {
+	if e.Kind == StorageDestroyed {
+		return o.RetainVolumes
+	}
+	for _, k := range o.Accept {
+		if k == e.Kind {
+			return true
+		}
+	}
+	return false
+}
+
+// Refused returns the irreversible effects o does not cover, by key.
+func (r *Report) Refused(o Options) map[string][]Effect {
+	out := map[string][]Effect{}
+	for key, effects := range r.Effects {
+		for _, e := range effects {
+			if e.Irreversible && !o.accepts(e) {
+				out[key] = append(out[key], e)
+			}
+		}
+	}
+	return out
+}
+
+// VolumesToRetain lists the PVs to set to Retain before their claims go.
+func (r *Report) VolumesToRetain() []Volume {
+	seen := map[string]bool{}
+	var out []Volume
+	for _, effects := range r.Effects {
+		for _, e := range effects {
+			if e.Kind == StorageDestroyed && e.Volume != nil && !seen[e.Volume.Key] {
+				seen[e.Volume.Key] = true
+				out = append(out, *e.Volume)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Short renders a key's effects for a table cell.
+func Short(effects []Effect) string {
+	if len(effects) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(effects))
+	for i, e := range effects {
+		parts[i] = e.Summary
+		if e.Irreversible {
+			parts[i] = "IRREVERSIBLE: " + parts[i]
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ParseKind checks a kind given to --accept-impact.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Acceptable {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	if s == string(StorageDestroyed) {
+		return "", fmt.Errorf("%s cannot be accepted: use %s, which keeps the volume and its data", s, RetainVolumesFlag)
+	}
+	names := make([]string, len(Acceptable))
+	for i, k := range Acceptable {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("%q is not an effect %s takes (one of %s)", s, AcceptImpactFlag, strings.Join(names, ", "))
+}
