@@ -137,9 +137,11 @@ func (g *globalOptions) api() (*apiview.View, string) {
 	if err != nil {
 		return nil, oneLine(err)
 	}
-	if _, err := view.Version(); err != nil {
+	v, err := view.Version()
+	if err != nil {
 		return nil, "API server unreachable: " + oneLine(err)
 	}
+	view.ServerVersion = v
 	return view, ""
 }
 

@@ -219,11 +219,14 @@ func analyzeImpact(ctx context.Context, g *globalOptions, plan *repair.Plan) (*i
 	if err != nil {
 		return nil, err
 	}
-	var d impact.Decrypter
+	var readers impact.Readers
 	if dec != nil {
-		d = dec
+		readers.Decrypter = dec
 	}
-	r, err := impact.Analyze(ctx, store, plan.Prefix, plan.Targets, d)
+	if view, _ := g.api(); view != nil {
+		readers.API = view
+	}
+	r, err := impact.Analyze(ctx, store, plan.Prefix, plan.Targets, readers)
 	if err != nil {
 		return nil, fmt.Errorf("work out what the deletes set in motion: %w", err)
 	}

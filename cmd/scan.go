@@ -115,7 +115,7 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads r
 		if err != nil {
 			return nil, err
 		}
-		opts.API, opts.Served = view, served
+		opts.API, opts.Served, opts.ServerVersion = view, served, view.ServerVersion
 	}
 	if dec != nil {
 		opts.Decrypter = dec

@@ -10,8 +10,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -24,10 +26,13 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 type View struct {
 	disc discovery.DiscoveryInterface
 	meta metadata.Interface
+	dyn  dynamic.Interface
 	// Host is the API server address, for reports.
 	Host string
 	// Config is how to reach it, for the clients of the write path.
 	Config *rest.Config
+	// ServerVersion is its gitVersion, once Version was asked.
+	ServerVersion string
 }
 
 // New connects to the API server described by cfg.
@@ -44,7 +49,11 @@ func New(cfg *rest.Config) (*View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api server metadata client: %w", err)
 	}
-	return &View{disc: disc, meta: mc, Host: cfg.Host, Config: cfg}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("api server dynamic client: %w", err)
+	}
+	return &View{disc: disc, meta: mc, dyn: dyn, Host: cfg.Host, Config: cfg}, nil
 }
 
 // Version returns the API server's version, which also proves it is reachable.
@@ -115,6 +124,16 @@ func (v *View) Get(ctx context.Context, r catalog.Resource, namespace, name stri
 		return v.meta.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
 	return v.meta.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Object reads one whole object through the API server, which holds the
+// encryption keys regghost may lack.
+func (v *View) Object(ctx context.Context, r catalog.Resource, namespace, name string) (*unstructured.Unstructured, error) {
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+	if namespace != "" {
+		return v.dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return v.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 }
 
 // Address names the API server, for evidence.

@@ -38,3 +38,17 @@ func typedAs[T runtime.Object](value []byte, empty T) (T, error) {
 	}
 	return empty, nil
 }
+
+// FromUnstructured converts an object read as unstructured (through the API
+// server) into the typed object of its kind, when the scheme knows it.
+func FromUnstructured(u runtime.Unstructured) (runtime.Object, error) {
+	gvk := u.GetObjectKind().GroupVersionKind()
+	obj, err := typedScheme.New(gvk)
+	if err != nil {
+		return u.(runtime.Object), nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), obj); err != nil {
+		return nil, fmt.Errorf("convert %s: %w", gvk, err)
+	}
+	return obj, nil
+}

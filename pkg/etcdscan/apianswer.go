@@ -87,8 +87,13 @@ func readAnswer(err error, enc *decode.Encryption) apiReply {
 	if !errors.As(err, &st) || st.Status().Code != http.StatusInternalServerError {
 		return apiReply{kind: apiNoEvidence, said: "no evidence: " + msg}
 	}
+	transform := notTransformableWithConfiguredKeys
+	if enc != nil && enc.Provider == "kms" {
+		// Any other failure of a KMS value may be the plugin's.
+		transform = transform[:2]
+	}
 	switch {
-	case containsAny(msg, notTransformableWithConfiguredKeys) && (enc == nil || enc.Provider != "kms" || !containsAny(msg, kmsUnavailable[:3])):
+	case containsAny(msg, transform) && !containsAny(msg, kmsUnavailable[:3]):
 		return apiReply{kind: apiCannotTransform, said: "500 " + msg}
 	case containsAny(msg, kmsUnavailable):
 		return apiReply{kind: apiNoEvidence, said: "no evidence (the KMS plugin may be down or slow): 500 " + msg}

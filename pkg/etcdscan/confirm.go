@@ -84,6 +84,9 @@ func (s *scan) confirmWithAPI(ctx context.Context) {
 		if i >= s.opts.APICheckLimit {
 			s.unconfirmed += len(s.confirm) - i
 			for _, c := range s.confirm[i:] {
+				if c.probe {
+					s.unprobed++
+				}
 				if j, ok := s.index[c.key]; ok {
 					for _, cl := range c.classes {
 						s.rep.Findings[j].addEvidence(cl, WitnessAPIServer, "-", NoEvidence, fmt.Sprintf("not asked: over --api-check-limit %d", s.opts.APICheckLimit))
@@ -146,16 +149,15 @@ func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
 		tally.asked++
 		switch a.kind {
 		case apiCannotTransform:
-			f := c.f
 			local := "no --encryption-provider-config was given"
 			if c.enc.Provider == "kms" {
 				local = "KMS values cannot be decrypted without the KMS plugin"
 			}
 			reason := fmt.Sprintf("encrypted with %s key %q and the API server cannot decrypt it: %s", c.enc.Provider, c.enc.KeyName, a.said)
+			f := s.record(c.f)
 			f.add(ClassEncryptedUnknown, reason)
 			f.addEvidence(ClassEncryptedUnknown, WitnessAPIServer, asked, Confirms, a.said)
 			f.addEvidence(ClassEncryptedUnknown, WitnessEncryptionConfig, "--encryption-provider-config", NoEvidence, local)
-			s.record(f)
 		case apiRead:
 		default:
 			tally.noEvidence++
@@ -174,6 +176,8 @@ func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
 		switch {
 		case a.kind == apiRead && cl == ClassKeyMismatch && (m.Name != c.name || m.Namespace != c.ns):
 			e.Answer, e.Said = Confirms, "returns an object named "+nsName(m.Namespace, m.Name)
+		case a.kind == apiNotFound:
+			e.Answer, e.Said = Contradicts, "404 NotFound for a key etcd holds: the API server reads another etcd or --etcd-prefix, or the object went since the scan"
 		case a.kind == apiRead:
 			e.Answer, e.Said = Contradicts, fmt.Sprintf("reads it (uid %s, resourceVersion %s)", m.UID, m.ResourceVersion)
 			if cl == ClassEncryptedUnknown {

@@ -50,6 +50,8 @@ type Options struct {
 	Release *catalog.Catalog
 	// API is the second witness; nil when unreachable or not to be asked.
 	API APIChecker
+	// ServerVersion is the API server's version (its /version gitVersion).
+	ServerVersion string
 	// APIUnavailable says why API is nil, for the report.
 	APIUnavailable string
 	// Decrypter, when set, decrypts encrypted values so they are classified

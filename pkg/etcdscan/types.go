@@ -8,6 +8,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
@@ -79,7 +80,15 @@ func (s *scan) loadTypes(ctx context.Context) error {
 	start = reg + "apiregistration.k8s.io/apiservices/"
 	return s.store.Range(ctx, start, PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
 		as, err := decode.APIService(kv.Value)
-		if err != nil || as.Spec.Service == nil || as.Spec.Group == "" {
+		if err != nil {
+			// Whose it is cannot be told: its group is left alone.
+			name := string(kv.Key[len(start):])
+			if _, group, ok := strings.Cut(name, "."); ok {
+				s.aggregated[group] = fmt.Sprintf("APIService %s cannot be read here (%v)", name, err)
+			}
+			return nil
+		}
+		if as.Spec.Service == nil || as.Spec.Group == "" {
 			return nil
 		}
 		s.aggregated[as.Spec.Group] = fmt.Sprintf("APIService %s is served by service %s/%s", as.Name, as.Spec.Service.Namespace, as.Spec.Service.Name)
@@ -209,4 +218,18 @@ func (s *scan) forKind(group, kind string) (catalog.Resource, bool) {
 		}
 	}
 	return catalog.Resource{}, false
+}
+
+// serverNewer reports whether the API server is a newer release than the
+// catalog, so that it may store types the catalog does not know.
+func (s *scan) serverNewer() bool {
+	srv, err := version.ParseGeneric(s.opts.ServerVersion)
+	if err != nil {
+		return false
+	}
+	rel, err := version.ParseGeneric(catalog.ReleaseVersion())
+	if err != nil {
+		return false
+	}
+	return srv.Major() > rel.Major() || (srv.Major() == rel.Major() && srv.Minor() > rel.Minor())
 }

@@ -56,8 +56,11 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 		}
 		if s.opts.Served != nil {
 			if v.crdName == "" {
-				f.addEvidence(ClassUnservedType, WitnessAPIServer, "discovery of "+s.opts.API.Address(), Confirms,
-					"serves nothing stored under "+reg+k.Prefix+"/")
+				a, said := Confirms, "serves nothing stored under "+reg+k.Prefix+"/"
+				if s.serverNewer() {
+					a, said = NoEvidence, fmt.Sprintf("kube-apiserver %s is newer than the release catalog (%s): it may compile in a resource stored there and turned off", s.opts.ServerVersion, catalog.ReleaseVersion())
+				}
+				f.addEvidence(ClassUnservedType, WitnessAPIServer, "discovery of "+s.opts.API.Address(), a, said)
 			}
 			// A dotted prefix's CRD is looked up through the API server after the walk.
 		}

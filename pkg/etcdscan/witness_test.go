@@ -92,6 +92,8 @@ func TestReadAnswer(t *testing.T) {
 		{"kms plugin never healthy", internal(corrupt + "data from the storage is not transformable revision=0: got unexpected nil transformer"), kms, apiNoEvidence},
 		{"kms plugin gone", internal("failed to decrypt DEK, error: rpc error: code = DeadlineExceeded desc = context deadline exceeded"), kms, apiNoEvidence},
 		{"kms prefix nobody configures", internal("no matching prefix found"), kms, apiCannotTransform},
+		{"kms value, a cipher error (a DEK the plugin gave wrong)", internal("cipher: message authentication failed"), kms, apiNoEvidence},
+		{"aesgcm value, a cipher error", internal("cipher: message authentication failed"), &decode.Encryption{Provider: "aesgcm"}, apiCannotTransform},
 		{"undecodable, gate on", internal(corrupt + "object not decodable revision=12: proto: illegal wireType 7"), nil, apiCannotDecode},
 		{"stored version removed", internal(corrupt + "object not decodable revision=12: request to convert CR from an invalid group/version: example.com/v1"), nil, apiNoEvidence},
 		{"conversion webhook down", internal("conversion webhook for example.com/v2, Kind=Widget failed: Post \"https://x\": dial tcp: connection refused"), nil, apiNoEvidence},

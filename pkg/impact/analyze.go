@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -23,11 +24,25 @@ type Decrypter interface {
 	Decrypt(ctx context.Context, key string, gr schema.GroupResource, data []byte) ([]byte, error)
 }
 
-// Analyze works out, from the keyspace in store, what deleting each target
-// sets in motion. dec, when set, decrypts encrypted values.
-func Analyze(ctx context.Context, store etcdscan.Store, registry string, targets []etcdscan.Finding, dec Decrypter) (*Report, error) {
-	a := &analysis{ctx: ctx, store: store, registry: registry, dec: dec, rep: &Report{Effects: map[string][]Effect{}},
-		targets: map[string]bool{}, byUID: map[string]string{}}
+// APIReader reads a whole object through the API server (*apiview.View),
+// which holds the encryption keys regghost may lack.
+type APIReader interface {
+	Object(ctx context.Context, r catalog.Resource, namespace, name string) (*unstructured.Unstructured, error)
+}
+
+// Readers are the ways to read a value regghost cannot decode by itself;
+// either may be nil.
+type Readers struct {
+	Decrypter Decrypter
+	API       APIReader
+}
+
+// Analyze works out, from the keyspace in store (and the API server where it
+// answers, for values encrypted with keys regghost lacks), what deleting
+// each target sets in motion.
+func Analyze(ctx context.Context, store etcdscan.Store, registry string, targets []etcdscan.Finding, readers Readers) (*Report, error) {
+	a := &analysis{ctx: ctx, store: store, registry: registry, readers: readers, rep: &Report{Effects: map[string][]Effect{}},
+		targets: map[string]bool{}, byUID: map[string]string{}, byName: map[ownerID]string{}}
 	for _, t := range targets {
 		a.targets[t.Key] = true
 	}
@@ -39,16 +54,24 @@ func Analyze(ctx context.Context, store etcdscan.Store, registry string, targets
 			return nil, err
 		}
 		if uid == "" {
-			continue
+			// An owner whose value cannot be read is recognised by its
+			// dependents' references: group, kind and name.
+			k, err := etcdscan.ParseKey(registry, t.Key)
+			r := catalog.Release().ResourceFor(k.Prefix)
+			if err != nil || r.Kind == "" {
+				continue
+			}
+			a.byName[ownerID{group: r.Group, kind: r.Kind, namespace: k.Namespace, name: k.Name}] = t.Key
+		} else {
+			a.byUID[uid] = t.Key
 		}
-		a.byUID[uid] = t.Key
 		if t.Namespace == "" {
 			clusterScoped = true
 		} else if !contains(namespaces, t.Namespace) {
 			namespaces = append(namespaces, t.Namespace)
 		}
 	}
-	if len(a.byUID) > 0 {
+	if len(a.byUID)+len(a.byName) > 0 {
 		if err := a.dependents(namespaces, clusterScoped); err != nil {
 			return nil, err
 		}
@@ -60,12 +83,14 @@ type analysis struct {
 	ctx      context.Context
 	store    etcdscan.Store
 	registry string
-	dec      Decrypter
+	readers  Readers
 	rep      *Report
 	targets  map[string]bool
-	// byUID maps each target's UID to its key.
-	byUID map[string]string
-	pvs   []storedPV
+	// byUID maps each target's UID to its key; byName the targets whose
+	// value cannot be read, by what an ownerReference to them says.
+	byUID  map[string]string
+	byName map[ownerID]string
+	pvs    []storedPV
 	// pvsLoaded is set once the PersistentVolumes were read.
 	pvsLoaded bool
 }
@@ -84,16 +109,20 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 	}
 	obj, err := a.read(k, kv.Value)
 	if err != nil {
+		// A claim is found from its volume's claimRef, readable or not: the
+		// PV controller releases the volume of a claim it cannot find.
+		if k.Prefix == "persistentvolumeclaims" {
+			if err := a.claim(t.Key, k.Namespace, k.Name, ""); err != nil {
+				return "", err
+			}
+		}
 		if t.Has(etcdscan.ClassUndecodable) || t.Has(etcdscan.ClassEncryptedUnknown) {
-			// The API server never read it: no informer holds it, and its
-			// DELETE event carries nothing a controller can act on.
+			// Nobody can read it: no informer holds it, and its DELETE event
+			// carries nothing a controller can act on beyond the above.
 			return "", nil
 		}
-		if k.Prefix == "persistentvolumeclaims" {
-			return "", a.claim(t.Key, k.Namespace, k.Name, "")
-		}
 		a.add(t.Key, Effect{Kind: Unknown, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(Unknown),
-			Summary: "its value cannot be read here (" + oneLine(err) + "), so what its deletion sets in motion is unknown; pass --encryption-provider-config if it is encrypted"})
+			Summary: "its value cannot be read here (" + oneLine(err) + "), so what its deletion sets in motion is unknown; pass --encryption-provider-config, or let the API server answer"})
 		return "", nil
 	}
 	m, err := metaOf(obj)
@@ -147,19 +176,29 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 	return string(m.GetUID()), nil
 }
 
-// read decodes a stored value, decrypting it first when it can.
+// read decodes a stored value. An encrypted one is decrypted with
+// --encryption-provider-config, or else read through the API server.
 func (a *analysis) read(k etcdscan.Key, value []byte) (runtime.Object, error) {
 	obj, meta, err := decode.Typed(value)
-	if err == nil || meta == nil || meta.Encryption == nil || a.dec == nil {
+	if err == nil || meta == nil || meta.Encryption == nil {
 		return obj, err
 	}
 	r := catalog.Release().ResourceFor(k.Prefix)
-	plain, derr := a.dec.Decrypt(a.ctx, etcdscan.ObjectKey(a.registry, k.Prefix, k.Namespace, k.Name), schema.GroupResource{Group: r.Group, Resource: r.Resource}, value)
-	if derr != nil {
-		return nil, derr
+	if d := a.readers.Decrypter; d != nil {
+		key := etcdscan.ObjectKey(a.registry, k.Prefix, k.Namespace, k.Name)
+		if plain, derr := d.Decrypt(a.ctx, key, schema.GroupResource{Group: r.Group, Resource: r.Resource}, value); derr == nil {
+			obj, _, err = decode.Typed(plain)
+			return obj, err
+		}
 	}
-	obj, _, err = decode.Typed(plain)
-	return obj, err
+	if api := a.readers.API; api != nil && r.Version != "" {
+		u, aerr := api.Object(a.ctx, r, k.Namespace, k.Name)
+		if aerr == nil {
+			return decode.FromUnstructured(u)
+		}
+		err = fmt.Errorf("%w; the API server cannot read it either: %v", err, aerr)
+	}
+	return nil, err
 }
 
 func metaOf(obj runtime.Object) (metav1.Object, error) {
@@ -235,25 +274,47 @@ func (a *analysis) loadPVs() error {
 type owned struct {
 	key    string
 	uid    string
-	owners []string
+	owners []metav1.OwnerReference
+	ns     string
 }
 
+// ownerID is what an ownerReference says of an owner besides its UID.
+type ownerID struct{ group, kind, namespace, name string }
+
 // dependents finds, transitively, the objects the garbage collector deletes
-// once the targets are gone: those every owner of which is gone. Namespaced
-// owners have dependents only in their namespace; cluster-scoped ones
-// anywhere, which takes a walk of the whole keyspace.
+// once the targets are gone: those every owner of which is gone (a target,
+// a dependent deleted before it, or an owner that is not there at all).
+// Namespaced owners have dependents only in their namespace; cluster-scoped
+// ones anywhere, which takes a walk of the whole keyspace.
 func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 	var edges []owned
+	seen := map[string]bool{}
+	unreadable := map[string]int{}
 	collect := func(kv *mvccpb.KeyValue) error {
+		key := string(kv.Key)
 		obj, err := decode.Meta(kv.Value)
-		if err != nil || len(obj.Meta.OwnerReferences) == 0 {
+		if err == nil && obj.Encryption != nil {
+			if k, perr := etcdscan.ParseKey(a.registry, key); perr == nil {
+				var full runtime.Object
+				if full, err = a.read(k, kv.Value); err == nil {
+					if m, merr := metaOf(full); merr == nil {
+						obj.Meta = metav1.ObjectMeta{UID: m.GetUID(), OwnerReferences: m.GetOwnerReferences(), Namespace: m.GetNamespace()}
+					}
+				}
+			}
+		}
+		if err != nil {
+			if !a.targets[key] {
+				k, _ := etcdscan.ParseKey(a.registry, key)
+				unreadable[k.Namespace]++
+			}
 			return nil
 		}
-		o := owned{key: string(kv.Key), uid: string(obj.Meta.UID)}
-		for _, r := range obj.Meta.OwnerReferences {
-			o.owners = append(o.owners, string(r.UID))
+		seen[string(obj.Meta.UID)] = true
+		if len(obj.Meta.OwnerReferences) > 0 {
+			k, _ := etcdscan.ParseKey(a.registry, key)
+			edges = append(edges, owned{key: key, uid: string(obj.Meta.UID), owners: obj.Meta.OwnerReferences, ns: k.Namespace})
 		}
-		edges = append(edges, o)
 		return nil
 	}
 	if clusterScoped {
@@ -267,34 +328,64 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 			}
 		}
 	}
-	uids := make([]string, 0, len(a.byUID))
-	for uid := range a.byUID {
-		uids = append(uids, uid)
+	var roots []string
+	for _, key := range a.byUID {
+		roots = append(roots, key)
 	}
-	sort.Strings(uids)
-	for _, uid := range uids {
-		key := a.byUID[uid]
+	for _, key := range a.byName {
+		roots = append(roots, key)
+	}
+	sort.Strings(roots)
+	for _, key := range roots {
+		// gone holds the UIDs that will not be there: every target's, and
+		// the dependents found so far.
 		gone := map[string]bool{}
 		for u := range a.byUID {
 			gone[u] = true
 		}
+		frontier := map[string]bool{}
+		for u, k := range a.byUID {
+			if k == key {
+				frontier[u] = true
+			}
+		}
 		var deleted, purged []string
-		frontier := []string{uid}
-		seen := map[string]bool{}
-		for len(frontier) > 0 {
-			next := []string{}
+		done := map[string]bool{}
+		for first := true; first || len(frontier) > 0; first = false {
+			next := map[string]bool{}
 			for _, e := range edges {
-				if seen[e.key] || !ownedBy(e, frontier) || !allIn(e.owners, gone) {
+				if done[e.key] {
 					continue
 				}
-				seen[e.key] = true
+				hit, all := false, true
+				for _, r := range e.owners {
+					uid := string(r.UID)
+					nameKey, byName := a.ownerByName(e, r)
+					switch {
+					case frontier[uid] || (first && byName && nameKey == key):
+						hit = true
+					case gone[uid] || byName:
+						// Another target of this purge.
+					case !seen[uid]:
+						// Not there at all: the garbage collector finds it gone.
+					default:
+						all = false
+					}
+				}
+				if !hit || !all {
+					continue
+				}
+				done[e.key] = true
 				if a.targets[e.key] {
 					purged = append(purged, e.key)
 				} else {
 					deleted = append(deleted, e.key)
+					if err := a.dependentClaim(key, e.key); err != nil {
+						return err
+					}
 				}
 				gone[e.uid] = true
-				next = append(next, e.uid)
+				next[e.uid] = true
 			}
 			frontier = next
 		}
@@ -308,26 +399,48 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 			a.add(key, Effect{Kind: DependentsPurged, Objects: purged,
 				Summary: fmt.Sprintf("its %d dependents are in this purge too (backed up): %s", len(purged), strings.Join(purged, ", "))})
 		}
+		k, _ := etcdscan.ParseKey(a.registry, key)
+		if n := unreadable[k.Namespace]; n > 0 || (k.Namespace == "" && len(unreadable) > 0) {
+			if k.Namespace == "" {
+				for _, c := range unreadable {
+					n += c
+				}
+			}
+			a.add(key, Effect{Kind: Unknown, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(Unknown),
+				Summary: fmt.Sprintf("%d values where its dependents could be cannot be read here, so whether the garbage collector deletes them is unknown; pass --encryption-provider-config, or let the API server answer", n)})
+		}
 	}
 	return nil
 }
 
-func ownedBy(e owned, uids []string) bool {
-	for _, o := range e.owners {
-		if contains(uids, o) {
-			return true
+// ownerByName finds the unreadable target an ownerReference points at.
+func (a *analysis) ownerByName(e owned, r metav1.OwnerReference) (string, bool) {
+	gv, _ := schema.ParseGroupVersion(r.APIVersion)
+	for _, ns := range []string{e.ns, ""} {
+		if key, ok := a.byName[ownerID{group: gv.Group, kind: r.Kind, namespace: ns, name: r.Name}]; ok {
+			return key, true
 		}
 	}
-	return false
+	return "", false
 }
 
-func allIn(xs []string, set map[string]bool) bool {
-	for _, x := range xs {
-		if !set[x] {
-			return false
-		}
+// dependentClaim gives a target the storage effects of a claim the garbage
+// collector deletes because of it: a dependent PVC destroys its volume's
+// storage just as a purged one would, and --retain-volumes covers it.
+func (a *analysis) dependentClaim(target, dependent string) error {
+	k, err := etcdscan.ParseKey(a.registry, dependent)
+	if err != nil || k.Prefix != "persistentvolumeclaims" {
+		return nil
 	}
-	return true
+	kv, err := a.store.Get(a.ctx, dependent)
+	if err != nil || kv == nil {
+		return err
+	}
+	uid := ""
+	if obj, err := decode.Meta(kv.Value); err == nil {
+		uid = string(obj.Meta.UID)
+	}
+	return a.claim(target, k.Namespace, k.Name, uid)
 }
 
 func contains(xs []string, x string) bool {

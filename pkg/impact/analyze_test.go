@@ -72,6 +72,13 @@ func TestAnalyze(t *testing.T) {
 		"/registry/configmaps/ns2/elsewhere":  cm("ns2", "elsewhere", "root"),
 		"/registry/configmaps/ns/purgedchild": cm("ns", "purgedchild", "root2"),
 		"/registry/configmaps/ns/root2":       cm("ns", "root2"),
+		// Its other owner is not there at all: the GC deletes it with root.
+		"/registry/configmaps/ns/orphanco": cm("ns", "orphanco", "root", "never-existed"),
+		// Owned by the undecodable target, known to it only by name.
+		"/registry/configmaps/ns/brokenchild": cm("ns", "brokenchild", "broken"),
+		"/registry/persistentvolumes/pv-dep":  pv("pv-dep", corev1.PersistentVolumeReclaimDelete, "ns", "depclaim", "u-dep"),
+		"/registry/persistentvolumeclaims/ns/depclaim": &corev1.PersistentVolumeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: meta("ns", "depclaim", "u-dep", "root")},
 	}
 	for k, o := range puts {
 		if _, err := cli.Put(ctx, k, encode(t, o)); err != nil {
@@ -92,7 +99,7 @@ func TestAnalyze(t *testing.T) {
 		targets = append(targets, etcdscan.Finding{Key: k, Namespace: key.Namespace, Name: key.Name})
 	}
 	targets = append(targets, etcdscan.Finding{Key: "/registry/configmaps/ns/broken", Namespace: "ns", Name: "broken", Classes: []etcdscan.Class{etcdscan.ClassUndecodable}})
-	rep, err := Analyze(ctx, store, "/registry/", targets, nil)
+	rep, err := Analyze(ctx, store, "/registry/", targets, Readers{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +116,10 @@ func TestAnalyze(t *testing.T) {
 		{"/registry/configmaps/ns/fin", []Kind{FinalizersSkipped}, false, []string{"example.com/x"}},
 		// Only namespaced dependents in the owner's namespace count; shared
 		// keeps a live owner; grandchild goes with child.
-		{"/registry/configmaps/ns/root", []Kind{DependentsDeleted}, true, []string{"/registry/configmaps/ns/child", "/registry/configmaps/ns/grandchild"}},
+		// A dependent claim destroys its volume's storage too.
+		{"/registry/configmaps/ns/root", []Kind{StorageDestroyed, DependentsDeleted}, true, nil},
 		{"/registry/configmaps/ns/root2", []Kind{DependentsPurged}, false, []string{"/registry/configmaps/ns/purgedchild"}},
-		{"/registry/configmaps/ns/broken", nil, false, nil},
+		{"/registry/configmaps/ns/broken", []Kind{DependentsDeleted}, true, []string{"/registry/configmaps/ns/brokenchild"}},
 	}
 	for _, tt := range tests {
 		got := rep.Effects[tt.key]
@@ -125,11 +133,15 @@ func TestAnalyze(t *testing.T) {
 			}
 		}
 	}
-	if v := rep.VolumesToRetain(); len(v) != 1 || v[0].Name != "pv-del" || v[0].ReclaimPolicy != "Delete" {
+	if e := rep.Effects["/registry/configmaps/ns/root"]; len(e) == 2 && !equal(e[1].Objects, []string{"/registry/configmaps/ns/child",
+		"/registry/configmaps/ns/grandchild", "/registry/configmaps/ns/orphanco", "/registry/persistentvolumeclaims/ns/depclaim"}) {
+		t.Errorf("dependents of root: %v", e[1].Objects)
+	}
+	if v := rep.VolumesToRetain(); len(v) != 2 || v[0].Name != "pv-del" || v[1].Name != "pv-dep" {
 		t.Errorf("volumes to retain: %+v", v)
 	}
 	refused := rep.Refused(Options{})
-	if len(refused) != 2 {
+	if len(refused) != 3 {
 		t.Errorf("refused without options: %v", refused)
 	}
 	if refused := rep.Refused(Options{RetainVolumes: true, Accept: []Kind{DependentsDeleted}}); len(refused) != 0 {

@@ -21,6 +21,8 @@ const (
 	AlreadyPresent Outcome = "already-present"
 	Conflict       Outcome = "conflict"
 	WouldRestore   Outcome = "would-restore"
+	// NotAttempted is a key left alone because the run stopped before it.
+	NotAttempted Outcome = "not-attempted"
 	// RestoredWithoutVolume is a claim written back whose volume is gone.
 	RestoredWithoutVolume Outcome = "restored-without-volume"
 	// LeftAsIs is a backup entry restore does not write back by design.
@@ -42,6 +44,9 @@ type Result struct {
 // back and reports one still there.
 func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing) ([]Result, error) {
 	results := make([]Result, len(entries))
+	for i, e := range entries {
+		results[i] = Result{Key: e.Key, Outcome: NotAttempted, Detail: "not attempted: the purge stopped before it"}
+	}
 	err := guardedTxn(ctx, kv, pacing, len(entries),
 		func(i int) []clientv3.Cmp {
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", entries[i].ModRevision)}
@@ -51,7 +56,7 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 			return cmps
 		},
 		func(i int) clientv3.Op { return clientv3.OpDelete(entries[i].Key) },
-		func(i int, ok bool) {
+		func(i int, ok bool, _ int64) {
 			results[i] = Result{Key: entries[i].Key, Outcome: Deleted}
 			if !ok {
 				results[i] = Result{Key: entries[i].Key, Outcome: SkippedChanged}

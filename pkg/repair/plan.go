@@ -113,7 +113,11 @@ func (p *Plan) Blockers() []Blocker {
 			}
 		}
 		for _, w := range order {
-			out = append(out, *byWay[w])
+			b := byWay[w]
+			if n := len(b.Keys) - 1; n > 0 {
+				b.Reason += fmt.Sprintf(" (and %d more keys, listed)", n)
+			}
+			out = append(out, *b)
 		}
 	}
 	return out

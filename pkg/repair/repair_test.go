@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -76,6 +77,28 @@ func TestGuardedDeleteRechecksTheWitness(t *testing.T) {
 		}
 		if r.Outcome == SkippedChanged && r.Detail != "no longer a ghost: /registry/namespaces/a exists again since the scan; left alone" {
 			t.Errorf("%s: detail %q", r.Key, r.Detail)
+		}
+	}
+}
+
+// TestGuardedDeleteKeepsCompareCountUnderTheLimit: etcd's --max-txn-ops
+// (128) counts compares too; a full batch whose keys each rest on another
+// absent key must be split, not refused by etcd.
+func TestGuardedDeleteKeepsCompareCountUnderTheLimit(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	var entries []Entry
+	for i := 0; i < 128; i++ {
+		e := put(t, cli, fmt.Sprintf("/registry/pods/ns%d/p", i), "v")
+		e.Absent = []string{fmt.Sprintf("/registry/namespaces/ns%d", i)}
+		entries = append(entries, e)
+	}
+	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 128, PerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Outcome != Deleted {
+			t.Fatalf("%s: %s (%s)", r.Key, r.Outcome, r.Detail)
 		}
 	}
 }

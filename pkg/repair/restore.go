@@ -43,13 +43,18 @@ func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryR
 	if dryRun || len(todo) == 0 {
 		return results, checkClaims(ctx, kv, b, todo, results)
 	}
+	for _, i := range todo {
+		results[i] = Result{Key: b.Entries[i].Key, Outcome: NotAttempted, Detail: "not attempted: the restore stopped before it"}
+	}
+	wrote := map[int]int64{}
 	err := guardedTxn(ctx, kv, pacing, len(todo),
 		func(j int) []clientv3.Cmp {
 			return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(b.Entries[todo[j]].Key), "=", 0)}
 		},
 		func(j int) clientv3.Op { e := b.Entries[todo[j]]; return clientv3.OpPut(e.Key, string(e.Value)) },
-		func(j int, ok bool) {
+		func(j int, ok bool, rev int64) {
 			i := todo[j]
+			wrote[i] = rev
 			results[i] = Result{Key: b.Entries[i].Key, Outcome: Restored}
 			if !ok {
 				results[i] = Result{Key: b.Entries[i].Key, Outcome: Conflict, Detail: "created by someone else during the restore; left alone"}
@@ -70,11 +75,11 @@ func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryR
 		case len(resp.Kvs) == 0:
 			results[i] = Result{Key: b.Entries[i].Key, Outcome: StillPresent, Detail: "absent again right after the restore"}
 		case bytes.Equal(resp.Kvs[0].Value, b.Entries[i].Value):
-		case resp.Kvs[0].Version > 1:
+		case resp.Kvs[0].CreateRevision == wrote[i]:
 			// Written back, then updated: a controller reacting to it.
 			results[i].Detail = fmt.Sprintf("restored, then updated by someone else (now at mod revision %d)", resp.Kvs[0].ModRevision)
 		default:
-			results[i] = Result{Key: b.Entries[i].Key, Outcome: StillPresent, Detail: "read back differs from the backup after the restore"}
+			results[i] = Result{Key: b.Entries[i].Key, Outcome: Conflict, Detail: "deleted and created again by someone else right after the restore; left alone"}
 		}
 	}
 	return results, checkClaims(ctx, kv, b, todo, results)
@@ -97,7 +102,11 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, res
 		}
 		prefix := b.Prefix
 		if prefix == "" {
-			prefix = e.Key[:strings.Index(e.Key, "persistentvolumeclaims/")]
+			i := strings.Index(e.Key, "persistentvolumeclaims/")
+			if i < 0 {
+				continue
+			}
+			prefix = e.Key[:i]
 		}
 		pvKey := prefix + "persistentvolumes/" + pvc.Spec.VolumeName
 		resp, err := kv.Get(ctx, pvKey)

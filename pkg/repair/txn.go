@@ -32,28 +32,31 @@ func (p Pacing) normalized() Pacing {
 	return p
 }
 
+// maxTxnOps is etcd's default --max-txn-ops. It bounds the compares of a
+// transaction as well as its operations.
+const maxTxnOps = 128
+
 // guardedTxn runs one transaction per batch with the compares and an
 // operation per key; compares shared by several keys of a batch (the same
-// namespace key that must stay absent) are sent once. When a batch's
-// compares fail (some key or witness changed), it falls back to one
-// transaction per key so every other key is still handled; done reports each
-// key with whether its compares held.
+// namespace key that must stay absent) are sent once, and a batch ends
+// before its distinct compares pass maxTxnOps. When a batch's compares fail
+// (some key or witness changed), it falls back to one transaction per key so
+// every other key is still handled; done reports each key with whether its
+// compares held and the revision of the transaction that handled it.
 func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
-	cmp func(i int) []clientv3.Cmp, op func(i int) clientv3.Op, done func(i int, ok bool)) error {
+	cmp func(i int) []clientv3.Cmp, op func(i int) clientv3.Op, done func(i int, ok bool, rev int64)) error {
 	pacing = pacing.normalized()
 	lim := rate.NewLimiter(rate.Limit(pacing.PerSecond), 1)
-	run := func(idx []int) (bool, error) {
+	run := func(idx []int) (bool, int64, error) {
 		if err := lim.Wait(ctx); err != nil {
-			return false, err
+			return false, 0, err
 		}
 		var cmps []clientv3.Cmp
 		seen := map[string]bool{}
 		ops := make([]clientv3.Op, len(idx))
 		for j, i := range idx {
 			for _, c := range cmp(i) {
-				pc := c.GetCompare()
-				id := fmt.Sprintf("%s\x00%v\x00%v\x00%v", pc.Key, pc.Target, pc.Result, pc.TargetUnion)
-				if !seen[id] {
+				if id := cmpID(c); !seen[id] {
 					seen[id] = true
 					cmps = append(cmps, c)
 				}
@@ -62,33 +65,50 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 		}
 		resp, err := kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
-		return resp.Succeeded, nil
+		return resp.Succeeded, resp.Header.Revision, nil
 	}
-	for start := 0; start < n; start += pacing.BatchSize {
-		end := min(start+pacing.BatchSize, n)
-		batch := make([]int, 0, end-start)
-		for i := start; i < end; i++ {
+	for start := 0; start < n; {
+		var batch []int
+		distinct := map[string]bool{}
+		for i := start; i < n && len(batch) < pacing.BatchSize; i++ {
+			var fresh []string
+			for _, c := range cmp(i) {
+				if id := cmpID(c); !distinct[id] && !contains(fresh, id) {
+					fresh = append(fresh, id)
+				}
+			}
+			if len(batch) > 0 && len(distinct)+len(fresh) > maxTxnOps {
+				break
+			}
+			for _, id := range fresh {
+				distinct[id] = true
+			}
 			batch = append(batch, i)
 		}
-		ok, err := run(batch)
+		first, last := batch[0]+1, batch[len(batch)-1]+1
+		start += len(batch)
+		ok, rev, err := run(batch)
 		if err != nil {
-			return fmt.Errorf("transaction for keys %d-%d: %w", start+1, end, err)
+			return fmt.Errorf("transaction for keys %d-%d: %w", first, last, err)
 		}
 		if ok {
 			for _, i := range batch {
-				done(i, true)
+				done(i, true, rev)
 			}
 			continue
 		}
 		for _, i := range batch {
-			ok, err := run([]int{i})
+			ok, rev, err := run([]int{i})
 			if err != nil {
 				return fmt.Errorf("transaction for key %d: %w", i+1, err)
 			}
-			done(i, ok)
+			done(i, ok, rev)
 		}
 	}
 	return nil
 }
+
+// cmpID identifies a compare (key, range end, target, result and value).
+func cmpID(c clientv3.Cmp) string { return c.GetCompare().String() }
