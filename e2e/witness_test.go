@@ -211,7 +211,7 @@ func TestLiveObjectsAreNeverGhosts(t *testing.T) {
 
 // TestPartialKeyspaceIsNotJudged: with events kept in their own etcd
 // (--etcd-servers-overrides), that etcd holds no namespaces; none of its
-// events is an orphan.
+// events is an orphan. And objects of an API turned off are no ghosts.
 func TestPartialKeyspaceIsNotJudged(t *testing.T) {
 	c := startCluster(t, clusterOptions{eventsEtcd: true})
 	ctx := context.Background()
@@ -238,8 +238,16 @@ func TestPartialKeyspaceIsNotJudged(t *testing.T) {
 			t.Errorf("%v: purge dry run on the events etcd: exit %d: %s\n%s", api, code, errOut, out)
 		}
 	}
+	// An API compiled in but off (a stock kube-apiserver does not serve
+	// coordination.k8s.io/v1beta1): its stored objects are recoverable.
+	c.put(t, "/registry/leasecandidates/app/lc", []byte(`{"apiVersion":"coordination.k8s.io/v1beta1","kind":"LeaseCandidate","metadata":{"name":"lc","namespace":"app","uid":"5d0f3c52-6f1e-4d1c-8a53-2f4c1b9e7a10"}}`))
 	rep, _ := c.scanJSON(t)
-	assertFindings(t, rep, nil)
+	assertFindings(t, rep, map[string][]etcdscan.Class{"/registry/leasecandidates/app/lc": {etcdscan.ClassUnservedNow}})
+	out, errOut, code := runBinary(t, "", append([]string{"scan", "-o", "json", "--no-api"}, c.etcdArgs()...)...)
+	if code != 0 {
+		t.Fatalf("offline scan: exit %d: %s", code, errOut)
+	}
+	assertFindings(t, decodeReport(t, out), nil)
 }
 
 func checksByName(rep *etcdscan.Report) map[string]etcdscan.Check {

@@ -16,6 +16,7 @@ func report() *etcdscan.Report {
 		f("/registry/pods/ns1/b", "ns1", true, 11, etcdscan.ClassOrphanedNamespace),
 		f("/registry/pods/ns10/c", "ns10", true, 12, etcdscan.ClassOrphanedNamespace),
 		f("/registry/pods/ns1/stuck", "ns1", false, 13, etcdscan.ClassStuckTerminating),
+		f("/registry/pods/ns1/disputed", "ns1", false, 14, etcdscan.ClassDisputed),
 	}}
 }
 
@@ -36,6 +37,8 @@ func TestNewPlan(t *testing.T) {
 		{name: "key that is not a finding", sel: Selector{Keys: []string{"/registry/pods/ns1/live"}}, refused: true},
 		{name: "prefix as key", sel: Selector{Keys: []string{"/registry/pods/"}}, refused: true},
 		{name: "suspect key", sel: Selector{Keys: []string{"/registry/pods/ns1/stuck"}}, refused: true},
+		{name: "disputed key", sel: Selector{Keys: []string{"/registry/pods/ns1/disputed"}}, refused: true},
+		{name: "force-class disputed", sel: Selector{Namespace: "ns1", ForceClasses: []etcdscan.Class{etcdscan.ClassDisputed}}, refused: true},
 		{name: "key outside the namespace", sel: Selector{Namespace: "ns1", Keys: []string{"/registry/pods/ns10/c"}}, refused: true},
 		{name: "reviewed plan pins revisions", sel: Selector{Namespace: "ns1", Reviewed: &etcdscan.Report{Prefix: "/registry/", Findings: []etcdscan.Finding{
 			{Key: "/registry/pods/ns1/a", Namespace: "ns1", Ghost: true, ModRevision: 10},
@@ -73,5 +76,25 @@ func TestNewPlan(t *testing.T) {
 				t.Errorf("skipped %v, want %d", p.Skipped, tt.skipped)
 			}
 		})
+	}
+}
+
+// TestSingleWitnessBlocks: a plan holding a single-witness ghost is refused
+// unless the selector accepts single-witness verdicts.
+func TestSingleWitnessBlocks(t *testing.T) {
+	rep := report()
+	rep.Findings[0].SingleWitness = true
+	for _, accept := range []bool{false, true} {
+		plan, err := NewPlan(rep, Selector{Namespace: "ns1", AcceptSingleWitness: accept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = plan.Refusal()
+		if accept != (err == nil) {
+			t.Errorf("accept %v: refusal %v", accept, err)
+		}
+		if err != nil && (!errors.Is(err, ErrRefused) || len(plan.Blockers()) != 1 || plan.Blockers()[0].Keys[0] != "/registry/pods/ns1/a") {
+			t.Errorf("blockers %+v: %v", plan.Blockers(), err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/impact"
 )
 
 func put(t *testing.T, cli *clientv3.Client, key, value string) Entry {
@@ -201,4 +202,23 @@ func flip(b []byte, i int) []byte {
 	c := append([]byte{}, b...)
 	c[i] ^= 0xff
 	return c
+}
+
+// TestRetainRefusals: Retain is set through the API server or not at all,
+// and a volume changed since the scan stops the purge.
+func TestRetainRefusals(t *testing.T) {
+	vols := []impact.Volume{{Name: "pv1", Key: "/registry/persistentvolumes/pv1", ReclaimPolicy: "Delete"}}
+	if _, err := RetainVolumes(context.Background(), nil, vols); err == nil {
+		t.Error("RetainVolumes without an API server went ahead")
+	}
+	cli, _ := etcdtest.Start(t)
+	e := put(t, cli, vols[0].Key, "pv")
+	vols[0].ModRevision = e.ModRevision
+	if _, err := readVolumes(context.Background(), cli, vols); err != nil {
+		t.Fatalf("unchanged volume: %v", err)
+	}
+	put(t, cli, vols[0].Key, "pv, changed")
+	if _, err := readVolumes(context.Background(), cli, vols); err == nil {
+		t.Error("a volume changed since the scan was accepted")
+	}
 }
