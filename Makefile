@@ -11,10 +11,10 @@ all: build
 build:
 	$(GO) build -o bin/regghost .
 
-# tools builds (and caches) etcd, etcdctl, etcdutl and kube-apiserver.
+# tools builds (and caches) etcd, etcdctl, etcdutl, kube-apiserver and kube-controller-manager.
 tools:
 	cd e2e/tools/etcd && $(GO) tool -n etcd >/dev/null && $(GO) tool -n etcdctl >/dev/null && $(GO) tool -n etcdutl >/dev/null
-	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null
+	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

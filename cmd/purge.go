@@ -257,7 +257,7 @@ func printPlan(out io.Writer, format string, plan *repair.Plan, dryRun bool) err
 	if len(plan.Targets) > 0 {
 		t := newTable(out, "KEY", "CLASS", "WITNESSES", "IMPACT", "REASON", "REV")
 		for _, f := range plan.Targets {
-			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Witnesses(), impact.Short(plan.Effects(f.Key)), f.Reason(), fmt.Sprint(f.ModRevision)})
+			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Witnesses(), impact.Short(plan.Effects(f.Key), plan.ImpactOptions), f.Reason(), fmt.Sprint(f.ModRevision)})
 		}
 		if err := t.Render(); err != nil {
 			return err

@@ -5,23 +5,24 @@
 # KEEP=1 leaves the cluster running and prints how to reach it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for t in openssl curl; do
+for t in openssl curl python3; do
   command -v "$t" >/dev/null || { echo "demo: $t is needed (apt-get install -y $t)" >&2; exit 1; }
 done
 
-echo "==> building regghost, etcd, etcdctl and kube-apiserver (cached in the Go build cache after the first run)"
+echo "==> building regghost, etcd, etcdctl, kube-apiserver and kube-controller-manager (cached in the Go build cache after the first run)"
 mkdir -p bin
 go build -o bin/regghost .
 ETCD=$(cd e2e/tools/etcd && go tool -n etcd)
 ETCDCTL_BIN=$(cd e2e/tools/etcd && go tool -n etcdctl)
 APISERVER=$(cd e2e/tools/kube-apiserver && go tool -n kube-apiserver)
+KCM=$(cd e2e/tools/kube-apiserver && go tool -n kube-controller-manager)
 
 DIR=${DEMO_DIR:-$(mktemp -d /tmp/regghost-demo.XXXXXX)}
 mkdir -p "$DIR"
 pids=()
 cleanup() {
   if [ "${KEEP:-0}" = 1 ]; then
-    echo "==> cluster left running (KEEP=1): etcd pid ${pids[0]:-}, kube-apiserver pid ${pids[1]:-}; state in $DIR"
+    echo "==> cluster left running (KEEP=1): etcd pid ${pids[0]:-}, kube-apiserver pid ${pids[1]:-}, kube-controller-manager pid ${pids[2]:-}; state in $DIR"
     return
   fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -83,6 +84,11 @@ users: [{name: admin, user: {token: demo-token}}]
 contexts: [{name: demo, context: {cluster: demo, user: admin}}]
 current-context: demo
 KC
+echo "==> starting kube-controller-manager (PersistentVolume controller with the hostPath provisioner, garbage collector)"
+"$KCM" --kubeconfig "$DIR/kubeconfig" --leader-elect=false --secure-port=0 --enable-hostpath-provisioner \
+  --controllers persistentvolume-binder-controller,garbage-collector-controller >"$DIR/kcm.log" 2>&1 &
+pids+=($!)
+
 export ETCDCTL_ENDPOINTS=$EP ETCDCTL_CACERT=$DIR/ca.crt ETCDCTL_CERT=$DIR/client.crt ETCDCTL_KEY=$DIR/client.key
 export KUBECONFIG=$DIR/kubeconfig
 
@@ -96,6 +102,18 @@ kc -XPOST "$API/api/v1/namespaces/kb-system/configmaps" -d '{"metadata":{"name":
 kc -XPOST "$API/api/v1/namespaces/kb-system/secrets" -d '{"metadata":{"name":"db-password"},"stringData":{"password":"hunter2"}}' >/dev/null
 kc -XPOST "$API/apis/apiextensions.k8s.io/v1/customresourcedefinitions" -d '{"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
 for _ in $(seq 1 60); do kc -XPOST "$API/apis/example.com/v1/namespaces/kb-system/widgets" -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"blue"}}' >/dev/null 2>&1 && break; sleep 0.5; done
+
+echo "==> a claim in kb-system on a hostPath volume whose reclaim policy is Delete, with data in it"
+kc -XPOST "$API/apis/storage.k8s.io/v1/storageclasses" -d '{"metadata":{"name":"hostpath"},"provisioner":"kubernetes.io/host-path","reclaimPolicy":"Delete","volumeBindingMode":"Immediate"}' >/dev/null
+kc -XPOST "$API/api/v1/namespaces/kb-system/persistentvolumeclaims" -d '{"metadata":{"name":"data"},"spec":{"storageClassName":"hostpath","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Mi"}}}}' >/dev/null
+PV=""
+for _ in $(seq 1 60); do
+  PV=$(kc "$API/api/v1/namespaces/kb-system/persistentvolumeclaims/data" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"].get("volumeName",""))' 2>/dev/null || true)
+  [ -n "$PV" ] && break; sleep 0.5
+done
+VOLDIR=$(kc "$API/api/v1/persistentvolumes/$PV" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["hostPath"]["path"])')
+echo "the only copy" > "$VOLDIR/precious.db"
+echo "claim kb-system/data is bound to $PV; its data is in $VOLDIR"
 
 echo "==> the incident: someone force-deletes the namespace key and the CRD key straight from etcd"
 "$ETCDCTL_BIN" del /registry/namespaces/kb-system
@@ -115,10 +133,16 @@ if $R purge --help >/dev/null 2>&1; then
   export REGGHOST_BACKUP_DIR=$DIR/backups
   run $R purge --namespace kb-system
   run $R purge --namespace kb-system --from "$DIR/plan.json" --confirm --yes
+  run $R purge --namespace kb-system --from "$DIR/plan.json" --confirm --yes --retain-volumes
+  echo; echo "\$ cat $VOLDIR/precious.db   # the volume and its data are still there"; cat "$VOLDIR/precious.db"
   run $R backup ls
   run $R scan --namespace kb-system
   backup=$(ls -d "$DIR"/backups/*/ | head -1)
   run $R backup show "$backup"
   run $R restore "$backup" --confirm --yes
+  sleep 3
+  echo; echo "\$ curl .../api/v1/persistentvolumes/$PV   # bound again to the restored claim"
+  kc "$API/api/v1/persistentvolumes/$PV" | python3 -c 'import json,sys; pv=json.load(sys.stdin); print(pv["status"]["phase"], pv["spec"]["persistentVolumeReclaimPolicy"], pv["spec"]["claimRef"]["namespace"]+"/"+pv["spec"]["claimRef"]["name"])'
+  rm -rf "$VOLDIR"
   run $R scan --namespace kb-system
 fi

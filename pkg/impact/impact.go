@@ -140,16 +140,23 @@ func (r *Report) VolumesToRetain() []Volume {
 	return out
 }
 
-// Short renders a key's effects for a table cell.
-func Short(effects []Effect) string {
+// Short renders a key's effects for a table cell, saying which irreversible
+// ones the options o cover.
+func Short(effects []Effect, o Options) string {
 	if len(effects) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(effects))
 	for i, e := range effects {
-		parts[i] = e.Summary
-		if e.Irreversible {
-			parts[i] = "IRREVERSIBLE: " + parts[i]
+		switch {
+		case e.Irreversible && o.accepts(e) && e.Kind == StorageDestroyed && e.Volume != nil:
+			parts[i] = fmt.Sprintf("PV %s is set to Retain first (%s): the volume and its data stay", e.Volume.Name, RetainVolumesFlag)
+		case e.Irreversible && o.accepts(e):
+			parts[i] = "ACCEPTED, IRREVERSIBLE: " + e.Summary
+		case e.Irreversible:
+			parts[i] = "IRREVERSIBLE: " + e.Summary
+		default:
+			parts[i] = e.Summary
 		}
 	}
 	return strings.Join(parts, "; ")
