@@ -82,6 +82,33 @@ func (g *globalOptions) openStore(ctx context.Context, reads readSettings) (stor
 	return es, func() { cli.Close() }, nil
 }
 
+// readSession is what reading the cluster needs: the keyspace (pinned at
+// one revision), the local decrypter and the API server, opened once.
+type readSession struct {
+	store etcdscan.Store
+	dec   *decrypt.Decrypter
+	view  *apiview.View
+	// why says why view is nil.
+	why   string
+	close func()
+}
+
+// openRead opens the keyspace, --encryption-provider-config and the API
+// server.
+func (g *globalOptions) openRead(ctx context.Context, reads readSettings) (*readSession, error) {
+	store, closeStore, err := g.openStore(ctx, reads)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := g.decrypter(ctx)
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	view, why := g.api()
+	return &readSession{store: store, dec: dec, view: view, why: why, close: closeStore}, nil
+}
+
 // decrypter loads --encryption-provider-config, if given.
 func (g *globalOptions) decrypter(ctx context.Context) (*decrypt.Decrypter, error) {
 	if g.encryptionConfig == "" {

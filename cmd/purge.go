@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
@@ -129,19 +130,10 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if o.namespace == "" && len(o.keys) == 0 {
 		return usageError("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
 	}
-	rep, err := scanReport(ctx, g, o.namespace, scanReads(), o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
+	plan, view, err := planPurge(ctx, g, o, sel, impactOpts)
 	if err != nil {
 		return err
 	}
-	plan, err := repair.NewPlan(rep, sel)
-	if err != nil {
-		return err
-	}
-	effects, err := analyzeImpact(ctx, g, plan)
-	if err != nil {
-		return err
-	}
-	plan.SetImpact(effects, impactOpts)
 	if !o.confirm {
 		return printPlan(out, o.output, plan, true)
 	}
@@ -177,10 +169,9 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	}
 	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg,
 		Pacing: repair.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
-	if len(effects.VolumesToRetain()) > 0 && o.retainVolumes {
-		view, why := g.api()
+	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
-			return fmt.Errorf("%s needs the API server (%s); nothing was changed", impact.RetainVolumesFlag, why)
+			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
 		}
 		if popts.Kube, err = kubernetes.NewForConfig(view.Config); err != nil {
 			return fmt.Errorf("api server client: %w", err)
@@ -202,35 +193,38 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	return nil
 }
 
-// analyzeImpact works out what deleting the plan's targets sets in motion,
-// from the keyspace as it is now.
-func analyzeImpact(ctx context.Context, g *globalOptions, plan *repair.Plan) (*impact.Report, error) {
-	if len(plan.Targets) == 0 {
-		return &impact.Report{Effects: map[string][]impact.Effect{}}, nil
-	}
+// planPurge scans, selects the targets and works out what deleting them
+// sets in motion, all at the scan's revision and with one connection to
+// etcd and the API server. It returns the API server it used, if any.
+func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repair.Selector, io impact.Options) (*repair.Plan, *apiview.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
-	store, closeStore, err := g.openStore(ctx, scanReads())
+	rs, err := g.openRead(ctx, scanReads())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer closeStore()
-	dec, err := g.decrypter(ctx)
+	defer rs.close()
+	rep, err := rs.scan(ctx, g, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	plan, err := repair.NewPlan(rep, sel)
+	if err != nil {
+		return nil, nil, err
 	}
 	var readers impact.Readers
-	if dec != nil {
-		readers.Decrypter = dec
+	if rs.dec != nil {
+		readers.Decrypter = rs.dec
 	}
-	if view, _ := g.api(); view != nil {
-		readers.API = view
+	if rs.view != nil {
+		readers.API = rs.view
 	}
-	r, err := impact.Analyze(ctx, store, plan.Prefix, plan.Targets, readers)
+	effects, err := impact.Analyze(ctx, rs.store, plan.Prefix, plan.Targets, readers)
 	if err != nil {
-		return nil, fmt.Errorf("work out what the deletes set in motion: %w", err)
+		return nil, nil, fmt.Errorf("work out what the deletes set in motion: %w", err)
 	}
-	return r, nil
+	plan.SetImpact(effects, io)
+	return plan, rs.view, nil
 }
 
 func readReport(path string) (*etcdscan.Report, error) {

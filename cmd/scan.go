@@ -98,29 +98,29 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 func scanReport(ctx context.Context, g *globalOptions, namespace string, reads readSettings, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
-	store, closeStore, err := g.openStore(ctx, reads)
+	rs, err := g.openRead(ctx, reads)
 	if err != nil {
 		return nil, err
 	}
-	defer closeStore()
-	dec, err := g.decrypter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	view, why := g.api()
-	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, APIUnavailable: why,
+	defer rs.close()
+	return rs.scan(ctx, g, namespace, terminatingAfter, apiCheckLimit)
+}
+
+// scan runs one scan over the session's keyspace.
+func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace string, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
+	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, APIUnavailable: rs.why,
 		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit}
-	if view != nil {
-		served, err := view.Catalog(ctx)
+	if rs.view != nil {
+		served, err := rs.view.Catalog(ctx)
 		if err != nil {
 			return nil, err
 		}
-		opts.API, opts.Served, opts.ServerVersion = view, served, view.ServerVersion
+		opts.API, opts.Served, opts.ServerVersion = rs.view, served, rs.view.ServerVersion
 	}
-	if dec != nil {
-		opts.Decrypter = dec
+	if rs.dec != nil {
+		opts.Decrypter = rs.dec
 	}
-	rep, err := etcdscan.Scan(ctx, store, opts)
+	rep, err := etcdscan.Scan(ctx, rs.store, opts)
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}

@@ -1,7 +1,9 @@
-// Package etcdtest starts an embedded etcd server for unit tests.
+// Package etcdtest starts an embedded etcd server for unit tests and encodes
+// objects the way kube-apiserver stores them.
 package etcdtest
 
 import (
+	"bytes"
 	"net/url"
 	"testing"
 	"time"
@@ -9,6 +11,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // Start runs a single-member etcd in a temporary directory until the test
@@ -43,4 +48,14 @@ func Start(t testing.TB) (*clientv3.Client, string) {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return cli, ep
+}
+
+// Encode writes obj as kube-apiserver stores it: the protobuf envelope.
+func Encode(t testing.TB, obj runtime.Object) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
 }

@@ -1,7 +1,6 @@
 package etcdscan
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -10,22 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/catalog"
 )
 
-func encode(t testing.TB, obj runtime.Object) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.String()
-}
+func encode(t testing.TB, obj runtime.Object) string { return etcdtest.Encode(t, obj) }
 
 func pod(ns, name string) *corev1.Pod {
 	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}}

@@ -1,29 +1,19 @@
 package impact
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
-func encode(t *testing.T, obj runtime.Object) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.String()
-}
+func encode(t *testing.T, obj runtime.Object) string { return etcdtest.Encode(t, obj) }
 
 func meta(ns, name, uid string, owners ...string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}
