@@ -167,7 +167,7 @@ func TestPurgeKnowsWhatDeletionsSetInMotion(t *testing.T) {
 	t.Run("an owner's dependents outside the purge are listed and refused", func(t *testing.T) {
 		ownerKey := "/registry/configmaps/dbns/owner"
 		out, errOut, code := c.regghost(t, "", "purge", ownerKey, "--backup-dir", root)
-		if code != 0 || !strings.Contains(out, "the garbage collector deletes 2 dependents this purge does not back up: /registry/configmaps/dbns/dep1, /registry/configmaps/dbns/dep2") {
+		if code != 0 || !strings.Contains(out, "deletes 2 dependents this purge does not back up: /registry/configmaps/dbns/dep1, /registry/configmaps/dbns/dep2") {
 			t.Errorf("exit %d: %s\n%s", code, errOut, out)
 		}
 		_, errOut, code = c.regghost(t, "", "purge", ownerKey, "--backup-dir", root, "--confirm", "--yes")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
@@ -143,6 +144,9 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 			a.add(t.Key, Effect{Kind: ContainersStopped,
 				Summary: "the kubelet on node " + o.Spec.NodeName + " stops its containers; a restore starts them again, fresh"})
 		}
+		if err := a.protectedClaims(t.Key, o); err != nil {
+			return "", err
+		}
 	case *corev1.Service:
 		if o.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			ing := ""
@@ -174,6 +178,36 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 		}
 	}
 	return string(m.GetUID()), nil
+}
+
+// protectedClaims finds the claims a pod holds back from deletion: a claim
+// already Terminating waits for pvc-protection, which lets it go (and its
+// volume with it) once no pod uses it.
+func (a *analysis) protectedClaims(key string, pod *corev1.Pod) error {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claimKey := etcdscan.ObjectKey(a.registry, "persistentvolumeclaims", pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		if a.targets[claimKey] {
+			continue
+		}
+		kv, err := a.store.Get(a.ctx, claimKey)
+		if err != nil || kv == nil {
+			return err
+		}
+		obj, _, err := decode.Typed(kv.Value)
+		pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+		if err != nil || !ok || pvc.DeletionTimestamp == nil {
+			continue
+		}
+		a.add(key, Effect{Kind: ControllerActs, Objects: []string{claimKey},
+			Summary: "claim " + pvc.Name + " is Terminating and held only by pvc-protection while this pod uses it: deleting the pod lets the claim go"})
+		if err := a.claim(key, pvc.Namespace, pvc.Name, string(pvc.UID)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // read decodes a stored value. An encrypted one is decrypted with
@@ -311,9 +345,16 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 			return nil
 		}
 		seen[string(obj.Meta.UID)] = true
-		if len(obj.Meta.OwnerReferences) > 0 {
+		owners := obj.Meta.OwnerReferences
+		// The token controller deletes the legacy token Secrets of a
+		// deleted ServiceAccount, as if it owned them.
+		if uid := obj.Meta.Annotations[corev1.ServiceAccountUIDKey]; uid != "" {
+			owners = append(owners, metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount",
+				Name: obj.Meta.Annotations[corev1.ServiceAccountNameKey], UID: types.UID(uid)})
+		}
+		if len(owners) > 0 {
 			k, _ := etcdscan.ParseKey(a.registry, key)
-			edges = append(edges, owned{key: key, uid: string(obj.Meta.UID), owners: obj.Meta.OwnerReferences, ns: k.Namespace})
+			edges = append(edges, owned{key: key, uid: string(obj.Meta.UID), owners: owners, ns: k.Namespace})
 		}
 		return nil
 	}
@@ -393,7 +434,7 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 		sort.Strings(purged)
 		if len(deleted) > 0 {
 			a.add(key, Effect{Kind: DependentsDeleted, Irreversible: true, Objects: deleted, WayOut: AcceptImpactFlag + " " + string(DependentsDeleted),
-				Summary: fmt.Sprintf("the garbage collector deletes %d dependents this purge does not back up: %s", len(deleted), strings.Join(deleted, ", "))})
+				Summary: fmt.Sprintf("the garbage collector (the token controller, for legacy token Secrets) deletes %d dependents this purge does not back up: %s", len(deleted), strings.Join(deleted, ", "))})
 		}
 		if len(purged) > 0 {
 			a.add(key, Effect{Kind: DependentsPurged, Objects: purged,

@@ -75,6 +75,25 @@ func TestAnalyze(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	now := metav1.Now()
+	terminating := pvc("ns", "held", "u-held")
+	terminating.DeletionTimestamp = &now
+	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta("ns", "builder", "u-sa")}
+	token := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta("ns", "builder-token", "u-token"), Type: corev1.SecretTypeServiceAccountToken}
+	token.Annotations = map[string]string{corev1.ServiceAccountNameKey: "builder", corev1.ServiceAccountUIDKey: "u-sa"}
+	user := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: meta("ns", "user", "u-user"),
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "held"}}}}}}
+	for k, o := range map[string]runtime.Object{
+		"/registry/persistentvolumeclaims/ns/held": terminating,
+		"/registry/persistentvolumes/pv-held":      pv("pv-held", corev1.PersistentVolumeReclaimDelete, "ns", "held", "u-held"),
+		"/registry/serviceaccounts/ns/builder":     sa,
+		"/registry/secrets/ns/builder-token":       token,
+		"/registry/pods/ns/user":                   user,
+	} {
+		if _, err := cli.Put(ctx, k, encode(t, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := cli.Put(ctx, "/registry/configmaps/ns/broken", "\x00garbage"); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +103,7 @@ func TestAnalyze(t *testing.T) {
 	}
 	var targets []etcdscan.Finding
 	for _, k := range []string{"/registry/persistentvolumeclaims/ns/del", "/registry/persistentvolumeclaims/ns/keep", "/registry/persistentvolumeclaims/ns/reused",
-		"/registry/pods/ns/p", "/registry/configmaps/ns/fin", "/registry/configmaps/ns/root", "/registry/configmaps/ns/root2", "/registry/configmaps/ns/purgedchild"} {
+		"/registry/pods/ns/p", "/registry/configmaps/ns/fin", "/registry/serviceaccounts/ns/builder", "/registry/pods/ns/user", "/registry/configmaps/ns/root", "/registry/configmaps/ns/root2", "/registry/configmaps/ns/purgedchild"} {
 		key, _ := etcdscan.ParseKey("/registry/", k)
 		targets = append(targets, etcdscan.Finding{Key: k, Namespace: key.Namespace, Name: key.Name})
 	}
@@ -110,6 +129,10 @@ func TestAnalyze(t *testing.T) {
 		{"/registry/configmaps/ns/root", []Kind{StorageDestroyed, DependentsDeleted}, true, nil},
 		{"/registry/configmaps/ns/root2", []Kind{DependentsPurged}, false, []string{"/registry/configmaps/ns/purgedchild"}},
 		{"/registry/configmaps/ns/broken", []Kind{DependentsDeleted}, true, []string{"/registry/configmaps/ns/brokenchild"}},
+		// The token controller deletes a ServiceAccount's legacy token Secrets.
+		{"/registry/serviceaccounts/ns/builder", []Kind{ControllerActs, DependentsDeleted}, false, nil},
+		// A pod holding a Terminating claim lets it go, and its volume with it.
+		{"/registry/pods/ns/user", []Kind{ControllerActs, StorageDestroyed}, false, nil},
 	}
 	for _, tt := range tests {
 		got := rep.Effects[tt.key]
@@ -118,7 +141,8 @@ func TestAnalyze(t *testing.T) {
 			continue
 		}
 		for i, e := range got {
-			if e.Kind != tt.kinds[i] || e.Irreversible != tt.irreversible || (tt.objects != nil && !equal(e.Objects, tt.objects)) {
+			irreversible := tt.irreversible || e.Kind == StorageDestroyed || e.Kind == DependentsDeleted
+			if e.Kind != tt.kinds[i] || e.Irreversible != irreversible || (tt.objects != nil && !equal(e.Objects, tt.objects)) {
 				t.Errorf("%s: effect %+v, want %s irreversible=%v objects %v", tt.key, e, tt.kinds[i], tt.irreversible, tt.objects)
 			}
 		}
@@ -127,11 +151,11 @@ func TestAnalyze(t *testing.T) {
 		"/registry/configmaps/ns/grandchild", "/registry/configmaps/ns/orphanco", "/registry/persistentvolumeclaims/ns/depclaim"}) {
 		t.Errorf("dependents of root: %v", e[1].Objects)
 	}
-	if v := rep.VolumesToRetain(); len(v) != 2 || v[0].Name != "pv-del" || v[1].Name != "pv-dep" {
+	if v := rep.VolumesToRetain(); len(v) != 3 || v[0].Name != "pv-del" || v[1].Name != "pv-dep" || v[2].Name != "pv-held" {
 		t.Errorf("volumes to retain: %+v", v)
 	}
 	refused := rep.Refused(Options{})
-	if len(refused) != 3 {
+	if len(refused) != 5 {
 		t.Errorf("refused without options: %v", refused)
 	}
 	if refused := rep.Refused(Options{RetainVolumes: true, Accept: []Kind{DependentsDeleted}}); len(refused) != 0 {
