@@ -257,3 +257,22 @@ func checksByName(rep *etcdscan.Report) map[string]etcdscan.Check {
 	}
 	return m
 }
+
+// TestCorruptValuesWithoutTheUnsafeDeleteGate: with the
+// AllowUnsafeMalformedObjectDeletion gate off (as before 1.37, or turned
+// off), kube-apiserver reports corrupt values in other words; they are
+// still evidence, and a healthy object is still read.
+func TestCorruptValuesWithoutTheUnsafeDeleteGate(t *testing.T) {
+	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--feature-gates", "AllowUnsafeMalformedObjectDeletion=false"}})
+	c.createNamespace(t, "mixed")
+	c.createConfigMap(t, "mixed", "fine")
+	c.put(t, "/registry/configmaps/mixed/broken", []byte("k8s\x00\x0a\x02v1\x12\x09Config"))
+	c.put(t, "/registry/secrets/mixed/rotated", []byte("k8s:enc:aescbc:v1:retired-key:\x8a\x11\xfe\x02garbage"))
+	rep, _ := c.scanJSON(t, "-n", "mixed")
+	assertFindings(t, rep, map[string][]etcdscan.Class{
+		"/registry/configmaps/mixed/broken": {etcdscan.ClassUndecodable},
+		"/registry/secrets/mixed/rotated":   {etcdscan.ClassEncryptedUnknown},
+	})
+	assertEvidence(t, rep, "/registry/configmaps/mixed/broken", etcdscan.ClassUndecodable, "proto")
+	assertEvidence(t, rep, "/registry/secrets/mixed/rotated", etcdscan.ClassEncryptedUnknown, "identity transformer tried to read encrypted data")
+}
