@@ -276,3 +276,35 @@ func TestCorruptValuesWithoutTheUnsafeDeleteGate(t *testing.T) {
 	assertEvidence(t, rep, "/registry/configmaps/mixed/broken", etcdscan.ClassUndecodable, "proto")
 	assertEvidence(t, rep, "/registry/secrets/mixed/rotated", etcdscan.ClassEncryptedUnknown, "identity transformer tried to read encrypted data")
 }
+
+// TestAPIServerOfAnotherClusterIsNoWitness: a kubeconfig pointing at the
+// wrong cluster would answer 404 for every namespace of this one. Its
+// kube-system UID differs from this etcd's, so it is not asked, the verdicts
+// are single-witness and purge refuses them.
+func TestAPIServerOfAnotherClusterIsNoWitness(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	other := startCluster(t, clusterOptions{})
+	c.createNamespace(t, "gone")
+	c.createConfigMap(t, "gone", "cm")
+	c.forceDelete(t, "/registry/namespaces/gone")
+	wrong := append([]string{"--kubeconfig", other.kubeconfig}, c.etcdArgs()...)
+	out, errOut, code := runBinary(t, "", append([]string{"scan", "-o", "json"}, wrong...)...)
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rep := decodeReport(t, out)
+	assertFindings(t, rep, map[string][]etcdscan.Class{"/registry/configmaps/gone/cm": {etcdscan.ClassOrphanedNamespace}})
+	if f := rep.Findings[0]; !f.SingleWitness {
+		t.Errorf("another cluster's API server was taken as a witness: %+v", f.Evidence)
+	}
+	if ch := checksByName(rep)["api server witness"]; ch.Done || !strings.Contains(ch.Note, "belongs to another cluster") {
+		t.Errorf("api server witness check: %+v", ch)
+	}
+	_, errOut, code = runBinary(t, "", append([]string{"purge", "-n", "gone", "--confirm", "--yes", "--backup-dir", t.TempDir()}, wrong...)...)
+	if code != 1 || !strings.Contains(errOut, repair.AcceptSingleWitnessFlag) {
+		t.Errorf("purge with another cluster's API server: exit %d: %s", code, errOut)
+	}
+	if c.value(t, "/registry/configmaps/gone/cm") == nil {
+		t.Error("the configmap was deleted")
+	}
+}

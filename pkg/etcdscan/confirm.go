@@ -217,3 +217,32 @@ func (s *scan) apiCheck() Check {
 	}
 	return Check{Name: "api server witness", Done: done, Note: note}
 }
+
+// checkSameCluster makes sure the API server fronts this etcd before it is
+// taken as a witness: its kube-system namespace must be the one stored here
+// (same UID). A kubeconfig that points at another cluster would otherwise
+// "confirm" every orphan with a 404. When it does not match, the scan goes
+// on as if the API server could not be asked.
+func (s *scan) checkSameCluster(ctx context.Context) error {
+	if s.opts.API == nil {
+		return nil
+	}
+	kv, err := s.store.Get(ctx, s.opts.Prefix+"namespaces/kube-system")
+	if err != nil || kv == nil {
+		return err
+	}
+	stored, err := decode.Meta(kv.Value)
+	if err != nil || stored.Encryption != nil || stored.Meta.UID == "" {
+		return nil
+	}
+	live, err := s.opts.API.Get(ctx, namespacesResource, "", "kube-system")
+	if err != nil || live.UID == stored.Meta.UID {
+		return nil
+	}
+	s.opts.APIUnavailable = fmt.Sprintf("the API server at %s belongs to another cluster: its kube-system namespace has uid %s, this etcd's has uid %s (check --kubeconfig and --context)",
+		s.opts.API.Address(), live.UID, stored.Meta.UID)
+	s.opts.API, s.opts.Served = nil, nil
+	s.verdicts = map[string]typeVerdict{}
+	s.rep.Catalog = catalogSource(s.opts)
+	return nil
+}

@@ -102,6 +102,9 @@ func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
 	if err := s.loadTypes(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.checkSameCluster(ctx); err != nil {
+		return nil, err
+	}
 	var err error
 	if opts.Namespace == "" {
 		err = store.Range(ctx, opts.Prefix, PrefixEnd(opts.Prefix), false, func(kv *mvccpb.KeyValue) error { return s.visit(ctx, kv) })

@@ -130,6 +130,9 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 	if err != nil {
 		return "", nil
 	}
+	if err := a.liveController(t.Key, k.Namespace, m.GetOwnerReferences()); err != nil {
+		return "", err
+	}
 	if fins := m.GetFinalizers(); len(fins) > 0 {
 		a.add(t.Key, Effect{Kind: FinalizersSkipped, Objects: fins,
 			Summary: fmt.Sprintf("finalizers [%s] never run: the cleanup they guard is skipped (a restore brings them back)", strings.Join(fins, ", "))})
@@ -178,6 +181,61 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 		}
 	}
 	return string(m.GetUID()), nil
+}
+
+// replacement says what a live controller does when an object it manages
+// disappears, by the controller's kind (pkg/controller at v1.37).
+var replacement = map[string]string{
+	"StatefulSet":           "recreates it under the same name, so a restore then conflicts",
+	"Deployment":            "recreates it under the same name, so a restore then conflicts",
+	"DaemonSet":             "creates a new one; a restore adds a duplicate, which it deletes",
+	"ReplicaSet":            "creates a replacement; a restore adds a surplus, which it scales down",
+	"ReplicationController": "creates a replacement; a restore adds a surplus, which it scales down",
+	"Job":                   "creates a replacement and counts the loss",
+}
+
+// liveController notes the controller owner that is still alive (not a
+// target) and reacts to the object's deletion.
+func (a *analysis) liveController(key, ns string, refs []metav1.OwnerReference) error {
+	for _, r := range refs {
+		if r.Controller == nil || !*r.Controller {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(r.APIVersion)
+		if err != nil {
+			continue
+		}
+		res, ok := catalog.Release().ForKind(gv.Group, r.Kind)
+		if !ok {
+			continue
+		}
+		owner := res.Namespaced
+		ownerNS := ""
+		if owner {
+			ownerNS = ns
+		}
+		ownerKey := etcdscan.ObjectKey(a.registry, res.Prefix(), ownerNS, r.Name)
+		if a.targets[ownerKey] {
+			continue
+		}
+		kv, err := a.store.Get(a.ctx, ownerKey)
+		if err != nil {
+			return err
+		}
+		if kv == nil {
+			continue
+		}
+		if obj, err := decode.Meta(kv.Value); err == nil && obj.Encryption == nil && obj.Meta.UID != r.UID {
+			continue
+		}
+		what, ok := replacement[r.Kind]
+		if !ok {
+			what = "may create it again"
+		}
+		a.add(key, Effect{Kind: ControllerActs, Objects: []string{ownerKey},
+			Summary: fmt.Sprintf("its controller %s %s is alive and %s", r.Kind, r.Name, what)})
+	}
+	return nil
 }
 
 // protectedClaims finds the claims a pod holds back from deletion: a claim

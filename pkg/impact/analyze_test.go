@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,7 +76,7 @@ func TestAnalyze(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	now := metav1.Now()
+	now, yes := metav1.Now(), true
 	terminating := pvc("ns", "held", "u-held")
 	terminating.DeletionTimestamp = &now
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta("ns", "builder", "u-sa")}
@@ -89,6 +90,9 @@ func TestAnalyze(t *testing.T) {
 		"/registry/serviceaccounts/ns/builder":     sa,
 		"/registry/secrets/ns/builder-token":       token,
 		"/registry/pods/ns/user":                   user,
+		"/registry/replicasets/ns/rs-live":         &appsv1.ReplicaSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: meta("ns", "rs-live", "u-rs")},
+		"/registry/pods/ns/managed": &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "managed", UID: "u-managed",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs-live", UID: "u-rs", Controller: &yes}}}},
 	} {
 		if _, err := cli.Put(ctx, k, encode(t, o)); err != nil {
 			t.Fatal(err)
@@ -103,7 +107,7 @@ func TestAnalyze(t *testing.T) {
 	}
 	var targets []etcdscan.Finding
 	for _, k := range []string{"/registry/persistentvolumeclaims/ns/del", "/registry/persistentvolumeclaims/ns/keep", "/registry/persistentvolumeclaims/ns/reused",
-		"/registry/pods/ns/p", "/registry/configmaps/ns/fin", "/registry/serviceaccounts/ns/builder", "/registry/pods/ns/user", "/registry/configmaps/ns/root", "/registry/configmaps/ns/root2", "/registry/configmaps/ns/purgedchild"} {
+		"/registry/pods/ns/p", "/registry/configmaps/ns/fin", "/registry/serviceaccounts/ns/builder", "/registry/pods/ns/user", "/registry/pods/ns/managed", "/registry/configmaps/ns/root", "/registry/configmaps/ns/root2", "/registry/configmaps/ns/purgedchild"} {
 		key, _ := etcdscan.ParseKey("/registry/", k)
 		targets = append(targets, etcdscan.Finding{Key: k, Namespace: key.Namespace, Name: key.Name})
 	}
@@ -133,6 +137,8 @@ func TestAnalyze(t *testing.T) {
 		{"/registry/serviceaccounts/ns/builder", []Kind{ControllerActs, DependentsDeleted}, false, nil},
 		// A pod holding a Terminating claim lets it go, and its volume with it.
 		{"/registry/pods/ns/user", []Kind{ControllerActs, StorageDestroyed}, false, nil},
+		// A live ReplicaSet replaces its pod.
+		{"/registry/pods/ns/managed", []Kind{ControllerActs}, false, []string{"/registry/replicasets/ns/rs-live"}},
 	}
 	for _, tt := range tests {
 		got := rep.Effects[tt.key]
