@@ -22,14 +22,18 @@ const (
 	ClassDisputed Class = "disputed"
 	// ClassUnservedNow is an object whose type exists (a CRD in etcd, or a
 	// resource compiled into kube-apiserver) but is not served right now.
-	ClassUnservedNow      Class = "unserved-now"
+	ClassUnservedNow Class = "unserved-now"
+	// ClassResurrected is an object that survived an earlier namespace of
+	// the same name (or was created since by such an object): it came back
+	// to life when the namespace was created again.
+	ClassResurrected      Class = "resurrected"
 	ClassStuckTerminating Class = "stuck-terminating"
 	ClassDanglingOwner    Class = "dangling-owner"
 )
 
 // Classes lists every class in order of severity.
 var Classes = []Class{ClassUndecodable, ClassEncryptedUnknown, ClassUnservedType, ClassOrphanedNamespace, ClassKeyMismatch,
-	ClassDisputed, ClassUnservedNow, ClassStuckTerminating, ClassDanglingOwner}
+	ClassDisputed, ClassUnservedNow, ClassResurrected, ClassStuckTerminating, ClassDanglingOwner}
 
 // Ghost reports whether the class marks an object Kubernetes cannot manage.
 func (c Class) Ghost() bool { return c.rank() < ClassDisputed.rank() }

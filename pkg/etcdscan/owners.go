@@ -58,11 +58,12 @@ func (u *uidSet) hasFingerprint(fp uint64) bool {
 // its owners are missing.
 type ownedObject struct {
 	key    string
+	uid    uint64
 	owners []uint64
 }
 
-func (s *scan) noteOwners(key string, refs []metav1.OwnerReference) {
-	o := ownedObject{key: key, owners: make([]uint64, len(refs))}
+func (s *scan) noteOwners(key, uid string, refs []metav1.OwnerReference) {
+	o := ownedObject{key: key, uid: fingerprint(uid), owners: make([]uint64, len(refs))}
 	for i, r := range refs {
 		o.owners[i] = fingerprint(string(r.UID))
 	}
@@ -114,16 +115,7 @@ func (s *scan) checkOwners(ctx context.Context) error {
 		if !decided || len(missing) == 0 {
 			continue
 		}
-		k, _ := ParseKey(s.opts.Prefix, o.key)
-		f := Finding{Key: o.key, Resource: k.Prefix, Namespace: k.Namespace, Name: k.Name, APIVersion: obj.APIVersion, Kind: obj.Kind,
-			Format: string(obj.Format), CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
-		if rs := s.resolve(k.Prefix).resources; len(rs) > 0 {
-			f.Resource = rs[0].GroupResource()
-		}
-		if !obj.Meta.CreationTimestamp.IsZero() {
-			t := obj.Meta.CreationTimestamp.Time
-			f.Created = &t
-		}
+		f := s.findingOf(kv, obj)
 		reason := "every owner is gone: " + strings.Join(missing, "; ")
 		s.record(f).add(ClassDanglingOwner, reason)
 	}

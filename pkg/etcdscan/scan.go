@@ -129,6 +129,10 @@ type scan struct {
 	index map[string]int
 	// namespaces holds the names of every namespace key.
 	namespaces map[string]bool
+	// nsCreated is each namespace key's create revision.
+	nsCreated map[string]int64
+	// resurrected holds the UID fingerprints of resurrected objects.
+	resurrected *uidSet
 	// perNS counts objects per namespace and storage prefix.
 	perNS map[string]map[string]int
 	uids  *uidSet
@@ -170,6 +174,8 @@ func catalogSource(opts Options) string {
 
 func (s *scan) loadNamespaces(ctx context.Context) error {
 	s.namespaces = map[string]bool{}
+	s.nsCreated = map[string]int64{}
+	s.resurrected = newUIDSet()
 	s.foreignKeys = map[string]int{}
 	start := s.opts.Prefix + "namespaces/"
 	// kube-apiserver always keeps the default namespace: a keyspace without
@@ -187,11 +193,13 @@ func (s *scan) loadNamespaces(ctx context.Context) error {
 		}
 		if kv != nil {
 			s.namespaces[s.opts.Namespace] = true
+			s.nsCreated[s.opts.Namespace] = kv.CreateRevision
 		}
 		return nil
 	}
 	return s.store.Range(ctx, start, PrefixEnd(start), true, func(kv *mvccpb.KeyValue) error {
 		s.namespaces[string(kv.Key[len(start):])] = true
+		s.nsCreated[string(kv.Key[len(start):])] = kv.CreateRevision
 		return nil
 	})
 }
@@ -245,6 +253,9 @@ func (s *scan) record(f Finding) *Finding {
 
 func (s *scan) finish(ctx context.Context) error {
 	s.finishNamespaces()
+	if err := s.resurrectedChains(ctx); err != nil {
+		return err
+	}
 	if err := s.checkOwners(ctx); err != nil {
 		return err
 	}

@@ -138,6 +138,9 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 	default:
 		ask.classes = append(ask.classes, s.classifyObject(&f, k, resources, obj, kv)...)
 	}
+	if created := s.nsCreated[k.Namespace]; k.Namespace != "" && s.namespaces[k.Namespace] && kv.CreateRevision < created {
+		s.noteResurrected(ctx, &f, k.Namespace, kv.CreateRevision, created)
+	}
 	if len(f.Classes) > 0 {
 		s.record(f)
 	}
@@ -173,7 +176,7 @@ func (s *scan) classifyObject(f *Finding, k Key, resources []catalog.Resource, o
 	}
 	s.uids.add(string(m.UID))
 	if len(m.OwnerReferences) > 0 {
-		s.noteOwners(f.Key, m.OwnerReferences)
+		s.noteOwners(f.Key, string(m.UID), m.OwnerReferences)
 	}
 	if m.DeletionTimestamp == nil {
 		return ask

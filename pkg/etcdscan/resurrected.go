@@ -1,0 +1,108 @@
+package etcdscan
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/regghost/regghost/pkg/decode"
+)
+
+// Through the API an object can only be created in a namespace that exists,
+// so an object whose key is older (lower create revision) than its
+// namespace's key survived an earlier namespace of that name: the namespace
+// was force-deleted, its objects stayed in etcd, and creating the namespace
+// again brought them back to life. Controllers act on them at once, and
+// what they create from them (a resurrected ReplicaSet's new Pods) belongs
+// to the same incident.
+
+// noteResurrected marks f as resurrected.
+func (s *scan) noteResurrected(ctx context.Context, f *Finding, ns string, objRev, nsRev int64) {
+	objTime, nsTime := "creation time unknown", s.namespaceCreated(ctx, ns)
+	if f.Created != nil {
+		objTime = "created " + f.Created.UTC().Format(time.RFC3339)
+	}
+	f.add(ClassResurrected, fmt.Sprintf("stored at revision %d (%s), before namespace %s was created again at revision %d (%s): it survived an earlier namespace %s and came back with the new one",
+		objRev, objTime, ns, nsRev, nsTime, ns))
+	if f.UID != "" {
+		s.resurrected.add(f.UID)
+	}
+}
+
+// namespaceCreated returns the creation time of a namespace, for reasons.
+func (s *scan) namespaceCreated(ctx context.Context, ns string) string {
+	kv, err := s.store.Get(ctx, s.opts.Prefix+"namespaces/"+ns)
+	if err != nil || kv == nil {
+		return "creation time unknown"
+	}
+	obj, err := decode.Meta(kv.Value)
+	if err != nil || obj.Meta.CreationTimestamp.IsZero() {
+		return "creation time unknown"
+	}
+	return "created " + obj.Meta.CreationTimestamp.UTC().Format(time.RFC3339)
+}
+
+// resurrectedChains marks, transitively, the objects created since by a
+// resurrected owner.
+func (s *scan) resurrectedChains(ctx context.Context) error {
+	if len(s.resurrected.ids) == 0 {
+		return nil
+	}
+	marked := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, o := range s.owned {
+			if marked[o.key] {
+				continue
+			}
+			if i, ok := s.index[o.key]; ok && s.rep.Findings[i].Has(ClassResurrected) {
+				marked[o.key] = true
+				continue
+			}
+			owner := -1
+			for j, fp := range o.owners {
+				if s.resurrected.hasFingerprint(fp) {
+					owner = j
+					break
+				}
+			}
+			if owner < 0 {
+				continue
+			}
+			kv, err := s.store.Get(ctx, o.key)
+			if err != nil {
+				return err
+			}
+			if kv == nil {
+				continue
+			}
+			obj, err := decode.Meta(kv.Value)
+			if err != nil {
+				continue
+			}
+			ref := obj.Meta.OwnerReferences[owner]
+			s.record(s.findingOf(kv, obj)).add(ClassResurrected, fmt.Sprintf("created since by its resurrected owner %s %s (uid %s)", ref.Kind, ref.Name, ref.UID))
+			s.resurrected.add(string(obj.Meta.UID))
+			marked[o.key] = true
+			changed = true
+		}
+	}
+	return nil
+}
+
+// findingOf is a new finding for a key read again after the walk.
+func (s *scan) findingOf(kv *mvccpb.KeyValue, obj *decode.Object) Finding {
+	k, _ := ParseKey(s.opts.Prefix, string(kv.Key))
+	f := Finding{Key: string(kv.Key), Resource: k.Prefix, Namespace: k.Namespace, Name: k.Name, APIVersion: obj.APIVersion, Kind: obj.Kind,
+		UID: string(obj.Meta.UID), Format: string(obj.Format), CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+	if rs := s.resolve(k.Prefix).resources; len(rs) > 0 {
+		f.Resource = rs[0].GroupResource()
+	}
+	if !obj.Meta.CreationTimestamp.IsZero() {
+		t := obj.Meta.CreationTimestamp.Time
+		f.Created = &t
+	}
+	return f
+}

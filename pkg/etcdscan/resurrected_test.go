@@ -1,0 +1,74 @@
+package etcdscan
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+)
+
+// TestResurrected: objects stored before their namespace's key (an earlier
+// namespace of that name) are resurrected, and so is what a resurrected
+// owner created since; objects created in the new namespace are not.
+func TestResurrected(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	yes := true
+	rs := &appsv1.ReplicaSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", UID: "8c1c1f9e-0b7e-4c1a-9a3e-1d3e0f6b2a01"}}
+	owned := func(name, uid string) *corev1.Pod {
+		p := pod("app", name)
+		p.UID = types.UID("00000000-0000-4000-8000-" + uid)
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: rs.UID, Controller: &yes}}
+		return p
+	}
+	steps := []struct {
+		key string
+		obj runtime.Object
+	}{
+		{"/registry/namespaces/default", namespace("default")},
+		{"/registry/replicasets/app/web", rs},
+		{"/registry/pods/app/web-old", owned("web-old", "000000000001")},
+		{"/registry/configmaps/app/old", &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "old", UID: "u-old"}}},
+		// The namespace is created again, after its objects.
+		{"/registry/namespaces/app", namespace("app")},
+		{"/registry/pods/app/web-new", owned("web-new", "000000000002")},
+		{"/registry/pods/app/unrelated", pod("app", "unrelated")},
+	}
+	for _, s := range steps {
+		if _, err := cli.Put(ctx, s.key, encode(t, s.obj)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{"", "app"} {
+		store, err := NewEtcdStore(ctx, cli, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Scan(ctx, store, Options{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, f := range rep.Findings {
+			if f.Has(ClassResurrected) && !f.Ghost {
+				got[f.Key] = true
+			} else {
+				t.Errorf("namespace %q: unexpected finding %s %v", ns, f.Key, f.Classes)
+			}
+		}
+		for _, k := range []string{"/registry/replicasets/app/web", "/registry/pods/app/web-old", "/registry/configmaps/app/old", "/registry/pods/app/web-new"} {
+			if !got[k] {
+				t.Errorf("namespace %q: %s is not reported resurrected", ns, k)
+			}
+		}
+		if len(got) != 4 {
+			t.Errorf("namespace %q: resurrected %v", ns, got)
+		}
+	}
+}
