@@ -76,7 +76,7 @@ and a line per key is appended to audit.log in the backup directory.`,
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
 	f.StringVar(&o.from, "from", "", "a reviewed `scan -o json` report: purge only its keys, and only if unchanged since")
-	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class (stuck-terminating, dangling-owner)")
+	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class (stuck-terminating, dangling-owner, unserved-now, resurrected; never disputed)")
 	f.BoolVar(&o.confirm, "confirm", false, "really delete (without it purge is a dry run)")
 	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where snapshots and backups go (env REGGHOST_BACKUP_DIR)")

@@ -33,7 +33,13 @@ Ghosts (exit code 3 when any is found):
   unserved-type       no served resource stores under the key's prefix (CRD gone, API removed)
   orphaned-namespace  the object's namespace key does not exist
   key-mismatch        the key's namespace/name/kind disagrees with the object inside
+Every ghost verdict needs two witnesses: etcd and the API server. One the API
+server could not confirm is marked single-witness; one it contradicts is disputed.
+
 Suspects (reported, exit code unaffected):
+  disputed            etcd says ghost, the API server contradicts it
+  unserved-now        the type exists (CRD in etcd, compiled-in API) but is not served now
+  resurrected         survived an earlier namespace of the same name, or was created since by such an object
   stuck-terminating   deleted, but finalizers still present after --terminating-after
   dangling-owner      every ownerReference points at an object that is gone`,
 		Example: `  regghost scan --namespace kb-system
