@@ -70,3 +70,9 @@ func Typed(value []byte) (runtime.Object, *Object, error) {
 	}
 	return u, obj, nil
 }
+
+// Recognizes reports whether the typed scheme (client-go's built-in kinds at
+// this release, CRDs and APIServices) can decode apiVersion and kind.
+func Recognizes(apiVersion, kind string) bool {
+	return typedScheme.Recognizes(schema.FromAPIVersionAndKind(apiVersion, kind))
+}

@@ -23,6 +23,9 @@ const (
 	// ClassUnservedNow is an object whose type exists (a CRD in etcd, or a
 	// resource compiled into kube-apiserver) but is not served right now.
 	ClassUnservedNow Class = "unserved-now"
+	// ClassStoredVersion is an object stored at a version nobody can read
+	// any more (or soon): recoverable, with the fix in its reason.
+	ClassStoredVersion Class = "stored-version"
 	// ClassResurrected is an object that survived an earlier namespace of
 	// the same name (or was created since by such an object): it came back
 	// to life when the namespace was created again.
@@ -33,7 +36,7 @@ const (
 
 // Classes lists every class in order of severity.
 var Classes = []Class{ClassUndecodable, ClassEncryptedUnknown, ClassUnservedType, ClassOrphanedNamespace, ClassKeyMismatch,
-	ClassDisputed, ClassUnservedNow, ClassResurrected, ClassStuckTerminating, ClassDanglingOwner}
+	ClassDisputed, ClassUnservedNow, ClassStoredVersion, ClassResurrected, ClassStuckTerminating, ClassDanglingOwner}
 
 // Ghost reports whether the class marks an object Kubernetes cannot manage.
 func (c Class) Ghost() bool { return c.rank() < ClassDisputed.rank() }
@@ -144,6 +147,8 @@ type Report struct {
 	Findings  []Finding `json:"findings"`
 	// Summary counts findings by their most severe class.
 	Summary map[Class]int `json:"summary"`
+	// Versions is the census of stored versions, per resource.
+	Versions []StoredVersions `json:"versions,omitempty"`
 }
 
 // Ghosts returns the number of findings that are ghosts.

@@ -161,6 +161,8 @@ type scan struct {
 	unprobed int
 	// apiTally is what the API server answered.
 	apiTally *apiTally
+	// census counts stored objects by resource and stored version.
+	census map[string]map[string]int
 }
 
 // catalogSource says where the scan learns which types exist.
@@ -263,6 +265,7 @@ func (s *scan) finish(ctx context.Context) error {
 	for i := range s.rep.Findings {
 		s.rep.Findings[i].settle()
 	}
+	s.finishVersions()
 	sort.SliceStable(s.rep.Findings, func(i, j int) bool {
 		a, b := s.rep.Findings[i], s.rep.Findings[j]
 		if a.Ghost != b.Ghost {

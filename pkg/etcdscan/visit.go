@@ -107,8 +107,10 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 	case err != nil:
 		f.verdict(ClassUndecodable, WitnessEtcd, "value of "+key+" "+atRev, fmt.Sprintf("%s value does not decode: %v", obj.Format, err))
 		ask.classes = append(ask.classes, ClassUndecodable)
+		s.tally(f.Resource, "undecodable")
 	case obj.Encryption != nil:
 		f.Encryption = obj.Encryption.String()
+		s.tally(f.Resource, "encrypted "+obj.Encryption.Provider+"/"+obj.Encryption.KeyName)
 		ask.enc = obj.Encryption
 		s.rep.Encrypted[obj.Encryption.Provider+"/"+obj.Encryption.KeyName]++
 		if len(resources) == 0 {
@@ -157,6 +159,12 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 // the classes the API server should be asked about by reading the object.
 func (s *scan) classifyObject(f *Finding, k Key, resources []catalog.Resource, obj *decode.Object, kv *mvccpb.KeyValue) []Class {
 	m := &obj.Meta
+	if f.Encryption == "" {
+		s.tally(f.Resource, obj.APIVersion)
+	}
+	if len(resources) > 0 {
+		s.checkStoredVersion(f, k.Prefix, obj.APIVersion, obj.Kind)
+	}
 	f.APIVersion, f.Kind, f.UID = obj.APIVersion, obj.Kind, string(m.UID)
 	if !m.CreationTimestamp.IsZero() {
 		t := m.CreationTimestamp.Time

@@ -1,0 +1,111 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+type versionsOptions struct {
+	namespace string
+	output    string
+}
+
+func newVersionsCmd(g *globalOptions) *cobra.Command {
+	o := &versionsOptions{}
+	c := &cobra.Command{
+		Use:   "versions",
+		Short: "Count stored objects per resource and stored version, and find those stored at a version nobody can read",
+		Long: `versions scans the keyspace (as scan does) and counts, for every resource,
+the objects stored at each apiVersion, and the encrypted ones by provider and
+key. For custom resources it sets them against the CRD's spec.versions and
+status.storedVersions. Objects stored at a version the CRD no longer lists or
+serves, or that storedVersions forgot, and built-in objects stored at a version
+this kube-apiserver release cannot decode, are stored-version findings, each
+with the migration step. They are recoverable: purge never takes them unless
+--force-class stored-version names the class. Exit code 3 when any is found.`,
+		Example: `  regghost versions
+  regghost versions -n lab -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := validateNamespace(o.namespace); err != nil {
+				return err
+			}
+			if o.output != "table" && o.output != "json" && o.output != "yaml" {
+				return usageError("--output %q is not one of table, json, yaml", o.output)
+			}
+			return runVersions(c.Context(), g, o, c.OutOrStdout())
+		},
+	}
+	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "count only this namespace's objects")
+	c.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	return c
+}
+
+func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out io.Writer) error {
+	rep, err := scanReport(ctx, g, o.namespace, scanReads(), etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit)
+	if err != nil {
+		return err
+	}
+	var findings []etcdscan.Finding
+	for _, f := range rep.Findings {
+		if f.Has(etcdscan.ClassStoredVersion) {
+			findings = append(findings, f)
+		}
+	}
+	if o.output != "table" {
+		if err := printStructured(out, o.output, map[string]any{"revision": rep.Revision, "versions": nonNil(rep.Versions), "findings": nonNil(findings)}); err != nil {
+			return err
+		}
+	} else if err := printVersions(out, rep, findings); err != nil {
+		return err
+	}
+	if len(findings) > 0 {
+		return &exitError{code: ExitGhosts}
+	}
+	return nil
+}
+
+func printVersions(out io.Writer, rep *etcdscan.Report, findings []etcdscan.Finding) error {
+	t := newTable(out, "RESOURCE", "STORED AS", "OBJECTS", "CRD VERSIONS", "CRD STORED VERSIONS")
+	for _, v := range rep.Versions {
+		var at []string
+		for a := range v.Stored {
+			at = append(at, a)
+		}
+		sort.Strings(at)
+		for i, a := range at {
+			row := []string{"", a, fmt.Sprint(v.Stored[a]), "", ""}
+			if i == 0 {
+				row[0], row[3], row[4] = v.Resource, strings.Join(v.CRDVersions, ", "), strings.Join(v.CRDStoredVersions, ", ")
+			}
+			if err := t.Append(row); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nCounted at etcd revision %d.\n", rep.Revision)
+	if len(findings) == 0 {
+		fmt.Fprintln(out, "No object is stored at a version that cannot be read.")
+		return nil
+	}
+	fmt.Fprintf(out, "\n%d objects are stored at a version that cannot be read (or soon will not be):\n", len(findings))
+	ft := newTable(out, "KEY", "FIX")
+	for _, f := range findings {
+		for i, c := range f.Classes {
+			if c == etcdscan.ClassStoredVersion {
+				_ = ft.Append([]string{f.Key, f.Reasons[i]})
+			}
+		}
+	}
+	return ft.Render()
+}

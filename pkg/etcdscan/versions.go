@@ -1,0 +1,124 @@
+package etcdscan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/decode"
+)
+
+// StoredVersions is the census of one resource: how many objects are stored
+// at each apiVersion (or, for values nobody here decrypted, with each
+// encryption provider and key), against what its CRD lists.
+type StoredVersions struct {
+	Resource string `json:"resource"`
+	// Stored counts objects by stored apiVersion, or by "encrypted <provider>/<key>".
+	Stored map[string]int `json:"stored"`
+	// CRDVersions are the CRD's spec.versions ("v2 (served, storage)").
+	CRDVersions []string `json:"crdVersions,omitempty"`
+	// CRDStoredVersions is the CRD's status.storedVersions.
+	CRDStoredVersions []string `json:"crdStoredVersions,omitempty"`
+}
+
+// tally counts one stored object for the census.
+func (s *scan) tally(resource, at string) {
+	if s.census == nil {
+		s.census = map[string]map[string]int{}
+	}
+	m := s.census[resource]
+	if m == nil {
+		m = map[string]int{}
+		s.census[resource] = m
+	}
+	m[at]++
+}
+
+// checkStoredVersion reports an object stored at a version that cannot be
+// read (or will not be once the CRD drops it), with the fix.
+func (s *scan) checkStoredVersion(f *Finding, prefix, apiVersion, kind string) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return
+	}
+	if c, ok := s.crds[prefix]; ok {
+		if c.crd != nil && c.crd.Spec.Group == gv.Group {
+			if reason := crdVersionProblem(c.crd, gv.Version, f.Resource); reason != "" {
+				f.add(ClassStoredVersion, reason)
+			}
+		}
+		return
+	}
+	if _, custom := catalog.GroupOfPrefix(prefix); custom && !catalog.IsBuiltinGroup(gv.Group) {
+		return
+	}
+	if !decode.Recognizes(apiVersion, kind) {
+		f.add(ClassStoredVersion, fmt.Sprintf("stored as %s %s, a version kube-apiserver %s cannot decode: the API server cannot read it. Fix: read it with a kube-apiserver release that still has %s and write it back (a storage migration), or take it from an older backup",
+			apiVersion, kind, catalog.ReleaseVersion(), apiVersion))
+	}
+}
+
+// crdVersionProblem says what is wrong with storing at version v of crd.
+func crdVersionProblem(crd *apiextensionsv1.CustomResourceDefinition, v, resource string) string {
+	storage := ""
+	var listed *apiextensionsv1.CustomResourceDefinitionVersion
+	for i, x := range crd.Spec.Versions {
+		if x.Storage {
+			storage = x.Name
+		}
+		if x.Name == v {
+			listed = &crd.Spec.Versions[i]
+		}
+	}
+	migrate := fmt.Sprintf("migrate every object to %s (a StorageVersionMigration, or `kubectl get %s -A -o json | kubectl replace -f -`)", storage, resource)
+	stored := false
+	for _, x := range crd.Status.StoredVersions {
+		stored = stored || x == v
+	}
+	switch {
+	case listed == nil:
+		return fmt.Sprintf("stored at %s/%s, a version CustomResourceDefinition %s no longer lists (spec.versions: %s; status.storedVersions: [%s]): the API server cannot read it and every list of %s fails. Fix: put %s back into spec.versions (served: false, storage: false), %s, then remove %s again",
+			crd.Spec.Group, v, crd.Name, strings.Join(crdVersions(crd), ", "), strings.Join(crd.Status.StoredVersions, ", "), resource, v, migrate, v)
+	case !listed.Served:
+		return fmt.Sprintf("stored at %s/%s, which CustomResourceDefinition %s lists but no longer serves: it is still read, but before %s is removed, %s",
+			crd.Spec.Group, v, crd.Name, v, migrate)
+	case !stored:
+		return fmt.Sprintf("stored at %s/%s, which is missing from CustomResourceDefinition %s's status.storedVersions [%s]: removing %s from spec.versions would make it unreadable. Fix: %s, or put %s back into status.storedVersions",
+			crd.Spec.Group, v, crd.Name, strings.Join(crd.Status.StoredVersions, ", "), v, migrate, v)
+	}
+	return ""
+}
+
+func crdVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
+	for _, x := range crd.Spec.Versions {
+		var flags []string
+		if x.Served {
+			flags = append(flags, "served")
+		}
+		if x.Storage {
+			flags = append(flags, "storage")
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", x.Name, strings.Join(flags, ", ")))
+	}
+	return out
+}
+
+// finishVersions turns the tally into the report's census.
+func (s *scan) finishVersions() {
+	for resource, stored := range s.census {
+		v := StoredVersions{Resource: resource, Stored: stored}
+		for _, c := range s.crds {
+			if c.crd != nil && crdResource(c).GroupResource() == resource {
+				v.CRDVersions = crdVersions(c.crd)
+				v.CRDStoredVersions = c.crd.Status.StoredVersions
+			}
+		}
+		s.rep.Versions = append(s.rep.Versions, v)
+	}
+	sort.Slice(s.rep.Versions, func(i, j int) bool { return s.rep.Versions[i].Resource < s.rep.Versions[j].Resource })
+}
