@@ -60,7 +60,7 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	if err := plan.Refusal(); err != nil {
 		return nil, err
 	}
-	dir, err := makeBackupDir(o.BackupRoot, plan.Scope, o.Now())
+	dir, err := NewBackupDir(o.BackupRoot, plan.Scope, o.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func readVolumes(ctx context.Context, kv clientv3.KV, vols []impact.Volume) ([]E
 var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
 
 // makeBackupDir creates a new, empty backup directory for one purge.
-func makeBackupDir(root, scope string, now time.Time) (string, error) {
+func NewBackupDir(root, scope string, now time.Time) (string, error) {
 	if root == "" {
 		return "", errors.New("no backup directory: pass --backup-dir")
 	}

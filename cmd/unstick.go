@@ -1,0 +1,191 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/unstick"
+)
+
+type unstickOptions struct {
+	confirm   bool
+	yes       bool
+	backupDir string
+	wait      time.Duration
+	output    string
+}
+
+func newUnstickCmd(g *globalOptions) *cobra.Command {
+	o := &unstickOptions{}
+	c := &cobra.Command{
+		Use:   "unstick namespace|crd NAME",
+		Short: "Explain why a namespace or CRD is stuck terminating, and finish its deletion without making ghosts (dry run without --confirm)",
+		Long: `unstick reads the namespace (or CustomResourceDefinition) and what is left of it
+in etcd, its status conditions, the objects whose finalizers hold it, whether
+anything still serves each finalizer, and the APIServices that are unavailable,
+and ends with the next action.
+
+With --confirm it removes the blocking finalizers through the API server, never
+by editing etcd, each patch preconditioned on the resourceVersion reviewed here;
+before the first patch the keys it touches go into a verified per-key backup that
+'regghost restore' puts back. Then it waits for the deletion to finish and checks
+that nothing of it is left in etcd. It refuses while an API the namespace
+controller needs is unavailable.`,
+		Example: `  regghost unstick namespace kb-system
+  regghost unstick namespace kb-system --confirm
+  regghost unstick crd widgets.example.com --confirm`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			kind, name := args[0], args[1]
+			switch kind {
+			case "namespace", "ns":
+				if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+					return usageError("%q is not a namespace name: %s", name, errs[0])
+				}
+			case "crd", "customresourcedefinition":
+				if _, ok := catalog.CustomFromCRDName(name); !ok {
+					return usageError("%q is not a CustomResourceDefinition name (<plural>.<group>)", name)
+				}
+			default:
+				return usageError("unstick takes namespace NAME or crd NAME, not %q", kind)
+			}
+			if o.output != "table" && o.output != "json" {
+				return usageError("--output %q is not one of table, json", o.output)
+			}
+			if o.wait <= 0 {
+				return usageError("--wait must be positive, got %s", o.wait)
+			}
+			return runUnstick(c.Context(), g, o, kind, name, c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&o.confirm, "confirm", false, "really remove the blocking finalizers (without it unstick only explains)")
+	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
+	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, name string, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	defer cancel()
+	rs, err := g.openRead(ctx, scanReads())
+	if err != nil {
+		return err
+	}
+	defer rs.close()
+	var served *catalog.Catalog
+	if rs.view != nil {
+		if served, err = rs.view.Catalog(ctx); err != nil {
+			return err
+		}
+	}
+	analyse := unstick.Namespace
+	if kind != "namespace" && kind != "ns" {
+		analyse = unstick.CRD
+	}
+	a, err := analyse(ctx, rs.store, g.prefix, name, served, time.Now())
+	if err != nil {
+		return err
+	}
+	if o.output == "json" && !o.confirm {
+		return printStructured(out, "json", a)
+	}
+	if o.output == "table" {
+		printAnalysis(out, a)
+	}
+	if !o.confirm {
+		if a.Refusal != "" && a.Exists && a.Terminating {
+			fmt.Fprintf(out, "\nWould be refused: %s.\n", a.Refusal)
+		} else if a.Refusal == "" {
+			fmt.Fprintln(out, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
+		}
+		return nil
+	}
+	if a.Refusal != "" {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
+	}
+	if rs.view == nil {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.why)}
+	}
+	dyn, err := dynamic.NewForConfig(rs.view.Config)
+	if err != nil {
+		return fmt.Errorf("api server client: %w", err)
+	}
+	if err := confirmAction(in, out, o.yes, fmt.Sprintf("Remove the finalizers of %d objects through the API server?", len(a.Blockers))); err != nil {
+		return err
+	}
+	sctx, cli, done, err := g.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := unstick.Run(sctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})
+	if res == nil && err != nil {
+		if errors.Is(err, unstick.ErrRefused) {
+			return &exitError{code: ExitError, err: err}
+		}
+		return err
+	}
+	if o.output == "json" {
+		if perr := printStructured(out, "json", map[string]any{"analysis": a, "result": res}); perr != nil && err == nil {
+			err = perr
+		}
+	} else {
+		fmt.Fprintf(out, "\nBackup %s (verified)\n\n", res.Backup)
+		printResults(out, res.Results)
+		switch {
+		case res.Finished && res.Left == 0:
+			fmt.Fprintf(out, "\n%s is gone, and nothing of it is left in etcd.\n", a.Target)
+		case res.Finished:
+			fmt.Fprintf(out, "\n%s is gone, but %d of its keys are left in etcd: ghosts (see regghost scan).\n", a.Target, res.Left)
+		default:
+			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, o.wait, res.Left)
+		}
+		fmt.Fprintf(out, "Undo:  regghost restore %s --confirm\n", res.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Finished || res.Left > 0 {
+		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish cleanly (%d keys left)", a.Target, res.Left)}
+	}
+	return nil
+}
+
+// printAnalysis writes the chain that holds a deletion, and the next action.
+func printAnalysis(out io.Writer, a *unstick.Analysis) {
+	switch {
+	case !a.Exists:
+		fmt.Fprintf(out, "%s: no %s key.\n", a.Target, a.Key)
+	case a.Terminating:
+		fmt.Fprintf(out, "%s: Terminating for %s; finalizers [%s]\n", a.Target, a.Since, strings.Join(a.Finalizers, ", "))
+	default:
+		fmt.Fprintf(out, "%s: not terminating.\n", a.Target)
+	}
+	for _, c := range a.Conditions {
+		fmt.Fprintf(out, "  condition %s\n", c)
+	}
+	for _, u := range a.Unavailable {
+		fmt.Fprintf(out, "  unavailable: %s\n", u)
+	}
+	fmt.Fprintf(out, "  %d keys left in etcd, %d held by finalizers\n", a.Remaining, len(a.Blockers))
+	if len(a.Blockers) > 0 {
+		t := newTable(out, "KEY", "FINALIZERS", "SERVED BY")
+		for _, b := range a.Blockers {
+			_ = t.Append([]string{b.Key, strings.Join(b.Finalizers, ", "), strings.Join(b.Served, "; ")})
+		}
+		_ = t.Render()
+	}
+	fmt.Fprintf(out, "Next: %s.\n", a.Next)
+}

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// TestUnstick runs the real namespace controller: a namespace held by a
+// custom resource whose operator is gone, a CRD held by a custom resource's
+// finalizer, and a namespace whose deletion waits for an unavailable
+// APIService. unstick explains each, finishes the first two through the API
+// server leaving nothing in etcd, and refuses the third.
+func TestUnstick(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
+	ctx := context.Background()
+	c.createCRD(t, "example.com", "widgets", "Widget")
+	finalized := func(gvr schema.GroupVersionResource, kind, ns, name string) {
+		t.Helper()
+		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": gvr.Group + "/" + gvr.Version, "kind": kind,
+			"metadata": map[string]interface{}{"name": name, "namespace": ns, "finalizers": []interface{}{"example.com/cleanup"}}}}
+		waitFor(t, 30*time.Second, "create "+name, func() error {
+			_, err := c.dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+			return err
+		})
+	}
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	root := filepath.Join(t.TempDir(), "backups")
+
+	t.Run("a namespace held by a custom resource whose operator is gone", func(t *testing.T) {
+		c.createNamespace(t, "app")
+		finalized(widgets, "Widget", "app", "w1")
+		c.createConfigMap(t, "app", "plain")
+		mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, "app", metav1.DeleteOptions{}))
+		waitFor(t, 60*time.Second, "the namespace to be stuck on the widget", func() error {
+			ns, err := c.kube.CoreV1().Namespaces().Get(ctx, "app", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, cond := range ns.Status.Conditions {
+				if cond.Type == "NamespaceFinalizersRemaining" && cond.Status == "True" {
+					return nil
+				}
+			}
+			return errString("no NamespaceFinalizersRemaining condition yet")
+		})
+		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app")
+		for _, s := range []string{"Terminating for", "NamespaceFinalizersRemaining", "/registry/example.com/widgets/app/w1", "example.com/cleanup", "its operator is gone", "Next: remove the finalizers", "Dry run"} {
+			if !strings.Contains(out, s) {
+				t.Errorf("unstick dry run lacks %q: exit %d: %s\n%s", s, code, errOut, out)
+			}
+		}
+		if c.value(t, "/registry/example.com/widgets/app/w1") == nil {
+			t.Fatal("the dry run changed something")
+		}
+		out, errOut, code = c.regghost(t, "", "unstick", "namespace", "app", "--confirm", "--yes", "--backup-dir", root)
+		if code != 0 || !strings.Contains(out, "namespace app is gone, and nothing of it is left in etcd") {
+			t.Fatalf("unstick: exit %d: %s\n%s", code, errOut, out)
+		}
+		if c.value(t, "/registry/namespaces/app") != nil || c.value(t, "/registry/example.com/widgets/app/w1") != nil {
+			t.Error("the namespace or its widget is still in etcd")
+		}
+		b, err := repair.ReadBackup(onlyBackupDir(t, root))
+		mustNoErr(t, "read backup", err)
+		if b.Count != 1 || b.Entries[0].Key != "/registry/example.com/widgets/app/w1" {
+			t.Errorf("backup holds %+v", b.Entries)
+		}
+	})
+	t.Run("a CRD held by a custom resource's finalizer", func(t *testing.T) {
+		c.createCRD(t, "example.com", "gizmos", "Gizmo")
+		c.createNamespace(t, "lab")
+		finalized(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}, "Gizmo", "lab", "g1")
+		mustNoErr(t, "delete CRD", c.dyn.Resource(crdGVR).Delete(ctx, "gizmos.example.com", metav1.DeleteOptions{}))
+		time.Sleep(2 * time.Second)
+		if c.value(t, "/registry/apiextensions.k8s.io/customresourcedefinitions/gizmos.example.com") == nil {
+			t.Fatal("the CRD is not stuck")
+		}
+		out, errOut, code := c.regghost(t, "", "unstick", "crd", "gizmos.example.com", "--confirm", "--yes", "--backup-dir", filepath.Join(t.TempDir(), "b"))
+		if code != 0 || !strings.Contains(out, "customresourcedefinition gizmos.example.com is gone, and nothing of it is left in etcd") || !strings.Contains(out, "example.com/cleanup") {
+			t.Fatalf("unstick crd: exit %d: %s\n%s", code, errOut, out)
+		}
+	})
+	t.Run("refused while an API the namespace controller needs is unavailable", func(t *testing.T) {
+		c.createNamespace(t, "app2")
+		finalized(widgets, "Widget", "app2", "w2")
+		_, err := c.dyn.Resource(apiServiceGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]interface{}{"name": "v1beta1.metrics.k8s.io"},
+			"spec": map[string]interface{}{"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+				"insecureSkipTLSVerify": true, "service": map[string]interface{}{"namespace": "kube-system", "name": "metrics-server"}},
+		}}, metav1.CreateOptions{})
+		mustNoErr(t, "create APIService", err)
+		mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, "app2", metav1.DeleteOptions{}))
+		waitFor(t, 30*time.Second, "discovery of metrics.k8s.io to fail", func() error {
+			if _, err := c.kube.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err == nil {
+				return errString("metrics.k8s.io discovered")
+			}
+			return nil
+		})
+		w2 := "/registry/example.com/widgets/app2/w2"
+		before := c.value(t, w2)
+		root2 := filepath.Join(t.TempDir(), "b2")
+		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app2", "--confirm", "--yes", "--backup-dir", root2)
+		if code != 1 || !strings.Contains(errOut, "unavailable") || !strings.Contains(out, "metrics") {
+			t.Errorf("exit %d: %s\n%s", code, errOut, out)
+		}
+		if after := c.value(t, w2); string(after) != string(before) {
+			t.Errorf("a refused unstick changed %s", w2)
+		}
+		if _, err := os.Stat(root2); !os.IsNotExist(err) {
+			t.Errorf("a refused unstick wrote %s", root2)
+		}
+	})
+}

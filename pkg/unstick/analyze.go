@@ -1,0 +1,320 @@
+// Package unstick explains why a namespace or a CustomResourceDefinition is
+// stuck terminating, and resolves it the way that makes no ghosts: through
+// the API server, removing the finalizers nobody will remove, each patch
+// preconditioned on the resourceVersion that was reviewed, behind a verified
+// per-key backup; then it waits for the deletion to finish and checks that
+// nothing of it is left in etcd.
+package unstick
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Blocker is an object that holds the deletion back with its finalizers.
+type Blocker struct {
+	Key        string   `json:"key"`
+	Kind       string   `json:"kind"`
+	Namespace  string   `json:"namespace,omitempty"`
+	Name       string   `json:"name"`
+	Finalizers []string `json:"finalizers"`
+	// ModRevision is the key's mod revision: the resourceVersion a patch is
+	// preconditioned on.
+	ModRevision int64 `json:"modRevision"`
+	// Resource is the API resource to patch it through.
+	Resource catalog.Resource `json:"resource"`
+	// Served says whether anything still serves each finalizer.
+	Served []string `json:"served"`
+}
+
+// Analysis is why a namespace or CRD is stuck, and the next action.
+type Analysis struct {
+	// Target is "namespace NAME" or "customresourcedefinition NAME".
+	Target      string        `json:"target"`
+	Key         string        `json:"key"`
+	Exists      bool          `json:"exists"`
+	Terminating bool          `json:"terminating"`
+	Since       time.Duration `json:"since,omitempty"`
+	// Finalizers are the target's own finalizers.
+	Finalizers []string `json:"finalizers,omitempty"`
+	// Conditions are the namespace's status conditions that are True.
+	Conditions []string `json:"conditions,omitempty"`
+	// Remaining counts the keys still stored under it.
+	Remaining int `json:"remaining"`
+	// Blockers are the remaining objects with finalizers.
+	Blockers []Blocker `json:"blockers"`
+	// Unavailable lists the APIServices that are not available, with their
+	// service: the namespace controller needs every API.
+	Unavailable []string `json:"unavailableAPIServices,omitempty"`
+	// Next is the next action, in words.
+	Next string `json:"next"`
+	// Refusal is set when unstick must not act, and why.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// Namespace analyses a namespace from the keyspace. served is the API
+// server's catalog (nil when it cannot be asked), failed its groups whose
+// discovery failed.
+func Namespace(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, now time.Time) (*Analysis, error) {
+	a := &Analysis{Target: "namespace " + name, Key: registry + "namespaces/" + name}
+	kv, err := store.Get(ctx, a.Key)
+	if err != nil {
+		return nil, err
+	}
+	if kv != nil {
+		a.Exists = true
+		obj, _, err := decode.Typed(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", a.Key, err)
+		}
+		ns, ok := obj.(*corev1.Namespace)
+		if !ok {
+			return nil, fmt.Errorf("%s holds a %T, not a Namespace", a.Key, obj)
+		}
+		a.Finalizers = append(a.Finalizers, ns.Finalizers...)
+		for _, f := range ns.Spec.Finalizers {
+			a.Finalizers = append(a.Finalizers, "spec:"+string(f))
+		}
+		if ns.DeletionTimestamp != nil {
+			a.Terminating, a.Since = true, now.Sub(ns.DeletionTimestamp.Time).Round(time.Second)
+		}
+		for _, c := range ns.Status.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				a.Conditions = append(a.Conditions, fmt.Sprintf("%s (%s): %s", c.Type, c.Reason, c.Message))
+			}
+		}
+	}
+	err = etcdscan.WalkNamespace(ctx, store, registry, name, false, func(kv *mvccpb.KeyValue) error {
+		a.Remaining++
+		return a.noteBlocker(registry, kv, served)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a.Unavailable, err = unavailableAPIServices(ctx, store, registry); err != nil {
+		return nil, err
+	}
+	if served != nil {
+		for _, g := range served.FailedGroups() {
+			a.Unavailable = appendOnce(a.Unavailable, "discovery of group "+g+" fails")
+		}
+	}
+	if err := servers(ctx, store, registry, a.Blockers); err != nil {
+		return nil, err
+	}
+	a.decide()
+	return a, nil
+}
+
+// CRD analyses a CustomResourceDefinition stuck on its cleanup finalizer.
+func CRD(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, now time.Time) (*Analysis, error) {
+	a := &Analysis{Target: "customresourcedefinition " + name, Key: registry + "apiextensions.k8s.io/customresourcedefinitions/" + name}
+	kv, err := store.Get(ctx, a.Key)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := catalog.CustomFromCRDName(name)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a CustomResourceDefinition name (<plural>.<group>)", name)
+	}
+	if kv != nil {
+		a.Exists = true
+		crd, err := decode.CRD(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", a.Key, err)
+		}
+		a.Finalizers = crd.Finalizers
+		if crd.DeletionTimestamp != nil {
+			a.Terminating, a.Since = true, now.Sub(crd.DeletionTimestamp.Time).Round(time.Second)
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue {
+				a.Conditions = append(a.Conditions, fmt.Sprintf("%s (%s): %s", c.Type, c.Reason, c.Message))
+			}
+		}
+	}
+	prefix := registry + r.Prefix() + "/"
+	err = store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), false, func(kv *mvccpb.KeyValue) error {
+		a.Remaining++
+		return a.noteBlocker(registry, kv, served)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := servers(ctx, store, registry, a.Blockers); err != nil {
+		return nil, err
+	}
+	a.decide()
+	return a, nil
+}
+
+// noteBlocker records a remaining object that has finalizers.
+func (a *Analysis) noteBlocker(registry string, kv *mvccpb.KeyValue, served *catalog.Catalog) error {
+	obj, err := decode.Meta(kv.Value)
+	if err != nil || len(obj.Meta.Finalizers) == 0 {
+		return nil
+	}
+	k, err := etcdscan.ParseKey(registry, string(kv.Key))
+	if err != nil {
+		return nil
+	}
+	b := Blocker{Key: string(kv.Key), Kind: obj.Kind, Namespace: k.Namespace, Name: k.Name, Finalizers: obj.Meta.Finalizers, ModRevision: kv.ModRevision}
+	b.Resource = catalog.Release().ResourceFor(k.Prefix)
+	if served != nil {
+		if rs, ok := served.Lookup(k.Prefix); ok {
+			b.Resource = rs[0]
+		}
+	}
+	a.Blockers = append(a.Blockers, b)
+	return nil
+}
+
+// unavailableAPIServices reads the APIServices whose Available condition is
+// not True, from the keyspace.
+func unavailableAPIServices(ctx context.Context, store etcdscan.Store, registry string) ([]string, error) {
+	var out []string
+	start := registry + "apiregistration.k8s.io/apiservices/"
+	err := store.Range(ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
+		as, err := decode.APIService(kv.Value)
+		if err != nil {
+			return nil
+		}
+		for _, c := range as.Status.Conditions {
+			if c.Type == "Available" && c.Status != "True" {
+				svc := "local"
+				if as.Spec.Service != nil {
+					svc = "service " + as.Spec.Service.Namespace + "/" + as.Spec.Service.Name
+				}
+				out = append(out, fmt.Sprintf("APIService %s (%s) is not available: %s: %s", as.Name, svc, c.Reason, c.Message))
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// builtinFinalizers are removed by Kubernetes itself.
+var builtinFinalizers = map[string]string{
+	"kubernetes":                                 "the namespace controller (kube-controller-manager)",
+	"kubernetes.io/pvc-protection":               "the pvc-protection controller (kube-controller-manager)",
+	"kubernetes.io/pv-protection":                "the pv-protection controller (kube-controller-manager)",
+	"kubernetes.io/pv-controller":                "the PersistentVolume controller (kube-controller-manager)",
+	"foregroundDeletion":                         "the garbage collector (kube-controller-manager)",
+	"orphan":                                     "the garbage collector (kube-controller-manager)",
+	"customresourcecleanup.apiextensions.k8s.io": "kube-apiserver's CRD cleanup",
+	"batch.kubernetes.io/job-tracking":           "the Job controller (kube-controller-manager)",
+}
+
+// servers says, for each blocker's finalizers, whether anything in the
+// cluster still serves it: a built-in controller, or a workload (Deployment,
+// StatefulSet, DaemonSet) whose name or images mention the finalizer's
+// domain. The second is a heuristic and says so.
+func servers(ctx context.Context, store etcdscan.Store, registry string, blockers []Blocker) error {
+	if len(blockers) == 0 {
+		return nil
+	}
+	type workload struct{ name, text string }
+	var workloads []workload
+	for _, p := range []string{"deployments", "statefulsets", "daemonsets"} {
+		start := registry + p + "/"
+		err := store.Range(ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
+			obj, _, err := decode.Typed(kv.Value)
+			if err != nil {
+				return nil
+			}
+			var spec corev1.PodTemplateSpec
+			var name string
+			switch o := obj.(type) {
+			case *appsv1.Deployment:
+				spec, name = o.Spec.Template, "Deployment "+o.Namespace+"/"+o.Name
+			case *appsv1.StatefulSet:
+				spec, name = o.Spec.Template, "StatefulSet "+o.Namespace+"/"+o.Name
+			case *appsv1.DaemonSet:
+				spec, name = o.Spec.Template, "DaemonSet "+o.Namespace+"/"+o.Name
+			default:
+				return nil
+			}
+			text := name
+			for _, c := range spec.Spec.Containers {
+				text += " " + c.Image
+			}
+			workloads = append(workloads, workload{name: name, text: strings.ToLower(text)})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for i := range blockers {
+		b := &blockers[i]
+		b.Served = nil
+		for _, f := range b.Finalizers {
+			if who, ok := builtinFinalizers[f]; ok {
+				b.Served = append(b.Served, f+": served by "+who)
+				continue
+			}
+			domain, _, _ := strings.Cut(f, "/")
+			word, _, _ := strings.Cut(domain, ".")
+			var by []string
+			for _, w := range workloads {
+				if word != "" && strings.Contains(w.text, strings.ToLower(word)) {
+					by = append(by, w.name)
+				}
+			}
+			sort.Strings(by)
+			if len(by) == 0 {
+				b.Served = append(b.Served, f+": nothing in the cluster seems to serve it (no Deployment, StatefulSet or DaemonSet mentions "+word+"): its operator is gone")
+			} else {
+				b.Served = append(b.Served, f+": perhaps served by "+strings.Join(by, ", ")+" (a workload that mentions "+word+"); check it is running before removing the finalizer")
+			}
+		}
+	}
+	return nil
+}
+
+// decide writes the next action and, when acting would make ghosts or fail,
+// the refusal.
+func (a *Analysis) decide() {
+	switch {
+	case !a.Exists && a.Remaining == 0:
+		a.Next = a.Target + " is gone and nothing of it is left in etcd: nothing to do"
+	case !a.Exists:
+		a.Next = fmt.Sprintf("%s is gone but %d keys of it are left in etcd: they are ghosts; see `regghost scan` and `regghost purge`", a.Target, a.Remaining)
+		a.Refusal = "the " + a.Target + " no longer exists"
+	case !a.Terminating:
+		a.Next = a.Target + " is not being deleted: nothing is stuck"
+		a.Refusal = a.Target + " is not terminating"
+	case len(a.Unavailable) > 0:
+		a.Next = "make these APIs available again, or delete their APIService if nothing serves it any more; the namespace controller needs every API to delete a namespace: " + strings.Join(a.Unavailable, "; ")
+		a.Refusal = "an API the namespace controller needs is unavailable (" + a.Unavailable[0] + "); removing finalizers would not finish the deletion"
+	case len(a.Blockers) > 0:
+		a.Next = fmt.Sprintf("remove the finalizers of the %d objects that hold it (`regghost unstick ... --confirm` does it through the API server, backed up), then the deletion finishes", len(a.Blockers))
+	case a.Remaining > 0:
+		a.Next = fmt.Sprintf("%d objects without finalizers remain: the controller that deletes them (kube-controller-manager's namespace controller) is not running or failing; check it", a.Remaining)
+		a.Refusal = "nothing holds it with finalizers: the deleting controller is not doing its work"
+	default:
+		a.Next = "nothing is left under it; its own finalizers [" + strings.Join(a.Finalizers, ", ") + "] are waiting for their controller (kube-controller-manager's namespace controller, or kube-apiserver for CRDs)"
+		a.Refusal = "no object holds it: its own finalizer's controller is not running"
+	}
+}
+
+func appendOnce(xs []string, x string) []string {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}

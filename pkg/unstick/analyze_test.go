@@ -1,0 +1,33 @@
+package unstick
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name    string
+		a       Analysis
+		refused string
+		next    string
+	}{
+		{"gone, nothing left", Analysis{Target: "namespace x"}, "", "nothing to do"},
+		{"gone, keys left", Analysis{Target: "namespace x", Remaining: 3}, "no longer exists", "3 keys of it are left in etcd: they are ghosts"},
+		{"not terminating", Analysis{Target: "namespace x", Exists: true}, "is not terminating", "nothing is stuck"},
+		{"an API unavailable", Analysis{Target: "namespace x", Exists: true, Terminating: true, Unavailable: []string{"APIService v1beta1.metrics.k8s.io is not available"}, Blockers: []Blocker{{}}},
+			"unavailable", "make these APIs available again"},
+		{"held by finalizers", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 2, Blockers: []Blocker{{}}}, "", "remove the finalizers of the 1 objects"},
+		{"controller not deleting", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 2}, "deleting controller", "2 objects without finalizers remain"},
+		{"own finalizer waiting", Analysis{Target: "namespace x", Exists: true, Terminating: true, Finalizers: []string{"spec:kubernetes"}}, "own finalizer", "nothing is left under it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := tt.a
+			a.decide()
+			if (tt.refused == "") != (a.Refusal == "") || !strings.Contains(a.Refusal, tt.refused) || !strings.Contains(a.Next, tt.next) {
+				t.Errorf("refusal %q next %q; want %q / %q", a.Refusal, a.Next, tt.refused, tt.next)
+			}
+		})
+	}
+}
