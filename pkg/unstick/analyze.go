@@ -227,6 +227,30 @@ func servers(ctx context.Context, store etcdscan.Store, registry string, blocker
 	}
 	type workload struct{ name, text string }
 	var workloads []workload
+	// Webhooks may be what removes a finalizer too; their configurations are
+	// matched by name.
+	for _, p := range []string{"admissionregistration.k8s.io/mutatingwebhookconfigurations", "admissionregistration.k8s.io/validatingwebhookconfigurations"} {
+		start := registry + p + "/"
+		err := store.Range(ctx, start, etcdscan.PrefixEnd(start), true, func(kv *mvccpb.KeyValue) error {
+			name := string(kv.Key[len(start):])
+			workloads = append(workloads, workload{name: "webhook configuration " + name, text: strings.ToLower(name)})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	crdGroups := map[string][]string{}
+	start := registry + "apiextensions.k8s.io/customresourcedefinitions/"
+	err := store.Range(ctx, start, etcdscan.PrefixEnd(start), true, func(kv *mvccpb.KeyValue) error {
+		if r, ok := catalog.CustomFromCRDName(string(kv.Key[len(start):])); ok {
+			crdGroups[r.Group] = append(crdGroups[r.Group], r.GroupResource())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	for _, p := range []string{"deployments", "statefulsets", "daemonsets"} {
 		start := registry + p + "/"
 		err := store.Range(ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
@@ -274,8 +298,12 @@ func servers(ctx context.Context, store etcdscan.Store, registry string, blocker
 				}
 			}
 			sort.Strings(by)
+			crds := ""
+			if names := crdGroups[domain]; len(names) > 0 {
+				crds = " (the CRDs of its group are still there: " + strings.Join(names, ", ") + ")"
+			}
 			if len(by) == 0 {
-				b.Served = append(b.Served, f+": nothing in the cluster seems to serve it (no Deployment, StatefulSet or DaemonSet mentions "+word+"): its operator is gone")
+				b.Served = append(b.Served, f+": nothing in the cluster seems to serve it (no Deployment, StatefulSet, DaemonSet or webhook mentions "+word+"): its operator is gone"+crds)
 			} else {
 				b.Served = append(b.Served, f+": perhaps served by "+strings.Join(by, ", ")+" (a workload that mentions "+word+"); check it is running before removing the finalizer")
 			}
