@@ -18,11 +18,22 @@ import (
 // what they create from them (a resurrected ReplicaSet's new Pods) belongs
 // to the same incident.
 
-// noteResurrected marks f as resurrected.
+// noteResurrected marks f as resurrected. The revisions are the evidence;
+// the creation times must not contradict them: a keyspace copied key by key
+// (etcdctl make-mirror, a migration) gives every key a new create revision
+// in key order, but keeps each object's creationTimestamp, which is then
+// later than its namespace's.
 func (s *scan) noteResurrected(ctx context.Context, f *Finding, ns string, objRev, nsRev int64) {
-	objTime, nsTime := "creation time unknown", s.namespaceCreated(ctx, ns)
+	nsCreated, known := s.namespaceCreated(ctx, ns)
+	if known && f.Created != nil && f.Created.After(nsCreated) {
+		return
+	}
+	objTime, nsTime := "creation time unknown", "creation time unknown"
 	if f.Created != nil {
 		objTime = "created " + f.Created.UTC().Format(time.RFC3339)
+	}
+	if known {
+		nsTime = "created " + nsCreated.UTC().Format(time.RFC3339)
 	}
 	f.add(ClassResurrected, fmt.Sprintf("stored at revision %d (%s), before namespace %s was created again at revision %d (%s): it survived an earlier namespace %s and came back with the new one",
 		objRev, objTime, ns, nsRev, nsTime, ns))
@@ -31,17 +42,22 @@ func (s *scan) noteResurrected(ctx context.Context, f *Finding, ns string, objRe
 	}
 }
 
-// namespaceCreated returns the creation time of a namespace, for reasons.
-func (s *scan) namespaceCreated(ctx context.Context, ns string) string {
-	kv, err := s.store.Get(ctx, s.opts.Prefix+"namespaces/"+ns)
-	if err != nil || kv == nil {
-		return "creation time unknown"
+// namespaceCreated returns the creation time of a namespace, if known.
+func (s *scan) namespaceCreated(ctx context.Context, ns string) (time.Time, bool) {
+	if t, ok := s.nsTimes[ns]; ok {
+		return t, !t.IsZero()
 	}
-	obj, err := decode.Meta(kv.Value)
-	if err != nil || obj.Meta.CreationTimestamp.IsZero() {
-		return "creation time unknown"
+	var t time.Time
+	if kv, err := s.store.Get(ctx, s.opts.Prefix+"namespaces/"+ns); err == nil && kv != nil {
+		if obj, err := decode.Meta(kv.Value); err == nil {
+			t = obj.Meta.CreationTimestamp.Time
+		}
 	}
-	return "created " + obj.Meta.CreationTimestamp.UTC().Format(time.RFC3339)
+	if s.nsTimes == nil {
+		s.nsTimes = map[string]time.Time{}
+	}
+	s.nsTimes[ns] = t
+	return t, !t.IsZero()
 }
 
 // resurrectedChains marks, transitively, the objects created since by a

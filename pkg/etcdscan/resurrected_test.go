@@ -3,6 +3,7 @@ package etcdscan
 import (
 	"context"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,11 +28,19 @@ func TestResurrected(t *testing.T) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: rs.UID, Controller: &yes}}
 		return p
 	}
+	// A keyspace copied key by key (etcdctl make-mirror) stores objects
+	// before their namespace, but their creation times say otherwise.
+	mirroredNS := namespace("copy")
+	mirroredNS.CreationTimestamp = metav1.NewTime(time.Unix(1.7e9, 0))
+	mirrored := pod("copy", "p")
+	mirrored.CreationTimestamp = metav1.NewTime(time.Unix(1.7e9+3600, 0))
 	steps := []struct {
 		key string
 		obj runtime.Object
 	}{
 		{"/registry/namespaces/default", namespace("default")},
+		{"/registry/pods/copy/p", mirrored},
+		{"/registry/namespaces/copy", mirroredNS},
 		{"/registry/replicasets/app/web", rs},
 		{"/registry/pods/app/web-old", owned("web-old", "000000000001")},
 		{"/registry/configmaps/app/old", &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "old", UID: "u-old"}}},

@@ -129,8 +129,10 @@ type scan struct {
 	index map[string]int
 	// namespaces holds the names of every namespace key.
 	namespaces map[string]bool
-	// nsCreated is each namespace key's create revision.
+	// nsCreated is each namespace key's create revision; nsTimes caches
+	// namespaces' creation times.
 	nsCreated map[string]int64
+	nsTimes   map[string]time.Time
 	// resurrected holds the UID fingerprints of resurrected objects.
 	resurrected *uidSet
 	// perNS counts objects per namespace and storage prefix.

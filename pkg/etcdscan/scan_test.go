@@ -2,6 +2,7 @@ package etcdscan
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,16 @@ func TestScanEmbedded(t *testing.T) {
 		"/registry/ranges/serviceips":     "internal",
 		"/registry/example.com/things/x1": `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"x1"}}`,
 	}
-	for k, v := range puts {
-		if _, err := cli.Put(ctx, k, v); err != nil {
+	// Namespaces first: an object stored before its namespace is resurrected.
+	keys := make([]string, 0, len(puts))
+	for k := range puts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return strings.HasPrefix(keys[i], "/registry/namespaces/") && !strings.HasPrefix(keys[j], "/registry/namespaces/")
+	})
+	for _, k := range keys {
+		if _, err := cli.Put(ctx, k, puts[k]); err != nil {
 			t.Fatal(err)
 		}
 	}
