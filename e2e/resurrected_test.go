@@ -53,6 +53,9 @@ func TestResurrectedObjects(t *testing.T) {
 		}
 		return nil
 	})
+	// Creation times have a resolution of one second; a real incident has
+	// minutes between the force-deletion and the new namespace.
+	time.Sleep(1100 * time.Millisecond)
 	c.createNamespace(t, "kb-system")
 	c.createConfigMap(t, "kb-system", "fresh")
 	c.startControllerManager(t, "replicaset-controller")

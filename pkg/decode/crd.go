@@ -29,11 +29,15 @@ func typedAs[T runtime.Object](value []byte, empty T) (T, error) {
 	if o, ok := obj.(T); ok {
 		return o, nil
 	}
-	u, ok := obj.(runtime.Unstructured)
-	if !ok {
-		return zero, fmt.Errorf("value is a %s %s, not a %T", meta.APIVersion, meta.Kind, empty)
+	// Another version of the kind (a CRD stored as v1beta1): its fields are
+	// read through the unstructured form.
+	var content map[string]interface{}
+	if u, ok := obj.(runtime.Unstructured); ok {
+		content = u.UnstructuredContent()
+	} else if content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+		return zero, fmt.Errorf("value is a %s %s, not a %T: %w", meta.APIVersion, meta.Kind, empty, err)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), empty); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, empty); err != nil {
 		return zero, fmt.Errorf("decode %s %s: %w", meta.APIVersion, meta.Kind, err)
 	}
 	return empty, nil

@@ -39,9 +39,13 @@ func fingerprint(uid string) uint64 {
 
 func (u *uidSet) add(uid string) {
 	if uid != "" {
-		u.ids = append(u.ids, fingerprint(uid))
-		u.sorted = false
+		u.addFingerprint(fingerprint(uid))
 	}
+}
+
+func (u *uidSet) addFingerprint(fp uint64) {
+	u.ids = append(u.ids, fp)
+	u.sorted = false
 }
 
 func (u *uidSet) hasFingerprint(fp uint64) bool {

@@ -18,23 +18,18 @@ import (
 // what they create from them (a resurrected ReplicaSet's new Pods) belongs
 // to the same incident.
 
-// noteResurrected marks f as resurrected. The revisions are the evidence;
-// the creation times must not contradict them: a keyspace copied key by key
-// (etcdctl make-mirror, a migration) gives every key a new create revision
-// in key order, but keeps each object's creationTimestamp, which is then
-// later than its namespace's.
+// noteResurrected marks f as resurrected. The revisions are the evidence,
+// and the creation times must agree (the object strictly older than its
+// namespace): a keyspace copied key by key (etcdctl make-mirror, a
+// migration) gives every key a new create revision in key order but keeps
+// each object's creationTimestamp. An object whose creation time cannot be
+// read is not judged.
 func (s *scan) noteResurrected(ctx context.Context, f *Finding, ns string, objRev, nsRev int64) {
 	nsCreated, known := s.namespaceCreated(ctx, ns)
-	if known && f.Created != nil && f.Created.After(nsCreated) {
+	if !known || f.Created == nil || !f.Created.Before(nsCreated) {
 		return
 	}
-	objTime, nsTime := "creation time unknown", "creation time unknown"
-	if f.Created != nil {
-		objTime = "created " + f.Created.UTC().Format(time.RFC3339)
-	}
-	if known {
-		nsTime = "created " + nsCreated.UTC().Format(time.RFC3339)
-	}
+	objTime, nsTime := "created "+f.Created.UTC().Format(time.RFC3339), "created "+nsCreated.UTC().Format(time.RFC3339)
 	f.add(ClassResurrected, fmt.Sprintf("stored at revision %d (%s), before namespace %s was created again at revision %d (%s): it survived an earlier namespace %s and came back with the new one",
 		objRev, objTime, ns, nsRev, nsTime, ns))
 	if f.UID != "" {
@@ -98,9 +93,12 @@ func (s *scan) resurrectedChains(ctx context.Context) error {
 			if err != nil {
 				continue
 			}
-			ref := obj.Meta.OwnerReferences[owner]
-			s.record(s.findingOf(kv, obj)).add(ClassResurrected, fmt.Sprintf("created since by its resurrected owner %s %s (uid %s)", ref.Kind, ref.Name, ref.UID))
-			s.resurrected.add(string(obj.Meta.UID))
+			reason := "created since by a resurrected owner"
+			if refs := obj.Meta.OwnerReferences; owner < len(refs) {
+				reason = fmt.Sprintf("created since by its resurrected owner %s %s (uid %s)", refs[owner].Kind, refs[owner].Name, refs[owner].UID)
+			}
+			s.record(s.findingOf(kv, obj)).add(ClassResurrected, reason)
+			s.resurrected.addFingerprint(o.uid)
 			marked[o.key] = true
 			changed = true
 		}

@@ -34,6 +34,10 @@ func TestResurrected(t *testing.T) {
 	mirroredNS.CreationTimestamp = metav1.NewTime(time.Unix(1.7e9, 0))
 	mirrored := pod("copy", "p")
 	mirrored.CreationTimestamp = metav1.NewTime(time.Unix(1.7e9+3600, 0))
+	at := func(o metav1.Object, sec int64) runtime.Object {
+		o.SetCreationTimestamp(metav1.NewTime(time.Unix(1.8e9+sec, 0)))
+		return o.(runtime.Object)
+	}
 	steps := []struct {
 		key string
 		obj runtime.Object
@@ -41,13 +45,15 @@ func TestResurrected(t *testing.T) {
 		{"/registry/namespaces/default", namespace("default")},
 		{"/registry/pods/copy/p", mirrored},
 		{"/registry/namespaces/copy", mirroredNS},
-		{"/registry/replicasets/app/web", rs},
-		{"/registry/pods/app/web-old", owned("web-old", "000000000001")},
-		{"/registry/configmaps/app/old", &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "old", UID: "u-old"}}},
+		{"/registry/replicasets/app/web", at(rs, 0)},
+		{"/registry/pods/app/web-old", at(owned("web-old", "000000000001"), 1)},
+		{"/registry/configmaps/app/old", at(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "old", UID: "u-old"}}, 2)},
+		// Stored before the namespace too, but with no creation time: not judged.
+		{"/registry/configmaps/app/timeless", &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "timeless", UID: "u-timeless"}}},
 		// The namespace is created again, after its objects.
-		{"/registry/namespaces/app", namespace("app")},
-		{"/registry/pods/app/web-new", owned("web-new", "000000000002")},
-		{"/registry/pods/app/unrelated", pod("app", "unrelated")},
+		{"/registry/namespaces/app", at(namespace("app"), 60)},
+		{"/registry/pods/app/web-new", at(owned("web-new", "000000000002"), 120)},
+		{"/registry/pods/app/unrelated", at(pod("app", "unrelated"), 120)},
 	}
 	for _, s := range steps {
 		if _, err := cli.Put(ctx, s.key, encode(t, s.obj)); err != nil {

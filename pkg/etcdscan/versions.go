@@ -53,7 +53,9 @@ func (s *scan) checkStoredVersion(f *Finding, prefix, apiVersion, kind string) {
 		}
 		return
 	}
-	if _, custom := catalog.GroupOfPrefix(prefix); custom && !catalog.IsBuiltinGroup(gv.Group) {
+	// Only kube-apiserver's own groups are judged by this release's scheme,
+	// and not when the API server is a newer release than it.
+	if !catalog.IsBuiltinGroup(gv.Group) || s.serverNewer() {
 		return
 	}
 	if !decode.Recognizes(apiVersion, kind) {

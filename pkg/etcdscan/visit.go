@@ -110,7 +110,9 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 		s.tally(f.Resource, "undecodable")
 	case obj.Encryption != nil:
 		f.Encryption = obj.Encryption.String()
-		s.tally(f.Resource, "encrypted "+obj.Encryption.Provider+"/"+obj.Encryption.KeyName)
+		if s.opts.Decrypter == nil || obj.Encryption.Provider == "kms" {
+			s.tally(f.Resource, "encrypted "+obj.Encryption.Provider+"/"+obj.Encryption.KeyName)
+		}
 		ask.enc = obj.Encryption
 		s.rep.Encrypted[obj.Encryption.Provider+"/"+obj.Encryption.KeyName]++
 		if len(resources) == 0 {
@@ -159,9 +161,7 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 // the classes the API server should be asked about by reading the object.
 func (s *scan) classifyObject(f *Finding, k Key, resources []catalog.Resource, obj *decode.Object, kv *mvccpb.KeyValue) []Class {
 	m := &obj.Meta
-	if f.Encryption == "" {
-		s.tally(f.Resource, obj.APIVersion)
-	}
+	s.tally(f.Resource, obj.APIVersion)
 	if len(resources) > 0 {
 		s.checkStoredVersion(f, k.Prefix, obj.APIVersion, obj.Kind)
 	}
