@@ -61,8 +61,8 @@ controller needs is unavailable.`,
 			if o.output != "table" && o.output != "json" {
 				return usageError("--output %q is not one of table, json", o.output)
 			}
-			if o.wait <= 0 {
-				return usageError("--wait must be positive, got %s", o.wait)
+			if o.wait <= 0 || o.wait >= g.etcd.CommandTimeout {
+				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.etcd.CommandTimeout, o.wait)
 			}
 			return runUnstick(c.Context(), g, o, kind, name, c.InOrStdin(), c.OutOrStdout())
 		},
@@ -94,7 +94,11 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if kind != "namespace" && kind != "ns" {
 		analyse = unstick.CRD
 	}
-	a, err := analyse(ctx, rs.store, g.prefix, name, served, time.Now())
+	var api unstick.MetaReader
+	if rs.view != nil {
+		api = rs.view
+	}
+	a, err := analyse(ctx, rs.store, g.prefix, name, served, api, time.Now())
 	if err != nil {
 		return err
 	}
@@ -152,7 +156,11 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		default:
 			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, o.wait, res.Left)
 		}
-		fmt.Fprintf(out, "Undo:  regghost restore %s --confirm\n", res.Dir)
+		if res.Finished {
+			fmt.Fprintf(out, "Backup of what was patched: %s (a restore would put the objects back into a %s that no longer exists: ghosts)\n", res.Dir, strings.Fields(a.Target)[0])
+		} else {
+			fmt.Fprintf(out, "Undo:  regghost restore %s --confirm\n", res.Dir)
+		}
 	}
 	if err != nil {
 		return err
@@ -181,11 +189,18 @@ func printAnalysis(out io.Writer, a *unstick.Analysis) {
 	}
 	fmt.Fprintf(out, "  %d keys left in etcd, %d held by finalizers\n", a.Remaining, len(a.Blockers))
 	if len(a.Blockers) > 0 {
-		t := newTable(out, "KEY", "FINALIZERS", "SERVED BY")
+		t := newTable(out, "KEY", "FINALIZERS", "TO REMOVE", "SERVED BY")
 		for _, b := range a.Blockers {
-			_ = t.Append([]string{b.Key, strings.Join(b.Finalizers, ", "), strings.Join(b.Served, "; ")})
+			fins := strings.Join(b.Finalizers, ", ")
+			if b.Spec {
+				fins = "spec: " + fins
+			}
+			_ = t.Append([]string{b.Key, fins, strings.Join(b.Remove, ", "), strings.Join(b.Served, "; ")})
 		}
 		_ = t.Render()
+	}
+	for _, u := range a.Unreadable {
+		fmt.Fprintf(out, "  cannot be read here: %s\n", u)
 	}
 	fmt.Fprintf(out, "Next: %s.\n", a.Next)
 }

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -88,6 +90,27 @@ func TestUnstick(t *testing.T) {
 		out, errOut, code := c.regghost(t, "", "unstick", "crd", "gizmos.example.com", "--confirm", "--yes", "--backup-dir", filepath.Join(t.TempDir(), "b"))
 		if code != 0 || !strings.Contains(out, "customresourcedefinition gizmos.example.com is gone, and nothing of it is left in etcd") || !strings.Contains(out, "example.com/cleanup") {
 			t.Fatalf("unstick crd: exit %d: %s\n%s", code, errOut, out)
+		}
+	})
+	t.Run("a namespace held by its own finalizer of a controller that is gone", func(t *testing.T) {
+		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app3"},
+			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes", "example.com/gone"}}}, metav1.CreateOptions{})
+		mustNoErr(t, "create namespace", err)
+		c.createConfigMap(t, "app3", "plain")
+		mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, "app3", metav1.DeleteOptions{}))
+		waitFor(t, 60*time.Second, "the namespace controller to be done with app3", func() error {
+			ns, err := c.kube.CoreV1().Namespaces().Get(ctx, "app3", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if len(ns.Spec.Finalizers) != 1 {
+				return errString("finalizers " + fmt.Sprint(ns.Spec.Finalizers))
+			}
+			return nil
+		})
+		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app3", "--confirm", "--yes", "--backup-dir", filepath.Join(t.TempDir(), "b3"))
+		if code != 0 || !strings.Contains(out, "namespace app3 is gone, and nothing of it is left in etcd") || !strings.Contains(out, "removed from spec.finalizers") {
+			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 		}
 	})
 	t.Run("refused while an API the namespace controller needs is unavailable", func(t *testing.T) {

@@ -2,6 +2,7 @@ package unstick
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -21,8 +23,13 @@ import (
 	"github.com/regghost/regghost/pkg/repair"
 )
 
-// FinalizersRemoved is the outcome of a blocker whose finalizers were removed.
-const FinalizersRemoved repair.Outcome = "finalizers-removed"
+// Outcomes of a blocker.
+const (
+	// FinalizersRemoved: its finalizers nobody serves were removed.
+	FinalizersRemoved repair.Outcome = "finalizers-removed"
+	// PatchFailed: the API server refused the patch.
+	PatchFailed repair.Outcome = "patch-failed"
+)
 
 // ErrRefused is returned (wrapped) when unstick must not act.
 var ErrRefused = errors.New("refused")
@@ -58,8 +65,8 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	if a.Refusal != "" {
 		return nil, fmt.Errorf("%w: %s; nothing was changed", ErrRefused, a.Refusal)
 	}
-	if len(a.Blockers) == 0 {
-		return nil, fmt.Errorf("%w: no object holds %s with finalizers; nothing was changed", ErrRefused, a.Target)
+	if a.removable() == 0 {
+		return nil, fmt.Errorf("%w: no object holds %s with finalizers nobody serves; nothing was changed", ErrRefused, a.Target)
 	}
 	if o.Dynamic == nil {
 		return nil, fmt.Errorf("%w: unstick works through the API server, which cannot be reached; nothing was changed", ErrRefused)
@@ -72,7 +79,12 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 		return nil, err
 	}
 	var entries []repair.Entry
+	seen := map[string]bool{}
 	for _, b := range a.Blockers {
+		if len(b.Remove) == 0 || seen[b.Key] {
+			continue
+		}
+		seen[b.Key] = true
 		resp, err := o.Client.Get(ctx, b.Key)
 		if err != nil {
 			os.RemoveAll(dir)
@@ -91,14 +103,34 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was changed", err)
 	}
+	removed := 0
 	for _, b := range a.Blockers {
-		res.Results = append(res.Results, removeFinalizers(ctx, o.Dynamic, b))
+		if len(b.Remove) == 0 {
+			continue
+		}
+		r := removeFinalizers(ctx, o.Dynamic, b)
+		if r.Outcome == FinalizersRemoved {
+			removed++
+		} else if r.Outcome == repair.NotAttempted {
+			// A 404 for a key etcd holds is not "gone".
+			if resp, err := o.Client.Get(ctx, b.Key, clientv3.WithCountOnly()); err == nil && resp.Count == 0 {
+				r.Outcome, r.Detail = repair.SkippedGone, "gone since it was reviewed"
+			} else {
+				r.Outcome = PatchFailed
+			}
+		}
+		res.Results = append(res.Results, r)
 	}
 	if err := repair.AppendAudit(dir, "unstick", res.Results); err != nil {
 		return res, err
 	}
-	res.Finished = waitGone(ctx, o.Client, a.Key, o.Wait)
-	left, err := countLeft(ctx, o.Client, registry, a)
+	if removed > 0 {
+		res.Finished = waitGone(ctx, o.Client, a.Key, o.Wait)
+	}
+	// Count with a context of its own: the wait may have used up the command's.
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	left, err := countLeft(cctx, o.Client, registry, a)
 	if err != nil {
 		return res, err
 	}
@@ -106,26 +138,54 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	return res, nil
 }
 
-// removeFinalizers patches one object's finalizers away, preconditioned on
-// the resourceVersion that was reviewed.
+// removeFinalizers removes a blocker's unserved finalizers through the API
+// server, keeping the others, preconditioned on the reviewed
+// resourceVersion. A namespace's spec.finalizers go through its finalize
+// subresource.
 func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) repair.Result {
 	gvr := schema.GroupVersionResource{Group: b.Resource.Group, Version: b.Resource.Version, Resource: b.Resource.Resource}
-	patch := fmt.Sprintf(`{"metadata":{"finalizers":null,"resourceVersion":"%d"}}`, b.ModRevision)
-	var err error
+	rc := dyn.Resource(gvr)
+	var ri dynamic.ResourceInterface = rc
 	if b.Namespace != "" {
-		_, err = dyn.Resource(gvr).Namespace(b.Namespace).Patch(ctx, b.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		ri = rc.Namespace(b.Namespace)
+	}
+	keep := b.Keep
+	if keep == nil {
+		keep = []string{}
+	}
+	rv := fmt.Sprint(b.ModRevision)
+	var err error
+	if b.Spec {
+		var obj *unstructured.Unstructured
+		if obj, err = ri.Get(ctx, b.Name, metav1.GetOptions{}); err == nil {
+			if obj.GetResourceVersion() != rv {
+				return repair.Result{Key: b.Key, Outcome: repair.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
+			}
+			spec := make([]interface{}, len(keep))
+			for i, f := range keep {
+				spec[i] = f
+			}
+			if err = unstructured.SetNestedSlice(obj.Object, spec, "spec", "finalizers"); err == nil {
+				_, err = ri.Update(ctx, obj, metav1.UpdateOptions{}, "finalize")
+			}
+		}
 	} else {
-		_, err = dyn.Resource(gvr).Patch(ctx, b.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": rv}})
+		_, err = ri.Patch(ctx, b.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	where := ""
+	if b.Spec {
+		where = " from spec.finalizers"
 	}
 	switch {
 	case err == nil:
-		return repair.Result{Key: b.Key, Outcome: FinalizersRemoved, Detail: fmt.Sprintf("[%s] removed through the API server (resourceVersion %d)", strings.Join(b.Finalizers, ", "), b.ModRevision)}
+		return repair.Result{Key: b.Key, Outcome: FinalizersRemoved, Detail: fmt.Sprintf("[%s] removed%s through the API server (resourceVersion %d)", strings.Join(b.Remove, ", "), where, b.ModRevision)}
 	case apierrors.IsConflict(err):
 		return repair.Result{Key: b.Key, Outcome: repair.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
 	case apierrors.IsNotFound(err):
-		return repair.Result{Key: b.Key, Outcome: repair.SkippedGone, Detail: "gone since it was reviewed"}
+		return repair.Result{Key: b.Key, Outcome: repair.NotAttempted, Detail: "404 from the API server"}
 	}
-	return repair.Result{Key: b.Key, Outcome: repair.NotAttempted, Detail: "the API server refused the patch: " + err.Error()}
+	return repair.Result{Key: b.Key, Outcome: PatchFailed, Detail: "the API server refused the patch: " + err.Error()}
 }
 
 // waitGone waits until key is gone from etcd, at most wait.

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
@@ -37,6 +38,13 @@ type Blocker struct {
 	Resource catalog.Resource `json:"resource"`
 	// Served says whether anything still serves each finalizer.
 	Served []string `json:"served"`
+	// Remove are the finalizers unstick removes: all but those Kubernetes
+	// itself serves. Keep are the others, left in place.
+	Remove []string `json:"remove"`
+	Keep   []string `json:"keep,omitempty"`
+	// Spec is set for the namespace's own spec.finalizers, removed through
+	// its finalize subresource.
+	Spec bool `json:"spec,omitempty"`
 }
 
 // Analysis is why a namespace or CRD is stuck, and the next action.
@@ -62,12 +70,21 @@ type Analysis struct {
 	Next string `json:"next"`
 	// Refusal is set when unstick must not act, and why.
 	Refusal string `json:"refusal,omitempty"`
+	// Unreadable are remaining keys whose metadata could not be read
+	// (encrypted, and the API server could not be asked).
+	Unreadable []string `json:"unreadable,omitempty"`
+}
+
+// MetaReader reads an object's metadata through the API server
+// (*apiview.View), for values encrypted at rest.
+type MetaReader interface {
+	Get(ctx context.Context, r catalog.Resource, namespace, name string) (*metav1.PartialObjectMetadata, error)
 }
 
 // Namespace analyses a namespace from the keyspace. served is the API
 // server's catalog (nil when it cannot be asked), failed its groups whose
 // discovery failed.
-func Namespace(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, now time.Time) (*Analysis, error) {
+func Namespace(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, api MetaReader, now time.Time) (*Analysis, error) {
 	a := &Analysis{Target: "namespace " + name, Key: registry + "namespaces/" + name}
 	kv, err := store.Get(ctx, a.Key)
 	if err != nil {
@@ -84,11 +101,16 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 			return nil, fmt.Errorf("%s holds a %T, not a Namespace", a.Key, obj)
 		}
 		a.Finalizers = append(a.Finalizers, ns.Finalizers...)
+		var spec []string
 		for _, f := range ns.Spec.Finalizers {
 			a.Finalizers = append(a.Finalizers, "spec:"+string(f))
+			spec = append(spec, string(f))
 		}
 		if ns.DeletionTimestamp != nil {
 			a.Terminating, a.Since = true, now.Sub(ns.DeletionTimestamp.Time).Round(time.Second)
+			nsRes := catalog.Resource{Version: "v1", Resource: "namespaces"}
+			a.ownBlocker(Blocker{Key: a.Key, Kind: "Namespace", Name: name, Finalizers: ns.Finalizers, ModRevision: kv.ModRevision, Resource: nsRes})
+			a.ownBlocker(Blocker{Key: a.Key, Kind: "Namespace", Name: name, Finalizers: spec, ModRevision: kv.ModRevision, Resource: nsRes, Spec: true})
 		}
 		for _, c := range ns.Status.Conditions {
 			if c.Status == corev1.ConditionTrue {
@@ -98,7 +120,7 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 	}
 	err = etcdscan.WalkNamespace(ctx, store, registry, name, false, func(kv *mvccpb.KeyValue) error {
 		a.Remaining++
-		return a.noteBlocker(registry, kv, served)
+		return a.noteBlocker(ctx, registry, kv, served, api)
 	})
 	if err != nil {
 		return nil, err
@@ -119,7 +141,7 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 }
 
 // CRD analyses a CustomResourceDefinition stuck on its cleanup finalizer.
-func CRD(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, now time.Time) (*Analysis, error) {
+func CRD(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, api MetaReader, now time.Time) (*Analysis, error) {
 	a := &Analysis{Target: "customresourcedefinition " + name, Key: registry + "apiextensions.k8s.io/customresourcedefinitions/" + name}
 	kv, err := store.Get(ctx, a.Key)
 	if err != nil {
@@ -138,6 +160,8 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, serve
 		a.Finalizers = crd.Finalizers
 		if crd.DeletionTimestamp != nil {
 			a.Terminating, a.Since = true, now.Sub(crd.DeletionTimestamp.Time).Round(time.Second)
+			a.ownBlocker(Blocker{Key: a.Key, Kind: "CustomResourceDefinition", Name: name, Finalizers: crd.Finalizers, ModRevision: kv.ModRevision,
+				Resource: catalog.Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}})
 		}
 		for _, c := range crd.Status.Conditions {
 			if c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue {
@@ -148,7 +172,7 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, serve
 	prefix := registry + r.Prefix() + "/"
 	err = store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), false, func(kv *mvccpb.KeyValue) error {
 		a.Remaining++
-		return a.noteBlocker(registry, kv, served)
+		return a.noteBlocker(ctx, registry, kv, served, api)
 	})
 	if err != nil {
 		return nil, err
@@ -160,25 +184,52 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, serve
 	return a, nil
 }
 
-// noteBlocker records a remaining object that has finalizers.
-func (a *Analysis) noteBlocker(registry string, kv *mvccpb.KeyValue, served *catalog.Catalog) error {
-	obj, err := decode.Meta(kv.Value)
-	if err != nil || len(obj.Meta.Finalizers) == 0 {
-		return nil
-	}
+// noteBlocker records a remaining object that is being deleted and has
+// finalizers. Encrypted values are read through the API server.
+func (a *Analysis) noteBlocker(ctx context.Context, registry string, kv *mvccpb.KeyValue, served *catalog.Catalog, api MetaReader) error {
 	k, err := etcdscan.ParseKey(registry, string(kv.Key))
 	if err != nil {
 		return nil
 	}
-	b := Blocker{Key: string(kv.Key), Kind: obj.Kind, Namespace: k.Namespace, Name: k.Name, Finalizers: obj.Meta.Finalizers, ModRevision: kv.ModRevision}
-	b.Resource = catalog.Release().ResourceFor(k.Prefix)
+	res := catalog.Release().ResourceFor(k.Prefix)
 	if served != nil {
 		if rs, ok := served.Lookup(k.Prefix); ok {
-			b.Resource = rs[0]
+			res = rs[0]
 		}
 	}
-	a.Blockers = append(a.Blockers, b)
+	obj, err := decode.Meta(kv.Value)
+	if err != nil {
+		return nil
+	}
+	meta := obj.Meta
+	if obj.Encryption != nil {
+		var m *metav1.PartialObjectMetadata
+		if api != nil && res.Version != "" {
+			m, err = api.Get(ctx, res, k.Namespace, k.Name)
+		}
+		if m == nil {
+			a.Unreadable = append(a.Unreadable, string(kv.Key))
+			return nil
+		}
+		meta = m.ObjectMeta
+	}
+	if len(meta.Finalizers) == 0 || meta.DeletionTimestamp == nil {
+		return nil
+	}
+	a.Blockers = append(a.Blockers, Blocker{Key: string(kv.Key), Kind: obj.Kind, Namespace: k.Namespace, Name: k.Name,
+		Finalizers: meta.Finalizers, ModRevision: kv.ModRevision, Resource: res})
 	return nil
+}
+
+// ownBlocker records the target's own finalizers that Kubernetes does not
+// serve (its own controller's are left alone).
+func (a *Analysis) ownBlocker(b Blocker) {
+	for _, f := range b.Finalizers {
+		if _, builtin := builtinFinalizers[f]; !builtin {
+			a.Blockers = append(a.Blockers, b)
+			return
+		}
+	}
 }
 
 // unavailableAPIServices reads the APIServices whose Available condition is
@@ -283,12 +334,14 @@ func servers(ctx context.Context, store etcdscan.Store, registry string, blocker
 	}
 	for i := range blockers {
 		b := &blockers[i]
-		b.Served = nil
+		b.Served, b.Remove, b.Keep = nil, nil, nil
 		for _, f := range b.Finalizers {
 			if who, ok := builtinFinalizers[f]; ok {
-				b.Served = append(b.Served, f+": served by "+who)
+				b.Served = append(b.Served, f+": served by "+who+"; left in place")
+				b.Keep = append(b.Keep, f)
 				continue
 			}
+			b.Remove = append(b.Remove, f)
 			domain, _, _ := strings.Cut(f, "/")
 			word, _, _ := strings.Cut(domain, ".")
 			var by []string
@@ -327,8 +380,17 @@ func (a *Analysis) decide() {
 	case len(a.Unavailable) > 0:
 		a.Next = "make these APIs available again, or delete their APIService if nothing serves it any more; the namespace controller needs every API to delete a namespace: " + strings.Join(a.Unavailable, "; ")
 		a.Refusal = "an API the namespace controller needs is unavailable (" + a.Unavailable[0] + "); removing finalizers would not finish the deletion"
+	case len(a.Unreadable) > 0:
+		a.Next = fmt.Sprintf("%d remaining values are encrypted and the API server could not read them, so what holds the deletion is not known: %s; let the API server answer (check --kubeconfig)", len(a.Unreadable), strings.Join(a.Unreadable, ", "))
+		a.Refusal = "some remaining objects cannot be read here"
+	case a.removable() > 0 && a.missingVersion() != "":
+		a.Next = "the API server does not serve " + a.missingVersion() + ", so its finalizers cannot be removed through it: make it served (or check --kubeconfig)"
+		a.Refusal = a.missingVersion() + " is not served by the API server"
+	case a.removable() > 0:
+		a.Next = fmt.Sprintf("remove the finalizers nobody serves from the %d objects that hold it (`regghost unstick ... --confirm` does it through the API server, backed up), then the deletion finishes", a.removable())
 	case len(a.Blockers) > 0:
-		a.Next = fmt.Sprintf("remove the finalizers of the %d objects that hold it (`regghost unstick ... --confirm` does it through the API server, backed up), then the deletion finishes", len(a.Blockers))
+		a.Next = "only Kubernetes' own finalizers hold it: their controller (see SERVED BY) is not running or failing; fix it rather than remove them"
+		a.Refusal = "only Kubernetes' own finalizers hold it"
 	case a.Remaining > 0:
 		a.Next = fmt.Sprintf("%d objects without finalizers remain: the controller that deletes them (kube-controller-manager's namespace controller) is not running or failing; check it", a.Remaining)
 		a.Refusal = "nothing holds it with finalizers: the deleting controller is not doing its work"
@@ -345,4 +407,26 @@ func appendOnce(xs []string, x string) []string {
 		}
 	}
 	return append(xs, x)
+}
+
+// removable counts the blockers with finalizers to remove.
+func (a *Analysis) removable() int {
+	n := 0
+	for _, b := range a.Blockers {
+		if len(b.Remove) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// missingVersion names a blocker's resource the API server does not serve
+// (no version to patch it through), if any.
+func (a *Analysis) missingVersion() string {
+	for _, b := range a.Blockers {
+		if len(b.Remove) > 0 && b.Resource.Version == "" {
+			return b.Resource.GroupResource()
+		}
+	}
+	return ""
 }

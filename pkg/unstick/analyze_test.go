@@ -3,6 +3,8 @@ package unstick
 import (
 	"strings"
 	"testing"
+
+	"github.com/regghost/regghost/pkg/catalog"
 )
 
 func TestDecide(t *testing.T) {
@@ -17,7 +19,13 @@ func TestDecide(t *testing.T) {
 		{"not terminating", Analysis{Target: "namespace x", Exists: true}, "is not terminating", "nothing is stuck"},
 		{"an API unavailable", Analysis{Target: "namespace x", Exists: true, Terminating: true, Unavailable: []string{"APIService v1beta1.metrics.k8s.io is not available"}, Blockers: []Blocker{{}}},
 			"unavailable", "make these APIs available again"},
-		{"held by finalizers", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 2, Blockers: []Blocker{{}}}, "", "remove the finalizers of the 1 objects"},
+		{"held by finalizers nobody serves", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 2,
+			Blockers: []Blocker{{Remove: []string{"example.com/x"}, Resource: catalog.Resource{Group: "example.com", Version: "v1", Resource: "widgets"}}}}, "", "remove the finalizers nobody serves from the 1 objects"},
+		{"held only by Kubernetes' own finalizers", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1,
+			Blockers: []Blocker{{Keep: []string{"kubernetes.io/pvc-protection"}}}}, "only Kubernetes' own finalizers", "their controller"},
+		{"a blocker the API server does not serve", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1,
+			Blockers: []Blocker{{Remove: []string{"example.com/x"}, Resource: catalog.Resource{Group: "example.com", Resource: "widgets"}}}}, "not served", "make it served"},
+		{"encrypted values nobody read", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1, Unreadable: []string{"/registry/secrets/x/s"}}, "cannot be read", "encrypted"},
 		{"controller not deleting", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 2}, "deleting controller", "2 objects without finalizers remain"},
 		{"own finalizer waiting", Analysis{Target: "namespace x", Exists: true, Terminating: true, Finalizers: []string{"spec:kubernetes"}}, "own finalizer", "nothing is left under it"},
 	}
