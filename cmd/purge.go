@@ -285,7 +285,7 @@ func printPurgeResult(out io.Writer, format string, res *repair.PurgeResult) err
 	if format == "json" {
 		return printStructured(out, "json", res)
 	}
-	fmt.Fprintf(out, "\nSnapshot %s\n", describeSnapshot(res.Snapshot))
+	fmt.Fprintf(out, "\nSnapshot from %s: %s\n", res.Endpoint, describeSnapshot(res.Snapshot))
 	fmt.Fprintf(out, "Backup   %s (verified)\n\n", res.Backup)
 	printResults(out, res.Results)
 	fmt.Fprintf(out, "\nDeleted %d of %d planned keys. Audit log: %s\n", res.Deleted, res.Planned, filepath.Join(res.Dir, repair.AuditFile))

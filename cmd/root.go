@@ -65,6 +65,7 @@ snapshot and per-key backup that restore can put back.`,
 	f.StringVar(&g.etcd.CACert, "cacert", "", "CA bundle to verify etcd's certificate (env ETCDCTL_CACERT)")
 	f.StringVar(&g.etcd.Cert, "cert", "", "client certificate for etcd (env ETCDCTL_CERT)")
 	f.StringVar(&g.etcd.Key, "key", "", "client key for etcd (env ETCDCTL_KEY)")
+	f.StringVar(&g.etcd.User, "user", "", `etcd user as "name:password", for clusters with etcd auth (env ETCDCTL_USER)`)
 	f.DurationVar(&g.etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
 	f.DurationVar(&g.etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
 	f.StringVar(&g.prefix, "prefix", "/registry/", "etcd prefix kube-apiserver stores under (--etcd-prefix), ending in /")

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -13,20 +12,28 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{Use: "snapshot", Short: "Save or check an etcd snapshot"}
 	c.AddCommand(&cobra.Command{
 		Use:   "save FILE",
-		Short: "Stream a snapshot from the first endpoint to FILE and verify it (like etcdctl snapshot save)",
+		Short: "Stream a snapshot from the first endpoint that answers to FILE and verify it (like etcdctl snapshot save)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(c.Context(), g.etcd.CommandTimeout)
-			defer cancel()
+			ctx, cli, done, err := g.session(c.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
 			cfg, err := g.etcd.ClientConfig()
 			if err != nil {
 				return err
 			}
+			ep, err := repair.SnapshotEndpoint(ctx, cli, cfg.Endpoints, 0)
+			if err != nil {
+				return err
+			}
+			cfg.Endpoints = []string{ep}
 			info, err := repair.SaveSnapshot(ctx, cfg, args[0])
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "Snapshot saved at %s\n", describeSnapshot(info))
+			fmt.Fprintf(c.OutOrStdout(), "Snapshot from %s saved at %s\n", ep, describeSnapshot(info))
 			return nil
 		},
 	}, &cobra.Command{

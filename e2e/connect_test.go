@@ -20,8 +20,12 @@ func TestConnectionErrors(t *testing.T) {
 		code    int
 		wantErr string
 	}{
-		{name: "no client certificate", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--dial-timeout", "2s"}, code: 1, wantErr: "is not reachable"},
-		{name: "certificate from another CA", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--cert", other.ClientCert, "--key", other.ClientKey, "--dial-timeout", "2s"}, code: 1, wantErr: "is not reachable"},
+		{name: "no client certificate", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--dial-timeout", "2s"}, code: 1, wantErr: "requires a client certificate: pass --cert and --key"},
+		{name: "certificate from another CA", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--cert", other.ClientCert, "--key", other.ClientKey, "--dial-timeout", "2s"}, code: 1, wantErr: "rejected the client certificate"},
+		{name: "server certificate from another CA", args: []string{"--endpoints", c.etcdURL, "--cacert", other.CA, "--cert", c.pki.ClientCert, "--key", c.pki.ClientKey, "--dial-timeout", "2s"}, code: 1, wantErr: "--cacert does not hold"},
+		{name: "key of another certificate", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--cert", c.pki.ClientCert, "--key", c.pki.ServerKey}, code: 1, wantErr: "is not the private key of --cert"},
+		{name: "a dead endpoint before a live one", args: []string{"--endpoints", "https://127.0.0.1:1," + c.etcdURL, "--cacert", c.pki.CA, "--cert", c.pki.ClientCert, "--key", c.pki.ClientKey, "--dial-timeout", "3s"}, code: 0},
+		{name: "bad --user", args: append([]string{"--user", "nopassword"}, c.etcdArgs()...), code: 1, wantErr: `--user must be "name:password"`},
 		{name: "missing key file", args: []string{"--endpoints", c.etcdURL, "--cacert", c.pki.CA, "--cert", c.pki.ClientCert, "--key", "/nonexistent/client.key"}, code: 1, wantErr: "etcd TLS file"},
 		{name: "cert without key", args: []string{"--endpoints", c.etcdURL, "--cert", c.pki.ClientCert}, code: 1, wantErr: "--cert and --key go together"},
 		{name: "unreachable endpoint", args: []string{"--endpoints", "127.0.0.1:1", "--dial-timeout", "1s"}, code: 1, wantErr: "is not reachable"},

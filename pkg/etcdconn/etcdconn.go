@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -16,10 +17,12 @@ import (
 
 // Config holds what etcdctl calls its global flags.
 type Config struct {
-	Endpoints      []string
-	CACert         string
-	Cert           string
-	Key            string
+	Endpoints []string
+	CACert    string
+	Cert      string
+	Key       string
+	// User is etcd's "name:password" (etcdctl --user) for clusters with auth.
+	User           string
 	DialTimeout    time.Duration
 	CommandTimeout time.Duration
 }
@@ -33,7 +36,7 @@ func (c *Config) FromEnv(explicitEndpoints bool) {
 	for _, e := range []struct {
 		dst *string
 		env string
-	}{{&c.CACert, "ETCDCTL_CACERT"}, {&c.Cert, "ETCDCTL_CERT"}, {&c.Key, "ETCDCTL_KEY"}} {
+	}{{&c.CACert, "ETCDCTL_CACERT"}, {&c.Cert, "ETCDCTL_CERT"}, {&c.Key, "ETCDCTL_KEY"}, {&c.User, "ETCDCTL_USER"}} {
 		if *e.dst == "" {
 			*e.dst = os.Getenv(e.env)
 		}
@@ -52,6 +55,13 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 		return clientv3.Config{}, errors.New("no etcd endpoint: pass --endpoints or set ETCDCTL_ENDPOINTS")
 	}
 	cfg := clientv3.Config{Endpoints: eps, DialTimeout: c.DialTimeout, Logger: zap.NewNop()}
+	if c.User != "" {
+		name, password, ok := strings.Cut(c.User, ":")
+		if !ok || name == "" {
+			return cfg, errors.New(`--user must be "name:password"`)
+		}
+		cfg.Username, cfg.Password = name, password
+	}
 	if (c.Cert == "") != (c.Key == "") {
 		return cfg, errors.New("--cert and --key go together")
 	}
@@ -64,6 +74,9 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 				return cfg, fmt.Errorf("etcd TLS file: %w", err)
 			}
 		}
+		if err := checkClientFiles(c.Cert, c.Key); err != nil {
+			return cfg, err
+		}
 		info := transport.TLSInfo{TrustedCAFile: c.CACert, CertFile: c.Cert, KeyFile: c.Key}
 		tlsCfg, err := info.ClientConfig()
 		if err != nil {
@@ -74,26 +87,98 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 	return cfg, nil
 }
 
-// Connect opens a client and proves the connection with a status call to the
-// first endpoint, so that bad certificates or an unreachable endpoint fail
-// here with a clear message instead of later inside a scan.
+// Connect opens a client on the endpoints that answer. Each endpoint is
+// probed on its own, with its own dial timeout, so a dead member costs at
+// most that. When none answers, the first endpoint's failure is explained in
+// one sentence naming the flag to fix (CA, client certificate, expiry, name,
+// user).
 func (c *Config) Connect(ctx context.Context) (*clientv3.Client, error) {
 	cfg, err := c.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
+	live, statuses := c.probe(ctx, cfg)
+	if len(live) == 0 {
+		return nil, c.unreachable(cfg, statuses)
+	}
+	cfg.Endpoints = live
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
+		return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(live, ","), err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.DialTimeout)
 	defer cancel()
-	var lastErr error
-	for _, ep := range cfg.Endpoints {
-		if _, lastErr = cli.Status(sctx, ep); lastErr == nil {
-			return cli, nil
+	if _, err := cli.Get(sctx, "\x00", clientv3.WithCountOnly()); err != nil {
+		cli.Close()
+		if reason := authReason(err); reason != "" {
+			return nil, errors.New(reason)
+		}
+		return nil, fmt.Errorf("etcd %s answers status but not reads: %w", strings.Join(live, ","), err)
+	}
+	return cli, nil
+}
+
+// probe asks every endpoint for its status in parallel, each with its own
+// client and dial timeout, and returns those that answered, in the given
+// order, and every endpoint's error.
+func (c *Config) probe(ctx context.Context, cfg clientv3.Config) ([]string, []error) {
+	errs := make([]error, len(cfg.Endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range cfg.Endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one := cfg
+			one.Endpoints = []string{ep}
+			cli, err := clientv3.New(one)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer cli.Close()
+			sctx, cancel := context.WithTimeout(ctx, c.DialTimeout)
+			defer cancel()
+			_, errs[i] = cli.Status(sctx, ep)
+		}()
+	}
+	wg.Wait()
+	var live []string
+	for i, ep := range cfg.Endpoints {
+		if errs[i] == nil {
+			live = append(live, ep)
 		}
 	}
-	cli.Close()
-	return nil, fmt.Errorf("etcd %s is not reachable: %w", strings.Join(cfg.Endpoints, ","), lastErr)
+	return live, errs
+}
+
+// unreachable explains why no endpoint answered.
+func (c *Config) unreachable(cfg clientv3.Config, errs []error) error {
+	ep := cfg.Endpoints[0]
+	if reason := authReason(errs[0]); reason != "" {
+		return errors.New(reason)
+	}
+	if reason := explain(ep, cfg.TLS, c.DialTimeout); reason != "" {
+		if len(cfg.Endpoints) > 1 {
+			reason += fmt.Sprintf(" (and none of the other %d endpoints answered)", len(cfg.Endpoints)-1)
+		}
+		return fmt.Errorf("etcd is not reachable: %s", reason)
+	}
+	return fmt.Errorf("etcd %s is not reachable: %w", strings.Join(cfg.Endpoints, ","), errs[0])
+}
+
+// authReason explains etcd's authentication errors.
+func authReason(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "user name is empty"), strings.Contains(msg, "invalid auth token"):
+		return `etcd requires user authentication: pass --user "name:password" (env ETCDCTL_USER)`
+	case strings.Contains(msg, "authentication failed"):
+		return "etcd rejected --user: wrong name or password"
+	case strings.Contains(msg, "permission denied"):
+		return "the etcd user of --user may not read the keyspace: it needs read access to the registry prefix"
+	}
+	return ""
 }

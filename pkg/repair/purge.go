@@ -38,7 +38,9 @@ type PurgeOptions struct {
 
 // PurgeResult reports a finished purge.
 type PurgeResult struct {
-	Dir      string        `json:"dir"`
+	Dir string `json:"dir"`
+	// Endpoint is the member the snapshot came from.
+	Endpoint string        `json:"endpoint"`
 	Backup   string        `json:"backup"`
 	Snapshot *SnapshotInfo `json:"snapshot"`
 	Results  []Result      `json:"results"`
@@ -125,6 +127,12 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*Purg
 		}
 		entries = append(entries, vols...)
 	}
+	ep, err := SnapshotEndpoint(ctx, o.Client, o.ClientConfig.Endpoints, plan.Revision)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.ClientConfig.Endpoints = []string{ep}
+	res.Endpoint = ep
 	if err := checkSpace(ctx, o.Client, o.ClientConfig, dir, entries); err != nil {
 		return nil, nil, err
 	}
@@ -183,6 +191,26 @@ func readEntries(ctx context.Context, kv clientv3.KV, plan *Plan) ([]Entry, []Re
 			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason(), Absent: t.Absent, Witnesses: t.Witnesses()})
 	}
 	return entries, skipped, nil
+}
+
+// SnapshotEndpoint picks the member to take the snapshot from: the first
+// that answers and has caught up with the scan's revision.
+func SnapshotEndpoint(ctx context.Context, cli *clientv3.Client, endpoints []string, minRev int64) (string, error) {
+	var why []string
+	for _, ep := range endpoints {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := cli.Status(sctx, ep)
+		cancel()
+		switch {
+		case err != nil:
+			why = append(why, fmt.Sprintf("%s: %v", ep, err))
+		case st.Header.Revision < minRev:
+			why = append(why, fmt.Sprintf("%s: at revision %d, behind the scan's %d", ep, st.Header.Revision, minRev))
+		default:
+			return ep, nil
+		}
+	}
+	return "", fmt.Errorf("no etcd member can give a snapshot at the scan's revision %d: %s", minRev, strings.Join(why, "; "))
 }
 
 // readVolumes reads the PersistentVolumes to set to Retain, as backup
