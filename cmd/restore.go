@@ -11,7 +11,7 @@ import (
 )
 
 func newRestoreCmd(g *globalOptions) *cobra.Command {
-	var confirm, yes bool
+	var confirm, yes, otherCluster bool
 	var output string
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
@@ -28,16 +28,17 @@ a conflict and is left alone. BACKUP is a backup directory or its backup.json.`,
 			if output != "table" && output != "json" {
 				return usageError("--output %q is not one of table, json", output)
 			}
-			return runRestore(c.Context(), g, args[0], confirm, yes, output, c.InOrStdin(), c.OutOrStdout())
+			return runRestore(c.Context(), g, args[0], confirm, yes, otherCluster, output, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	c.Flags().BoolVar(&otherCluster, "other-cluster", false, "restore a backup taken from another etcd cluster (cluster ID)")
 	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return c
 }
 
-func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes bool, output string, in io.Reader, out io.Writer) error {
+func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes, otherCluster bool, output string, in io.Reader, out io.Writer) error {
 	b, err := repair.ReadBackup(path)
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
@@ -47,6 +48,11 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 		return err
 	}
 	defer done()
+	if !otherCluster {
+		if err := repair.CheckCluster(ctx, cli, b); err != nil {
+			return fmt.Errorf("%w; nothing was restored", err)
+		}
+	}
 	plan, err := repair.Restore(ctx, cli, b, repair.Pacing{}, true)
 	if err != nil {
 		return err

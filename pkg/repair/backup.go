@@ -4,6 +4,7 @@
 package repair
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // BackupFormat identifies the backup file format.
@@ -60,6 +63,21 @@ type Backup struct {
 	// EntriesSHA256 is the sha256 of the JSON encoding of Entries.
 	EntriesSHA256 string  `json:"entriesSHA256"`
 	Entries       []Entry `json:"entries"`
+	// SHA256 is the sha256 of the JSON encoding of the whole backup with
+	// this field empty: scope, cluster, snapshot and entries. Backups
+	// written before it existed have only EntriesSHA256.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// wholeSum is the checksum of everything in b but SHA256 itself.
+func wholeSum(b Backup) (string, error) {
+	b.SHA256 = ""
+	data, err := json.Marshal(b)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func entriesSum(entries []Entry) (string, error) {
@@ -83,6 +101,9 @@ func WriteBackup(dir string, b *Backup) (string, *Backup, error) {
 		return "", nil, fmt.Errorf("checksum backup entries: %w", err)
 	}
 	b.EntriesSHA256 = sum
+	if b.SHA256, err = wholeSum(*b); err != nil {
+		return "", nil, fmt.Errorf("checksum backup: %w", err)
+	}
 	data, err := json.MarshalIndent(b, "", " ")
 	if err != nil {
 		return "", nil, fmt.Errorf("encode backup: %w", err)
@@ -169,6 +190,15 @@ func ReadBackup(path string) (*Backup, error) {
 	if sum != b.EntriesSHA256 {
 		return nil, fmt.Errorf("%w: %s: entries checksum %s, header says %s", ErrCorruptBackup, path, sum, b.EntriesSHA256)
 	}
+	if b.SHA256 != "" {
+		whole, err := wholeSum(b)
+		if err != nil {
+			return nil, fmt.Errorf("checksum %s: %w", path, err)
+		}
+		if whole != b.SHA256 {
+			return nil, fmt.Errorf("%w: %s: its header (scope, cluster or snapshot) was changed: checksum %s, recorded %s", ErrCorruptBackup, path, whole, b.SHA256)
+		}
+	}
 	seen := map[string]bool{}
 	for _, e := range b.Entries {
 		if e.Key == "" || seen[e.Key] {
@@ -177,4 +207,29 @@ func ReadBackup(path string) (*Backup, error) {
 		seen[e.Key] = true
 	}
 	return &b, nil
+}
+
+// ErrOtherCluster is returned (wrapped) for a backup taken from another etcd
+// cluster than the one restore is about to write to.
+var ErrOtherCluster = errors.New("backup is from another etcd cluster")
+
+// CheckCluster refuses a backup taken from another etcd cluster (by cluster
+// ID): its keys would not belong there.
+func CheckCluster(ctx context.Context, cli *clientv3.Client, b *Backup) error {
+	if b.ClusterID == "" {
+		return nil
+	}
+	var lastErr error
+	for _, ep := range cli.Endpoints() {
+		st, err := cli.Status(ctx, ep)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if id := fmt.Sprintf("%x", st.Header.ClusterId); id != b.ClusterID {
+			return fmt.Errorf("%w: it was taken from etcd cluster %s, this is cluster %s (--other-cluster restores it anyway)", ErrOtherCluster, b.ClusterID, id)
+		}
+		return nil
+	}
+	return fmt.Errorf("read the etcd cluster ID: %w", lastErr)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -132,7 +133,7 @@ func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
 
 func TestBackupRoundTripAndCorruption(t *testing.T) {
 	dir := t.TempDir()
-	b := &Backup{Scope: "namespace x", Entries: []Entry{{Key: "/registry/pods/x/p", Value: []byte("k8s\x00\x01\x02"), ModRevision: 7}}}
+	b := &Backup{Scope: "namespace x", ClusterID: "c0ffee", Entries: []Entry{{Key: "/registry/pods/x/p", Value: []byte("k8s\x00\x01\x02"), ModRevision: 7}}}
 	path, _, err := WriteBackup(dir, b)
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +147,9 @@ func TestBackupRoundTripAndCorruption(t *testing.T) {
 		"not json":   []byte("hello"),
 		"bit flip":   []byte(string(good[:len(good)/2]) + "X" + string(good[len(good)/2+1:])),
 		"empty file": {},
+		// The entries are intact but the header says another scope.
+		"header edited":   []byte(strings.Replace(string(good), `"scope": "namespace x"`, `"scope": "namespace y"`, 1)),
+		"cluster changed": []byte(strings.Replace(string(good), `"clusterID": "c0ffee"`, `"clusterID": "beef"`, 1)),
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -220,5 +224,21 @@ func TestRetainRefusals(t *testing.T) {
 	put(t, cli, vols[0].Key, "pv, changed")
 	if _, err := readVolumes(context.Background(), cli, vols); err == nil {
 		t.Error("a volume changed since the scan was accepted")
+	}
+}
+
+// TestCheckCluster: a backup from another etcd cluster is refused.
+func TestCheckCluster(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	st, err := cli.Status(ctx, cli.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckCluster(ctx, cli, &Backup{ClusterID: fmt.Sprintf("%x", st.Header.ClusterId)}); err != nil {
+		t.Errorf("same cluster: %v", err)
+	}
+	if err := CheckCluster(ctx, cli, &Backup{ClusterID: "deadbeef"}); !errors.Is(err, ErrOtherCluster) {
+		t.Errorf("other cluster: %v", err)
 	}
 }
