@@ -42,7 +42,13 @@ func newBackupCmd() *cobra.Command {
 				if b.Snapshot != nil {
 					rev = fmt.Sprint(b.Snapshot.Revision)
 				}
-				_ = t.Append([]string{p, b.Created.Format("2006-01-02 15:04:05Z"), b.Scope, fmt.Sprint(b.Count), rev, "ok"})
+				status := "ok"
+				if n, err := repair.Unfinished(p, b); err != nil {
+					status = "audit log unreadable: " + oneLine(err)
+				} else if n > 0 {
+					status = fmt.Sprintf("UNFINISHED: %d keys have no outcome in audit.log (regghost scan shows where they stand)", n)
+				}
+				_ = t.Append([]string{p, b.Created.Format("2006-01-02 15:04:05Z"), b.Scope, fmt.Sprint(b.Count), rev, status})
 			}
 			return t.Render()
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -40,4 +41,27 @@ func AppendAudit(dir, action string, results []Result) error {
 		return fmt.Errorf("fsync audit log %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// Unfinished counts the keys a purge was to delete that have no outcome in
+// its audit log: a purge killed or cut off half-way. It reads dir's backup
+// b and audit log.
+func Unfinished(dir string, b *Backup) (int, error) {
+	want := map[string]bool{}
+	for _, e := range b.Entries {
+		if e.Role == "" {
+			want[e.Key] = true
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, AuditFile))
+	if err != nil && !os.IsNotExist(err) {
+		return 0, fmt.Errorf("read audit log: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var r AuditRecord
+		if json.Unmarshal([]byte(line), &r) == nil && r.Outcome != NotAttempted && r.Outcome != "" {
+			delete(want, r.Key)
+		}
+	}
+	return len(want), nil
 }

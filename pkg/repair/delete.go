@@ -42,7 +42,13 @@ type Result struct {
 // again inside the deleting transaction. A key changed or deleted since, or
 // whose witness changed, is skipped, never deleted. It then reads every key
 // back and reports one still there.
-func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing) ([]Result, error) {
+//
+// journal, when set, is told each key's outcome as its transaction returns,
+// and again when the read-back changes what it says.
+func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing, journal func(Result)) ([]Result, error) {
+	if journal == nil {
+		journal = func(Result) {}
+	}
 	results := make([]Result, len(entries))
 	for i, e := range entries {
 		results[i] = Result{Key: e.Key, Outcome: NotAttempted, Detail: "not attempted: the purge stopped before it"}
@@ -61,18 +67,28 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 			if !ok {
 				results[i] = Result{Key: entries[i].Key, Outcome: SkippedChanged}
 			}
+			journal(results[i])
 		})
-	if err != nil {
-		return results, err
-	}
 	// Verify: a delete is only reported once the key is really gone, and a
-	// skip says what the key is now.
+	// skip says what the key is now. When the deletes stopped on an error,
+	// the keys left are read back too: the transaction in flight may have
+	// been applied although its reply was lost.
 	for i, r := range results {
-		resp, err := kv.Get(ctx, r.Key)
-		if err != nil {
-			return results, fmt.Errorf("verify %s: %w", r.Key, err)
+		resp, verr := kv.Get(ctx, r.Key)
+		if verr != nil {
+			if err == nil {
+				err = fmt.Errorf("verify %s: %w", r.Key, verr)
+			}
+			if r.Outcome == NotAttempted {
+				results[i].Detail = "outcome unknown: the deletes stopped and the key could not be read back; run `regghost scan` to see"
+			}
+			continue
 		}
 		switch {
+		case r.Outcome == NotAttempted && len(resp.Kvs) == 0:
+			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: "gone when read back after the deletes stopped"}
+		case r.Outcome == NotAttempted:
+			results[i].Detail = "still present when read back after the deletes stopped; left alone"
 		case r.Outcome == Deleted && len(resp.Kvs) > 0:
 			results[i] = Result{Key: r.Key, Outcome: StillPresent, Detail: fmt.Sprintf("still in etcd at revision %d after the delete", resp.Kvs[0].ModRevision)}
 		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0:
@@ -82,8 +98,11 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 		case r.Outcome == SkippedChanged:
 			results[i].Detail = "no longer a ghost: " + reappeared(ctx, kv, entries[i].Absent) + " since the scan; left alone"
 		}
+		if results[i] != r {
+			journal(results[i])
+		}
 	}
-	return results, nil
+	return results, err
 }
 
 // reappeared names the witness keys that exist again.

@@ -84,18 +84,31 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	}
 	retained, err := RetainVolumes(ctx, o.Kube, volumes)
 	all = append(all, retained...)
-	if err != nil {
-		if aerr := AppendAudit(dir, "purge", all); aerr != nil {
-			err = fmt.Errorf("%w (and the audit log: %v)", err, aerr)
+	// The audit log is written as the purge goes: what happened before the
+	// deletes, then a line per key as its transaction returns, so a purge
+	// killed half-way leaves a trail.
+	if aerr := AppendAudit(dir, "purge", all); aerr != nil {
+		res.Results = all
+		if err != nil {
+			return res, fmt.Errorf("%w (and the audit log: %v); nothing was deleted", err, aerr)
 		}
+		return res, fmt.Errorf("%w; nothing was deleted", aerr)
+	}
+	if err != nil {
 		res.Results = all
 		return res, fmt.Errorf("%w; nothing was deleted", err)
 	}
+	var journalErr error
+	journal := func(r Result) {
+		if err := AppendAudit(dir, "purge", []Result{r}); err != nil && journalErr == nil {
+			journalErr = err
+		}
+	}
 	// Delete exactly what the verified backup on disk holds.
-	results, err := GuardedDelete(ctx, o.Client, doomed, o.Pacing)
+	results, err := GuardedDelete(ctx, o.Client, doomed, o.Pacing, journal)
 	all = append(all, results...)
-	if aerr := AppendAudit(dir, "purge", all); aerr != nil && err == nil {
-		err = aerr
+	if err == nil {
+		err = journalErr
 	}
 	res.Results = all
 	for _, r := range results {

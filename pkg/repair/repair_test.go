@@ -40,7 +40,8 @@ func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	}
 	// Batches of 2 put the changed key in a batch whose compare fails, so the
 	// per-key fallback is exercised.
-	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 2, PerSecond: 1000})
+	var journal []Result
+	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 2, PerSecond: 1000}, func(r Result) { journal = append(journal, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,11 @@ func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	}
 	if resp, _ := cli.Get(context.Background(), "/registry/pods/a/2"); len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "changed" {
 		t.Error("the changed key was deleted")
+	}
+	// The journal heard each key as its transaction returned, and again
+	// when the read-back changed the story (a/3 was gone, not changed).
+	if len(journal) != 6 || journal[5].Key != "/registry/pods/a/3" || journal[5].Outcome != SkippedGone {
+		t.Errorf("journal: %+v", journal)
 	}
 }
 
@@ -68,7 +74,7 @@ func TestGuardedDeleteRechecksTheWitness(t *testing.T) {
 		entries = append(entries, e)
 	}
 	put(t, cli, "/registry/namespaces/a", "recreated")
-	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 3, PerSecond: 1000})
+	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 3, PerSecond: 1000}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +100,7 @@ func TestGuardedDeleteKeepsCompareCountUnderTheLimit(t *testing.T) {
 		e.Absent = []string{fmt.Sprintf("/registry/namespaces/ns%d", i)}
 		entries = append(entries, e)
 	}
-	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 128, PerSecond: 1000})
+	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 128, PerSecond: 1000}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,5 +246,20 @@ func TestCheckCluster(t *testing.T) {
 	}
 	if err := CheckCluster(ctx, cli, &Backup{ClusterID: "deadbeef"}); !errors.Is(err, ErrOtherCluster) {
 		t.Errorf("other cluster: %v", err)
+	}
+}
+
+// TestUnfinished: a purge cut off half-way is seen from its audit log.
+func TestUnfinished(t *testing.T) {
+	dir := t.TempDir()
+	b := &Backup{Entries: []Entry{{Key: "/registry/pods/x/a"}, {Key: "/registry/pods/x/b"}, {Key: "/registry/persistentvolumes/pv", Role: RoleRetainedVolume}}}
+	if n, err := Unfinished(dir, b); err != nil || n != 2 {
+		t.Errorf("no audit log: %d %v", n, err)
+	}
+	if err := AppendAudit(dir, "purge", []Result{{Key: "/registry/pods/x/a", Outcome: Deleted}, {Key: "/registry/pods/x/b", Outcome: NotAttempted}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Unfinished(dir, b); err != nil || n != 1 {
+		t.Errorf("one key done: %d %v", n, err)
 	}
 }
