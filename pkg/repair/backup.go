@@ -32,6 +32,10 @@ type Entry struct {
 	ModRevision    int64  `json:"modRevision"`
 	Version        int64  `json:"version"`
 	Lease          int64  `json:"lease,omitempty"`
+	// LeaseTTL is what was left of the lease's TTL, in seconds, when the key
+	// was backed up: restore gives the key a new lease of that TTL, so a
+	// restored Event still expires.
+	LeaseTTL int64 `json:"leaseTTL,omitempty"`
 	// Classes and Reason say why the key was purged.
 	Classes []string `json:"classes,omitempty"`
 	Reason  string   `json:"reason,omitempty"`

@@ -178,7 +178,7 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*Purg
 
 // readEntries reads each target's current key-value; keys changed or gone
 // since the scan are skipped.
-func readEntries(ctx context.Context, kv clientv3.KV, plan *Plan) ([]Entry, []Result, error) {
+func readEntries(ctx context.Context, kv KVLease, plan *Plan) ([]Entry, []Result, error) {
 	var entries []Entry
 	var skipped []Result
 	for _, t := range plan.Targets {
@@ -200,8 +200,14 @@ func readEntries(ctx context.Context, kv clientv3.KV, plan *Plan) ([]Entry, []Re
 		for i, c := range t.Classes {
 			classes[i] = string(c)
 		}
-		entries = append(entries, Entry{Key: t.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
-			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason(), Absent: t.Absent, Witnesses: t.Witnesses()})
+		e := Entry{Key: t.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
+			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason(), Absent: t.Absent, Witnesses: t.Witnesses()}
+		if cur.Lease != 0 {
+			if ttl, err := kv.TimeToLive(ctx, clientv3.LeaseID(cur.Lease)); err == nil && ttl.TTL > 0 {
+				e.LeaseTTL = ttl.TTL
+			}
+		}
+		entries = append(entries, e)
 	}
 	return entries, skipped, nil
 }

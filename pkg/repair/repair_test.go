@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
@@ -261,5 +262,42 @@ func TestUnfinished(t *testing.T) {
 	}
 	if n, err := Unfinished(dir, b); err != nil || n != 1 {
 		t.Errorf("one key done: %d %v", n, err)
+	}
+}
+
+// TestRestoreReattachesLeases: a key that had a lease comes back with a new
+// one of the TTL it had left, so it still expires.
+func TestRestoreReattachesLeases(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	lease, err := cli.Grant(ctx, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/registry/events/x/e1", "event", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, "/registry/events/x/e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &Plan{Targets: []etcdscan.Finding{{Key: "/registry/events/x/e1", ModRevision: resp.Kvs[0].ModRevision, Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"r"}}}}
+	entries, _, err := readEntries(ctx, cli, plan)
+	if err != nil || len(entries) != 1 || entries[0].LeaseTTL <= 0 || entries[0].LeaseTTL > 120 {
+		t.Fatalf("entries %+v: %v", entries, err)
+	}
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(ctx, cli, &Backup{Entries: entries}, Pacing{PerSecond: 1000}, false); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = cli.Get(ctx, "/registry/events/x/e1")
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 {
+		t.Fatalf("restored without a lease: %+v %v", resp.Kvs, err)
+	}
+	ttl, err := cli.TimeToLive(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	if err != nil || ttl.TTL <= 0 || ttl.TTL > 120 {
+		t.Errorf("new lease TTL %d: %v", ttl.TTL, err)
 	}
 }

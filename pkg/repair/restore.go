@@ -17,8 +17,8 @@ import (
 // a key someone created since. A key already holding the same bytes counts as
 // restored before (restore is idempotent); one holding other bytes is a
 // conflict and is left alone. With dryRun nothing is written.
-// Leases are not re-attached: the original lease has expired with the keys.
-func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryRun bool) ([]Result, error) {
+// A key that had a lease gets a new one with the TTL it had left.
+func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun bool) ([]Result, error) {
 	results := make([]Result, len(b.Entries))
 	var todo []int
 	for i, e := range b.Entries {
@@ -47,11 +47,21 @@ func Restore(ctx context.Context, kv clientv3.KV, b *Backup, pacing Pacing, dryR
 		results[i] = Result{Key: b.Entries[i].Key, Outcome: NotAttempted, Detail: "not attempted: the restore stopped before it"}
 	}
 	wrote := map[int]int64{}
-	err := guardedTxn(ctx, kv, pacing, len(todo),
+	leases, err := grantLeases(ctx, kv, b, todo)
+	if err != nil {
+		return results, err
+	}
+	err = guardedTxn(ctx, kv, pacing, len(todo),
 		func(j int) []clientv3.Cmp {
 			return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(b.Entries[todo[j]].Key), "=", 0)}
 		},
-		func(j int) clientv3.Op { e := b.Entries[todo[j]]; return clientv3.OpPut(e.Key, string(e.Value)) },
+		func(j int) clientv3.Op {
+			e := b.Entries[todo[j]]
+			if id, ok := leases[e.Lease]; ok {
+				return clientv3.OpPut(e.Key, string(e.Value), clientv3.WithLease(id))
+			}
+			return clientv3.OpPut(e.Key, string(e.Value))
+		},
 		func(j int, ok bool, rev int64) {
 			i := todo[j]
 			wrote[i] = rev
@@ -131,4 +141,34 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, res
 		r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + problem
 	}
 	return nil
+}
+
+// KVLease is what a repair needs of etcd: keys and leases (*clientv3.Client).
+type KVLease interface {
+	clientv3.KV
+	clientv3.Lease
+}
+
+// grantLeases grants one new lease per backed-up lease of the keys to
+// restore, with the shortest TTL its keys had left.
+func grantLeases(ctx context.Context, kv KVLease, b *Backup, todo []int) (map[int64]clientv3.LeaseID, error) {
+	ttls := map[int64]int64{}
+	for _, i := range todo {
+		e := b.Entries[i]
+		if e.Lease == 0 || e.LeaseTTL <= 0 {
+			continue
+		}
+		if t, ok := ttls[e.Lease]; !ok || e.LeaseTTL < t {
+			ttls[e.Lease] = e.LeaseTTL
+		}
+	}
+	out := map[int64]clientv3.LeaseID{}
+	for old, ttl := range ttls {
+		resp, err := kv.Grant(ctx, ttl)
+		if err != nil {
+			return nil, fmt.Errorf("grant a %ds lease for the keys of lease %x: %w", ttl, old, err)
+		}
+		out[old] = resp.ID
+	}
+	return out, nil
 }
