@@ -2,9 +2,12 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/tools/clientcmd"
@@ -14,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/nodeconfig"
 )
 
 // globalOptions are the flags every command shares.
@@ -28,6 +32,13 @@ type globalOptions struct {
 	// encryptionConfig is a kube-apiserver EncryptionConfiguration file.
 	encryptionConfig string
 	cpuProfile       string
+	// nodeRoot is where the node's files are, for nodeconfig.
+	nodeRoot string
+	// explicitEtcd and explicitPrefix say the user chose; discovery then
+	// leaves those alone.
+	explicitEtcd, explicitPrefix bool
+	errOut                       io.Writer
+	discovered                   sync.Once
 }
 
 // readSettings say how a command reads a live etcd.
@@ -122,7 +133,35 @@ const adminConf = "/etc/kubernetes/admin.conf"
 
 // connect opens etcd.
 func (g *globalOptions) connect(ctx context.Context) (*clientv3.Client, error) {
+	g.discover()
 	return g.etcd.Connect(ctx)
+}
+
+// discover reads kube-apiserver's own etcd settings from the node's files
+// when no etcd flag or ETCDCTL_* variable was given, and says in one line
+// what it used and where it read it.
+func (g *globalOptions) discover() {
+	g.discovered.Do(func() {
+		if g.explicitEtcd || g.db != "" {
+			return
+		}
+		f, err := nodeconfig.Discover(g.nodeRoot)
+		if errors.Is(err, nodeconfig.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			fmt.Fprintf(g.errOut, "regghost: could not read this node's kube-apiserver configuration (%v); using the defaults\n", oneLine(err))
+			return
+		}
+		g.etcd.Endpoints, g.etcd.CACert, g.etcd.Cert, g.etcd.Key = f.Endpoints, f.CACert, f.Cert, f.Key
+		if !g.explicitPrefix {
+			g.prefix = f.Prefix
+		}
+		if g.encryptionConfig == "" {
+			g.encryptionConfig = f.EncryptionConfig
+		}
+		fmt.Fprintf(g.errOut, "regghost: %s\n", f.Describe())
+	})
 }
 
 // session bounds ctx by --command-timeout and opens etcd; done cancels and closes.

@@ -17,6 +17,7 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 		Short: "List keys under a prefix (default the registry prefix), from etcd or a --db file",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			g.discover()
 			prefix := g.prefix
 			if len(args) == 1 {
 				prefix = args[0]
