@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
+	"go.uber.org/zap"
 )
 
 // Exit codes, documented in the README.
@@ -65,6 +67,7 @@ snapshot and per-key backup that restore can put back.`,
 	f.StringVar(&g.etcd.CACert, "cacert", "", "CA bundle to verify etcd's certificate (env ETCDCTL_CACERT)")
 	f.StringVar(&g.etcd.Cert, "cert", "", "client certificate for etcd (env ETCDCTL_CERT)")
 	f.StringVar(&g.etcd.Key, "key", "", "client key for etcd (env ETCDCTL_KEY)")
+	f.BoolVar(&g.etcd.InsecureSkipVerify, "insecure-skip-tls-verify", false, "do not verify etcd's server certificate (env ETCDCTL_INSECURE_SKIP_TLS_VERIFY)")
 	f.StringVar(&g.etcd.User, "user", "", `etcd user as "name:password", for clusters with etcd auth (env ETCDCTL_USER)`)
 	f.DurationVar(&g.etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
 	f.DurationVar(&g.etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
@@ -81,7 +84,11 @@ snapshot and per-key backup that restore can put back.`,
 		if err := g.startProfile(); err != nil {
 			return err
 		}
-		g.etcd.FromEnv(c.Flags().Changed("endpoints"))
+		// ETCDCTL_* variables fill the flags not given, as in etcdctl
+		// (ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_DIAL_TIMEOUT, ...).
+		if err := etcdflags.SetPflagsFromEnv(zap.NewNop(), "ETCDCTL", c.Root().PersistentFlags()); err != nil {
+			return usageError("%v", err)
+		}
 		g.errOut = c.ErrOrStderr()
 		g.explicitEtcd = c.Flags().Changed("endpoints") || os.Getenv("ETCDCTL_ENDPOINTS") != "" || g.etcd.CACert != "" || g.etcd.Cert != ""
 		g.explicitPrefix = c.Flags().Changed("prefix")

@@ -22,25 +22,11 @@ type Config struct {
 	Cert      string
 	Key       string
 	// User is etcd's "name:password" (etcdctl --user) for clusters with auth.
-	User           string
-	DialTimeout    time.Duration
-	CommandTimeout time.Duration
-}
-
-// FromEnv fills empty fields from ETCDCTL_ENDPOINTS, ETCDCTL_CACERT,
-// ETCDCTL_CERT and ETCDCTL_KEY, as incident runbooks export them.
-func (c *Config) FromEnv(explicitEndpoints bool) {
-	if v := os.Getenv("ETCDCTL_ENDPOINTS"); v != "" && !explicitEndpoints {
-		c.Endpoints = strings.Split(v, ",")
-	}
-	for _, e := range []struct {
-		dst *string
-		env string
-	}{{&c.CACert, "ETCDCTL_CACERT"}, {&c.Cert, "ETCDCTL_CERT"}, {&c.Key, "ETCDCTL_KEY"}, {&c.User, "ETCDCTL_USER"}} {
-		if *e.dst == "" {
-			*e.dst = os.Getenv(e.env)
-		}
-	}
+	User string
+	// InsecureSkipVerify skips the check of etcd's server certificate.
+	InsecureSkipVerify bool
+	DialTimeout        time.Duration
+	CommandTimeout     time.Duration
 }
 
 // ClientConfig builds a clientv3 configuration, loading and checking the TLS files.
@@ -65,7 +51,7 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 	if (c.Cert == "") != (c.Key == "") {
 		return cfg, errors.New("--cert and --key go together")
 	}
-	if c.CACert != "" || c.Cert != "" {
+	if c.CACert != "" || c.Cert != "" || c.InsecureSkipVerify {
 		for _, f := range []string{c.CACert, c.Cert, c.Key} {
 			if f == "" {
 				continue
@@ -77,7 +63,7 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 		if err := checkClientFiles(c.Cert, c.Key); err != nil {
 			return cfg, err
 		}
-		info := transport.TLSInfo{TrustedCAFile: c.CACert, CertFile: c.Cert, KeyFile: c.Key}
+		info := transport.TLSInfo{TrustedCAFile: c.CACert, CertFile: c.Cert, KeyFile: c.Key, InsecureSkipVerify: c.InsecureSkipVerify}
 		tlsCfg, err := info.ClientConfig()
 		if err != nil {
 			return cfg, fmt.Errorf("load etcd TLS files: %w", err)

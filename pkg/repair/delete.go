@@ -53,6 +53,9 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 	for i, e := range entries {
 		results[i] = Result{Key: e.Key, Outcome: NotAttempted, Detail: "not attempted: the purge stopped before it"}
 	}
+	// lost marks keys whose transaction was sent again after an error: the
+	// first try may have been applied with its reply lost.
+	lost := map[int]bool{}
 	err := guardedTxn(ctx, kv, pacing, len(entries),
 		func(i int) []clientv3.Cmp {
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", entries[i].ModRevision)}
@@ -68,6 +71,11 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 				results[i] = Result{Key: entries[i].Key, Outcome: SkippedChanged}
 			}
 			journal(results[i])
+		},
+		func(idx []int) {
+			for _, i := range idx {
+				lost[i] = true
+			}
 		})
 	// Verify: a delete is only reported once the key is really gone, and a
 	// skip says what the key is now. When the deletes stopped on an error,
@@ -91,6 +99,8 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 			results[i].Detail = "still present when read back after the deletes stopped; left alone"
 		case r.Outcome == Deleted && len(resp.Kvs) > 0:
 			results[i] = Result{Key: r.Key, Outcome: StillPresent, Detail: fmt.Sprintf("still in etcd at revision %d after the delete", resp.Kvs[0].ModRevision)}
+		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0 && lost[i]:
+			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: "deleted by a try whose reply was lost (etcd paused); read back: gone"}
 		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0:
 			results[i] = Result{Key: r.Key, Outcome: SkippedGone, Detail: "deleted by someone else since the scan"}
 		case r.Outcome == SkippedChanged && resp.Kvs[0].ModRevision != entries[i].ModRevision:

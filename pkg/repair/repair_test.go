@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -299,5 +302,30 @@ func TestRestoreReattachesLeases(t *testing.T) {
 	ttl, err := cli.TimeToLive(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
 	if err != nil || ttl.TTL <= 0 || ttl.TTL > 120 {
 		t.Errorf("new lease TTL %d: %v", ttl.TTL, err)
+	}
+}
+
+func TestTransient(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{rpctypes.ErrNoLeader, true},
+		{rpctypes.ErrGRPCNoLeader, true},
+		{rpctypes.ErrTimeout, true},
+		{rpctypes.ErrGRPCTimeoutDueToLeaderFail, true},
+		{rpctypes.ErrLeaderChanged, true},
+		{context.DeadlineExceeded, true},
+		{status.Error(codes.Unavailable, "connection reset"), true},
+		{rpctypes.ErrGRPCTooManyOps, false},
+		{rpctypes.ErrGRPCPermissionDenied, false},
+		{context.Canceled, false},
+		{errors.New("something else"), false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := Transient(tt.err); got != tt.want {
+			t.Errorf("%v: %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

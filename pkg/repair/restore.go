@@ -47,6 +47,9 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 		results[i] = Result{Key: b.Entries[i].Key, Outcome: NotAttempted, Detail: "not attempted: the restore stopped before it"}
 	}
 	wrote := map[int]int64{}
+	// lost marks keys whose put was sent again after an error: the first try
+	// may have been applied with its reply lost.
+	lost := map[int]bool{}
 	leases, err := grantLeases(ctx, kv, b, todo)
 	if err != nil {
 		return results, err
@@ -69,11 +72,21 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 			if !ok {
 				results[i] = Result{Key: b.Entries[i].Key, Outcome: Conflict, Detail: "created by someone else during the restore; left alone"}
 			}
+		}, func(idx []int) {
+			for _, j := range idx {
+				lost[todo[j]] = true
+			}
 		})
 	if err != nil {
 		return results, err
 	}
 	for _, i := range todo {
+		if results[i].Outcome == Conflict && lost[i] {
+			if resp, err := kv.Get(ctx, b.Entries[i].Key); err == nil && len(resp.Kvs) == 1 && bytes.Equal(resp.Kvs[0].Value, b.Entries[i].Value) {
+				results[i] = Result{Key: b.Entries[i].Key, Outcome: Restored, Detail: "written by a try whose reply was lost (etcd paused); read back: the backed-up bytes"}
+				wrote[i] = resp.Kvs[0].CreateRevision
+			}
+		}
 		if results[i].Outcome != Restored {
 			continue
 		}

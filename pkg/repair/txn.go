@@ -2,10 +2,15 @@ package repair
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/time/rate"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultBatchSize keeps each transaction well below etcd's default
@@ -44,7 +49,7 @@ const maxTxnOps = 128
 // every other key is still handled; done reports each key with whether its
 // compares held and the revision of the transaction that handled it.
 func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
-	cmp func(i int) []clientv3.Cmp, op func(i int) clientv3.Op, done func(i int, ok bool, rev int64)) error {
+	cmp func(i int) []clientv3.Cmp, op func(i int) clientv3.Op, done func(i int, ok bool, rev int64), uncertain func(idx []int)) error {
 	pacing = pacing.normalized()
 	lim := rate.NewLimiter(rate.Limit(pacing.PerSecond), 1)
 	run := func(idx []int) (bool, int64, error) {
@@ -63,11 +68,32 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 			}
 			ops[j] = op(i)
 		}
-		resp, err := kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
-		if err != nil {
-			return false, 0, err
+		// A leader election or a lost member is a pause: the transaction is
+		// sent again with backoff until the command's deadline. Its compares
+		// make a second try safe; a first try that was applied although its
+		// reply was lost shows as a failed compare, which uncertain lets the
+		// caller tell apart.
+		backoff := 200 * time.Millisecond
+		for {
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+			resp, err := kv.Txn(actx).If(cmps...).Then(ops...).Commit()
+			cancel()
+			if err == nil {
+				return resp.Succeeded, resp.Header.Revision, nil
+			}
+			if !Transient(err) || ctx.Err() != nil {
+				return false, 0, err
+			}
+			if uncertain != nil {
+				uncertain(idx)
+			}
+			select {
+			case <-ctx.Done():
+				return false, 0, err
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
 		}
-		return resp.Succeeded, resp.Header.Revision, nil
 	}
 	for start := 0; start < n; {
 		var batch []int
@@ -112,3 +138,29 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 
 // cmpID identifies a compare (key, range end, target, result and value).
 func cmpID(c clientv3.Cmp) string { return c.GetCompare().String() }
+
+// attemptTimeout bounds one try of a transaction, so a member that died
+// with the request in flight costs a retry, not the whole command.
+const attemptTimeout = 10 * time.Second
+
+// Transient reports whether an etcd error is a pause (no leader, a leader
+// change, a request timed out or a connection lost, a member unavailable)
+// rather than an answer: the request may be sent again.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch rpctypes.Error(err) {
+	case rpctypes.ErrNoLeader, rpctypes.ErrLeaderChanged, rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
+		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTimeoutWaitAppliedIndex, rpctypes.ErrNotCapable:
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
