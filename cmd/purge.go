@@ -177,6 +177,12 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 			return fmt.Errorf("api server client: %w", err)
 		}
 	}
+	stop, doneWriting, err := startWriting(ctx, cli, "regghost purge "+plan.Scope, g.errOut)
+	if err != nil {
+		return err
+	}
+	defer doneWriting()
+	popts.Pacing.Stop = stop
 	res, err := repair.Purge(ctx, plan, popts)
 	if res == nil && err != nil {
 		return err

@@ -81,18 +81,23 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 	if err := confirmAction(in, out, yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
-	results, err := repair.Restore(ctx, cli, b, repair.Pacing{}, false)
+	stop, doneWriting, err := startWriting(ctx, cli, "regghost restore "+path, g.errOut)
+	if err != nil {
+		return err
+	}
+	defer doneWriting()
+	results, err := repair.Restore(ctx, cli, b, repair.Pacing{Stop: stop}, false)
 	if results != nil {
 		if aerr := repair.AppendAudit(backupDirOf(path), "restore", results); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
-	if err != nil {
+	if results == nil {
 		return err
 	}
 	if output == "json" {
-		if err := printStructured(out, "json", map[string]any{"dryRun": false, "results": results}); err != nil {
-			return err
+		if perr := printStructured(out, "json", map[string]any{"dryRun": false, "results": results}); perr != nil {
+			return perr
 		}
 	} else {
 		fmt.Fprintln(out)
@@ -104,6 +109,9 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 			}
 		}
 		fmt.Fprintf(out, "Restored %d keys, byte-identical to the backup.\n", n)
+	}
+	if err != nil {
+		return err
 	}
 	return conflictErr(results)
 }

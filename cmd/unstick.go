@@ -134,6 +134,11 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return err
 	}
 	defer done()
+	_, doneWriting, err := startWriting(sctx, cli, "regghost unstick "+a.Target, g.errOut)
+	if err != nil {
+		return err
+	}
+	defer doneWriting()
 	res, err := unstick.Run(sctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})
 	if res == nil && err != nil {
 		if errors.Is(err, unstick.ErrRefused) {

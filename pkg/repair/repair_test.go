@@ -329,3 +329,23 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+// TestLock: a second writer is refused with who holds the lock; once the
+// first is done, it can go.
+func TestLock(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	unlock, warning, err := Lock(ctx, cli, "purge namespace a")
+	if err != nil || warning != "" {
+		t.Fatalf("first lock: %v %q", err, warning)
+	}
+	if _, _, err := Lock(ctx, cli, "restore b"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "purge namespace a (pid") {
+		t.Errorf("second writer: %v", err)
+	}
+	unlock()
+	unlock2, _, err := Lock(ctx, cli, "restore b")
+	if err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	unlock2()
+}

@@ -25,7 +25,12 @@ const DefaultRate = 20
 type Pacing struct {
 	BatchSize int
 	PerSecond float64
+	// Stop, when closed, stops the run between transactions (SIGINT).
+	Stop <-chan struct{}
 }
+
+// ErrInterrupted is returned when a run was asked to stop.
+var ErrInterrupted = errors.New("interrupted: stopped between transactions")
 
 func (p Pacing) normalized() Pacing {
 	if p.BatchSize <= 0 || p.BatchSize > 128 {
@@ -96,6 +101,11 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 		}
 	}
 	for start := 0; start < n; {
+		select {
+		case <-pacing.Stop:
+			return ErrInterrupted
+		default:
+		}
 		var batch []int
 		distinct := map[string]bool{}
 		for i := start; i < n && len(batch) < pacing.BatchSize; i++ {
