@@ -14,12 +14,16 @@ build:
 # tools builds (and caches) etcd, etcdctl, etcdutl, kube-apiserver and kube-controller-manager.
 tools:
 	cd e2e/tools/etcd && $(GO) tool -n etcd >/dev/null && $(GO) tool -n etcdctl >/dev/null && $(GO) tool -n etcdutl >/dev/null
+	cd e2e/tools/etcd35 && $(GO) tool -n etcd35 >/dev/null
+	cd e2e/tools/etcd36 && $(GO) tool -n etcd36 >/dev/null
 	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd e2e/tools/etcd && $(GO) vet ./...
+	cd e2e/tools/etcd35 && $(GO) vet ./...
+	cd e2e/tools/etcd36 && $(GO) vet ./...
 
 unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/... ./internal/...

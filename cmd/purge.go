@@ -177,12 +177,13 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 			return fmt.Errorf("api server client: %w", err)
 		}
 	}
-	stop, doneWriting, err := startWriting(ctx, cli, "regghost purge "+plan.Scope, g.errOut)
+	stop, doneWriting, err := startWriting(ctx, nil, g.errOut)
 	if err != nil {
 		return err
 	}
 	defer doneWriting()
 	popts.Pacing.Stop = stop
+	popts.Lock = writerLock(cli, "regghost purge "+plan.Scope, g.errOut)
 	res, err := repair.Purge(ctx, plan, popts)
 	if res == nil && err != nil {
 		return err

@@ -81,7 +81,7 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 	if err := confirmAction(in, out, yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting, err := startWriting(ctx, cli, "regghost restore "+path, g.errOut)
+	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost restore "+path, g.errOut), g.errOut)
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return err
 	}
 	defer done()
-	_, doneWriting, err := startWriting(sctx, cli, "regghost unstick "+a.Target, g.errOut)
+	_, doneWriting, err := startWriting(sctx, writerLock(cli, "regghost unstick "+a.Target, g.errOut), g.errOut)
 	if err != nil {
 		return err
 	}

@@ -14,20 +14,36 @@ import (
 	"github.com/regghost/regghost/pkg/repair"
 )
 
+// writerLock returns the taking of the etcd lock for a write phase, which
+// prints a warning when the lock cannot be had at all.
+func writerLock(cli *clientv3.Client, what string, errOut io.Writer) func(ctx context.Context) (func(), error) {
+	return func(ctx context.Context) (func(), error) {
+		unlock, warning, err := repair.Lock(ctx, cli, what)
+		if err != nil {
+			return nil, err
+		}
+		if warning != "" {
+			fmt.Fprintf(errOut, "regghost: warning: %s\n", warning)
+		}
+		return unlock, nil
+	}
+}
+
 // startWriting takes the etcd lock for a write phase and turns the first
 // SIGINT or SIGTERM into a request to stop between transactions: the one in
 // flight finishes, the rest are left and read back, and the command prints
-// its summary and how to undo it. done releases both.
-func startWriting(ctx context.Context, cli *clientv3.Client, what string, errOut io.Writer) (stop <-chan struct{}, done func(), err error) {
-	unlock, warning, err := repair.Lock(ctx, cli, what)
-	if err != nil {
-		if errors.Is(err, repair.ErrLocked) {
-			return nil, nil, &exitError{code: ExitError, err: fmt.Errorf("%w; nothing was changed", err)}
+// its summary and how to undo it. done releases both. With no lock function
+// (purge takes it itself, once its backup is verified) only the signals
+// are handled.
+func startWriting(ctx context.Context, lock func(context.Context) (func(), error), errOut io.Writer) (stop <-chan struct{}, done func(), err error) {
+	unlock := func() {}
+	if lock != nil {
+		if unlock, err = lock(ctx); err != nil {
+			if errors.Is(err, repair.ErrLocked) {
+				return nil, nil, &exitError{code: ExitError, err: fmt.Errorf("%w; nothing was changed", err)}
+			}
+			return nil, nil, err
 		}
-		return nil, nil, err
-	}
-	if warning != "" {
-		fmt.Fprintf(errOut, "regghost: warning: %s\n", warning)
 	}
 	ch := make(chan struct{})
 	sigs := make(chan os.Signal, 1)

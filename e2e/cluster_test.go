@@ -36,6 +36,7 @@ type cluster struct {
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface
 	apiserver  *process
+	etcdBin    string
 	// eventsURL and eventsEtcd are the second etcd of clusterOptions.eventsEtcd.
 	eventsURL  string
 	eventsEtcd *clientv3.Client
@@ -50,6 +51,8 @@ type clusterOptions struct {
 	live bool
 	// eventsEtcd keeps events in a second etcd (--etcd-servers-overrides).
 	eventsEtcd bool
+	// etcdBin runs another etcd release than the default (3.7).
+	etcdBin string
 }
 
 func freePort(t *testing.T) int {
@@ -118,6 +121,10 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	t.Helper()
 	c := &cluster{dir: t.TempDir()}
 	c.pki = newPKI(t, c.dir)
+	c.etcdBin = bins.etcd
+	if o.etcdBin != "" {
+		c.etcdBin = o.etcdBin
+	}
 	c.etcdURL, c.etcd = c.startEtcd(t, "e2e")
 	if o.eventsEtcd {
 		c.eventsURL, c.eventsEtcd = c.startEtcd(t, "events")
@@ -139,7 +146,7 @@ func (c *cluster) startEtcd(t *testing.T, name string) (string, *clientv3.Client
 	if name != "e2e" {
 		dataDir = filepath.Join(c.dir, name+"-data")
 	}
-	startProcess(t, name, filepath.Join(c.dir, name+".log"), bins.etcd,
+	startProcess(t, name, filepath.Join(c.dir, name+".log"), c.etcdBin,
 		"--name", name, "--data-dir", dataDir,
 		"--listen-client-urls", url, "--advertise-client-urls", url,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,

@@ -13,7 +13,11 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var bins struct{ regghost, etcd, etcdutl, kubeAPIServer, kubeControllerManager string }
+var bins struct {
+	regghost, etcd, etcdutl, kubeAPIServer, kubeControllerManager string
+	// etcd35 and etcd36 are older etcd releases, for the version matrix.
+	etcd35, etcd36 string
+}
 
 func TestMain(m *testing.M) {
 	if err := buildBinaries(); err != nil {
@@ -41,6 +45,8 @@ func buildBinaries() error {
 		{&bins.etcdutl, "tools/etcd", "etcdutl"},
 		{&bins.kubeAPIServer, "tools/kube-apiserver", "kube-apiserver"},
 		{&bins.kubeControllerManager, "tools/kube-apiserver", "kube-controller-manager"},
+		{&bins.etcd35, "tools/etcd35", "etcd35"},
+		{&bins.etcd36, "tools/etcd36", "etcd36"},
 	} {
 		out, err := goCmd(b.dir, "tool", "-n", b.tool)
 		if err != nil {

@@ -32,6 +32,10 @@ type PurgeOptions struct {
 	// deletes (a PV's reclaim policy); nil when it cannot be reached.
 	Kube   kubernetes.Interface
 	Pacing Pacing
+	// Lock, when set, is taken once the snapshot and backup are verified,
+	// before the first write, and released when the purge is done; a purge
+	// refused before that writes nothing to etcd, not even a lock.
+	Lock func(ctx context.Context) (unlock func(), err error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -70,6 +74,14 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was deleted", err)
+	}
+	if o.Lock != nil {
+		unlock, err := o.Lock(ctx)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%w; nothing was deleted", err)
+		}
+		defer unlock()
 	}
 	all := append(append([]Result{}, plan.Skipped...), res.Results...)
 	var doomed []Entry

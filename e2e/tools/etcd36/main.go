@@ -1,0 +1,11 @@
+// Command etcd36 is the upstream etcd server v3.6.16 (go.etcd.io/etcd/server/v3),
+// built from the module proxy for the e2e matrix and the benchmark.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
