@@ -37,6 +37,8 @@ type cluster struct {
 	dyn        dynamic.Interface
 	apiserver  *process
 	etcdBin    string
+	// members are the etcd members of a multi-member cluster.
+	members []*member
 	// eventsURL and eventsEtcd are the second etcd of clusterOptions.eventsEtcd.
 	eventsURL  string
 	eventsEtcd *clientv3.Client
@@ -53,6 +55,8 @@ type clusterOptions struct {
 	eventsEtcd bool
 	// etcdBin runs another etcd release than the default (3.7).
 	etcdBin string
+	// members starts an etcd cluster of that many members (default one).
+	members int
 }
 
 func freePort(t *testing.T) int {
@@ -125,7 +129,11 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	if o.etcdBin != "" {
 		c.etcdBin = o.etcdBin
 	}
-	c.etcdURL, c.etcd = c.startEtcd(t, "e2e")
+	if o.members > 1 {
+		c.startMembers(t, o.members)
+	} else {
+		c.etcdURL, c.etcd = c.startEtcd(t, "e2e")
+	}
 	if o.eventsEtcd {
 		c.eventsURL, c.eventsEtcd = c.startEtcd(t, "events")
 		o.apiserverArgs = append(o.apiserverArgs, "--etcd-servers-overrides", "/events#"+c.eventsURL)

@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// member is one etcd member of a multi-member cluster.
+type member struct {
+	name, url string
+	args      []string
+	proc      *process
+}
+
+// startMembers starts an n-member etcd cluster (TLS for clients, plain
+// peers) and points the cluster's client and URL at every member.
+func (c *cluster) startMembers(t *testing.T, n int) {
+	t.Helper()
+	var initial []string
+	for i := 0; i < n; i++ {
+		m := &member{name: fmt.Sprintf("m%d", i), url: fmt.Sprintf("https://127.0.0.1:%d", freePort(t))}
+		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		m.args = []string{"--name", m.name, "--data-dir", filepath.Join(c.dir, m.name+"-data"),
+			"--listen-client-urls", m.url, "--advertise-client-urls", m.url,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--cert-file", c.pki.ServerCert, "--key-file", c.pki.ServerKey,
+			"--trusted-ca-file", c.pki.CA, "--client-cert-auth", "--log-level", "warn"}
+		initial = append(initial, m.name+"="+peer)
+		c.members = append(c.members, m)
+	}
+	var urls []string
+	for _, m := range c.members {
+		m.args = append(m.args, "--initial-cluster", strings.Join(initial, ","))
+		m.proc = startProcess(t, m.name, filepath.Join(c.dir, m.name+".log"), c.etcdBin, m.args...)
+		urls = append(urls, m.url)
+	}
+	c.etcdURL = strings.Join(urls, ",")
+	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
+	mustNoErr(t, "tls", err)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	mustNoErr(t, "etcd client", err)
+	t.Cleanup(func() { cli.Close() })
+	c.etcd = cli
+	waitFor(t, 60*time.Second, "the etcd cluster to elect a leader", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := cli.Put(ctx, "/e2e-ready", "1")
+		return err
+	})
+}
+
+// stop kills a member.
+func (m *member) stop(t *testing.T) {
+	t.Helper()
+	_ = syscall.Kill(-m.proc.cmd.Process.Pid, syscall.SIGKILL)
+	<-m.proc.done
+}
+
+// restart starts a stopped member again on its data directory and waits
+// until it serves. t owns the new process.
+func (m *member) restart(t *testing.T, c *cluster) {
+	t.Helper()
+	m.proc = startProcess(t, m.name+"-again", filepath.Join(c.dir, m.name+"-again.log"), c.etcdBin,
+		append(append([]string{}, m.args...), "--initial-cluster-state", "existing")...)
+	waitFor(t, 60*time.Second, m.name+" back", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := c.etcd.Status(ctx, m.url)
+		return err
+	})
+}
+
+// leader returns the member that leads now.
+func (c *cluster) leader(t *testing.T) *member {
+	t.Helper()
+	for _, m := range c.members {
+		if m.proc.exited() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := c.etcd.Status(ctx, m.url)
+		cancel()
+		if err == nil && st.Leader == st.Header.MemberId {
+			return m
+		}
+	}
+	t.Fatal("no leader")
+	return nil
+}
+
+// TestThreeMemberCluster: on a 3-member etcd, scan, purge and restore work
+// with one member down, and a purge survives its leader being killed in the
+// middle: the transactions in flight are retried after the election, and
+// every key's outcome is known.
+func TestThreeMemberCluster(t *testing.T) {
+	c := startCluster(t, clusterOptions{members: 3})
+	want := plantGhosts(t, c)
+	ghosts := ghostKeys(want, "kb-system")
+	var down *member
+
+	t.Run("one member down", func(t *testing.T) {
+		down = c.members[2]
+		if c.leader(t) == down {
+			down = c.members[1]
+		}
+		down.stop(t)
+		rep, _ := c.scanJSON(t, "--terminating-after", "1ns")
+		assertFindings(t, rep, want)
+		root := filepath.Join(t.TempDir(), "backups")
+		out, errOut, code := c.regghost(t, "", "purge", "-n", "kb-system", "--backup-dir", root, "--confirm", "--yes")
+		if code != 0 || !strings.Contains(out, "Deleted 5 of 5 planned keys") || strings.Contains(out, "Snapshot from "+down.url) {
+			t.Fatalf("purge: exit %d: %s\n%s", code, errOut, out)
+		}
+		if _, errOut, code := c.regghost(t, "", "restore", onlyBackupDir(t, root), "--confirm", "--yes"); code != 0 {
+			t.Fatalf("restore: exit %d: %s", code, errOut)
+		}
+		for _, k := range ghosts {
+			if c.value(t, k) == nil {
+				t.Errorf("%s is not back", k)
+			}
+		}
+	})
+	// The member comes back for the next subtest; its process belongs to
+	// the whole test, so no subtest's cleanup stops it.
+	if down == nil {
+		t.FailNow()
+	}
+	down.restart(t, c)
+	t.Run("the leader killed in the middle of a purge", func(t *testing.T) {
+		c.createNamespace(t, "big")
+		for i := 0; i < 6; i++ {
+			c.createConfigMap(t, "big", "cm"+strconv.Itoa(i))
+		}
+		c.forceDelete(t, "/registry/namespaces/big")
+		root := filepath.Join(t.TempDir(), "backups")
+		args := append([]string{"purge", "-n", "big", "--confirm", "--yes", "--rate", "1", "--batch-size", "1", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)
+		cmd := exec.Command(bins.regghost, args...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		mustNoErr(t, "start purge", cmd.Start())
+		waitFor(t, 60*time.Second, "the first delete", func() error {
+			logs, _ := filepath.Glob(filepath.Join(root, "*", repair.AuditFile))
+			for _, l := range logs {
+				if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"outcome":"deleted"`)) {
+					return nil
+				}
+			}
+			return errString("no delete yet")
+		})
+		c.leader(t).stop(t)
+		if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "Deleted 6 of 6 planned keys") {
+			t.Fatalf("purge through a leader election: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+		}
+		for i := 0; i < 6; i++ {
+			if c.value(t, "/registry/configmaps/big/cm"+strconv.Itoa(i)) != nil {
+				t.Errorf("cm%d is still in etcd", i)
+			}
+		}
+		audit, _ := os.ReadFile(filepath.Join(onlyBackupDir(t, root), repair.AuditFile))
+		if n := strings.Count(string(audit), `"outcome":"deleted"`); n < 6 {
+			t.Errorf("the audit log has %d deletes, want an outcome for all 6:\n%s", n, audit)
+		}
+	})
+}
