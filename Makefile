@@ -11,11 +11,13 @@ all: build
 build:
 	$(GO) build -o bin/regghost .
 
-# tools builds (and caches) etcd, etcdctl, etcdutl, kube-apiserver and kube-controller-manager.
+# tools builds (and caches) etcd 3.7, 3.6 and 3.5, etcdctl, etcdutl, kine (cgo, SQLite),
+# kube-apiserver and kube-controller-manager.
 tools:
 	cd e2e/tools/etcd && $(GO) tool -n etcd >/dev/null && $(GO) tool -n etcdctl >/dev/null && $(GO) tool -n etcdutl >/dev/null
 	cd e2e/tools/etcd35 && $(GO) tool -n etcd35 >/dev/null
 	cd e2e/tools/etcd36 && $(GO) tool -n etcd36 >/dev/null
+	cd e2e/tools/kine && $(GO) tool -n kine >/dev/null
 	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null
 
 lint:

@@ -297,7 +297,7 @@ func printPurgeResult(out io.Writer, format string, res *repair.PurgeResult) err
 	printResults(out, res.Results)
 	fmt.Fprintf(out, "\nDeleted %d of %d planned keys. Audit log: %s\n", res.Deleted, res.Planned, filepath.Join(res.Dir, repair.AuditFile))
 	fmt.Fprintf(out, "Undo these deletes:  regghost restore %s --confirm\n", res.Dir)
-	fmt.Fprintf(out, "Disaster path (whole cluster; stop every kube-apiserver first):\n  %s\n", repair.DisasterRestoreCommand(res.Snapshot.Path))
+	fmt.Fprintf(out, "Disaster path (whole cluster; stop every kube-apiserver first):\n  %s\n", repair.DisasterRestoreCommand(res.Snapshot))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,7 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 		Use:   "restore BACKUP",
 		Short: "Put back every key of a purge backup that is absent now (dry run without --confirm)",
 		Long: `restore verifies the backup's checksum, then writes back each key that does not
-exist now, with a transaction that compares create_revision == 0: it never
+exist now, with a transaction that compares mod_revision == 0: it never
 overwrites a key. A key that already holds the backed-up bytes is reported as
 already present, so running restore twice is safe. A key holding other bytes is
 a conflict and is left alone. BACKUP is a backup directory or its backup.json.`,
@@ -38,17 +39,35 @@ a conflict and is left alone. BACKUP is a backup directory or its backup.json.`,
 	return c
 }
 
+// restoreFlags are the choices of restore and snapshot restore.
+type restoreFlags struct {
+	confirm, yes, otherCluster bool
+	output                     string
+	// summary prints only the keys restore writes (or would), with the
+	// others counted: a whole snapshot holds many keys that are present.
+	summary bool
+}
+
 func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes, otherCluster bool, output string, in io.Reader, out io.Writer) error {
 	b, err := repair.ReadBackup(path)
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
+	}
+	return restoreBackup(ctx, g, b, path, backupDirOf(path), restoreFlags{confirm: confirm, yes: yes, otherCluster: otherCluster, output: output}, in, out)
+}
+
+// restoreBackup writes back b's absent keys (a dry run without confirm) and
+// appends what it did to the audit log in auditDir.
+func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
+	if auditDir == "" {
+		auditDir = filepath.Dir(path)
 	}
 	ctx, cli, done, err := g.session(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if !otherCluster {
+	if !f.otherCluster {
 		if err := repair.CheckCluster(ctx, cli, b); err != nil {
 			return fmt.Errorf("%w; nothing was restored", err)
 		}
@@ -57,28 +76,47 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 	if err != nil {
 		return err
 	}
+	show := func(results []repair.Result) {
+		if !f.summary {
+			printResults(out, results)
+			return
+		}
+		var shown []repair.Result
+		count := map[repair.Outcome]int{}
+		for _, r := range results {
+			count[r.Outcome]++
+			if r.Outcome != repair.AlreadyPresent && r.Outcome != repair.Conflict {
+				shown = append(shown, r)
+			}
+		}
+		printResults(out, shown)
+		fmt.Fprintf(out, "%d keys present with the snapshot's bytes and %d present with other bytes are left alone.\n", count[repair.AlreadyPresent], count[repair.Conflict])
+	}
 	todo := 0
 	for _, r := range plan {
 		if r.Outcome == repair.WouldRestore {
 			todo++
 		}
 	}
-	if !confirm || todo == 0 {
-		if output == "json" {
-			return printStructured(out, "json", map[string]any{"dryRun": !confirm, "results": plan})
+	if !f.confirm || todo == 0 {
+		if f.output == "json" {
+			return printStructured(out, "json", map[string]any{"dryRun": !f.confirm, "results": plan})
 		}
-		printResults(out, plan)
+		show(plan)
 		if todo == 0 {
 			fmt.Fprintf(out, "Nothing to restore: every key of %s (%d) is present already or in conflict.\n", path, len(b.Entries))
 		} else {
 			fmt.Fprintf(out, "\nDry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.\n", todo, len(b.Entries))
 		}
+		if f.summary {
+			return nil
+		}
 		return conflictErr(plan)
 	}
-	if output == "table" {
-		printResults(out, plan)
+	if f.output == "table" {
+		show(plan)
 	}
-	if err := confirmAction(in, out, yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
+	if err := confirmAction(in, out, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
 	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost restore "+path, g.errOut), g.errOut)
@@ -88,20 +126,20 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 	defer doneWriting()
 	results, err := repair.Restore(ctx, cli, b, repair.Pacing{Stop: stop}, false)
 	if results != nil {
-		if aerr := repair.AppendAudit(backupDirOf(path), "restore", results); aerr != nil && err == nil {
+		if aerr := repair.AppendAudit(auditDir, "restore", results); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
 	if results == nil {
 		return err
 	}
-	if output == "json" {
+	if f.output == "json" {
 		if perr := printStructured(out, "json", map[string]any{"dryRun": false, "results": results}); perr != nil {
 			return perr
 		}
 	} else {
 		fmt.Fprintln(out)
-		printResults(out, results)
+		show(results)
 		n := 0
 		for _, r := range results {
 			if r.Outcome == repair.Restored || r.Outcome == repair.RestoredWithoutVolume {
@@ -113,7 +151,20 @@ func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes
 	if err != nil {
 		return err
 	}
+	if f.summary {
+		return stillPresentErr(results)
+	}
 	return conflictErr(results)
+}
+
+// stillPresentErr fails a run whose writes did not all stick.
+func stillPresentErr(results []repair.Result) error {
+	for _, r := range results {
+		if r.Outcome == repair.StillPresent {
+			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", r.Key, r.Detail)}
+		}
+	}
+	return nil
 }
 
 func conflictErr(results []repair.Result) error {

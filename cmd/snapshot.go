@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -9,10 +10,10 @@ import (
 )
 
 func newSnapshotCmd(g *globalOptions) *cobra.Command {
-	c := &cobra.Command{Use: "snapshot", Short: "Save or check an etcd snapshot"}
+	c := &cobra.Command{Use: "snapshot", Short: "Save, check or restore a snapshot"}
 	c.AddCommand(&cobra.Command{
 		Use:   "save FILE",
-		Short: "Stream a snapshot from the first endpoint that answers to FILE and verify it (like etcdctl snapshot save)",
+		Short: "Save a verified snapshot to FILE from the first endpoint that answers (like etcdctl snapshot save; a logical snapshot from kine)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx, cli, done, err := g.session(c.Context())
@@ -24,12 +25,8 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ep, err := repair.SnapshotEndpoint(ctx, cli, cfg.Endpoints, 0)
-			if err != nil {
-				return err
-			}
-			cfg.Endpoints = []string{ep}
-			info, err := repair.SaveSnapshot(ctx, cfg, args[0])
+			cfg.Endpoints = cli.Endpoints()
+			info, ep, err := repair.TakeSnapshot(ctx, cli, cfg, args[0], 0)
 			if err != nil {
 				return err
 			}
@@ -38,7 +35,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 		},
 	}, &cobra.Command{
 		Use:   "status FILE",
-		Short: "Verify a snapshot file: trailing sha256 and bbolt consistency",
+		Short: "Verify a snapshot file: trailing sha256 and bbolt consistency (a logical snapshot: every line and its sha256)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			info, err := repair.VerifySnapshot(args[0])
@@ -48,12 +45,57 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			fmt.Fprintln(c.OutOrStdout(), describeSnapshot(info))
 			return nil
 		},
-	})
+	}, newSnapshotRestoreCmd(g))
+	return c
+}
+
+func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
+	var confirm, yes bool
+	var prefix, output string
+	c := &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Write back every key of a logical snapshot that is absent now (dry run without --confirm)",
+		Long: `snapshot restore verifies a logical snapshot (what purge takes from kine, which
+has no snapshot RPC) and writes back each of its keys under --prefix that does
+not exist now, one create-if-absent transaction per key: it never overwrites a
+key. Keys that exist already are counted and left alone. etcd's own snapshot
+files are restored with etcdutl snapshot restore instead.`,
+		Example: `  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl --prefix /registry/configmaps/kb-system/
+  regghost snapshot restore snapshot.jsonl --confirm`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usageError("--output %q is not one of table, json", output)
+			}
+			if _, err := os.Stat(args[0]); err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+			if !repair.IsLogical(args[0]) {
+				return fmt.Errorf("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path)", args[0], args[0])
+			}
+			b, err := repair.BackupFromLogical(args[0], prefix)
+			if err != nil {
+				return fmt.Errorf("%w; nothing was restored", err)
+			}
+			if len(b.Entries) == 0 {
+				return fmt.Errorf("%s holds no key under %q; nothing was restored", args[0], prefix)
+			}
+			return restoreBackup(c.Context(), g, b, args[0], "", restoreFlags{confirm: confirm, yes: yes, otherCluster: true, output: output, summary: true}, c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
+	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	c.Flags().StringVar(&prefix, "prefix", "", "restore only the keys under this prefix (default: every key)")
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return c
 }
 
 // describeSnapshot is the one-line summary of a verified snapshot.
 func describeSnapshot(info *repair.SnapshotInfo) string {
+	if info.Format == "logical" {
+		return fmt.Sprintf("%s: logical snapshot (%s has no snapshot RPC): %d bytes, sha256 %s, revision %d, %d keys (verified)",
+			info.Path, info.Datastore, info.Size, info.SHA256, info.Revision, info.TotalKeys)
+	}
 	return fmt.Sprintf("%s: %d bytes, sha256 %s, revision %d, %d keys, hash %d (verified)",
 		info.Path, info.Size, info.SHA256, info.Revision, info.TotalKeys, info.Hash)
 }

@@ -57,6 +57,8 @@ type clusterOptions struct {
 	etcdBin string
 	// members starts an etcd cluster of that many members (default one).
 	members int
+	// kine runs kine over SQLite (k3s's default datastore) instead of etcd.
+	kine bool
 }
 
 func freePort(t *testing.T) int {
@@ -129,9 +131,12 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	if o.etcdBin != "" {
 		c.etcdBin = o.etcdBin
 	}
-	if o.members > 1 {
+	switch {
+	case o.kine:
+		c.startKine(t)
+	case o.members > 1:
 		c.startMembers(t, o.members)
-	} else {
+	default:
 		c.etcdURL, c.etcd = c.startEtcd(t, "e2e")
 	}
 	if o.eventsEtcd {

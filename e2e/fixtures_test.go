@@ -98,10 +98,18 @@ func (c *cluster) createCR(t *testing.T, group, plural, kind, ns, name string) {
 // forceDelete removes a key straight from etcd, as an engineer clearing a stuck object by hand would.
 func (c *cluster) forceDelete(t *testing.T, key string) {
 	t.Helper()
-	resp, err := c.etcd.Delete(context.Background(), key)
+	// A delete compared on the key's mod revision, with a get when the
+	// compare fails: the shape kine serves too.
+	before, err := c.etcd.Get(context.Background(), key)
+	mustNoErr(t, "read "+key, err)
+	if len(before.Kvs) != 1 {
+		t.Fatalf("delete %s: no such key", key)
+	}
+	_, err = c.etcd.Txn(context.Background()).If(clientv3.Compare(clientv3.ModRevision(key), "=", before.Kvs[0].ModRevision)).
+		Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key)).Commit()
 	mustNoErr(t, "delete "+key, err)
-	if resp.Deleted != 1 {
-		t.Fatalf("delete %s: %d keys deleted, want 1", key, resp.Deleted)
+	if after, err := c.etcd.Get(context.Background(), key); err != nil || len(after.Kvs) != 0 {
+		t.Fatalf("delete %s: still there (%v)", key, err)
 	}
 }
 

@@ -17,6 +17,8 @@ var bins struct {
 	regghost, etcd, etcdutl, kubeAPIServer, kubeControllerManager string
 	// etcd35 and etcd36 are older etcd releases, for the version matrix.
 	etcd35, etcd36 string
+	// kine is k3s's etcd API over SQLite.
+	kine string
 }
 
 func TestMain(m *testing.M) {
@@ -47,6 +49,7 @@ func buildBinaries() error {
 		{&bins.kubeControllerManager, "tools/kube-apiserver", "kube-controller-manager"},
 		{&bins.etcd35, "tools/etcd35", "etcd35"},
 		{&bins.etcd36, "tools/etcd36", "etcd36"},
+		{&bins.kine, "tools/kine", "kine"},
 	} {
 		out, err := goCmd(b.dir, "tool", "-n", b.tool)
 		if err != nil {

@@ -27,8 +27,11 @@ var nestedTop = map[string]bool{"services": true, "ranges": true}
 
 // internalPrefixes hold kube-apiserver bookkeeping, not API objects: the
 // service IP and node port allocators and the endpoint lease reconcilers
-// (pkg/controlplane/instance.go and pkg/controlplane/apiserver/peer.go).
+// (pkg/controlplane/instance.go and pkg/controlplane/apiserver/peer.go), and
+// the health key kine (k3s's datastore) writes under the registry prefix
+// (HealthKey in github.com/k3s-io/kine pkg/server/types.go).
 var internalPrefixes = map[string]bool{
+	"health":                  true,
 	"ranges/serviceips":       true,
 	"ranges/servicenodeports": true,
 	"masterleases":            true,

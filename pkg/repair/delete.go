@@ -56,27 +56,42 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 	// lost marks keys whose transaction was sent again after an error: the
 	// first try may have been applied with its reply lost.
 	lost := map[int]bool{}
-	err := guardedTxn(ctx, kv, pacing, len(entries),
-		func(i int) []clientv3.Cmp {
+	err := guardedTxn(ctx, kv, pacing, txnSpec{n: len(entries),
+		cmp: func(i int) []clientv3.Cmp {
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", entries[i].ModRevision)}
 			for _, a := range entries[i].Absent {
 				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(a), "=", 0))
 			}
 			return cmps
 		},
-		func(i int) clientv3.Op { return clientv3.OpDelete(entries[i].Key) },
-		func(i int, ok bool, _ int64) {
+		op:     func(i int) clientv3.Op { return clientv3.OpDelete(entries[i].Key) },
+		orElse: func(i int) []clientv3.Op { return []clientv3.Op{clientv3.OpGet(entries[i].Key)} },
+		// Where a transaction takes one compare (kine), the witnesses are
+		// read just before the delete instead of inside it.
+		check: func(ctx context.Context, i int) (bool, error) {
+			for _, a := range entries[i].Absent {
+				resp, err := kv.Get(ctx, a)
+				if err != nil {
+					return false, fmt.Errorf("read %s: %w", a, err)
+				}
+				if len(resp.Kvs) > 0 {
+					return false, nil
+				}
+			}
+			return true, nil
+		},
+		done: func(i int, ok bool, _ int64) {
 			results[i] = Result{Key: entries[i].Key, Outcome: Deleted}
 			if !ok {
 				results[i] = Result{Key: entries[i].Key, Outcome: SkippedChanged}
 			}
 			journal(results[i])
 		},
-		func(idx []int) {
+		uncertain: func(idx []int) {
 			for _, i := range idx {
 				lost[i] = true
 			}
-		})
+		}})
 	// Verify: a delete is only reported once the key is really gone, and a
 	// skip says what the key is now. When the deletes stopped on an error,
 	// the keys left are read back too: the transaction in flight may have

@@ -25,6 +25,9 @@ var ErrLocked = errors.New("another regghost is writing to this etcd")
 // this one does, for the other's refusal. When the lock cannot be taken at
 // all (etcd auth without write access to it, kine), it says so and goes on.
 func Lock(ctx context.Context, cli *clientv3.Client, what string) (unlock func(), warning string, err error) {
+	if ds, err := DetectDatastore(ctx, cli); err == nil && ds.Limited() {
+		return func() {}, ds.Name + " has no leases to keep an etcd lock alive, so regghost's lock cannot be taken; going on without it (make sure no other operator repairs this datastore now)", nil
+	}
 	session, err := concurrency.NewSession(cli, concurrency.WithTTL(30), concurrency.WithContext(ctx))
 	if err != nil {
 		return func() {}, "the etcd lock could not be taken (" + err.Error() + "); going on without it", nil

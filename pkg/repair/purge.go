@@ -70,7 +70,13 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	if err != nil {
 		return nil, err
 	}
-	res, b, err := prepare(ctx, plan, o, dir)
+	ds, err := DetectDatastore(ctx, o.Client)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was deleted", err)
+	}
+	o.Pacing = ds.Pacing(o.Pacing)
+	res, b, err := prepare(ctx, plan, o, ds, dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was deleted", err)
@@ -133,11 +139,11 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 
 // prepare writes the snapshot and backup and returns the result so far (with
 // the keys skipped before the snapshot) and the backup as read back from disk.
-func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*PurgeResult, *Backup, error) {
+func prepare(ctx context.Context, plan *Plan, o PurgeOptions, ds Datastore, dir string) (*PurgeResult, *Backup, error) {
 	// Keys of a reviewed scan that were skipped count as planned: they are
 	// ghosts left behind.
 	res := &PurgeResult{Dir: dir, Planned: len(plan.Targets) + len(plan.Skipped)}
-	entries, skipped, err := readEntries(ctx, o.Client, plan)
+	entries, skipped, err := readEntries(ctx, o.Client, plan, ds)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,34 +158,29 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*Purg
 		}
 		entries = append(entries, vols...)
 	}
-	ep, err := SnapshotEndpoint(ctx, o.Client, o.ClientConfig.Endpoints, plan.Revision)
+	if err := checkSpace(ctx, o.Client, ds, dir, entries); err != nil {
+		return nil, nil, err
+	}
+	file := SnapshotFile
+	if ds.Limited() {
+		file = LogicalSnapshotFile
+	}
+	snap, ep, err := TakeSnapshot(ctx, o.Client, o.ClientConfig, filepath.Join(dir, file), plan.Revision)
 	if err != nil {
 		return nil, nil, err
 	}
-	o.ClientConfig.Endpoints = []string{ep}
 	res.Endpoint = ep
-	if err := checkSpace(ctx, o.Client, o.ClientConfig, dir, entries); err != nil {
-		return nil, nil, err
-	}
-	snap, err := SaveSnapshot(ctx, o.ClientConfig, filepath.Join(dir, SnapshotFile))
-	if err != nil {
-		return nil, nil, err
-	}
-	if snap.Revision < plan.Revision {
-		return nil, nil, fmt.Errorf("snapshot revision %d is older than the scan's %d", snap.Revision, plan.Revision)
-	}
 	if err := SnapshotHolds(snap.Path, entries); err != nil {
 		return nil, nil, err
 	}
 	res.Snapshot = snap
-	status, err := o.Client.Status(ctx, o.ClientConfig.Endpoints[0])
-	clusterID := ""
-	if err == nil {
-		clusterID = fmt.Sprintf("%x", status.Header.ClusterId)
+	clusterID := ds.ClusterID
+	if st, err := o.Client.Status(ctx, ep); err == nil && !ds.Limited() {
+		clusterID = fmt.Sprintf("%x", st.Header.ClusterId)
 	}
 	var written *Backup
 	res.Backup, written, err = WriteBackup(dir, &Backup{
-		Created: o.Now().UTC(), Scope: plan.Scope, Prefix: plan.Prefix, Endpoint: o.ClientConfig.Endpoints[0], ClusterID: clusterID,
+		Created: o.Now().UTC(), Scope: plan.Scope, Prefix: plan.Prefix, Endpoint: ep, ClusterID: clusterID,
 		ScanRevision: plan.Revision, Snapshot: snap, Entries: entries,
 	})
 	if err != nil {
@@ -190,7 +191,7 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, dir string) (*Purg
 
 // readEntries reads each target's current key-value; keys changed or gone
 // since the scan are skipped.
-func readEntries(ctx context.Context, kv KVLease, plan *Plan) ([]Entry, []Result, error) {
+func readEntries(ctx context.Context, kv KVLease, plan *Plan, ds Datastore) ([]Entry, []Result, error) {
 	var entries []Entry
 	var skipped []Result
 	for _, t := range plan.Targets {
@@ -214,7 +215,11 @@ func readEntries(ctx context.Context, kv KVLease, plan *Plan) ([]Entry, []Result
 		}
 		e := Entry{Key: t.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
 			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason(), Absent: t.Absent, Witnesses: t.Witnesses()}
-		if cur.Lease != 0 {
+		switch {
+		case cur.Lease != 0 && ds.Limited():
+			// kine has no lease API: a key's lease is its TTL in seconds.
+			e.LeaseTTL = cur.Lease
+		case cur.Lease != 0:
 			if ttl, err := kv.TimeToLive(ctx, clientv3.LeaseID(cur.Lease)); err == nil && ttl.TTL > 0 {
 				e.LeaseTTL = ttl.TTL
 			}
@@ -222,26 +227,6 @@ func readEntries(ctx context.Context, kv KVLease, plan *Plan) ([]Entry, []Result
 		entries = append(entries, e)
 	}
 	return entries, skipped, nil
-}
-
-// SnapshotEndpoint picks the member to take the snapshot from: the first
-// that answers and has caught up with the scan's revision.
-func SnapshotEndpoint(ctx context.Context, cli *clientv3.Client, endpoints []string, minRev int64) (string, error) {
-	var why []string
-	for _, ep := range endpoints {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		st, err := cli.Status(sctx, ep)
-		cancel()
-		switch {
-		case err != nil:
-			why = append(why, fmt.Sprintf("%s: %v", ep, err))
-		case st.Header.Revision < minRev:
-			why = append(why, fmt.Sprintf("%s: at revision %d, behind the scan's %d", ep, st.Header.Revision, minRev))
-		default:
-			return ep, nil
-		}
-	}
-	return "", fmt.Errorf("no etcd member can give a snapshot at the scan's revision %d: %s", minRev, strings.Join(why, "; "))
 }
 
 // readVolumes reads the PersistentVolumes to set to Retain, as backup
@@ -292,12 +277,25 @@ func NewBackupDir(root, scope string, now time.Time) (string, error) {
 }
 
 // checkSpace refuses a purge whose snapshot and backup would not fit in dir.
-func checkSpace(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, dir string, entries []Entry) error {
-	status, err := cli.Status(ctx, cfg.Endpoints[0])
-	if err != nil {
-		return fmt.Errorf("read etcd database size from %s: %w", cfg.Endpoints[0], err)
+func checkSpace(ctx context.Context, cli *clientv3.Client, ds Datastore, dir string, entries []Entry) error {
+	var size int64
+	var errs []error
+	for _, ep := range cli.Endpoints() {
+		status, err := cli.Status(ctx, ep)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		size = max(size, status.DbSize)
 	}
-	need := status.DbSize + 4096
+	if size == 0 && len(errs) > 0 {
+		return fmt.Errorf("read etcd database size: %w", errors.Join(errs...))
+	}
+	need := size + 4096
+	if ds.Limited() {
+		// A logical snapshot is base64 in JSON: up to about twice the database.
+		need += size
+	}
 	for _, e := range entries {
 		need += int64(len(e.Key)) + int64(len(e.Value))*4/3 + 512
 	}

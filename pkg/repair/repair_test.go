@@ -285,7 +285,7 @@ func TestRestoreReattachesLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := &Plan{Targets: []etcdscan.Finding{{Key: "/registry/events/x/e1", ModRevision: resp.Kvs[0].ModRevision, Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"r"}}}}
-	entries, _, err := readEntries(ctx, cli, plan)
+	entries, _, err := readEntries(ctx, cli, plan, Datastore{Name: "etcd"})
 	if err != nil || len(entries) != 1 || entries[0].LeaseTTL <= 0 || entries[0].LeaseTTL > 120 {
 		t.Fatalf("entries %+v: %v", entries, err)
 	}

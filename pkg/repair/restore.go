@@ -13,12 +13,17 @@ import (
 )
 
 // Restore writes back each backed-up key that is absent now, with a
-// transaction that compares create_revision == 0 so that it never overwrites
+// transaction that compares mod_revision == 0 (absent) so that it never overwrites
 // a key someone created since. A key already holding the same bytes counts as
 // restored before (restore is idempotent); one holding other bytes is a
 // conflict and is left alone. With dryRun nothing is written.
 // A key that had a lease gets a new one with the TTL it had left.
 func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun bool) ([]Result, error) {
+	if cli, ok := kv.(*clientv3.Client); ok {
+		if ds, err := DetectDatastore(ctx, cli); err == nil {
+			pacing = ds.Pacing(pacing)
+		}
+	}
 	results := make([]Result, len(b.Entries))
 	var todo []int
 	for i, e := range b.Entries {
@@ -54,29 +59,32 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 	if err != nil {
 		return results, err
 	}
-	err = guardedTxn(ctx, kv, pacing, len(todo),
-		func(j int) []clientv3.Cmp {
-			return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(b.Entries[todo[j]].Key), "=", 0)}
+	// Compared on the mod revision: 0 means absent on etcd, and it is the
+	// create shape kine serves.
+	err = guardedTxn(ctx, kv, pacing, txnSpec{n: len(todo),
+		cmp: func(j int) []clientv3.Cmp {
+			return []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[todo[j]].Key), "=", 0)}
 		},
-		func(j int) clientv3.Op {
+		op: func(j int) clientv3.Op {
 			e := b.Entries[todo[j]]
 			if id, ok := leases[e.Lease]; ok {
 				return clientv3.OpPut(e.Key, string(e.Value), clientv3.WithLease(id))
 			}
 			return clientv3.OpPut(e.Key, string(e.Value))
 		},
-		func(j int, ok bool, rev int64) {
+		done: func(j int, ok bool, rev int64) {
 			i := todo[j]
 			wrote[i] = rev
 			results[i] = Result{Key: b.Entries[i].Key, Outcome: Restored}
 			if !ok {
 				results[i] = Result{Key: b.Entries[i].Key, Outcome: Conflict, Detail: "created by someone else during the restore; left alone"}
 			}
-		}, func(idx []int) {
+		},
+		uncertain: func(idx []int) {
 			for _, j := range idx {
 				lost[todo[j]] = true
 			}
-		})
+		}})
 	if err != nil {
 		return results, err
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -32,6 +34,43 @@ type SnapshotInfo struct {
 	Revision    int64  `json:"revision"`
 	TotalKeys   int    `json:"totalKeys"`
 	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// Format is "logical" for a logical snapshot (see SaveLogical), empty
+	// for etcd's own snapshot file.
+	Format string `json:"format,omitempty"`
+	// Datastore is the server the snapshot came from ("kine"); empty for etcd.
+	Datastore string `json:"datastore,omitempty"`
+}
+
+// TakeSnapshot saves a verified snapshot of the keyspace at a revision no
+// older than minRev to path, from the first endpoint that answers and has
+// caught up. From etcd it streams etcd's snapshot (SaveSnapshot); from a
+// server without the snapshot RPC (kine) it writes a logical snapshot
+// (SaveLogical). It returns the endpoint it used.
+func TakeSnapshot(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, path string, minRev int64) (*SnapshotInfo, string, error) {
+	var why []string
+	for _, ep := range cfg.Endpoints {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := cli.Status(sctx, ep)
+		cancel()
+		switch {
+		case err != nil:
+			why = append(why, fmt.Sprintf("%s: %v", ep, err))
+		case datastoreOf(st).Limited():
+			info, err := SaveLogical(ctx, cli, datastoreOf(st), path, minRev)
+			return info, ep, err
+		case st.Header.Revision < minRev:
+			why = append(why, fmt.Sprintf("%s: at revision %d, behind the scan's %d", ep, st.Header.Revision, minRev))
+		default:
+			one := cfg
+			one.Endpoints = []string{ep}
+			info, err := SaveSnapshot(ctx, one, path)
+			if err == nil && info.Revision < minRev {
+				err = fmt.Errorf("snapshot revision %d is older than the scan's %d", info.Revision, minRev)
+			}
+			return info, ep, err
+		}
+	}
+	return nil, "", fmt.Errorf("no etcd member can give a snapshot at the scan's revision %d: %s", minRev, strings.Join(why, "; "))
 }
 
 // SaveSnapshot streams a snapshot from exactly one endpoint to path (through
@@ -62,7 +101,11 @@ func SaveSnapshot(ctx context.Context, cfg clientv3.Config, path string) (*Snaps
 // VerifySnapshot checks a snapshot file: its trailing sha256 must match the
 // data before it, and bbolt's consistency check must pass (the check
 // `etcdutl snapshot status` runs, which also yields hash, revision and key count).
+// A logical snapshot is verified by VerifyLogical.
 func VerifySnapshot(path string) (*SnapshotInfo, error) {
+	if IsLogical(path) {
+		return VerifyLogical(path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot: %w", err)
@@ -99,6 +142,9 @@ func VerifySnapshot(path string) (*SnapshotInfo, error) {
 // snapshot is exactly the entry: same mod revision, same bytes. It proves the
 // snapshot can bring back everything that is about to be deleted.
 func SnapshotHolds(path string, entries []Entry) error {
+	if IsLogical(path) {
+		return logicalHolds(path, entries)
+	}
 	want := make(map[string]*Entry, len(entries))
 	for i := range entries {
 		want[entries[i].Key] = &entries[i]
@@ -145,10 +191,15 @@ func SnapshotHolds(path string, entries []Entry) error {
 	return nil
 }
 
-// DisasterRestoreCommand is the etcdutl command that rebuilds a data
-// directory from a snapshot. --bump-revision with --mark-compacted keeps
-// Kubernetes watchers from seeing revisions go back; the restored member gets
-// new member and cluster IDs; the data dir must not exist yet.
-func DisasterRestoreCommand(snapshot string) string {
-	return fmt.Sprintf("etcdutl snapshot restore %s --data-dir /var/lib/etcd-restored --bump-revision 1000000000 --mark-compacted", snapshot)
+// DisasterRestoreCommand is the command that brings the whole keyspace back
+// from a snapshot. For etcd's snapshot it is etcdutl's, which rebuilds a data
+// directory: --bump-revision with --mark-compacted keeps Kubernetes watchers
+// from seeing revisions go back; the restored member gets new member and
+// cluster IDs; the data dir must not exist yet. For a logical snapshot it is
+// regghost's, which writes back every key that is absent now.
+func DisasterRestoreCommand(info *SnapshotInfo) string {
+	if info.Format == "logical" {
+		return fmt.Sprintf("regghost snapshot restore %s --confirm", info.Path)
+	}
+	return fmt.Sprintf("etcdutl snapshot restore %s --data-dir /var/lib/etcd-restored --bump-revision 1000000000 --mark-compacted", info.Path)
 }

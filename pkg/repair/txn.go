@@ -27,6 +27,10 @@ type Pacing struct {
 	PerSecond float64
 	// Stop, when closed, stops the run between transactions (SIGINT).
 	Stop <-chan struct{}
+	// OneKey sends one key per transaction with only that key's revision
+	// compared and a read as the failure branch: the only guarded shapes
+	// kine serves. Other compares are checked by a read just before.
+	OneKey bool
 }
 
 // ErrInterrupted is returned when a run was asked to stop.
@@ -46,16 +50,42 @@ func (p Pacing) normalized() Pacing {
 // transaction as well as its operations.
 const maxTxnOps = 128
 
+// txnSpec is the per-key content of a guarded run.
+type txnSpec struct {
+	n int
+	// cmp are the compares that must hold for key i to be written.
+	cmp func(i int) []clientv3.Cmp
+	// op is key i's write.
+	op func(i int) clientv3.Op
+	// orElse is the failure branch of a one-key transaction (kine takes a
+	// guarded delete only with a read there); unused in batches.
+	orElse func(i int) []clientv3.Op
+	// check, in one-key mode, reads what the transaction cannot compare
+	// (kine takes one compare) just before key i's transaction; false skips
+	// the key as changed.
+	check func(ctx context.Context, i int) (bool, error)
+	// done reports each key with whether its compares held and the revision
+	// of the transaction that handled it.
+	done func(i int, ok bool, rev int64)
+	// uncertain marks keys whose transaction was sent again after an error.
+	uncertain func(idx []int)
+}
+
 // guardedTxn runs one transaction per batch with the compares and an
 // operation per key; compares shared by several keys of a batch (the same
 // namespace key that must stay absent) are sent once, and a batch ends
 // before its distinct compares pass maxTxnOps. When a batch's compares fail
 // (some key or witness changed), it falls back to one transaction per key so
-// every other key is still handled; done reports each key with whether its
-// compares held and the revision of the transaction that handled it.
-func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
-	cmp func(i int) []clientv3.Cmp, op func(i int) clientv3.Op, done func(i int, ok bool, rev int64), uncertain func(idx []int)) error {
+// every other key is still handled. With pacing.OneKey every transaction
+// holds one key and only the first of its compares; the others are read by
+// spec.check first.
+func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec) error {
 	pacing = pacing.normalized()
+	cmp := spec.cmp
+	if pacing.OneKey {
+		pacing.BatchSize = 1
+		cmp = func(i int) []clientv3.Cmp { return spec.cmp(i)[:1] }
+	}
 	lim := rate.NewLimiter(rate.Limit(pacing.PerSecond), 1)
 	run := func(idx []int) (bool, int64, error) {
 		if err := lim.Wait(ctx); err != nil {
@@ -71,7 +101,11 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 					cmps = append(cmps, c)
 				}
 			}
-			ops[j] = op(i)
+			ops[j] = spec.op(i)
+		}
+		var orElse []clientv3.Op
+		if len(idx) == 1 && pacing.OneKey && spec.orElse != nil {
+			orElse = spec.orElse(idx[0])
 		}
 		// A leader election or a lost member is a pause: the transaction is
 		// sent again with backoff until the command's deadline. Its compares
@@ -81,7 +115,7 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 		backoff := 200 * time.Millisecond
 		for {
 			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-			resp, err := kv.Txn(actx).If(cmps...).Then(ops...).Commit()
+			resp, err := kv.Txn(actx).If(cmps...).Then(ops...).Else(orElse...).Commit()
 			cancel()
 			if err == nil {
 				return resp.Succeeded, resp.Header.Revision, nil
@@ -89,8 +123,8 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 			if !Transient(err) || ctx.Err() != nil {
 				return false, 0, err
 			}
-			if uncertain != nil {
-				uncertain(idx)
+			if spec.uncertain != nil {
+				spec.uncertain(idx)
 			}
 			select {
 			case <-ctx.Done():
@@ -100,7 +134,7 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 			backoff = min(backoff*2, 5*time.Second)
 		}
 	}
-	for start := 0; start < n; {
+	for start := 0; start < spec.n; {
 		select {
 		case <-pacing.Stop:
 			return ErrInterrupted
@@ -108,7 +142,7 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 		}
 		var batch []int
 		distinct := map[string]bool{}
-		for i := start; i < n && len(batch) < pacing.BatchSize; i++ {
+		for i := start; i < spec.n && len(batch) < pacing.BatchSize; i++ {
 			var fresh []string
 			for _, c := range cmp(i) {
 				if id := cmpID(c); !distinct[id] && !contains(fresh, id) {
@@ -125,14 +159,28 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 		}
 		first, last := batch[0]+1, batch[len(batch)-1]+1
 		start += len(batch)
+		if pacing.OneKey && spec.check != nil {
+			ok, err := spec.check(ctx, batch[0])
+			if err != nil {
+				return fmt.Errorf("check before key %d: %w", first, err)
+			}
+			if !ok {
+				spec.done(batch[0], false, 0)
+				continue
+			}
+		}
 		ok, rev, err := run(batch)
 		if err != nil {
 			return fmt.Errorf("transaction for keys %d-%d: %w", first, last, err)
 		}
 		if ok {
 			for _, i := range batch {
-				done(i, true, rev)
+				spec.done(i, true, rev)
 			}
+			continue
+		}
+		if len(batch) == 1 {
+			spec.done(batch[0], false, rev)
 			continue
 		}
 		for _, i := range batch {
@@ -140,7 +188,7 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, n int,
 			if err != nil {
 				return fmt.Errorf("transaction for key %d: %w", i+1, err)
 			}
-			done(i, ok, rev)
+			spec.done(i, ok, rev)
 		}
 	}
 	return nil
