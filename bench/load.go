@@ -75,8 +75,16 @@ func load(ctx context.Context, cli *clientv3.Client, spec loadSpec) (string, err
 		}
 	}
 	emit("/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
-		`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com","uid":"`+uuid.NewString()+`"}}`)
-	healthy := spec.keys - spec.ghosts
+		`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com","uid":"`+uuid.NewString()+`"},`+
+			`"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},`+
+			`"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]},`+
+			`"status":{"storedVersions":["v1"],"acceptedNames":{"plural":"widgets","kind":"Widget"}}}`)
+	// The namespaces every cluster has: without them the keyspace does not
+	// look like a whole cluster's, and scan leaves orphans unjudged.
+	for _, ns := range []string{"default", "kube-system"} {
+		emit("/registry/namespaces/"+ns, enc(&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: om("", ns)}))
+	}
+	healthy := spec.keys - spec.ghosts - 2
 	perNS := healthy / spec.namespaces
 	for n := 0; n < spec.namespaces; n++ {
 		ns := fmt.Sprintf("team-%04d", n)

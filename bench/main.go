@@ -33,8 +33,10 @@ func main() {
 	out := flag.String("out", "", "also write the results table (markdown) to this file")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole-keyspace regghost scan here")
 	flag.StringVar(&only, "only", "", "run only the commands whose name contains this")
+	flag.BoolVar(&serve, "serve", false, "load the first -etcd server, print its endpoint and keep it running (for profiling by hand)")
+	servers := flag.String("etcd", "3.7,3.5", "etcd releases to measure side by side, each a server built from the module proxy: 3.7, 3.6, 3.5")
 	flag.Parse()
-	if err := run(*keys, *namespaces, *ghosts, *pageSize, *out); err != nil {
+	if err := run(strings.Split(*servers, ","), *keys, *namespaces, *ghosts, *pageSize, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -54,28 +56,61 @@ type result struct {
 
 var cpuProfile, only string
 
-func run(keys, namespaces, ghosts, pageSize int, outFile string) error {
-	ctx := context.Background()
-	tmp, err := os.MkdirTemp("", "regghost-bench")
+// serve keeps the loaded etcd running instead of measuring (for profiling by hand).
+var serve bool
+
+// etcdTools names the tool module and tool of each etcd release.
+var etcdTools = map[string][2]string{"3.7": {"e2e/tools/etcd", "etcd"}, "3.6": {"e2e/tools/etcd36", "etcd36"}, "3.5": {"e2e/tools/etcd35", "etcd35"}}
+
+// run measures every server in turn, each loaded with the same keyspace,
+// and writes one table per server.
+func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile string) error {
+	// One build for every server: the binaries measured are the same.
+	bin, err := os.MkdirTemp("", "regghost-bench-bin")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	regghost := filepath.Join(tmp, "regghost")
-	jsondecode := filepath.Join(tmp, "jsondecode")
+	defer os.RemoveAll(bin)
+	regghost := filepath.Join(bin, "regghost")
+	jsondecode := filepath.Join(bin, "jsondecode")
 	if err := goRun(".", "build", "-o", regghost, "."); err != nil {
 		return err
 	}
 	if err := goRun(".", "build", "-o", jsondecode, "./bench/jsondecode"); err != nil {
 		return err
 	}
-	etcdBin, err := goOut("e2e/tools/etcd", "tool", "-n", "etcd")
+	var tables strings.Builder
+	for _, v := range servers {
+		tool, ok := etcdTools[strings.TrimSpace(v)]
+		if !ok {
+			return fmt.Errorf("-etcd %q: not one of 3.7, 3.6, 3.5", v)
+		}
+		table, err := runOn(tool, regghost, jsondecode, keys, namespaces, ghosts, pageSize)
+		if err != nil {
+			return fmt.Errorf("etcd %s: %w", v, err)
+		}
+		tables.WriteString(table)
+	}
+	if outFile != "" {
+		return os.WriteFile(outFile, []byte(tables.String()), 0o644)
+	}
+	return nil
+}
+
+func runOn(tool [2]string, regghost, jsondecode string, keys, namespaces, ghosts, pageSize int) (string, error) {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "regghost-bench")
 	if err != nil {
-		return err
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	etcdBin, err := goOut(tool[0], "tool", "-n", tool[1])
+	if err != nil {
+		return "", err
 	}
 	etcdctl, err := goOut("e2e/tools/etcd", "tool", "-n", "etcdctl")
 	if err != nil {
-		return err
+		return "", err
 	}
 	port, peer := freePort(), freePort()
 	ep := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -85,12 +120,12 @@ func run(keys, namespaces, ghosts, pageSize int, outFile string) error {
 	etcd.Stderr = os.Stderr
 	etcd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := etcd.Start(); err != nil {
-		return err
+		return "", err
 	}
 	defer func() { _ = etcd.Process.Kill(); _ = etcd.Wait() }()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer cli.Close()
 	for i := 0; ; i++ {
@@ -101,20 +136,27 @@ func run(keys, namespaces, ghosts, pageSize int, outFile string) error {
 			break
 		}
 		if i > 60 {
-			return fmt.Errorf("etcd did not start: %w", err)
+			return "", fmt.Errorf("etcd did not start: %w", err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	start := time.Now()
 	ns, err := load(ctx, cli, loadSpec{keys: keys, namespaces: namespaces, ghosts: ghosts})
 	if err != nil {
-		return fmt.Errorf("load: %w", err)
+		return "", fmt.Errorf("load: %w", err)
 	}
-	st, _ := cli.Status(ctx, ep)
+	st, err := cli.Status(ctx, ep)
+	if err != nil {
+		return "", fmt.Errorf("status: %w", err)
+	}
 	fmt.Printf("loaded %d keys (%d namespaces, %d ghosts) in %s; etcd db %d MiB\n", keys, namespaces, ghosts, time.Since(start).Round(time.Millisecond), st.DbSize>>20)
 
+	if serve {
+		fmt.Printf("serving the loaded etcd at %s until interrupted\n", ep)
+		select {}
+	}
 	idle := probeOnly(ctx, cli, 3*time.Second)
-	ctlArgs := []string{"--endpoints", ep, "get", "--prefix", "/registry/"}
+	ctlArgs := []string{"--endpoints", ep, "--command-timeout", "30m", "get", "--prefix", "/registry/"}
 	scan := []string{"scan", "--no-api", "--endpoints", ep, "--page-size", strconv.Itoa(pageSize), "--command-timeout", "30m"}
 	runs := []struct {
 		name string
@@ -130,23 +172,25 @@ func run(keys, namespaces, ghosts, pageSize int, outFile string) error {
 	}
 	var results []result
 	for _, r := range runs {
+		// Before 3.7 there is no RangeStream: every scan pages, and the
+		// --stream=false row would measure the unpaced one again.
+		if strings.Contains(r.name, "--stream=false") && !strings.HasPrefix(st.Version, "3.7") {
+			continue
+		}
 		if only != "" && !strings.Contains(r.name, only) && !strings.HasPrefix(r.name, "etcdctl get --prefix --keys-only") && !strings.Contains(r.name, "dump alone") {
 			continue
 		}
 		res, err := measure(ctx, cli, ep, r.name, r.cmds)
 		if err != nil {
-			return fmt.Errorf("%s: %w", r.name, err)
+			return "", fmt.Errorf("%s: %w", r.name, err)
 		}
 		results = append(results, res)
 		fmt.Printf("  %-45s %8s  rss %5d MiB  ranges %7.0f  sent %6.0f MiB  probe p99 %s\n", res.name, res.wall.Round(time.Millisecond),
 			res.maxRSSKiB>>10, res.ranges, res.sentBytes/(1<<20), res.probeP99)
 	}
-	table := render(keys, idle, results)
+	table := render(st.Version, keys, idle, results)
 	fmt.Print(table)
-	if outFile != "" {
-		return os.WriteFile(outFile, []byte(table), 0o644)
-	}
-	return nil
+	return table, nil
 }
 
 // measure runs a pipeline of commands (stdout of each into the next, the
@@ -304,11 +348,11 @@ func metrics(ep string) (map[string]float64, error) {
 	return m, sc.Err()
 }
 
-func render(keys int, idle time.Duration, rs []result) string {
+func render(version string, keys int, idle time.Duration, rs []result) string {
 	var b strings.Builder
 	base := rs[0].wall.Seconds()
 	dump := rs[1].wall.Seconds()
-	fmt.Fprintf(&b, "\n%d keys; probe client GET p99 when etcd is idle: %s\n\n", keys, idle)
+	fmt.Fprintf(&b, "\netcd %s, %d keys; probe client GET p99 when etcd is idle: %s\n\n", version, keys, idle)
 	fmt.Fprintf(&b, "| command | wall | keys/s | vs keys-only | vs json dump | peak RSS | etcd range requests (unary + stream) | bytes from etcd | other client GET p99 |\n")
 	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
