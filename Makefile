@@ -4,21 +4,26 @@
 
 GO ?= go
 
-.PHONY: all build test lint unit e2e demo catalog bench tools clean
+.PHONY: all build test lint unit e2e demo catalog bench tools release clean
 
 all: build
 
 build:
 	$(GO) build -o bin/regghost .
 
+# release builds static linux/amd64 and linux/arm64 binaries with the version
+# stamped in, kubectl-plugin archives, SHA256SUMS and a krew manifest in dist/.
+release:
+	GO=$(GO) hack/release.sh
+
 # tools builds (and caches) etcd 3.7, 3.6 and 3.5, etcdctl, etcdutl, kine (cgo, SQLite),
-# kube-apiserver and kube-controller-manager.
+# kube-apiserver, kube-controller-manager and kubectl.
 tools:
 	cd e2e/tools/etcd && $(GO) tool -n etcd >/dev/null && $(GO) tool -n etcdctl >/dev/null && $(GO) tool -n etcdutl >/dev/null
 	cd e2e/tools/etcd35 && $(GO) tool -n etcd35 >/dev/null
 	cd e2e/tools/etcd36 && $(GO) tool -n etcd36 >/dev/null
 	cd e2e/tools/kine && $(GO) tool -n kine >/dev/null
-	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null
+	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null && $(GO) tool -n kubectl >/dev/null
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -51,4 +56,4 @@ catalog: tools
 	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run TestBuiltinCatalogMatchesAPIServer ./e2e/
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

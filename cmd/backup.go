@@ -2,9 +2,10 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,76 +13,98 @@ import (
 )
 
 func newBackupCmd() *cobra.Command {
-	var dir, output string
+	var dir string
 	c := &cobra.Command{Use: "backup", Short: "List and show purge backups"}
+	lsPrint := newPrintFlags(true, "table")
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the backups in the backup directory, verifying each",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			entries, err := os.ReadDir(dir)
+			if err := lsPrint.validate(); err != nil {
+				return err
+			}
+			list, err := repair.ListBackups(dir)
 			if err != nil {
-				return fmt.Errorf("list backups: %w", err)
+				return err
 			}
-			t := newTable(c.OutOrStdout(), "BACKUP", "CREATED", "SCOPE", "KEYS", "SNAPSHOT REV", "STATUS")
-			var names []string
-			for _, e := range entries {
-				if e.IsDir() {
-					names = append(names, e.Name())
-				}
+			rows := make([]row, len(list))
+			for i := range list {
+				rows[i] = row{name: list[i].Path, obj: &list[i]}
 			}
-			sort.Strings(names)
-			for _, n := range names {
-				p := filepath.Join(dir, n)
-				b, err := repair.ReadBackup(p)
-				if err != nil {
-					_ = t.Append([]string{p, "-", "-", "-", "-", "unusable: " + oneLine(err)})
-					continue
-				}
-				rev := "-"
-				if b.Snapshot != nil {
-					rev = fmt.Sprint(b.Snapshot.Revision)
-				}
-				status := "ok"
-				if n, err := repair.Unfinished(p, b); err != nil {
-					status = "audit log unreadable: " + oneLine(err)
-				} else if n > 0 {
-					status = fmt.Sprintf("UNFINISHED: %d keys have no outcome in audit.log (regghost scan shows where they stand)", n)
-				}
-				_ = t.Append([]string{p, b.Created.Format("2006-01-02 15:04:05Z"), b.Scope, fmt.Sprint(b.Count), rev, status})
-			}
-			return t.Render()
+			return lsPrint.print(c.OutOrStdout(), output{doc: map[string]any{"backups": list}, rows: rows,
+				human: func(w io.Writer, _, noHeaders bool) error { return printBackupList(w, list, noHeaders) }})
 		},
 	}
 	ls.Flags().StringVar(&dir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "backup directory (env REGGHOST_BACKUP_DIR)")
+	lsPrint.addFlags(ls)
+	showPrint := newPrintFlags(true, "table")
 	show := &cobra.Command{
 		Use:   "show BACKUP",
 		Short: "Show what a backup holds, verifying its checksum",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := showPrint.validate(); err != nil {
+				return err
+			}
 			b, err := repair.ReadBackup(args[0])
 			if err != nil {
 				return err
 			}
-			out := c.OutOrStdout()
-			if output == "json" {
-				return printStructured(out, "json", b)
+			rows := make([]row, len(b.Entries))
+			for i := range b.Entries {
+				rows[i] = row{name: b.Entries[i].Key, obj: &b.Entries[i]}
 			}
-			fmt.Fprintf(out, "Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok\n",
-				b.Scope, b.Created.Format("2006-01-02 15:04:05Z"), b.Endpoint, b.ClusterID, b.ScanRevision, b.Count)
-			if b.Snapshot != nil {
-				fmt.Fprintf(out, "Snapshot %s: sha256 %s, revision %d, %d keys\n\n", b.Snapshot.Path, b.Snapshot.SHA256, b.Snapshot.Revision, b.Snapshot.TotalKeys)
-			}
-			t := newTable(out, "KEY", "MOD REV", "BYTES", "CLASSES", "REASON")
-			for _, e := range b.Entries {
-				_ = t.Append([]string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), fmt.Sprint(e.Classes), e.Reason})
-			}
-			return t.Render()
+			return showPrint.print(c.OutOrStdout(), output{doc: b, rows: rows,
+				human: func(w io.Writer, _, noHeaders bool) error { return printBackup(w, b, noHeaders) }})
 		},
 	}
-	show.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	showPrint.addFlags(show)
 	c.AddCommand(ls, show)
 	return c
+}
+
+func printBackupList(out io.Writer, list []repair.BackupSummary, noHeaders bool) error {
+	hdr := []string{"BACKUP", "CREATED", "SCOPE", "KEYS", "SNAPSHOT REV", "STATUS"}
+	if noHeaders {
+		hdr = nil
+	}
+	t := newTable(out, hdr...)
+	for _, s := range list {
+		if s.Status == repair.BackupUnusable {
+			_ = t.Append([]string{s.Path, "-", "-", "-", "-", "unusable: " + s.Detail})
+			continue
+		}
+		rev := "-"
+		if s.SnapshotRevision != 0 {
+			rev = fmt.Sprint(s.SnapshotRevision)
+		}
+		status := s.Status
+		if s.Status == repair.BackupUnfinished {
+			status = "UNFINISHED: " + s.Detail
+		}
+		_ = t.Append([]string{s.Path, s.Created.Format("2006-01-02 15:04:05Z"), s.Scope, fmt.Sprint(s.Keys), rev, status})
+	}
+	return t.Render()
+}
+
+func printBackup(out io.Writer, b *repair.Backup, noHeaders bool) error {
+	if !noHeaders {
+		fmt.Fprintf(out, "Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok\n",
+			escapeCell(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), escapeCell(b.Endpoint), orDash(b.ClusterID), b.ScanRevision, b.Count)
+		if b.Snapshot != nil {
+			fmt.Fprintf(out, "Snapshot %s: sha256 %s, revision %d, %d keys\n\n", escapeCell(b.Snapshot.Path), b.Snapshot.SHA256, b.Snapshot.Revision, b.Snapshot.TotalKeys)
+		}
+	}
+	hdr := []string{"KEY", "MOD REV", "BYTES", "CLASSES", "REASON"}
+	if noHeaders {
+		hdr = nil
+	}
+	t := newTable(out, hdr...)
+	for _, e := range b.Entries {
+		_ = t.Append([]string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), strings.Join(e.Classes, ","), e.Reason})
+	}
+	return t.Render()
 }
 
 // backupDirOf returns the directory of a backup given as a directory or file.

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -9,7 +10,7 @@ import (
 )
 
 func newDiffCmd(g *globalOptions) *cobra.Command {
-	var output string
+	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "diff A.db B.db",
 		Short: "Show keys that appeared, vanished or changed between two etcd db files",
@@ -17,8 +18,8 @@ func newDiffCmd(g *globalOptions) *cobra.Command {
   regghost diff /var/lib/regghost/backups/<dir>/snapshot.db now.db -o json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usageError("--output %q is not one of table, json", output)
+			if err := p.validate(); err != nil {
+				return err
 			}
 			a, err := dbfile.Open(args[0])
 			if err != nil {
@@ -34,26 +35,32 @@ func newDiffCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := c.OutOrStdout()
-			if output == "json" {
-				return printStructured(out, "json", nonNil(changes))
+			rows := make([]row, len(changes))
+			for i := range changes {
+				rows[i] = row{name: changes[i].Key, obj: &changes[i]}
 			}
-			counts := map[string]int{}
-			if len(changes) > 0 {
-				t := newTable(out, "KEY", "CHANGE", "REV A", "REV B", "BYTES A", "BYTES B")
-				for _, ch := range changes {
-					counts[ch.Kind]++
-					_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB)})
-				}
-				if err := t.Render(); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(out, "%s (revision %d, %d keys) -> %s (revision %d, %d keys): %d added, %d removed, %d changed under %s\n",
-				args[0], a.Revision(), a.Len(), args[1], b.Revision(), b.Len(), counts["added"], counts["removed"], counts["changed"], g.prefix)
-			return nil
+			return p.print(c.OutOrStdout(), output{doc: nonNil(changes), rows: rows, human: func(out io.Writer, _, _ bool) error {
+				return printDiff(out, args, a, b, changes, g.prefix)
+			}})
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	p.addFlags(c)
 	return c
+}
+
+func printDiff(out io.Writer, args []string, a, b *dbfile.Store, changes []dbfile.Change, prefix string) error {
+	counts := map[string]int{}
+	if len(changes) > 0 {
+		t := newTable(out, "KEY", "CHANGE", "REV A", "REV B", "BYTES A", "BYTES B")
+		for _, ch := range changes {
+			counts[ch.Kind]++
+			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB)})
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "%s (revision %d, %d keys) -> %s (revision %d, %d keys): %d added, %d removed, %d changed under %s\n",
+		args[0], a.Revision(), a.Len(), args[1], b.Revision(), b.Len(), counts["added"], counts["removed"], counts["changed"], prefix)
+	return nil
 }

@@ -2,42 +2,37 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/regghost/regghost/pkg/catalog"
-	"github.com/regghost/regghost/pkg/decode"
-	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/decrypt"
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
-	var output string
+	p := newPrintFlags(false, "yaml", "raw")
 	c := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Decode the object stored under one etcd key",
 		Example: `  regghost get /registry/pods/kb-system/p1 -o yaml
+  regghost get /registry/pods/kb-system/p1 -o jsonpath='{.metadata.finalizers}'
   regghost get /registry/secrets/kb-system/s1 --encryption-provider-config /etc/kubernetes/enc.yaml
   regghost get /registry/pods/kb-system/p1 --db /var/backups/etcd.db
   regghost get /registry/secrets/kb-system/s1 -o raw > s1.bin`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			switch output {
-			case "yaml", "json", "raw":
-			default:
-				return usageError("--output %q is not one of yaml, json, raw", output)
+			if err := p.validate(); err != nil {
+				return err
 			}
-			return runGet(c.Context(), g, args[0], output, c.OutOrStdout())
+			return runGet(c.Context(), g, args[0], p, c.OutOrStdout())
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml, json, or raw (the stored bytes)")
+	p.addFlags(c)
 	return c
 }
 
-func runGet(ctx context.Context, g *globalOptions, key, output string, out io.Writer) error {
+func runGet(ctx context.Context, g *globalOptions, key string, p *printFlags, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
 	store, closeStore, err := g.openStore(ctx, readSettings{pageSize: 1, stream: true})
@@ -52,30 +47,21 @@ func runGet(ctx context.Context, g *globalOptions, key, output string, out io.Wr
 	if kv == nil {
 		return fmt.Errorf("key %s does not exist in etcd", key)
 	}
-	value := kv.Value
-	if output == "raw" {
-		_, err := out.Write(value)
+	if p.output == "raw" {
+		// The stored bytes, unescaped: for a file or a pipe.
+		_, err := out.Write(kv.Value)
 		return err
 	}
-	obj, meta, err := decode.Typed(value)
-	if errors.Is(err, decode.ErrEncrypted) && g.encryptionConfig != "" {
-		dec, derr := g.decrypter(ctx)
-		if derr != nil {
-			return derr
-		}
-		k, perr := etcdscan.ParseKey(g.prefix, key)
-		if perr != nil {
-			return perr
-		}
-		r := catalog.New("", catalog.Builtin(), nil).ResourceFor(k.Prefix)
-		plain, derr := dec.Decrypt(ctx, key, schema.GroupResource{Group: r.Group, Resource: r.Resource}, value)
-		if derr != nil {
-			return fmt.Errorf("decrypt %s: %w", key, derr)
-		}
-		obj, meta, err = decode.Typed(plain)
-	}
+	dec, err := g.decrypter(ctx)
 	if err != nil {
-		return fmt.Errorf("decode %s (%s): %w", key, meta.Format, err)
+		return err
 	}
-	return printStructured(out, output, obj)
+	obj, meta, err := decrypt.DecodeStored(ctx, dec, g.prefix, key, kv.Value)
+	if err != nil {
+		if meta != nil && meta.Format != "" {
+			return fmt.Errorf("decode %s (%s): %w", key, meta.Format, err)
+		}
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	return p.print(out, output{doc: obj, human: func(w io.Writer, _, _ bool) error { return printStructured(w, "yaml", obj) }})
 }

@@ -4,11 +4,12 @@ import (
 	"flag"
 	"io"
 
+	"google.golang.org/grpc/grpclog"
 	"k8s.io/klog/v2"
 )
 
 // silenceLibraryLogs keeps the libraries' own logging (klog, used by
-// k8s.io/apiserver's transformers and client-go) out of regghost's output:
+// k8s.io/apiserver's transformers and client-go; grpc-go's) out of regghost's output:
 // what matters of it reaches the user as a finding or a one-line error.
 func silenceLibraryLogs() {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -18,4 +19,7 @@ func silenceLibraryLogs() {
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
+	// grpc-go writes its errors to stderr by default (dial failures while
+	// a member is down): the etcd connection layer says what matters.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 }

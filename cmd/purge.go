@@ -34,7 +34,7 @@ type purgeOptions struct {
 	batchSize        int
 	rate             float64
 	terminatingAfter time.Duration
-	output           string
+	print            *printFlags
 	singleWitness    bool
 	retainVolumes    bool
 	acceptImpacts    []string
@@ -67,8 +67,8 @@ and a line per key is appended to audit.log in the backup directory.`,
 			if err := validateNamespace(o.namespace); err != nil {
 				return err
 			}
-			if o.output != "table" && o.output != "json" {
-				return usageError("--output %q is not one of table, json", o.output)
+			if err := o.print.validate(); err != nil {
+				return err
 			}
 			return runPurge(c.Context(), g, o, c.InOrStdin(), c.OutOrStdout())
 		},
@@ -82,8 +82,9 @@ and a line per key is appended to audit.log in the backup directory.`,
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where snapshots and backups go (env REGGHOST_BACKUP_DIR)")
 	f.IntVar(&o.batchSize, "batch-size", repair.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", repair.DefaultRate, "delete transactions per second")
+	o.print = newPrintFlags(true, "table")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	o.print.addFlags(c)
 	f.BoolVar(&o.retainVolumes, impact.RetainVolumesFlag[2:], false, "set each bound PersistentVolume whose reclaim policy would destroy its storage to Retain (through the API server, backed up) before deleting its claim")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: load-balancer-deleted, dependents-deleted, pods-on-node-deleted, unknown")
 	f.BoolVar(&o.singleWitness, repair.AcceptSingleWitnessFlag[2:], false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
@@ -102,7 +103,10 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return usageError("--batch-size must be between 1 and 128, got %d", o.batchSize)
 	}
 	if o.rate <= 0 {
-		return usageError("--rate must be positive")
+		return usageError("--rate must be positive, got %g", o.rate)
+	}
+	if o.terminatingAfter <= 0 {
+		return usageError("--terminating-after must be positive, got %s", o.terminatingAfter)
 	}
 	sel := repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
 	for _, s := range o.forceClasses {
@@ -135,27 +139,28 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	if !o.confirm {
-		return printPlan(out, o.output, plan, true)
+		return o.print.print(out, planOutput(plan, true))
 	}
 	if len(plan.Targets) == 0 {
-		if err := printPlan(out, o.output, plan, false); err != nil {
-			return err
-		}
-		return nil
+		return o.print.print(out, planOutput(plan, false))
 	}
 	if err := plan.Refusal(); err != nil {
-		if perr := printPlan(out, o.output, plan, true); perr != nil {
+		if perr := o.print.print(out, planOutput(plan, true)); perr != nil {
 			return perr
 		}
 		return err
 	}
-	if o.output == "table" {
-		if err := printPlan(out, o.output, plan, false); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
+	// In a machine format stdout holds the result alone; the plan is shown
+	// with the question, on stderr.
+	planOut := out
+	if o.print.structured() {
+		planOut = g.errOut
 	}
-	if err := confirmAction(in, out, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
+	if err := printPlan(&safeWriter{w: planOut}, plan, false); err != nil {
+		return err
+	}
+	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
+	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
 		return err
 	}
 	ctx, cli, done, err := g.session(ctx)
@@ -167,7 +172,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err != nil {
 		return err
 	}
-	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg,
+	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock,
 		Pacing: repair.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
@@ -188,7 +193,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if res == nil && err != nil {
 		return err
 	}
-	if perr := printPurgeResult(out, o.output, res); perr != nil && err == nil {
+	if perr := o.print.print(out, purgeResultOutput(res)); perr != nil && err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -249,19 +254,32 @@ func readReport(path string) (*etcdscan.Report, error) {
 	return &rep, nil
 }
 
-func printPlan(out io.Writer, format string, plan *repair.Plan, dryRun bool) error {
-	if format == "json" {
-		return printStructured(out, "json", map[string]any{"dryRun": dryRun, "scope": plan.Scope, "revision": plan.Revision,
-			"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped), "blockers": nonNil(plan.Blockers()),
-			"impact": plan.Impact})
+// planOutput is a purge plan (a dry run) in every form -o can ask for;
+// its rows are the keys that would be deleted.
+func planOutput(plan *repair.Plan, dryRun bool) output {
+	rows := make([]row, len(plan.Targets))
+	for i := range plan.Targets {
+		rows[i] = row{name: plan.Targets[i].Key, obj: &plan.Targets[i]}
 	}
+	return output{doc: map[string]any{"dryRun": dryRun, "scope": plan.Scope, "revision": plan.Revision,
+		"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped), "blockers": nonNil(plan.Blockers()),
+		"impact": plan.Impact}, rows: rows,
+		human: func(w io.Writer, _, _ bool) error { return printPlan(w, plan, dryRun) }}
+}
+
+func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 	if len(plan.Targets) > 0 {
-		t := newTable(out, "KEY", "CLASS", "WITNESSES", "IMPACT", "REASON", "REV")
+		groupedTable(out, plan.Targets, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "REV", "IMPACT"}, false, func(f *etcdscan.Finding) []string {
+			return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impact.Short(plan.Effects(f.Key), plan.ImpactOptions)}
+		})
+		single := 0
 		for _, f := range plan.Targets {
-			_ = t.Append([]string{f.Key, string(f.Classes[0]), f.Witnesses(), impact.Short(plan.Effects(f.Key), plan.ImpactOptions), f.Reason(), fmt.Sprint(f.ModRevision)})
+			if f.SingleWitness {
+				single++
+			}
 		}
-		if err := t.Render(); err != nil {
-			return err
+		if single > 0 {
+			fmt.Fprintf(out, "* %d rest on a single witness (the API server could not confirm them)\n", single)
 		}
 	}
 	printResults(out, plan.Skipped)
@@ -288,10 +306,21 @@ func printResults(out io.Writer, results []repair.Result) {
 	_ = t.Render()
 }
 
-func printPurgeResult(out io.Writer, format string, res *repair.PurgeResult) error {
-	if format == "json" {
-		return printStructured(out, "json", res)
+// purgeResultOutput is a finished purge; its rows are the keys with their outcome.
+func purgeResultOutput(res *repair.PurgeResult) output {
+	return output{doc: res, rows: resultRows(res.Results), human: func(w io.Writer, _, _ bool) error { return printPurgeResult(w, res) }}
+}
+
+// resultRows are the keys of a repair with their outcome.
+func resultRows(results []repair.Result) []row {
+	rows := make([]row, len(results))
+	for i := range results {
+		rows[i] = row{name: results[i].Key, obj: &results[i]}
 	}
+	return rows
+}
+
+func printPurgeResult(out io.Writer, res *repair.PurgeResult) error {
 	fmt.Fprintf(out, "\nSnapshot from %s: %s\n", res.Endpoint, describeSnapshot(res.Snapshot))
 	fmt.Fprintf(out, "Backup   %s (verified)\n\n", res.Backup)
 	printResults(out, res.Results)

@@ -13,7 +13,7 @@ import (
 
 func newRestoreCmd(g *globalOptions) *cobra.Command {
 	var confirm, yes, otherCluster bool
-	var output string
+	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Put back every key of a purge backup that is absent now (dry run without --confirm)",
@@ -26,34 +26,34 @@ a conflict and is left alone. BACKUP is a backup directory or its backup.json.`,
   regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system --confirm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usageError("--output %q is not one of table, json", output)
+			if err := p.validate(); err != nil {
+				return err
 			}
-			return runRestore(c.Context(), g, args[0], confirm, yes, otherCluster, output, c.InOrStdin(), c.OutOrStdout())
+			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: otherCluster, print: p}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	c.Flags().BoolVar(&otherCluster, "other-cluster", false, "restore a backup taken from another etcd cluster (cluster ID)")
-	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	p.addFlags(c)
 	return c
 }
 
 // restoreFlags are the choices of restore and snapshot restore.
 type restoreFlags struct {
 	confirm, yes, otherCluster bool
-	output                     string
+	print                      *printFlags
 	// summary prints only the keys restore writes (or would), with the
 	// others counted: a whole snapshot holds many keys that are present.
 	summary bool
 }
 
-func runRestore(ctx context.Context, g *globalOptions, path string, confirm, yes, otherCluster bool, output string, in io.Reader, out io.Writer) error {
+func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFlags, in io.Reader, out io.Writer) error {
 	b, err := repair.ReadBackup(path)
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
 	}
-	return restoreBackup(ctx, g, b, path, backupDirOf(path), restoreFlags{confirm: confirm, yes: yes, otherCluster: otherCluster, output: output}, in, out)
+	return restoreBackup(ctx, g, b, path, backupDirOf(path), f, in, out)
 }
 
 // restoreBackup writes back b's absent keys (a dry run without confirm) and
@@ -76,7 +76,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 	if err != nil {
 		return err
 	}
-	show := func(results []repair.Result) {
+	show := func(out io.Writer, results []repair.Result) {
 		if !f.summary {
 			printResults(out, results)
 			return
@@ -99,24 +99,30 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		}
 	}
 	if !f.confirm || todo == 0 {
-		if f.output == "json" {
-			return printStructured(out, "json", map[string]any{"dryRun": !f.confirm, "results": plan})
-		}
-		show(plan)
-		if todo == 0 {
-			fmt.Fprintf(out, "Nothing to restore: every key of %s (%d) is present already or in conflict.\n", path, len(b.Entries))
-		} else {
-			fmt.Fprintf(out, "\nDry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.\n", todo, len(b.Entries))
+		if err := f.print.print(out, output{doc: map[string]any{"dryRun": !f.confirm, "results": plan}, rows: resultRows(plan), human: func(w io.Writer, _, _ bool) error {
+			show(w, plan)
+			if todo == 0 {
+				fmt.Fprintf(w, "Nothing to restore: every key of %s (%d) is present already or in conflict.\n", path, len(b.Entries))
+			} else {
+				fmt.Fprintf(w, "\nDry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.\n", todo, len(b.Entries))
+			}
+			return nil
+		}}); err != nil {
+			return err
 		}
 		if f.summary {
 			return nil
 		}
 		return conflictErr(plan)
 	}
-	if f.output == "table" {
-		show(plan)
+	// In a machine format stdout holds the result alone; the plan is shown
+	// with the question, on stderr.
+	planOut := out
+	if f.print.structured() {
+		planOut = g.errOut
 	}
-	if err := confirmAction(in, out, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
+	show(&safeWriter{w: planOut}, plan)
+	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
 	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost restore "+path, g.errOut), g.errOut)
@@ -133,20 +139,19 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 	if results == nil {
 		return err
 	}
-	if f.output == "json" {
-		if perr := printStructured(out, "json", map[string]any{"dryRun": false, "results": results}); perr != nil {
-			return perr
-		}
-	} else {
-		fmt.Fprintln(out)
-		show(results)
+	if perr := f.print.print(out, output{doc: map[string]any{"dryRun": false, "results": results}, rows: resultRows(results), human: func(w io.Writer, _, _ bool) error {
+		fmt.Fprintln(w)
+		show(w, results)
 		n := 0
 		for _, r := range results {
 			if r.Outcome == repair.Restored || r.Outcome == repair.RestoredWithoutVolume {
 				n++
 			}
 		}
-		fmt.Fprintf(out, "Restored %d keys, byte-identical to the backup.\n", n)
+		fmt.Fprintf(w, "Restored %d keys, byte-identical to the backup.\n", n)
+		return nil
+	}}); perr != nil {
+		return perr
 	}
 	if err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 	"go.uber.org/zap"
+
+	"github.com/regghost/regghost/pkg/version"
 )
 
 // Exit codes, documented in the README.
@@ -26,6 +28,10 @@ const (
 	// ExitGhosts means scan found ghosts (or purge left ghosts behind).
 	ExitGhosts = 3
 )
+
+// clock is regghost's time: ages, stuck thresholds and backup names are
+// read from it (the golden tests fix it).
+var clock = time.Now
 
 // exitError carries an exit code through cobra.
 type exitError struct {
@@ -55,7 +61,9 @@ Kubernetes can no longer manage (ghosts), and removes them behind a verified
 snapshot and per-key backup that restore can put back.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errOut)
@@ -90,6 +98,12 @@ snapshot and per-key backup that restore can put back.`,
 			return usageError("%v", err)
 		}
 		g.errOut = c.ErrOrStderr()
+		if g.etcd.DialTimeout <= 0 {
+			return usageError("--dial-timeout must be positive, got %s", g.etcd.DialTimeout)
+		}
+		if g.etcd.CommandTimeout <= 0 {
+			return usageError("--command-timeout must be positive, got %s", g.etcd.CommandTimeout)
+		}
 		g.explicitEtcd = c.Flags().Changed("endpoints") || os.Getenv("ETCDCTL_ENDPOINTS") != "" || g.etcd.CACert != "" || g.etcd.Cert != ""
 		g.explicitPrefix = c.Flags().Changed("prefix")
 		if len(g.prefix) == 0 || g.prefix[0] != '/' || g.prefix[len(g.prefix)-1] != '/' {
@@ -97,7 +111,7 @@ snapshot and per-key backup that restore can put back.`,
 		}
 		return nil
 	}
-	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newUnstickCmd(g))
+	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newUnstickCmd(g), newVersionCmd())
 	return root
 }
 

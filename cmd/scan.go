@@ -14,14 +14,14 @@ import (
 
 type scanOptions struct {
 	namespace        string
-	output           string
+	print            *printFlags
 	reads            readSettings
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 }
 
 func newScanCmd(g *globalOptions) *cobra.Command {
-	o := &scanOptions{reads: scanReads()}
+	o := &scanOptions{reads: scanReads(), print: newPrintFlags(true, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "scan",
 		Short: "List ghost resources: objects in etcd that Kubernetes can no longer manage",
@@ -43,6 +43,10 @@ Suspects (reported, exit code unaffected):
   stuck-terminating   deleted, but finalizers still present after --terminating-after
   dangling-owner      every ownerReference points at an object that is gone`,
 		Example: `  regghost scan --namespace kb-system
+  regghost scan -o wide
+  regghost scan -n kb-system -o name | xargs regghost purge --confirm
+  regghost scan -o custom-columns=KEY:.key,CLASS:.classes[0]
+  regghost scan -o jsonpath='{.findings[*].key}'
   regghost scan -o json | jq '.findings[].key'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -54,7 +58,7 @@ Suspects (reported, exit code unaffected):
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	o.print.addFlags(c)
 	f.Int64Var(&o.reads.pageSize, "page-size", o.reads.pageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
 	f.IntVar(&o.reads.maxKeysPerSecond, "max-keys-per-second", o.reads.maxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
 	f.BoolVar(&o.reads.stream, "stream", o.reads.stream, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
@@ -67,11 +71,20 @@ func (o *scanOptions) validate() error {
 	if err := validateNamespace(o.namespace); err != nil {
 		return err
 	}
-	if err := validateOutput(o.output); err != nil {
+	if err := o.print.validate(); err != nil {
 		return err
 	}
 	if o.reads.pageSize <= 0 || o.reads.pageSize > 10000 {
 		return usageError("--page-size must be between 1 and 10000, got %d", o.reads.pageSize)
+	}
+	if o.reads.maxKeysPerSecond < 0 {
+		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", o.reads.maxKeysPerSecond)
+	}
+	if o.terminatingAfter <= 0 {
+		return usageError("--terminating-after must be positive, got %s", o.terminatingAfter)
+	}
+	if o.apiCheckLimit < 1 {
+		return usageError("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", o.apiCheckLimit)
 	}
 	return nil
 }
@@ -91,7 +104,7 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 	if err != nil {
 		return err
 	}
-	if err := printReport(out, o.output, rep); err != nil {
+	if err := o.print.print(out, reportOutput(rep)); err != nil {
 		return err
 	}
 	if rep.Ghosts() > 0 {
@@ -115,7 +128,7 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads r
 // scan runs one scan over the session's keyspace.
 func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace string, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
 	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, APIUnavailable: rs.why,
-		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit}
+		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, Now: clock}
 	if rs.view != nil {
 		served, err := rs.view.Catalog(ctx)
 		if err != nil {
@@ -126,7 +139,10 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	if rs.dec != nil {
 		opts.Decrypter = rs.dec
 	}
+	progress, doneProgress := scanProgress(g.errOut)
+	opts.Progress = progress
 	rep, err := etcdscan.Scan(ctx, rs.store, opts)
+	doneProgress()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}

@@ -51,7 +51,8 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 
 func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 	var confirm, yes bool
-	var prefix, output string
+	var prefix string
+	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore FILE",
 		Short: "Write back every key of a logical snapshot that is absent now (dry run without --confirm)",
@@ -64,8 +65,8 @@ files are restored with etcdutl snapshot restore instead.`,
   regghost snapshot restore snapshot.jsonl --confirm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usageError("--output %q is not one of table, json", output)
+			if err := p.validate(); err != nil {
+				return err
 			}
 			if _, err := os.Stat(args[0]); err != nil {
 				return fmt.Errorf("snapshot: %w", err)
@@ -80,13 +81,13 @@ files are restored with etcdutl snapshot restore instead.`,
 			if len(b.Entries) == 0 {
 				return fmt.Errorf("%s holds no key under %q; nothing was restored", args[0], prefix)
 			}
-			return restoreBackup(c.Context(), g, b, args[0], "", restoreFlags{confirm: confirm, yes: yes, otherCluster: true, output: output, summary: true}, c.InOrStdin(), c.OutOrStdout())
+			return restoreBackup(c.Context(), g, b, args[0], "", restoreFlags{confirm: confirm, yes: yes, otherCluster: true, print: p, summary: true}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	c.Flags().StringVar(&prefix, "prefix", "", "restore only the keys under this prefix (default: every key)")
-	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	p.addFlags(c)
 	return c
 }
 

@@ -21,11 +21,11 @@ type unstickOptions struct {
 	yes       bool
 	backupDir string
 	wait      time.Duration
-	output    string
+	print     *printFlags
 }
 
 func newUnstickCmd(g *globalOptions) *cobra.Command {
-	o := &unstickOptions{}
+	o := &unstickOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "unstick namespace|crd NAME",
 		Short: "Explain why a namespace or CRD is stuck terminating, and finish its deletion without making ghosts (dry run without --confirm)",
@@ -58,8 +58,8 @@ controller needs is unavailable.`,
 			default:
 				return usageError("unstick takes namespace NAME or crd NAME, not %q", kind)
 			}
-			if o.output != "table" && o.output != "json" {
-				return usageError("--output %q is not one of table, json", o.output)
+			if err := o.print.validate(); err != nil {
+				return err
 			}
 			if o.wait <= 0 || o.wait >= g.etcd.CommandTimeout {
 				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.etcd.CommandTimeout, o.wait)
@@ -72,7 +72,7 @@ controller needs is unavailable.`,
 	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	o.print.addFlags(c)
 	return c
 }
 
@@ -98,24 +98,32 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if rs.view != nil {
 		api = rs.view
 	}
-	a, err := analyse(ctx, rs.store, g.prefix, name, served, api, time.Now())
+	a, err := analyse(ctx, rs.store, g.prefix, name, served, api, clock())
 	if err != nil {
 		return err
 	}
-	if o.output == "json" && !o.confirm {
-		return printStructured(out, "json", a)
-	}
-	if o.output == "table" {
-		printAnalysis(out, a)
+	blockerRows := make([]row, len(a.Blockers))
+	for i := range a.Blockers {
+		blockerRows[i] = row{name: a.Blockers[i].Key, obj: &a.Blockers[i]}
 	}
 	if !o.confirm {
-		if a.Refusal != "" && a.Exists && a.Terminating {
-			fmt.Fprintf(out, "\nWould be refused: %s.\n", a.Refusal)
-		} else if a.Refusal == "" {
-			fmt.Fprintln(out, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
-		}
-		return nil
+		return o.print.print(out, output{doc: a, rows: blockerRows, human: func(w io.Writer, _, _ bool) error {
+			printAnalysis(w, a)
+			if a.Refusal != "" && a.Exists && a.Terminating {
+				fmt.Fprintf(w, "\nWould be refused: %s.\n", a.Refusal)
+			} else if a.Refusal == "" {
+				fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
+			}
+			return nil
+		}})
 	}
+	// In a machine format stdout holds the result alone; the analysis is
+	// shown with the question, on stderr.
+	analysisOut := out
+	if o.print.structured() {
+		analysisOut = g.errOut
+	}
+	printAnalysis(&safeWriter{w: analysisOut}, a)
 	if a.Refusal != "" {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
 	}
@@ -126,7 +134,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	if err := confirmAction(in, out, o.yes, fmt.Sprintf("Remove the finalizers of %d objects through the API server?", len(a.Blockers))); err != nil {
+	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Remove the finalizers of %d objects through the API server?", len(a.Blockers))); err != nil {
 		return err
 	}
 	sctx, cli, done, err := g.session(ctx)
@@ -146,11 +154,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		}
 		return err
 	}
-	if o.output == "json" {
-		if perr := printStructured(out, "json", map[string]any{"analysis": a, "result": res}); perr != nil && err == nil {
-			err = perr
-		}
-	} else {
+	if perr := o.print.print(out, output{doc: map[string]any{"analysis": a, "result": res}, rows: resultRows(res.Results), human: func(out io.Writer, _, _ bool) error {
 		fmt.Fprintf(out, "\nBackup %s (verified)\n\n", res.Backup)
 		printResults(out, res.Results)
 		switch {
@@ -166,6 +170,9 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		} else {
 			fmt.Fprintf(out, "Undo:  regghost restore %s --confirm\n", res.Dir)
 		}
+		return nil
+	}}); perr != nil && err == nil {
+		err = perr
 	}
 	if err != nil {
 		return err

@@ -14,11 +14,11 @@ import (
 
 type versionsOptions struct {
 	namespace string
-	output    string
+	print     *printFlags
 }
 
 func newVersionsCmd(g *globalOptions) *cobra.Command {
-	o := &versionsOptions{}
+	o := &versionsOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "versions",
 		Short: "Count stored objects per resource and stored version, and find those stored at a version nobody can read",
@@ -37,14 +37,14 @@ with the migration step. They are recoverable: purge never takes them unless
 			if err := validateNamespace(o.namespace); err != nil {
 				return err
 			}
-			if o.output != "table" && o.output != "json" && o.output != "yaml" {
-				return usageError("--output %q is not one of table, json, yaml", o.output)
+			if err := o.print.validate(); err != nil {
+				return err
 			}
 			return runVersions(c.Context(), g, o, c.OutOrStdout())
 		},
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "count only this namespace's objects")
-	c.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	o.print.addFlags(c)
 	return c
 }
 
@@ -59,11 +59,12 @@ func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out 
 			findings = append(findings, f)
 		}
 	}
-	if o.output != "table" {
-		if err := printStructured(out, o.output, map[string]any{"revision": rep.Revision, "versions": nonNil(rep.Versions), "findings": nonNil(findings)}); err != nil {
-			return err
-		}
-	} else if err := printVersions(out, rep, findings); err != nil {
+	rows := make([]row, len(findings))
+	for i := range findings {
+		rows[i] = row{name: findings[i].Key, obj: &findings[i]}
+	}
+	if err := o.print.print(out, output{doc: map[string]any{"revision": rep.Revision, "versions": nonNil(rep.Versions), "findings": nonNil(findings)},
+		rows: rows, human: func(w io.Writer, _, _ bool) error { return printVersions(w, rep, findings) }}); err != nil {
 		return err
 	}
 	if len(findings) > 0 {

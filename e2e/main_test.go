@@ -19,6 +19,8 @@ var bins struct {
 	etcd35, etcd36 string
 	// kine is k3s's etcd API over SQLite.
 	kine string
+	// kubectl runs regghost as a kubectl plugin.
+	kubectl string
 }
 
 func TestMain(m *testing.M) {
@@ -50,6 +52,7 @@ func buildBinaries() error {
 		{&bins.etcd35, "tools/etcd35", "etcd35"},
 		{&bins.etcd36, "tools/etcd36", "etcd36"},
 		{&bins.kine, "tools/kine", "kine"},
+		{&bins.kubectl, "tools/kube-apiserver", "kubectl"},
 	} {
 		out, err := goCmd(b.dir, "tool", "-n", b.tool)
 		if err != nil {

@@ -63,6 +63,10 @@ type Options struct {
 	APICheckLimit int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Progress, when set, is told every few thousand keys how many keys of
+	// the scan's range were read, and the range's size (0 when the store
+	// cannot count it).
+	Progress func(read, total int)
 }
 
 // Scan walks the keyspace in store and returns what it found.
@@ -107,7 +111,8 @@ func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
 	}
 	var err error
 	if opts.Namespace == "" {
-		err = store.Range(ctx, opts.Prefix, PrefixEnd(opts.Prefix), false, func(kv *mvccpb.KeyValue) error { return s.visit(ctx, kv) })
+		tick := s.progress(ctx, opts.Prefix, PrefixEnd(opts.Prefix))
+		err = store.Range(ctx, opts.Prefix, PrefixEnd(opts.Prefix), false, func(kv *mvccpb.KeyValue) error { tick(); return s.visit(ctx, kv) })
 	} else {
 		err = s.walkNamespace(ctx)
 	}

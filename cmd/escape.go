@@ -1,0 +1,105 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// escapeCell makes a value from etcd safe to print in one cell: every
+// control character (C0, DEL, C1; newline and tab too, which would break the
+// row) and every byte that is not UTF-8 is written as a visible escape.
+func escapeCell(s string) string {
+	if !needsEscape(s, false) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case isControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// isControl reports C0 controls, DEL and C1 controls (U+0080–U+009F, which
+// some terminals obey as escape sequences, CSI among them).
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
+
+func needsEscape(s string, keepLayout bool) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || (isControl(r) && !(keepLayout && (r == '\n' || r == '\t'))) {
+			return true
+		}
+	}
+	return false
+}
+
+// safeWriter passes output through with every control character but
+// newline and tab written as \u00XX: a JSON-valid escape, and inert on a
+// terminal. The encoders already escape C0 inside JSON strings; DEL and C1
+// they leave raw, and a table cell or a template prints whatever it holds.
+type safeWriter struct {
+	w io.Writer
+	// pending holds the first byte of a two-byte C1 sequence (0xc2) split
+	// across writes.
+	pending []byte
+}
+
+func (s *safeWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	data := append(s.pending, p...)
+	s.pending = nil
+	if len(data) > 0 && data[len(data)-1] == 0xc2 {
+		s.pending = []byte{0xc2}
+		data = data[:len(data)-1]
+	}
+	out := make([]byte, 0, min(len(data)+64, 64<<10))
+	for i := 0; i < len(data); i++ {
+		if len(out) >= 64<<10-8 {
+			// Written in pieces: a large report is not copied whole.
+			if _, err := s.w.Write(out); err != nil {
+				return 0, err
+			}
+			out = out[:0]
+		}
+		c := data[i]
+		switch {
+		case c == '\n' || c == '\t':
+			out = append(out, c)
+		case c < 0x20 || c == 0x7f:
+			out = fmt.Appendf(out, `\u%04x`, c)
+		case c == 0xc2 && i+1 < len(data) && data[i+1] >= 0x80 && data[i+1] <= 0x9f:
+			out = fmt.Appendf(out, `\u%04x`, data[i+1])
+			i++
+		default:
+			out = append(out, c)
+		}
+	}
+	if _, err := s.w.Write(out); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// flush writes a byte held back at the end.
+func (s *safeWriter) flush() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	_, err := s.w.Write(s.pending)
+	s.pending = nil
+	return err
+}
