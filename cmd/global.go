@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/dbfile"
@@ -128,9 +127,6 @@ func (g *globalOptions) decrypter(ctx context.Context) (*decrypt.Decrypter, erro
 	return decrypt.Load(ctx, g.encryptionConfig)
 }
 
-// adminConf is where kubeadm leaves the cluster-admin kubeconfig on control-plane nodes.
-const adminConf = "/etc/kubernetes/admin.conf"
-
 // connect opens etcd.
 func (g *globalOptions) connect(ctx context.Context) (*clientv3.Client, error) {
 	g.discover()
@@ -184,31 +180,7 @@ func (g *globalOptions) api() (*apiview.View, string) {
 	if g.db != "" {
 		return nil, "reading the db file " + g.db + " offline"
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if g.kubeconfig != "" {
-		rules.ExplicitPath = g.kubeconfig
-	} else if os.Getenv("KUBECONFIG") == "" {
-		if _, err := os.Stat(rules.GetDefaultFilename()); err != nil {
-			if _, err := os.Stat(adminConf); err == nil {
-				rules.ExplicitPath = adminConf
-			}
-		}
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
-	if err != nil {
-		return nil, "no usable kubeconfig: " + oneLine(err)
-	}
-	cfg.Timeout = g.etcd.DialTimeout * 2
-	view, err := apiview.New(cfg)
-	if err != nil {
-		return nil, oneLine(err)
-	}
-	v, err := view.Version()
-	if err != nil {
-		return nil, "API server unreachable: " + oneLine(err)
-	}
-	view.ServerVersion = v
-	return view, ""
+	return apiview.Open(apiview.Options{Kubeconfig: g.kubeconfig, Context: g.context, Timeout: g.etcd.DialTimeout * 2})
 }
 
 func oneLine(err error) string {

@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -125,7 +123,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		impactOpts.Accept = append(impactOpts.Accept, k)
 	}
 	if o.from != "" {
-		rep, err := readReport(o.from)
+		rep, err := etcdscan.ReadReport(o.from)
 		if err != nil {
 			return err
 		}
@@ -237,21 +235,6 @@ func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repai
 	}
 	plan.SetImpact(effects, io)
 	return plan, rs.view, nil
-}
-
-func readReport(path string) (*etcdscan.Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read reviewed scan: %w", err)
-	}
-	var rep etcdscan.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("reviewed scan %s is not a `regghost scan -o json` report: %w", path, err)
-	}
-	if rep.Prefix == "" || rep.Revision == 0 {
-		return nil, errors.New("reviewed scan " + path + " has no prefix or revision; is it a `regghost scan -o json` report?")
-	}
-	return &rep, nil
 }
 
 // planOutput is a purge plan (a dry run) in every form -o can ask for;

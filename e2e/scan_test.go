@@ -128,9 +128,24 @@ func TestScanFindsExactlyThePlantedGhosts(t *testing.T) {
 		if code != 3 {
 			t.Errorf("exit %d", code)
 		}
-		for _, s := range []string{"KEY", "CLASS", "REASON", "/registry/pods/kb-system/p1", "orphaned-namespace", "namespace kb-system does not exist", "Ghosts: 5 (unserved-type 1, orphaned-namespace 4)"} {
+		for _, s := range []string{"NAMESPACE", "KIND", "NAME", "CLASS", "AGE", "kb-system  Pod        p1", "orphaned-namespace", "# namespace kb-system does not exist", "Ghosts: 5 (unserved-type 1, orphaned-namespace 4)"} {
 			if !strings.Contains(out, s) {
 				t.Errorf("table output lacks %q:\n%s", s, out)
+			}
+		}
+		// The reason the four orphans share is said once, and the table fits 120 columns.
+		if n := strings.Count(out, "# namespace kb-system does not exist"); n != 1 {
+			t.Errorf("the reason the orphans share is said %d times:\n%s", n, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if len([]rune(line)) > 120 {
+				t.Errorf("line wider than 120 columns: %q", line)
+			}
+		}
+		wide, _, _ := c.regghost(t, "", "scan", "--namespace", "kb-system", "-o", "wide")
+		for _, s := range []string{"KEY", "REASON", "REVISION", "/registry/pods/kb-system/p1"} {
+			if !strings.Contains(wide, s) {
+				t.Errorf("wide output lacks %q:\n%s", s, wide)
 			}
 		}
 	})
