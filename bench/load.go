@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,7 +31,13 @@ type loadSpec struct {
 	keys       int
 	namespaces int
 	ghosts     int
+	// pad adds that many bytes to every object (an annotation), for a db
+	// file of several GiB.
+	pad int
 }
+
+// padding is the annotation value added to every object when loadSpec.pad is set.
+var padding string
 
 type kvPair struct{ k, v string }
 
@@ -46,6 +53,12 @@ func load(ctx context.Context, cli *clientv3.Client, spec loadSpec) (string, err
 			panic(err)
 		}
 		return b.String()
+	}
+	padding = strings.Repeat("x", spec.pad)
+	perBatch := 100
+	if spec.pad > 0 {
+		// etcd takes requests of at most 1.5 MiB.
+		perBatch = max(1, (1<<20)/(spec.pad+1024))
 	}
 	work := make(chan []kvPair, 64)
 	var wg sync.WaitGroup
@@ -69,7 +82,7 @@ func load(ctx context.Context, cli *clientv3.Client, spec loadSpec) (string, err
 	var batch []kvPair
 	emit := func(k, v string) {
 		batch = append(batch, kvPair{k, v})
-		if len(batch) == 100 {
+		if len(batch) == perBatch {
 			work <- batch
 			batch = nil
 		}
@@ -159,7 +172,7 @@ func writeNamespace(ns string, n int, enc func(runtime.Object) string, emit func
 	}
 	for i := 0; i < counts["example.com/widgets"]; i++ {
 		name := fmt.Sprintf("widget-%d", i)
-		emit(key("example.com/widgets", ns, name), fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":%q,"namespace":%q,"uid":%q,"creationTimestamp":"2026-12-01T10:00:00Z"},"spec":{"size":3,"color":"blue"}}`, name, ns, uuid.NewString()))
+		emit(key("example.com/widgets", ns, name), fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":%q,"namespace":%q,"uid":%q,"creationTimestamp":"2026-12-01T10:00:00Z"},"spec":{"size":3,"color":"blue","pad":%q}}`, name, ns, uuid.NewString(), padding))
 	}
 }
 
@@ -178,8 +191,12 @@ func tm(apiVersion, kind string) metav1.TypeMeta {
 }
 
 func om(ns, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uuid.NewString()),
+	m := metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uuid.NewString()),
 		CreationTimestamp: metav1.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), ResourceVersion: ""}
+	if padding != "" {
+		m.Annotations = map[string]string{"bench.regghost.io/pad": padding}
+	}
+	return m
 }
 
 func podTemplate(name string) corev1.PodTemplateSpec {

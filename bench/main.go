@@ -33,6 +33,9 @@ func main() {
 	out := flag.String("out", "", "also write the results table (markdown) to this file")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole-keyspace regghost scan here")
 	flag.StringVar(&only, "only", "", "run only the commands whose name contains this")
+	flag.BoolVar(&offline, "offline", true, "also measure the db-file commands on a snapshot of the first server")
+	flag.IntVar(&largeKeys, "large-keys", 300_000, "keys of the large-file case (0: skip it)")
+	flag.IntVar(&largePad, "large-pad", 14_000, "bytes added to each object of the large-file case")
 	flag.BoolVar(&serve, "serve", false, "load the first -etcd server, print its endpoint and keep it running (for profiling by hand)")
 	servers := flag.String("etcd", "3.7,3.5", "etcd releases to measure side by side, each a server built from the module proxy: 3.7, 3.6, 3.5")
 	flag.Parse()
@@ -58,6 +61,13 @@ var cpuProfile, only string
 
 // serve keeps the loaded etcd running instead of measuring (for profiling by hand).
 var serve bool
+
+// offline adds the db-file rows; largeKeys and largePad size the large-file
+// case (0 keys: none).
+var (
+	offline             bool
+	largeKeys, largePad int
+)
 
 // etcdTools names the tool module and tool of each etcd release.
 var etcdTools = map[string][2]string{"3.7": {"e2e/tools/etcd", "etcd"}, "3.6": {"e2e/tools/etcd36", "etcd36"}, "3.5": {"e2e/tools/etcd35", "etcd35"}}
@@ -91,6 +101,13 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 		}
 		tables.WriteString(table)
 	}
+	if largeKeys > 0 {
+		table, err := largeTable(regghost, largeKeys, largePad)
+		if err != nil {
+			return fmt.Errorf("large file: %w", err)
+		}
+		tables.WriteString(table)
+	}
 	if outFile != "" {
 		return os.WriteFile(outFile, []byte(tables.String()), 0o644)
 	}
@@ -112,34 +129,11 @@ func runOn(tool [2]string, regghost, jsondecode string, keys, namespaces, ghosts
 	if err != nil {
 		return "", err
 	}
-	port, peer := freePort(), freePort()
-	ep := fmt.Sprintf("http://127.0.0.1:%d", port)
-	etcd := exec.Command(etcdBin, "--data-dir", filepath.Join(tmp, "data"), "--listen-client-urls", ep, "--advertise-client-urls", ep,
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer), "--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
-		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peer), "--quota-backend-bytes", strconv.Itoa(8<<30), "--log-level", "error")
-	etcd.Stderr = os.Stderr
-	etcd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := etcd.Start(); err != nil {
-		return "", err
-	}
-	defer func() { _ = etcd.Process.Kill(); _ = etcd.Wait() }()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	ep, cli, stop, err := startEtcd(ctx, etcdBin, filepath.Join(tmp, "data"))
 	if err != nil {
 		return "", err
 	}
-	defer cli.Close()
-	for i := 0; ; i++ {
-		c, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := cli.Status(c, ep)
-		cancel()
-		if err == nil {
-			break
-		}
-		if i > 60 {
-			return "", fmt.Errorf("etcd did not start: %w", err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	defer stop()
 	start := time.Now()
 	ns, err := load(ctx, cli, loadSpec{keys: keys, namespaces: namespaces, ghosts: ghosts})
 	if err != nil {
@@ -190,7 +184,124 @@ func runOn(tool [2]string, regghost, jsondecode string, keys, namespaces, ghosts
 	}
 	table := render(st.Version, keys, idle, results)
 	fmt.Print(table)
+	if offline && tool[1] == "etcd" {
+		t, err := offlineTable(ctx, cli, etcdctl, regghost, tmp, ep, ns, keys, "Offline, the same keyspace")
+		if err != nil {
+			return "", err
+		}
+		table += t
+	}
 	return table, nil
+}
+
+// offlineTable saves a snapshot of the loaded etcd (A), deletes one
+// namespace's keys and saves another (B), and measures the db-file
+// commands on them.
+func offlineTable(ctx context.Context, cli *clientv3.Client, etcdctl, regghost, tmp, ep, ns string, keys int, title string) (string, error) {
+	etcdutl, err := goOut("e2e/tools/etcd", "tool", "-n", "etcdutl")
+	if err != nil {
+		return "", err
+	}
+	a, b := filepath.Join(tmp, "a.db"), filepath.Join(tmp, "b.db")
+	if err := exec.Command(etcdctl, "--endpoints", ep, "--command-timeout", "30m", "snapshot", "save", a).Run(); err != nil {
+		return "", fmt.Errorf("snapshot save: %w", err)
+	}
+	gone := "team-0003"
+	for _, m := range append(mix, struct {
+		resource string
+		percent  int
+	}{"namespaces", 0}) {
+		prefix := "/registry/" + m.resource + "/" + gone + "/"
+		if m.resource == "namespaces" {
+			prefix = "/registry/namespaces/" + gone
+		}
+		if _, err := cli.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+			return "", fmt.Errorf("delete %s: %w", prefix, err)
+		}
+	}
+	if err := exec.Command(etcdctl, "--endpoints", ep, "--command-timeout", "30m", "snapshot", "save", b).Run(); err != nil {
+		return "", fmt.Errorf("snapshot save: %w", err)
+	}
+	st, err := os.Stat(a)
+	if err != nil {
+		return "", err
+	}
+	fmt.Printf("%s: snapshot %d MiB\n", title, st.Size()>>20)
+	rs, err := offlineRows(regghost, etcdutl, a, b, ns)
+	if err != nil {
+		return "", err
+	}
+	t := renderOffline(title, st.Size(), keys, rs)
+	fmt.Print(t)
+	os.Remove(a)
+	os.Remove(b)
+	return t, nil
+}
+
+// largeTable loads a fresh etcd 3.7 with keys objects padded to make a db
+// file of several GiB, and measures the db-file commands on its snapshot.
+func largeTable(regghost string, keys, padBytes int) (string, error) {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "regghost-bench-large")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	etcdBin, err := goOut("e2e/tools/etcd", "tool", "-n", "etcd")
+	if err != nil {
+		return "", err
+	}
+	etcdctl, err := goOut("e2e/tools/etcd", "tool", "-n", "etcdctl")
+	if err != nil {
+		return "", err
+	}
+	ep, cli, stop, err := startEtcd(ctx, etcdBin, filepath.Join(tmp, "data"))
+	if err != nil {
+		return "", err
+	}
+	defer stop()
+	start := time.Now()
+	ns, err := load(ctx, cli, loadSpec{keys: keys, namespaces: 100, ghosts: 300, pad: padBytes})
+	if err != nil {
+		return "", fmt.Errorf("load: %w", err)
+	}
+	fmt.Printf("loaded %d keys of about %d bytes in %s\n", keys, padBytes, time.Since(start).Round(time.Millisecond))
+	return offlineTable(ctx, cli, etcdctl, regghost, tmp, ep, ns, keys, "Offline, a large file")
+}
+
+// startEtcd starts an etcd server with an 8 GiB quota and waits for it.
+func startEtcd(ctx context.Context, etcdBin, dir string) (string, *clientv3.Client, func(), error) {
+	port, peer := freePort(), freePort()
+	ep := fmt.Sprintf("http://127.0.0.1:%d", port)
+	etcd := exec.Command(etcdBin, "--data-dir", dir, "--listen-client-urls", ep, "--advertise-client-urls", ep,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer), "--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
+		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peer), "--quota-backend-bytes", strconv.Itoa(8<<30), "--log-level", "error")
+	etcd.Stderr = os.Stderr
+	etcd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := etcd.Start(); err != nil {
+		return "", nil, nil, err
+	}
+	kill := func() { _ = etcd.Process.Kill(); _ = etcd.Wait() }
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		kill()
+		return "", nil, nil, err
+	}
+	for i := 0; ; i++ {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := cli.Status(c, ep)
+		cancel()
+		if err == nil {
+			break
+		}
+		if i > 60 {
+			cli.Close()
+			kill()
+			return "", nil, nil, fmt.Errorf("etcd did not start: %w", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return ep, cli, func() { cli.Close(); kill() }, nil
 }
 
 // measure runs a pipeline of commands (stdout of each into the next, the

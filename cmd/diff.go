@@ -11,11 +11,17 @@ import (
 
 func newDiffCmd(g *globalOptions) *cobra.Command {
 	p := newPrintFlags(true, "table")
+	var values bool
 	c := &cobra.Command{
 		Use:   "diff A.db B.db",
 		Short: "Show keys that appeared, vanished or changed between two etcd db files",
+		Long: `diff walks the live keys of both files together in key order and reports each
+key added, removed or changed, with the sha256 of each side's value; --values
+adds the bytes (in -o json or yaml). Both files are read from their memory
+maps: memory grows with the number of keys and differences, not the values.`,
 		Example: `  regghost diff before-purge.db after-purge.db
-  regghost diff /var/lib/regghost/backups/<dir>/snapshot.db now.db -o json`,
+  regghost diff /var/lib/regghost/backups/<dir>/snapshot.db now.db -o json
+  regghost diff a.db b.db --values -o json | jq '.[] | select(.change == "changed")'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := p.validate(); err != nil {
@@ -31,7 +37,11 @@ func newDiffCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			changes, err := dbfile.Diff(c.Context(), a, b, g.prefix)
+			var changes []dbfile.Change
+			err = dbfile.Diff(c.Context(), a, b, dbfile.DiffOptions{Prefix: g.prefix, Values: values}, func(ch dbfile.Change) error {
+				changes = append(changes, ch)
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -45,6 +55,7 @@ func newDiffCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	p.addFlags(c)
+	c.Flags().BoolVar(&values, "values", false, "include both sides' stored bytes in -o json/yaml (default: their sha256)")
 	return c
 }
 
@@ -54,7 +65,7 @@ func printDiff(out io.Writer, args []string, a, b *dbfile.Store, changes []dbfil
 		t := newTable(out, "KEY", "CHANGE", "REV A", "REV B", "BYTES A", "BYTES B")
 		for _, ch := range changes {
 			counts[ch.Kind]++
-			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB)})
+			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB), orDash(ch.HashA), orDash(ch.HashB)})
 		}
 		if err := t.Render(); err != nil {
 			return err

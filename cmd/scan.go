@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -138,6 +139,10 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	}
 	if rs.dec != nil {
 		opts.Decrypter = rs.dec
+	}
+	if g.db != "" {
+		// Offline there is no etcd to leave a core to.
+		opts.DecodeWorkers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
 	progress, doneProgress := scanProgress(g.errOut)
 	opts.Progress = progress

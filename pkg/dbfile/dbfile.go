@@ -3,34 +3,45 @@
 package dbfile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/server/v3/storage/mvcc"
 	"go.etcd.io/etcd/server/v3/storage/schema"
-	"google.golang.org/protobuf/proto"
 )
 
 // Store is the latest revision of every live key in a db file. It
-// implements etcdscan.Store.
+// implements etcdscan.Store. The key-values it hands out alias the file's
+// memory map: they are valid until Close.
 type Store struct {
-	db  *bolt.DB
-	rev int64
-	// keys are the live keys, sorted; revs[i] is the bucket key of keys[i]'s
-	// latest revision.
-	keys []string
-	revs [][]byte
+	path string
+	db   *bolt.DB
+	txs  []*bolt.Tx
+	rev  int64
+	size int64
+	// m resolves offsets in the db file's memory map; base is the file
+	// offset of its anchor.
+	m    mmap
+	base int64
+	// entries are the live keys, sorted, with their latest records, when
+	// the file was walked; idx is the cached index otherwise.
+	entries []entry
+	idx     *index
+	// indexed is closed once the index of a walked file is written.
+	indexed chan struct{}
 }
 
-// Open opens path read-only and indexes its keys. A db that a running etcd
-// holds locked, a file that is not a bbolt db, and a damaged one all give an
+// Open opens path read-only and indexes its keys: from the cached index of
+// the file when there is one for it as it is now, else by walking every
+// revision (and then caching the index). A db that a running etcd holds
+// locked, a file that is not a bbolt db, and a damaged one all give an
 // error; bbolt panics on some damage, which is turned into an error too.
 func Open(path string) (s *Store, err error) {
 	if _, err := os.Stat(path); err != nil {
@@ -41,133 +52,198 @@ func Open(path string) (s *Store, err error) {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("db file %s is locked, probably by a running etcd: take a snapshot (regghost snapshot save) or copy the file", path)
 		}
-		return nil, fmt.Errorf("db file %s is not a readable etcd database: %w", path, err)
+		return nil, fmt.Errorf("db file %s is not a readable etcd database: %v", path, oneLine(err))
 	}
+	st := &Store{path: path, db: db}
 	defer func() {
 		if r := recover(); r != nil {
+			// The read transactions first: closing the db waits for them.
+			rollback(st.txs)
 			db.Close()
 			s, err = nil, fmt.Errorf("db file %s is damaged: %v", path, r)
 		}
 	}()
-	s = &Store{db: db}
-	if err := s.index(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("db file %s: %w", path, err)
+	if err := st.load(); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("db file %s is damaged: %v", path, oneLine(err))
 	}
-	return s, nil
+	return st, nil
 }
 
-// Close releases the file.
-func (s *Store) Close() error { return s.db.Close() }
-
-func (s *Store) index() error {
-	latest := map[string][]byte{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(schema.Key.Name())
-		if b == nil {
-			return errors.New("no key bucket: not an etcd v3 database")
-		}
-		return b.ForEach(func(k, v []byte) error {
-			rev := mvcc.BytesToRev(k)
-			if rev.Main > s.rev {
-				s.rev = rev.Main
-			}
-			var kv mvccpb.KeyValue
-			if err := proto.Unmarshal(v, &kv); err != nil {
-				return fmt.Errorf("revision %d: %w", rev.Main, err)
-			}
-			if mvcc.IsTombstone(k) {
-				delete(latest, string(kv.Key))
-				return nil
-			}
-			latest[string(kv.Key)] = append([]byte(nil), k...)
-			return nil
-		})
-	})
+func (s *Store) load() error {
+	tx, err := s.db.Begin(false)
 	if err != nil {
 		return err
 	}
-	s.keys = make([]string, 0, len(latest))
-	for k := range latest {
-		s.keys = append(s.keys, k)
+	s.txs = []*bolt.Tx{tx}
+	id, err := identityOf(s.path, tx.ID())
+	if err != nil {
+		return err
 	}
-	sort.Strings(s.keys)
-	s.revs = make([][]byte, len(s.keys))
-	for i, k := range s.keys {
-		s.revs[i] = latest[k]
+	s.size = id.size
+	b := tx.Bucket(schema.Key.Name())
+	if b == nil {
+		return errors.New("no key bucket: not an etcd v3 database")
 	}
+	if _, anchor := b.Cursor().First(); len(anchor) > 0 {
+		s.m = mmap{anchor: &anchor[0]}
+		s.base = int64(uintptr(unsafe.Pointer(s.m.anchor)) - s.db.Info().Data)
+	}
+	if ix := openIndex(s.path, id); ix != nil {
+		s.idx, s.rev = ix, ix.hdr.Rev
+		return nil
+	}
+	entries, m, rev, txs, err := walk(s.db)
+	s.txs = append(s.txs, txs...)
+	if err != nil {
+		return err
+	}
+	s.entries, s.rev = entries, rev
+	if m.anchor != nil {
+		s.m, s.base = m, int64(uintptr(unsafe.Pointer(m.anchor))-s.db.Info().Data)
+	}
+	// The index is written beside the work the file was opened for.
+	s.indexed = make(chan struct{})
+	go func() {
+		defer close(s.indexed)
+		_ = writeIndex(s.path, id, s.rev, s.m, s.base, s.entries)
+	}()
 	return nil
+}
+
+// Close releases the file; the key-values read from it go with it.
+func (s *Store) Close() error {
+	if s.indexed != nil {
+		<-s.indexed
+	}
+	s.idx.close()
+	rollback(s.txs)
+	return s.db.Close()
 }
 
 // Revision implements etcdscan.Store: the newest revision in the file.
 func (s *Store) Revision() int64 { return s.rev }
 
 // Len is the number of live keys.
-func (s *Store) Len() int { return len(s.keys) }
+func (s *Store) Len() int {
+	if s.idx != nil {
+		return s.idx.len()
+	}
+	return len(s.entries)
+}
+
+// keyAt is the i-th live key.
+func (s *Store) keyAt(i int) ([]byte, error) {
+	if s.idx == nil {
+		return s.m.key(s.entries[i]), nil
+	}
+	key, _, _, err := s.idx.at(i)
+	return key, err
+}
+
+// recordAt decodes the i-th live key's latest record.
+func (s *Store) recordAt(i int, keysOnly bool) (*mvccpb.KeyValue, error) {
+	if s.idx == nil {
+		return decodeRecord(s.m.rec(s.entries[i]), keysOnly)
+	}
+	key, off, n, err := s.idx.at(i)
+	if err != nil {
+		return nil, fmt.Errorf("%w (remove %s)", err, indexPath(s.path))
+	}
+	if off < 0 || off+int64(n) > s.size || s.m.anchor == nil {
+		return nil, fmt.Errorf("%w: a record outside the file (remove %s)", errIndex, indexPath(s.path))
+	}
+	kv, err := decodeRecord(s.m.bytes(off-s.base, n), keysOnly)
+	if err != nil || !bytes.Equal(kv.Key, key) {
+		return nil, fmt.Errorf("%w: its record of %s does not hold it (remove %s)", errIndex, key, indexPath(s.path))
+	}
+	return kv, nil
+}
+
+// search returns the index of the first live key that is at least key.
+func (s *Store) search(key string) int {
+	kb := []byte(key)
+	i, j := 0, s.Len()
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		k, err := s.keyAt(h)
+		if err != nil || bytes.Compare(k, kb) < 0 {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i
+}
+
+// inRange reports whether the i-th key is below end ("" is no end).
+func (s *Store) inRange(i int, end string) bool {
+	if i >= s.Len() {
+		return false
+	}
+	k, err := s.keyAt(i)
+	return err == nil && (end == "" || string(k) < end)
+}
 
 // Range implements etcdscan.Store.
 func (s *Store) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
-	i := sort.SearchStrings(s.keys, start)
-	return s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(schema.Key.Name())
-		for ; i < len(s.keys) && (end == "" || s.keys[i] < end); i++ {
+	for i := s.search(start); s.inRange(i, end); i++ {
+		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			kv, err := s.read(b, i, keysOnly)
-			if err != nil {
-				return err
-			}
-			if err := fn(kv); err != nil {
-				return err
-			}
 		}
-		return nil
-	})
-}
-
-func (s *Store) read(b *bolt.Bucket, i int, keysOnly bool) (*mvccpb.KeyValue, error) {
-	v := b.Get(s.revs[i])
-	var kv mvccpb.KeyValue
-	if err := proto.Unmarshal(v, &kv); err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.keys[i], err)
+		kv, err := s.recordAt(i, keysOnly)
+		if err != nil {
+			return fmt.Errorf("read key %d: %w", i, err)
+		}
+		if err := fn(kv); err != nil {
+			return err
+		}
 	}
-	if keysOnly {
-		kv.Value = nil
-	}
-	return &kv, nil
+	return nil
 }
 
 // First implements etcdscan.Store.
 func (s *Store) First(ctx context.Context, start, end string) (*mvccpb.KeyValue, error) {
-	i := sort.SearchStrings(s.keys, start)
-	if i == len(s.keys) || (end != "" && s.keys[i] >= end) {
+	i := s.search(start)
+	if !s.inRange(i, end) {
 		return nil, nil
 	}
-	return &mvccpb.KeyValue{Key: []byte(s.keys[i])}, nil
+	k, err := s.keyAt(i)
+	if err != nil {
+		return nil, err
+	}
+	return &mvccpb.KeyValue{Key: k}, nil
 }
 
 // Get implements etcdscan.Store.
 func (s *Store) Get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
-	i := sort.SearchStrings(s.keys, key)
-	if i == len(s.keys) || s.keys[i] != key {
+	i := s.search(key)
+	if i == s.Len() {
 		return nil, nil
 	}
-	var kv *mvccpb.KeyValue
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		kv, err = s.read(tx.Bucket(schema.Key.Name()), i, false)
-		return err
-	})
-	return kv, err
+	if k, err := s.keyAt(i); err != nil || string(k) != key {
+		return nil, err
+	}
+	kv, err := s.recordAt(i, false)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	return kv, nil
 }
 
-// Keys returns the live keys starting with prefix, sorted.
-func (s *Store) Keys(prefix string) []string {
-	i := sort.SearchStrings(s.keys, prefix)
-	j := i
-	for j < len(s.keys) && strings.HasPrefix(s.keys[j], prefix) {
-		j++
+// Count implements etcdscan.Counter.
+func (s *Store) Count(ctx context.Context, start, end string) (int64, error) {
+	i := s.search(start)
+	j := s.Len()
+	if end != "" {
+		j = s.search(end)
 	}
-	return s.keys[i:j]
+	return int64(max(0, j-i)), nil
+}
+
+func oneLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
 }

@@ -3,9 +3,9 @@ package dbfile
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // Change is one key that differs between two db files.
@@ -17,41 +17,106 @@ type Change struct {
 	RevB  int64  `json:"modRevisionB,omitempty"`
 	SizeA int    `json:"bytesA,omitempty"`
 	SizeB int    `json:"bytesB,omitempty"`
+	// HashA and HashB are the sha256 of each side's value (the first 16 hex
+	// digits), so a change can be told apart without printing the bytes.
+	HashA string `json:"sha256A,omitempty"`
+	HashB string `json:"sha256B,omitempty"`
+	// ValueA and ValueB are the stored bytes, only when asked for.
+	ValueA []byte `json:"valueA,omitempty"`
+	ValueB []byte `json:"valueB,omitempty"`
 }
 
-// Diff compares the live keys under prefix of two db files, walking both in
-// key order. A key counts as changed when its bytes differ.
-func Diff(ctx context.Context, a, b *Store, prefix string) ([]Change, error) {
-	var av, bv []*mvccpb.KeyValue
-	end := prefixEnd(prefix)
-	collect := func(s *Store, dst *[]*mvccpb.KeyValue) error {
-		return s.Range(ctx, prefix, end, false, func(kv *mvccpb.KeyValue) error { *dst = append(*dst, kv); return nil })
-	}
-	if err := collect(a, &av); err != nil {
-		return nil, fmt.Errorf("read first db: %w", err)
-	}
-	if err := collect(b, &bv); err != nil {
-		return nil, fmt.Errorf("read second db: %w", err)
-	}
-	var out []Change
-	i, j := 0, 0
-	for i < len(av) || j < len(bv) {
+// DiffOptions say what a diff reports.
+type DiffOptions struct {
+	// Prefix limits the diff to the keys under it.
+	Prefix string
+	// Values adds both sides' bytes to every change.
+	Values bool
+}
+
+// Diff walks the live keys under o.Prefix of both files together, in key
+// order, and calls fn for each key that was added, removed or whose value
+// changed. It holds one key of each file at a time: memory does not grow
+// with the files, only with what fn keeps.
+func Diff(ctx context.Context, a, b *Store, o DiffOptions, fn func(Change) error) error {
+	end := prefixEnd(o.Prefix)
+	i, j := a.search(o.Prefix), b.search(o.Prefix)
+	for n := 0; a.inRange(i, end) || b.inRange(j, end); n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		cmp := 0
 		switch {
-		case j == len(bv) || (i < len(av) && string(av[i].Key) < string(bv[j].Key)):
-			out = append(out, Change{Key: string(av[i].Key), Kind: "removed", RevA: av[i].ModRevision, SizeA: len(av[i].Value)})
+		case !b.inRange(j, end):
+			cmp = -1
+		case !a.inRange(i, end):
+			cmp = 1
+		default:
+			ka, err := a.keyAt(i)
+			if err != nil {
+				return fmt.Errorf("first file: %w", err)
+			}
+			kb, err := b.keyAt(j)
+			if err != nil {
+				return fmt.Errorf("second file: %w", err)
+			}
+			cmp = bytes.Compare(ka, kb)
+		}
+		var ch Change
+		switch {
+		case cmp < 0:
+			kv, err := a.recordAt(i, false)
+			if err != nil {
+				return fmt.Errorf("first file: %w", err)
+			}
+			ch = Change{Key: string(kv.Key), Kind: "removed", RevA: kv.ModRevision, SizeA: len(kv.Value), HashA: hash(kv.Value)}
+			if o.Values {
+				ch.ValueA = kv.Value
+			}
 			i++
-		case i == len(av) || string(bv[j].Key) < string(av[i].Key):
-			out = append(out, Change{Key: string(bv[j].Key), Kind: "added", RevB: bv[j].ModRevision, SizeB: len(bv[j].Value)})
+		case cmp > 0:
+			kv, err := b.recordAt(j, false)
+			if err != nil {
+				return fmt.Errorf("second file: %w", err)
+			}
+			ch = Change{Key: string(kv.Key), Kind: "added", RevB: kv.ModRevision, SizeB: len(kv.Value), HashB: hash(kv.Value)}
+			if o.Values {
+				ch.ValueB = kv.Value
+			}
 			j++
 		default:
-			if !bytes.Equal(av[i].Value, bv[j].Value) {
-				out = append(out, Change{Key: string(av[i].Key), Kind: "changed", RevA: av[i].ModRevision, RevB: bv[j].ModRevision, SizeA: len(av[i].Value), SizeB: len(bv[j].Value)})
+			ka, err := a.recordAt(i, false)
+			if err != nil {
+				return fmt.Errorf("first file: %w", err)
+			}
+			kb, err := b.recordAt(j, false)
+			if err != nil {
+				return fmt.Errorf("second file: %w", err)
 			}
 			i++
 			j++
+			if bytes.Equal(ka.Value, kb.Value) {
+				continue
+			}
+			ch = Change{Key: string(ka.Key), Kind: "changed", RevA: ka.ModRevision, RevB: kb.ModRevision,
+				SizeA: len(ka.Value), SizeB: len(kb.Value), HashA: hash(ka.Value), HashB: hash(kb.Value)}
+			if o.Values {
+				ch.ValueA, ch.ValueB = ka.Value, kb.Value
+			}
+		}
+		if err := fn(ch); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// hash is the first 16 hex digits of a value's sha256.
+func hash(v []byte) string {
+	sum := sha256.Sum256(v)
+	return hex.EncodeToString(sum[:8])
 }
 
 func prefixEnd(prefix string) string {

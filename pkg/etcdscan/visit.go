@@ -18,9 +18,15 @@ import (
 // visit classifies one key. Every ghost class it adds carries the evidence
 // of its first witness; the second witness is asked after the walk.
 func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
+	return s.visitDecoded(ctx, &decoded{kv: kv})
+}
+
+// visitDecoded is visit with the value decoded already (d.obj set) or not.
+func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	kv := d.kv
 	reg := s.opts.Prefix
 	key := string(kv.Key)
 	s.rep.ScannedKeys++
@@ -30,7 +36,7 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 		return nil
 	}
 	f := Finding{Key: key, Resource: prefix, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
-	atRev := fmt.Sprintf("at revision %d", s.rep.Revision)
+	atRev := s.atRev
 	v := s.resolve(prefix)
 	if v.state == typeForeign {
 		s.foreignKeys[v.why]++
@@ -97,7 +103,10 @@ func (s *scan) visit(ctx context.Context, kv *mvccpb.KeyValue) error {
 		}
 	}
 
-	obj, err := decode.Meta(kv.Value)
+	obj, err := d.obj, d.err
+	if obj == nil {
+		obj, err = decode.Meta(kv.Value)
+	}
 	f.Format = string(obj.Format)
 	ask := confirmation{key: key, ns: k.Namespace, name: k.Name}
 	if len(resources) > 0 && v.state == typeServed {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// offlineResult is one command run on db files.
+type offlineResult struct {
+	name      string
+	wall      time.Duration
+	maxRSSKiB int64
+	// anonKiB is the peak of the process's anonymous memory (RssAnon,
+	// sampled every 10 ms): what it uses beyond the file's mapped pages,
+	// which bbolt's mmap counts into RSS.
+	anonKiB int64
+}
+
+// offlineRows measures regghost's db-file commands on file (and file2, a
+// second snapshot of the same cluster after a change) beside `etcdutl
+// snapshot status`, which reads every page of the file once.
+func offlineRows(regghost, etcdutl, file, file2, ns string) ([]offlineResult, error) {
+	key := ""
+	out, err := exec.Command(regghost, "ls", "--db", file, "/registry/pods/"+ns+"/").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ls --db: %w", err)
+	}
+	if lines := strings.Fields(string(out)); len(lines) > 0 {
+		key = lines[0]
+	}
+	runs := []struct {
+		name string
+		args []string
+	}{
+		{"etcdutl snapshot status", []string{etcdutl, "snapshot", "status", file, "-w", "json"}},
+		{"regghost scan --db (whole file)", []string{regghost, "scan", "--db", file, "-o", "json"}},
+		{"regghost scan --db -n " + ns, []string{regghost, "scan", "--db", file, "-n", ns, "-o", "json"}},
+		{"regghost get --db KEY", []string{regghost, "get", "--db", file, key, "-o", "json"}},
+		{"regghost ls --db /registry/pods/" + ns + "/", []string{regghost, "ls", "--db", file, "/registry/pods/" + ns + "/"}},
+		{"regghost diff A B (B: A after one namespace is deleted)", []string{regghost, "diff", file, file2, "-o", "json"}},
+		{"regghost diff A A", []string{regghost, "diff", file, file, "-o", "json"}},
+	}
+	var rs []offlineResult
+	for _, r := range runs {
+		if only != "" && !strings.Contains(r.name, only) && !strings.HasPrefix(r.name, "etcdutl") {
+			continue
+		}
+		res, err := measureOffline(r.name, r.args)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, res)
+		fmt.Printf("  %-55s %8s  rss %5d MiB  anon %5d MiB\n", res.name, res.wall.Round(time.Millisecond), res.maxRSSKiB>>10, res.anonKiB>>10)
+	}
+	return rs, nil
+}
+
+// measureOffline runs one command, its output discarded, sampling its
+// anonymous memory while it runs.
+func measureOffline(name string, args []string) (offlineResult, error) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = nil
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return offlineResult{}, err
+	}
+	done := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var max int64
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if kib := rssAnon(cmd.Process.Pid); kib > max {
+				max = kib
+			}
+			select {
+			case <-done:
+				peak <- max
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	res := offlineResult{name: name, wall: time.Since(start), anonKiB: <-peak}
+	var exit *exec.ExitError
+	if err != nil && !(asExit(err, &exit) && exit.ExitCode() == 3) {
+		return res, fmt.Errorf("%s: %w", name, err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.maxRSSKiB = ru.Maxrss
+	}
+	return res, nil
+}
+
+// rssAnon reads RssAnon (KiB) from /proc/PID/status; 0 once the process is gone.
+func rssAnon(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "RssAnon:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// renderOffline is the markdown table of an offline run.
+func renderOffline(title string, size int64, keys int, rs []offlineResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s: a %d MiB snapshot of %d keys\n\n", title, size>>20, keys)
+	fmt.Fprintf(&b, "| command | wall | vs etcdutl snapshot status | peak RSS | peak memory beyond the mapped file (RssAnon) |\n| --- | --- | --- | --- | --- |\n")
+	base := rs[0].wall.Seconds()
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %.3fs | %.2fx | %d MiB | %d MiB |\n", r.name, r.wall.Seconds(), r.wall.Seconds()/base, r.maxRSSKiB>>10, r.anonKiB>>10)
+	}
+	return b.String()
+}
