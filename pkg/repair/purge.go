@@ -174,13 +174,11 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, ds Datastore, dir 
 		return nil, nil, err
 	}
 	res.Snapshot = snap
-	clusterID := ds.ClusterID
-	if st, err := o.Client.Status(ctx, ep); err == nil && !ds.Limited() {
-		clusterID = fmt.Sprintf("%x", st.Header.ClusterId)
-	}
+	// Every member of a cluster answers with its cluster ID: the one the
+	// datastore was detected with is the snapshot member's too.
 	var written *Backup
 	res.Backup, written, err = WriteBackup(dir, &Backup{
-		Created: o.Now().UTC(), Scope: plan.Scope, Prefix: plan.Prefix, Endpoint: ep, ClusterID: clusterID,
+		Created: o.Now().UTC(), Scope: plan.Scope, Prefix: plan.Prefix, Endpoint: ep, ClusterID: ds.ClusterID,
 		ScanRevision: plan.Revision, Snapshot: snap, Entries: entries,
 	})
 	if err != nil {

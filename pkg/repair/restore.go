@@ -19,11 +19,6 @@ import (
 // conflict and is left alone. With dryRun nothing is written.
 // A key that had a lease gets a new one with the TTL it had left.
 func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun bool) ([]Result, error) {
-	if cli, ok := kv.(*clientv3.Client); ok {
-		if ds, err := DetectDatastore(ctx, cli); err == nil {
-			pacing = ds.Pacing(pacing)
-		}
-	}
 	results := make([]Result, len(b.Entries))
 	var todo []int
 	for i, e := range b.Entries {
@@ -50,6 +45,13 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 	}
 	for _, i := range todo {
 		results[i] = Result{Key: b.Entries[i].Key, Outcome: NotAttempted, Detail: "not attempted: the restore stopped before it"}
+	}
+	// The transactions take the shapes the datastore serves (one key at a
+	// time on kine); a dry run sends none.
+	if cli, ok := kv.(*clientv3.Client); ok {
+		if ds, err := DetectDatastore(ctx, cli); err == nil {
+			pacing = ds.Pacing(pacing)
+		}
 	}
 	wrote := map[int]int64{}
 	// lost marks keys whose put was sent again after an error: the first try
