@@ -57,8 +57,8 @@ func load(ctx context.Context, cli *clientv3.Client, spec loadSpec) (string, err
 	padding = strings.Repeat("x", spec.pad)
 	perBatch := 100
 	if spec.pad > 0 {
-		// etcd takes requests of at most 1.5 MiB.
-		perBatch = max(1, (1<<20)/(spec.pad+1024))
+		// etcd takes requests of at most 1.5 MiB and 128 operations.
+		perBatch = min(perBatch, max(1, (1<<20)/(spec.pad+1024)))
 	}
 	work := make(chan []kvPair, 64)
 	var wg sync.WaitGroup

@@ -81,12 +81,17 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 		return err
 	}
 	defer os.RemoveAll(bin)
-	regghost := filepath.Join(bin, "regghost")
-	jsondecode := filepath.Join(bin, "jsondecode")
-	if err := goRun(".", "build", "-o", regghost, "."); err != nil {
+	t := tools{regghost: filepath.Join(bin, "regghost"), jsondecode: filepath.Join(bin, "jsondecode")}
+	if err := goRun(".", "build", "-o", t.regghost, "."); err != nil {
 		return err
 	}
-	if err := goRun(".", "build", "-o", jsondecode, "./bench/jsondecode"); err != nil {
+	if err := goRun(".", "build", "-o", t.jsondecode, "./bench/jsondecode"); err != nil {
+		return err
+	}
+	if t.etcdctl, err = goOut("e2e/tools/etcd", "tool", "-n", "etcdctl"); err != nil {
+		return err
+	}
+	if t.etcdutl, err = goOut("e2e/tools/etcd", "tool", "-n", "etcdutl"); err != nil {
 		return err
 	}
 	var tables strings.Builder
@@ -95,14 +100,14 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 		if !ok {
 			return fmt.Errorf("-etcd %q: not one of 3.7, 3.6, 3.5", v)
 		}
-		table, err := runOn(tool, regghost, jsondecode, keys, namespaces, ghosts, pageSize)
+		table, err := runOn(tool, t, loadSpec{keys: keys, namespaces: namespaces, ghosts: ghosts}, pageSize)
 		if err != nil {
 			return fmt.Errorf("etcd %s: %w", v, err)
 		}
 		tables.WriteString(table)
 	}
 	if largeKeys > 0 {
-		table, err := largeTable(regghost, largeKeys, largePad)
+		table, err := largeTable(t, largeKeys, largePad)
 		if err != nil {
 			return fmt.Errorf("large file: %w", err)
 		}
@@ -114,36 +119,61 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 	return nil
 }
 
-func runOn(tool [2]string, regghost, jsondecode string, keys, namespaces, ghosts, pageSize int) (string, error) {
-	ctx := context.Background()
-	tmp, err := os.MkdirTemp("", "regghost-bench")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
+// tools are the binaries every measurement runs, built or found once.
+type tools struct{ regghost, jsondecode, etcdctl, etcdutl string }
+
+// loadedEtcd is an etcd server in a directory of its own, loaded with a
+// keyspace.
+type loadedEtcd struct {
+	dir, ep, version string
+	// ns is a namespace of the keyspace, for the --namespace rows.
+	ns    string
+	cli   *clientv3.Client
+	close func()
+}
+
+// loadEtcd starts the etcd release tool names (its module and tool) in a
+// new directory and loads spec into it.
+func loadEtcd(ctx context.Context, tool [2]string, spec loadSpec) (*loadedEtcd, error) {
 	etcdBin, err := goOut(tool[0], "tool", "-n", tool[1])
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	etcdctl, err := goOut("e2e/tools/etcd", "tool", "-n", "etcdctl")
+	dir, err := os.MkdirTemp("", "regghost-bench")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	ep, cli, stop, err := startEtcd(ctx, etcdBin, filepath.Join(tmp, "data"))
+	ep, cli, stop, err := startEtcd(ctx, etcdBin, filepath.Join(dir, "data"))
 	if err != nil {
-		return "", err
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	defer stop()
+	e := &loadedEtcd{dir: dir, ep: ep, cli: cli, close: func() { stop(); os.RemoveAll(dir) }}
 	start := time.Now()
-	ns, err := load(ctx, cli, loadSpec{keys: keys, namespaces: namespaces, ghosts: ghosts})
-	if err != nil {
-		return "", fmt.Errorf("load: %w", err)
+	if e.ns, err = load(ctx, cli, spec); err != nil {
+		e.close()
+		return nil, fmt.Errorf("load: %w", err)
 	}
 	st, err := cli.Status(ctx, ep)
 	if err != nil {
-		return "", fmt.Errorf("status: %w", err)
+		e.close()
+		return nil, fmt.Errorf("status: %w", err)
 	}
-	fmt.Printf("loaded %d keys (%d namespaces, %d ghosts) in %s; etcd db %d MiB\n", keys, namespaces, ghosts, time.Since(start).Round(time.Millisecond), st.DbSize>>20)
+	e.version = st.Version
+	fmt.Printf("loaded %d keys (%d namespaces, %d ghosts, %d bytes of padding each) in %s; etcd %s db %d MiB\n", spec.keys, spec.namespaces, spec.ghosts,
+		spec.pad, time.Since(start).Round(time.Millisecond), st.Version, st.DbSize>>20)
+	return e, nil
+}
+
+func runOn(tool [2]string, t tools, spec loadSpec, pageSize int) (string, error) {
+	ctx := context.Background()
+	e, err := loadEtcd(ctx, tool, spec)
+	if err != nil {
+		return "", err
+	}
+	defer e.close()
+	cli, ep, ns := e.cli, e.ep, e.ns
+	regghost, jsondecode, etcdctl := t.regghost, t.jsondecode, t.etcdctl
 
 	if serve {
 		fmt.Printf("serving the loaded etcd at %s until interrupted\n", ep)
@@ -168,7 +198,7 @@ func runOn(tool [2]string, regghost, jsondecode string, keys, namespaces, ghosts
 	for _, r := range runs {
 		// Before 3.7 there is no RangeStream: every scan pages, and the
 		// --stream=false row would measure the unpaced one again.
-		if strings.Contains(r.name, "--stream=false") && !strings.HasPrefix(st.Version, "3.7") {
+		if strings.Contains(r.name, "--stream=false") && !strings.HasPrefix(e.version, "3.7") {
 			continue
 		}
 		if only != "" && !strings.Contains(r.name, only) && !strings.HasPrefix(r.name, "etcdctl get --prefix --keys-only") && !strings.Contains(r.name, "dump alone") {
@@ -182,14 +212,14 @@ func runOn(tool [2]string, regghost, jsondecode string, keys, namespaces, ghosts
 		fmt.Printf("  %-45s %8s  rss %5d MiB  ranges %7.0f  sent %6.0f MiB  probe p99 %s\n", res.name, res.wall.Round(time.Millisecond),
 			res.maxRSSKiB>>10, res.ranges, res.sentBytes/(1<<20), res.probeP99)
 	}
-	table := render(st.Version, keys, idle, results)
+	table := render(e.version, spec.keys, idle, results)
 	fmt.Print(table)
 	if offline && tool[1] == "etcd" {
-		t, err := offlineTable(ctx, cli, etcdctl, regghost, tmp, ep, ns, keys, "Offline, the same keyspace")
+		off, err := offlineTable(ctx, e, t, spec.keys, "Offline, the same keyspace")
 		if err != nil {
 			return "", err
 		}
-		table += t
+		table += off
 	}
 	return table, nil
 }
@@ -197,76 +227,56 @@ func runOn(tool [2]string, regghost, jsondecode string, keys, namespaces, ghosts
 // offlineTable saves a snapshot of the loaded etcd (A), deletes one
 // namespace's keys and saves another (B), and measures the db-file
 // commands on them.
-func offlineTable(ctx context.Context, cli *clientv3.Client, etcdctl, regghost, tmp, ep, ns string, keys int, title string) (string, error) {
-	etcdutl, err := goOut("e2e/tools/etcd", "tool", "-n", "etcdutl")
-	if err != nil {
+func offlineTable(ctx context.Context, e *loadedEtcd, t tools, keys int, title string) (string, error) {
+	a, b := filepath.Join(e.dir, "a.db"), filepath.Join(e.dir, "b.db")
+	save := func(path string) error {
+		if err := exec.Command(t.etcdctl, "--endpoints", e.ep, "--command-timeout", "30m", "snapshot", "save", path).Run(); err != nil {
+			return fmt.Errorf("snapshot save %s: %w", path, err)
+		}
+		return nil
+	}
+	if err := save(a); err != nil {
 		return "", err
 	}
-	a, b := filepath.Join(tmp, "a.db"), filepath.Join(tmp, "b.db")
-	if err := exec.Command(etcdctl, "--endpoints", ep, "--command-timeout", "30m", "snapshot", "save", a).Run(); err != nil {
-		return "", fmt.Errorf("snapshot save: %w", err)
-	}
 	gone := "team-0003"
-	for _, m := range append(mix, struct {
-		resource string
-		percent  int
-	}{"namespaces", 0}) {
-		prefix := "/registry/" + m.resource + "/" + gone + "/"
-		if m.resource == "namespaces" {
-			prefix = "/registry/namespaces/" + gone
-		}
-		if _, err := cli.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+	prefixes := []string{"/registry/namespaces/" + gone}
+	for _, m := range mix {
+		prefixes = append(prefixes, "/registry/"+m.resource+"/"+gone+"/")
+	}
+	for _, prefix := range prefixes {
+		if _, err := e.cli.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
 			return "", fmt.Errorf("delete %s: %w", prefix, err)
 		}
 	}
-	if err := exec.Command(etcdctl, "--endpoints", ep, "--command-timeout", "30m", "snapshot", "save", b).Run(); err != nil {
-		return "", fmt.Errorf("snapshot save: %w", err)
+	if err := save(b); err != nil {
+		return "", err
 	}
 	st, err := os.Stat(a)
 	if err != nil {
 		return "", err
 	}
 	fmt.Printf("%s: snapshot %d MiB\n", title, st.Size()>>20)
-	rs, err := offlineRows(regghost, etcdutl, a, b, ns)
+	rs, err := offlineRows(t.regghost, t.etcdutl, a, b, e.ns)
 	if err != nil {
 		return "", err
 	}
-	t := renderOffline(title, st.Size(), keys, rs)
-	fmt.Print(t)
+	table := renderOffline(title, st.Size(), keys, rs)
+	fmt.Print(table)
 	os.Remove(a)
 	os.Remove(b)
-	return t, nil
+	return table, nil
 }
 
 // largeTable loads a fresh etcd 3.7 with keys objects padded to make a db
 // file of several GiB, and measures the db-file commands on its snapshot.
-func largeTable(regghost string, keys, padBytes int) (string, error) {
+func largeTable(t tools, keys, padBytes int) (string, error) {
 	ctx := context.Background()
-	tmp, err := os.MkdirTemp("", "regghost-bench-large")
+	e, err := loadEtcd(ctx, etcdTools["3.7"], loadSpec{keys: keys, namespaces: 100, ghosts: 300, pad: padBytes})
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
-	etcdBin, err := goOut("e2e/tools/etcd", "tool", "-n", "etcd")
-	if err != nil {
-		return "", err
-	}
-	etcdctl, err := goOut("e2e/tools/etcd", "tool", "-n", "etcdctl")
-	if err != nil {
-		return "", err
-	}
-	ep, cli, stop, err := startEtcd(ctx, etcdBin, filepath.Join(tmp, "data"))
-	if err != nil {
-		return "", err
-	}
-	defer stop()
-	start := time.Now()
-	ns, err := load(ctx, cli, loadSpec{keys: keys, namespaces: 100, ghosts: 300, pad: padBytes})
-	if err != nil {
-		return "", fmt.Errorf("load: %w", err)
-	}
-	fmt.Printf("loaded %d keys of about %d bytes in %s\n", keys, padBytes, time.Since(start).Round(time.Millisecond))
-	return offlineTable(ctx, cli, etcdctl, regghost, tmp, ep, ns, keys, "Offline, a large file")
+	defer e.close()
+	return offlineTable(ctx, e, t, keys, "Offline, a large file")
 }
 
 // startEtcd starts an etcd server with an 8 GiB quota and waits for it.
