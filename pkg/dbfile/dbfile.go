@@ -85,23 +85,25 @@ func (s *Store) load() error {
 	if b == nil {
 		return errors.New("no key bucket: not an etcd v3 database")
 	}
-	if _, anchor := b.Cursor().First(); len(anchor) > 0 {
-		s.m = mmap{anchor: &anchor[0]}
-		s.base = int64(uintptr(unsafe.Pointer(s.m.anchor)) - s.db.Info().Data)
+	first, anchor := b.Cursor().First()
+	if first == nil {
+		return nil // an empty keyspace
 	}
+	if len(anchor) == 0 {
+		return fmt.Errorf("revision %x holds no record", first)
+	}
+	s.m = mmap{anchor: &anchor[0]}
+	s.base = int64(uintptr(unsafe.Pointer(s.m.anchor)) - s.db.Info().Data)
 	if ix := openIndex(s.path, id); ix != nil {
 		s.idx, s.rev = ix, ix.hdr.Rev
 		return nil
 	}
-	entries, m, rev, txs, err := walk(s.db)
+	entries, rev, txs, err := walk(s.db, tx, s.m)
 	s.txs = append(s.txs, txs...)
 	if err != nil {
 		return err
 	}
 	s.entries, s.rev = entries, rev
-	if m.anchor != nil {
-		s.m, s.base = m, int64(uintptr(unsafe.Pointer(m.anchor))-s.db.Info().Data)
-	}
 	// The index is written beside the work the file was opened for.
 	s.indexed = make(chan struct{})
 	go func() {

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // Change is one key that differs between two db files.
@@ -71,20 +73,16 @@ func Diff(ctx context.Context, a, b *Store, o DiffOptions, fn func(Change) error
 			if err != nil {
 				return fmt.Errorf("first file: %w", err)
 			}
-			ch = Change{Key: string(kv.Key), Kind: "removed", RevA: kv.ModRevision, SizeA: len(kv.Value), HashA: hash(kv.Value)}
-			if o.Values {
-				ch.ValueA = kv.Value
-			}
+			ch = Change{Key: string(kv.Key), Kind: "removed"}
+			ch.setA(kv, o.Values)
 			i++
 		case cmp > 0:
 			kv, err := b.recordAt(j, false)
 			if err != nil {
 				return fmt.Errorf("second file: %w", err)
 			}
-			ch = Change{Key: string(kv.Key), Kind: "added", RevB: kv.ModRevision, SizeB: len(kv.Value), HashB: hash(kv.Value)}
-			if o.Values {
-				ch.ValueB = kv.Value
-			}
+			ch = Change{Key: string(kv.Key), Kind: "added"}
+			ch.setB(kv, o.Values)
 			j++
 		default:
 			ka, err := a.recordAt(i, false)
@@ -100,17 +98,31 @@ func Diff(ctx context.Context, a, b *Store, o DiffOptions, fn func(Change) error
 			if bytes.Equal(ka.Value, kb.Value) {
 				continue
 			}
-			ch = Change{Key: string(ka.Key), Kind: "changed", RevA: ka.ModRevision, RevB: kb.ModRevision,
-				SizeA: len(ka.Value), SizeB: len(kb.Value), HashA: hash(ka.Value), HashB: hash(kb.Value)}
-			if o.Values {
-				ch.ValueA, ch.ValueB = ka.Value, kb.Value
-			}
+			ch = Change{Key: string(ka.Key), Kind: "changed"}
+			ch.setA(ka, o.Values)
+			ch.setB(kb, o.Values)
 		}
 		if err := fn(ch); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// setA records the first file's side of a change.
+func (c *Change) setA(kv *mvccpb.KeyValue, values bool) {
+	c.RevA, c.SizeA, c.HashA = kv.ModRevision, len(kv.Value), hash(kv.Value)
+	if values {
+		c.ValueA = kv.Value
+	}
+}
+
+// setB records the second file's side of a change.
+func (c *Change) setB(kv *mvccpb.KeyValue, values bool) {
+	c.RevB, c.SizeB, c.HashB = kv.ModRevision, len(kv.Value), hash(kv.Value)
+	if values {
+		c.ValueB = kv.Value
+	}
 }
 
 // hash is the first 16 hex digits of a value's sha256.

@@ -189,10 +189,13 @@ func writeIndex(path string, id identity, rev int64, m mmap, base int64, entries
 	return err
 }
 
+// blobEntrySize is the size of an entry in the index's blob.
+func blobEntrySize(e entry) uint64 { return 4 + uint64(e.keyLen) + 12 }
+
 func encodeIndex(w io.Writer, id identity, rev int64, m mmap, base int64, entries []entry) error {
 	var blobSize uint64
 	for _, e := range entries {
-		blobSize += 4 + uint64(e.keyLen) + 12
+		blobSize += blobEntrySize(e)
 	}
 	h := indexHeader{DBSize: uint64(id.size), ModTime: id.modTime, Inode: id.inode, TxID: id.txid, Rev: rev,
 		Count: uint64(len(entries)), BlobSize: blobSize}
@@ -209,7 +212,7 @@ func encodeIndex(w io.Writer, id identity, rev int64, m mmap, base int64, entrie
 		if _, err := w.Write(b[:8]); err != nil {
 			return err
 		}
-		off += 4 + uint64(e.keyLen) + 12
+		off += blobEntrySize(e)
 	}
 	for _, e := range entries {
 		binary.LittleEndian.PutUint32(b[:4], e.keyLen)

@@ -54,29 +54,19 @@ const chunk = 1 << 16
 // keys and records stay in the memory map. The bucket is split by revision
 // into one part per core, walked at once; each part is sorted by key in
 // chunks keeping each key's newest revision, and the chunks and parts are
-// merged with later ones winning. The transactions stay open: the entries
-// point into their memory.
-func walk(db *bolt.DB) ([]entry, mmap, int64, []*bolt.Tx, error) {
-	tx, err := db.Begin(false)
-	if err != nil {
-		return nil, mmap{}, 0, nil, err
-	}
-	b := tx.Bucket(schema.Key.Name())
-	if b == nil {
-		tx.Rollback()
-		return nil, mmap{}, 0, nil, fmt.Errorf("no key bucket: not an etcd v3 database")
-	}
-	c := b.Cursor()
-	first, anchor := c.First()
+// merged with later ones winning. tx, the caller's, walks the first part;
+// the transactions walk opens for the others are returned, open: the
+// entries point into their memory, resolved by m.
+func walk(db *bolt.DB, tx *bolt.Tx, m mmap) ([]entry, int64, []*bolt.Tx, error) {
+	c := tx.Bucket(schema.Key.Name()).Cursor()
+	first, _ := c.First()
 	last, _ := c.Last()
 	if first == nil {
-		return nil, mmap{}, 0, []*bolt.Tx{tx}, nil
+		return nil, 0, nil, nil
 	}
-	if len(first) < 17 || len(last) < 17 || len(anchor) == 0 {
-		tx.Rollback()
-		return nil, mmap{}, 0, nil, fmt.Errorf("key bucket holds %x, not a revision", first)
+	if len(first) < 17 || len(last) < 17 {
+		return nil, 0, nil, fmt.Errorf("key bucket holds %x, not a revision", first)
 	}
-	m := mmap{anchor: &anchor[0]}
 	lo, hi := mvcc.BytesToRev(first).Main, mvcc.BytesToRev(last).Main
 	n := min(runtime.GOMAXPROCS(0), maxWalkers)
 	if hi-lo < 1024 {
@@ -91,8 +81,8 @@ func walk(db *bolt.DB) ([]entry, mmap, int64, []*bolt.Tx, error) {
 	for i := 1; i < n; i++ {
 		t, err := db.Begin(false)
 		if err != nil {
-			rollback(txs)
-			return nil, mmap{}, 0, nil, err
+			rollback(txs[1:])
+			return nil, 0, nil, err
 		}
 		txs = append(txs, t)
 	}
@@ -116,8 +106,8 @@ func walk(db *bolt.DB) ([]entry, mmap, int64, []*bolt.Tx, error) {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			rollback(txs)
-			return nil, mmap{}, 0, nil, err
+			rollback(txs[1:])
+			return nil, 0, nil, err
 		}
 	}
 	live := mergeAll(m, parts)
@@ -129,7 +119,7 @@ func walk(db *bolt.DB) ([]entry, mmap, int64, []*bolt.Tx, error) {
 			out = append(out, e)
 		}
 	}
-	return slices.Clip(out), m, hi, txs, nil
+	return slices.Clip(out), hi, txs[1:], nil
 }
 
 // walkPart reads the revisions in [from, to) and returns, sorted by key,
