@@ -99,15 +99,24 @@ func (c *cluster) createCR(t *testing.T, group, plural, kind, ns, name string) {
 func (c *cluster) forceDelete(t *testing.T, key string) {
 	t.Helper()
 	// A delete compared on the key's mod revision, with a get when the
-	// compare fails: the shape kine serves too.
-	before, err := c.etcd.Get(context.Background(), key)
-	mustNoErr(t, "read "+key, err)
-	if len(before.Kvs) != 1 {
-		t.Fatalf("delete %s: no such key", key)
+	// compare fails: the shape kine serves too. A controller may write the
+	// key in between (the PV controller does): then it is read again.
+	for attempt := 0; ; attempt++ {
+		resp, err := c.etcd.Get(context.Background(), key)
+		mustNoErr(t, "read "+key, err)
+		if len(resp.Kvs) != 1 {
+			t.Fatalf("delete %s: no such key", key)
+		}
+		txn, err := c.etcd.Txn(context.Background()).If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)).
+			Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key)).Commit()
+		mustNoErr(t, "delete "+key, err)
+		if txn.Succeeded {
+			break
+		}
+		if attempt == 20 {
+			t.Fatalf("delete %s: written again at every one of %d attempts", key, attempt+1)
+		}
 	}
-	_, err = c.etcd.Txn(context.Background()).If(clientv3.Compare(clientv3.ModRevision(key), "=", before.Kvs[0].ModRevision)).
-		Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key)).Commit()
-	mustNoErr(t, "delete "+key, err)
 	if after, err := c.etcd.Get(context.Background(), key); err != nil || len(after.Kvs) != 0 {
 		t.Fatalf("delete %s: still there (%v)", key, err)
 	}
