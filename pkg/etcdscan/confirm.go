@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
 )
@@ -227,22 +229,50 @@ func (s *scan) checkSameCluster(ctx context.Context) error {
 	if s.opts.API == nil {
 		return nil
 	}
-	kv, err := s.store.Get(ctx, s.opts.Prefix+"namespaces/kube-system")
+	key := s.opts.Prefix + "namespaces/kube-system"
+	kv, err := s.store.Get(ctx, key)
 	if err != nil || kv == nil {
 		return err
 	}
-	stored, err := decode.Meta(kv.Value)
-	if err != nil || stored.Encryption != nil || stored.Meta.UID == "" {
-		return nil
-	}
 	live, err := s.opts.API.Get(ctx, namespacesResource, "", "kube-system")
-	if err != nil || live.UID == stored.Meta.UID {
+	if err != nil {
 		return nil
 	}
-	s.opts.APIUnavailable = fmt.Sprintf("the API server at %s belongs to another cluster: its kube-system namespace has uid %s, this etcd's has uid %s (check --kubeconfig and --context)",
-		s.opts.API.Address(), live.UID, stored.Meta.UID)
+	storedUID, readable := s.kubeSystemUID(ctx, key, kv.Value)
+	switch {
+	case readable && string(live.UID) == storedUID:
+		return nil
+	case readable:
+		s.opts.APIUnavailable = fmt.Sprintf("the API server at %s belongs to another cluster: its kube-system namespace has uid %s, this etcd's has uid %s (check --kubeconfig and --context)",
+			s.opts.API.Address(), live.UID, storedUID)
+	case live.ResourceVersion == fmt.Sprint(kv.ModRevision):
+		// The value cannot be read here, but the API server's
+		// resourceVersion is this key's mod revision: it reads this etcd.
+		return nil
+	default:
+		s.opts.APIUnavailable = fmt.Sprintf("the API server at %s cannot be matched to this etcd: kube-system is encrypted and cannot be read here (pass --encryption-provider-config), and its resourceVersion %s is not the key's mod revision %d (check --kubeconfig and --context)",
+			s.opts.API.Address(), live.ResourceVersion, kv.ModRevision)
+	}
 	s.opts.API, s.opts.Served = nil, nil
+	s.types.Served = nil
 	s.verdicts = map[string]typeVerdict{}
 	s.rep.Catalog = catalogSource(s.opts)
 	return nil
+}
+
+// kubeSystemUID reads the UID stored in the kube-system namespace's value,
+// decrypting it with --encryption-provider-config when it is encrypted.
+func (s *scan) kubeSystemUID(ctx context.Context, key string, value []byte) (string, bool) {
+	obj, err := decode.Meta(value)
+	if err == nil && obj.Encryption != nil && s.opts.Decrypter != nil {
+		plain, derr := s.opts.Decrypter.Decrypt(ctx, key, schema.GroupResource{Resource: "namespaces"}, value)
+		if derr != nil {
+			return "", false
+		}
+		obj, err = decode.Meta(plain)
+	}
+	if err != nil || obj.Encryption != nil || obj.Meta.UID == "" {
+		return "", false
+	}
+	return string(obj.Meta.UID), true
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/resolve"
 )
 
 // APIChecker is the API server as a witness. *apiview.View implements it.
@@ -158,10 +159,9 @@ type scan struct {
 	terminatingNS []terminatingNamespace
 	// confirm are findings the API server is asked about at the end.
 	confirm []confirmation
-	// crds are the CRD keys in etcd by the storage prefix they define.
-	crds map[string]storedCRD
-	// aggregated maps API groups served by aggregated API servers to why.
-	aggregated map[string]string
+	// types is the shared resolver: the CRD and APIService keys in etcd,
+	// discovery and the release catalog.
+	types *resolve.Resolver
 	// verdicts caches resolve.
 	verdicts map[string]typeVerdict
 	// holdsNamespaces is false when the keyspace has no default namespace:

@@ -6,12 +6,11 @@ import (
 	"sort"
 	"strings"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/regghost/regghost/pkg/catalog"
-	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/resolve"
 )
 
 // typeState is what the witnesses know about the type stored under a prefix.
@@ -44,56 +43,22 @@ type typeVerdict struct {
 	crdName string
 }
 
-// storedCRD is a CustomResourceDefinition key found in etcd.
-type storedCRD struct {
-	name string
-	// crd is nil when the value could not be decoded (encrypted, damaged):
-	// the key alone still proves the type exists.
-	crd *apiextensionsv1.CustomResourceDefinition
-}
-
-// loadTypes reads the CRD and APIService keys: the etcd witness of which
-// custom types exist and which groups aggregated API servers own.
+// loadTypes reads the CRD and APIService keys through the shared resolver:
+// the etcd witness of which custom types exist and which groups aggregated
+// API servers own.
 func (s *scan) loadTypes(ctx context.Context) error {
-	s.crds = map[string]storedCRD{}
-	s.aggregated = map[string]string{}
 	s.verdicts = map[string]typeVerdict{}
-	reg := s.opts.Prefix
-	start := reg + "apiextensions.k8s.io/customresourcedefinitions/"
-	err := s.store.Range(ctx, start, PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
-		name := string(kv.Key[len(start):])
-		r, ok := catalog.CustomFromCRDName(name)
-		if !ok {
-			return nil
-		}
-		sc := storedCRD{name: name}
-		if crd, err := decode.CRD(kv.Value); err == nil {
-			sc.crd = crd
-			r = catalog.Resource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Custom: true}
-		}
-		s.crds[r.Prefix()] = sc
-		return nil
-	})
+	var dec resolve.Decrypter
+	if s.opts.Decrypter != nil {
+		dec = s.opts.Decrypter
+	}
+	types, err := resolve.Load(ctx, s.store, s.opts.Prefix, s.opts.Served, dec)
 	if err != nil {
 		return err
 	}
-	start = reg + "apiregistration.k8s.io/apiservices/"
-	return s.store.Range(ctx, start, PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
-		as, err := decode.APIService(kv.Value)
-		if err != nil {
-			// Whose it is cannot be told: its group is left alone.
-			name := string(kv.Key[len(start):])
-			if _, group, ok := strings.Cut(name, "."); ok {
-				s.aggregated[group] = fmt.Sprintf("APIService %s cannot be read here (%v)", name, err)
-			}
-			return nil
-		}
-		if as.Spec.Service == nil || as.Spec.Group == "" {
-			return nil
-		}
-		s.aggregated[as.Spec.Group] = fmt.Sprintf("APIService %s is served by service %s/%s", as.Name, as.Spec.Service.Namespace, as.Spec.Service.Name)
-		return nil
-	})
+	types.Release = s.opts.Release
+	s.types = types
+	return nil
 }
 
 // resolve decides what is stored under a storage prefix, from the API
@@ -118,16 +83,16 @@ func (s *scan) resolveUncached(prefix string) typeVerdict {
 	release := s.opts.Release
 	if group, dotted := catalog.GroupOfPrefix(prefix); dotted {
 		crdName := prefix[len(group)+1:] + "." + group
-		if c, ok := s.crds[prefix]; ok {
-			v := typeVerdict{state: typeServed, source: "crd", resources: []catalog.Resource{crdResource(c)}, crdName: c.name}
+		if c, ok := s.types.CRDs[prefix]; ok {
+			v := typeVerdict{state: typeServed, source: "crd", resources: []catalog.Resource{c.Resource()}, crdName: c.Name}
 			if served != nil {
 				v.state = typeUnservedNow
-				v.why = fmt.Sprintf("CustomResourceDefinition %s exists in etcd but the API server does not serve it%s", c.name, crdNotServing(c.crd))
+				v.why = fmt.Sprintf("CustomResourceDefinition %s exists in etcd but the API server does not serve it%s", c.Name, crdNotServing(c.Object))
 			}
 			return v
 		}
 		if _, ok := release.Lookup(prefix); !ok {
-			if why, ok := s.aggregated[group]; ok {
+			if why, ok := s.types.Aggregated[group]; ok {
 				return typeVerdict{state: typeForeign, why: "group " + group + " belongs to an aggregated API server (" + why + ")"}
 			}
 			if served != nil && served.GroupFailed(group) {
@@ -154,23 +119,6 @@ func (s *scan) resolveUncached(prefix string) typeVerdict {
 	return typeVerdict{state: typeMissing,
 		why: fmt.Sprintf("nothing kube-apiserver %s can serve stores under %s%s/, and custom resources never store under an undotted prefix (a removed API, or a newer kube-apiserver's)",
 			catalog.ReleaseVersion(), s.opts.Prefix, prefix)}
-}
-
-// crdResource is the resource a stored CRD defines; kind and scope are
-// known only when it decoded.
-func crdResource(c storedCRD) catalog.Resource {
-	r, _ := catalog.CustomFromCRDName(c.name)
-	if c.crd == nil {
-		return r
-	}
-	r.Group, r.Resource, r.Kind = c.crd.Spec.Group, c.crd.Spec.Names.Plural, c.crd.Spec.Names.Kind
-	r.Namespaced = c.crd.Spec.Scope == apiextensionsv1.NamespaceScoped
-	for _, v := range c.crd.Spec.Versions {
-		if v.Storage {
-			r.Version = v.Name
-		}
-	}
-	return r
 }
 
 // crdNotServing says why a stored CRD is not served, from its own status.
@@ -204,20 +152,7 @@ func crdNotServing(crd *apiextensionsv1.CustomResourceDefinition) string {
 // forKind finds the resource of a group and kind (an owner reference's),
 // from discovery, the release catalog or the CRDs in etcd.
 func (s *scan) forKind(group, kind string) (catalog.Resource, bool) {
-	if s.opts.Served != nil {
-		if r, ok := s.opts.Served.ForKind(group, kind); ok {
-			return r, true
-		}
-	}
-	if r, ok := s.opts.Release.ForKind(group, kind); ok {
-		return r, true
-	}
-	for _, c := range s.crds {
-		if r := crdResource(c); r.Group == group && r.Kind == kind {
-			return r, true
-		}
-	}
-	return catalog.Resource{}, false
+	return s.types.ForKind(group, kind)
 }
 
 // serverNewer reports whether the API server is a newer release than the

@@ -45,9 +45,9 @@ func (s *scan) checkStoredVersion(f *Finding, prefix, apiVersion, kind string) {
 	if err != nil {
 		return
 	}
-	if c, ok := s.crds[prefix]; ok {
-		if c.crd != nil && c.crd.Spec.Group == gv.Group {
-			if reason := crdVersionProblem(c.crd, gv.Version, f.Resource); reason != "" {
+	if c, ok := s.types.CRDs[prefix]; ok {
+		if c.Object != nil && c.Object.Spec.Group == gv.Group {
+			if reason := crdVersionProblem(c.Object, gv.Version, f.Resource); reason != "" {
 				f.add(ClassStoredVersion, reason)
 			}
 		}
@@ -114,10 +114,10 @@ func crdVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 func (s *scan) finishVersions() {
 	for resource, stored := range s.census {
 		v := StoredVersions{Resource: resource, Stored: stored}
-		for _, c := range s.crds {
-			if c.crd != nil && crdResource(c).GroupResource() == resource {
-				v.CRDVersions = crdVersions(c.crd)
-				v.CRDStoredVersions = c.crd.Status.StoredVersions
+		for _, c := range s.types.CRDs {
+			if c.Object != nil && c.Resource().GroupResource() == resource {
+				v.CRDVersions = crdVersions(c.Object)
+				v.CRDStoredVersions = c.Object.Status.StoredVersions
 			}
 		}
 		s.rep.Versions = append(s.rep.Versions, v)

@@ -18,6 +18,8 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/resolve"
 )
 
 // Decrypter decrypts values encrypted at rest (*decrypt.Decrypter).
@@ -31,18 +33,32 @@ type APIReader interface {
 	Object(ctx context.Context, r catalog.Resource, namespace, name string) (*unstructured.Unstructured, error)
 }
 
-// Readers are the ways to read a value regghost cannot decode by itself;
-// either may be nil.
+// Readers are the ways to read a value regghost cannot decode by itself,
+// and the API server's discovery; any may be nil.
 type Readers struct {
 	Decrypter Decrypter
 	API       APIReader
+	// Served is the API server's discovery, for the shared resolver.
+	Served *catalog.Catalog
 }
 
 // Analyze works out, from the keyspace in store (and the API server where it
 // answers, for values encrypted with keys regghost lacks), what deleting
 // each target sets in motion.
 func Analyze(ctx context.Context, store etcdscan.Store, registry string, targets []etcdscan.Finding, readers Readers) (*Report, error) {
-	a := &analysis{ctx: ctx, store: store, registry: registry, readers: readers, rep: &Report{Effects: map[string][]Effect{}},
+	var dec resolve.Decrypter
+	if readers.Decrypter != nil {
+		dec = readers.Decrypter
+	}
+	types, err := resolve.Load(ctx, store, registry, readers.Served, dec)
+	if err != nil {
+		return nil, err
+	}
+	reader := &objread.Reader{Registry: registry, Types: types, Decrypter: dec}
+	if readers.API != nil {
+		reader.API = readers.API
+	}
+	a := &analysis{ctx: ctx, store: store, registry: registry, types: types, reader: reader, rep: &Report{Effects: map[string][]Effect{}},
 		targets: map[string]bool{}, byUID: map[string]string{}, byName: map[ownerID]string{}}
 	for _, t := range targets {
 		a.targets[t.Key] = true
@@ -56,12 +72,14 @@ func Analyze(ctx context.Context, store etcdscan.Store, registry string, targets
 		}
 		if uid == "" {
 			// An owner whose value cannot be read is recognised by its
-			// dependents' references: group, kind and name.
+			// dependents' references: group, kind and name. The kind of a
+			// custom resource comes from its CRD key; when that cannot be
+			// read either, any kind of the group matches (kind "").
 			k, err := etcdscan.ParseKey(registry, t.Key)
-			r := catalog.Release().ResourceFor(k.Prefix)
-			if err != nil || r.Kind == "" {
+			if err != nil {
 				continue
 			}
+			r, _ := a.types.Resource(k.Prefix)
 			a.byName[ownerID{group: r.Group, kind: r.Kind, namespace: k.Namespace, name: k.Name}] = t.Key
 		} else {
 			a.byUID[uid] = t.Key
@@ -84,14 +102,19 @@ type analysis struct {
 	ctx      context.Context
 	store    etcdscan.Store
 	registry string
-	readers  Readers
-	rep      *Report
-	targets  map[string]bool
+	// types is the shared resolver; reader reads every value whose fields
+	// a decision needs.
+	types   *resolve.Resolver
+	reader  *objread.Reader
+	rep     *Report
+	targets map[string]bool
 	// byUID maps each target's UID to its key; byName the targets whose
 	// value cannot be read, by what an ownerReference to them says.
 	byUID  map[string]string
 	byName map[ownerID]string
 	pvs    []storedPV
+	// unreadablePVs are the PersistentVolumes nobody here could read, with why.
+	unreadablePVs []string
 	// pvsLoaded is set once the PersistentVolumes were read.
 	pvsLoaded bool
 }
@@ -108,12 +131,12 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 	if err != nil {
 		return "", nil
 	}
-	obj, err := a.read(k, kv.Value)
+	obj, err := a.reader.Read(a.ctx, t.Key, kv.Value)
 	if err != nil {
 		// A claim is found from its volume's claimRef, readable or not: the
 		// PV controller releases the volume of a claim it cannot find.
 		if k.Prefix == "persistentvolumeclaims" {
-			if err := a.claim(t.Key, k.Namespace, k.Name, ""); err != nil {
+			if err := a.claim(t.Key, k.Namespace, k.Name, "", ""); err != nil {
 				return "", err
 			}
 		}
@@ -123,7 +146,7 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 			return "", nil
 		}
 		a.add(t.Key, Effect{Kind: Unknown, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(Unknown),
-			Summary: "its value cannot be read here (" + oneLine(err) + "), so what its deletion sets in motion is unknown; pass --encryption-provider-config, or let the API server answer"})
+			Summary: "what its deletion sets in motion is unknown: " + oneLine(err) + "; pass --encryption-provider-config, or let the API server answer"})
 		return "", nil
 	}
 	m, err := metaOf(obj)
@@ -136,10 +159,24 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 	if fins := m.GetFinalizers(); len(fins) > 0 {
 		a.add(t.Key, Effect{Kind: FinalizersSkipped, Objects: fins,
 			Summary: fmt.Sprintf("finalizers [%s] never run: the cleanup they guard is skipped (a restore brings them back)", strings.Join(fins, ", "))})
+		for _, e := range deleteEffects(fins) {
+			a.add(t.Key, e)
+		}
+	}
+	has := func(kind Kind) bool {
+		for _, e := range a.rep.Effects[t.Key] {
+			if e.Kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+		a.objectEffects(t.Key, k.Prefix, u, has)
 	}
 	switch o := obj.(type) {
 	case *corev1.PersistentVolumeClaim:
-		if err := a.claim(t.Key, o.Namespace, o.Name, string(o.UID)); err != nil {
+		if err := a.claim(t.Key, o.Namespace, o.Name, string(o.UID), o.Spec.VolumeName); err != nil {
 			return "", err
 		}
 	case *corev1.Pod:
@@ -151,7 +188,7 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 			return "", err
 		}
 	case *corev1.Service:
-		if o.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		if o.Spec.Type == corev1.ServiceTypeLoadBalancer && !has(LoadBalancerDeleted) && !has(LoadBalancerLeaked) {
 			ing := ""
 			for _, i := range o.Status.LoadBalancer.Ingress {
 				ing += " " + i.IP + i.Hostname
@@ -205,7 +242,7 @@ func (a *analysis) liveController(key, ns string, refs []metav1.OwnerReference) 
 		if err != nil {
 			continue
 		}
-		res, ok := catalog.Release().ForKind(gv.Group, r.Kind)
+		res, ok := a.types.ForKind(gv.Group, r.Kind)
 		if !ok {
 			continue
 		}
@@ -254,43 +291,23 @@ func (a *analysis) protectedClaims(key string, pod *corev1.Pod) error {
 		if err != nil || kv == nil {
 			return err
 		}
-		obj, _, err := decode.Typed(kv.Value)
+		obj, err := a.reader.Read(a.ctx, claimKey, kv.Value)
+		if err != nil {
+			a.add(key, Effect{Kind: Unknown, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(Unknown), Objects: []string{claimKey},
+				Summary: "this pod uses claim " + v.PersistentVolumeClaim.ClaimName + ", and whether deleting the pod lets it (and its volume) go is unknown: " + oneLine(err)})
+			continue
+		}
 		pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-		if err != nil || !ok || pvc.DeletionTimestamp == nil {
+		if !ok || pvc.DeletionTimestamp == nil {
 			continue
 		}
 		a.add(key, Effect{Kind: ControllerActs, Objects: []string{claimKey},
 			Summary: "claim " + pvc.Name + " is Terminating and held only by pvc-protection while this pod uses it: deleting the pod lets the claim go"})
-		if err := a.claim(key, pvc.Namespace, pvc.Name, string(pvc.UID)); err != nil {
+		if err := a.claim(key, pvc.Namespace, pvc.Name, string(pvc.UID), pvc.Spec.VolumeName); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// read decodes a stored value. An encrypted one is decrypted with
-// --encryption-provider-config, or else read through the API server.
-func (a *analysis) read(k etcdscan.Key, value []byte) (runtime.Object, error) {
-	obj, meta, err := decode.Typed(value)
-	if err == nil || meta == nil || meta.Encryption == nil {
-		return obj, err
-	}
-	r := catalog.Release().ResourceFor(k.Prefix)
-	if d := a.readers.Decrypter; d != nil {
-		key := etcdscan.ObjectKey(a.registry, k.Prefix, k.Namespace, k.Name)
-		if plain, derr := d.Decrypt(a.ctx, key, schema.GroupResource{Group: r.Group, Resource: r.Resource}, value); derr == nil {
-			obj, _, err = decode.Typed(plain)
-			return obj, err
-		}
-	}
-	if api := a.readers.API; api != nil && r.Version != "" {
-		u, aerr := api.Object(a.ctx, r, k.Namespace, k.Name)
-		if aerr == nil {
-			return decode.FromUnstructured(u)
-		}
-		err = fmt.Errorf("%w; the API server cannot read it either: %v", err, aerr)
-	}
-	return nil, err
 }
 
 func metaOf(obj runtime.Object) (metav1.Object, error) {
@@ -312,41 +329,72 @@ type storedPV struct {
 }
 
 // claim records what deleting a PersistentVolumeClaim does to the volume
-// bound to it (by the PV's claimRef; uid is empty when the claim could not
-// be read).
-func (a *analysis) claim(key, ns, name, uid string) error {
+// bound to it: the PV whose claimRef names it (uid is empty when the claim
+// could not be read), or the PV it names (volume). A volume that cannot be
+// read makes the effect unknown, never nothing.
+func (a *analysis) claim(key, ns, name, uid, volume string) error {
 	if err := a.loadPVs(); err != nil {
 		return err
 	}
+	found := false
 	for _, p := range a.pvs {
 		ref := p.pv.Spec.ClaimRef
-		if ref == nil || ref.Namespace != ns || ref.Name != name || (uid != "" && string(ref.UID) != uid) {
+		byRef := ref != nil && ref.Namespace == ns && ref.Name == name && (uid == "" || string(ref.UID) == uid)
+		if !byRef && (volume == "" || p.pv.Name != volume) {
 			continue
 		}
-		v := &Volume{Name: p.pv.Name, Key: p.key, ModRevision: p.rev, ReclaimPolicy: string(p.pv.Spec.PersistentVolumeReclaimPolicy)}
-		if p.pv.Spec.HostPath != nil {
-			v.HostPath = p.pv.Spec.HostPath.Path
-		}
-		where := ""
-		if v.HostPath != "" {
-			where = " (" + v.HostPath + ")"
-		}
-		switch p.pv.Spec.PersistentVolumeReclaimPolicy {
-		case corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRecycle:
-			verb := "deletes"
-			if v.ReclaimPolicy == string(corev1.PersistentVolumeReclaimRecycle) {
-				verb = "scrubs"
+		found = true
+		a.volumeEffect(key, p)
+	}
+	if found || len(a.unreadablePVs) == 0 {
+		return nil
+	}
+	// The claim's volume may be among those nobody here can read.
+	unreadable := a.unreadablePVs
+	if volume != "" {
+		unreadable = nil
+		for _, u := range a.unreadablePVs {
+			if strings.HasPrefix(u, a.registry+"persistentvolumes/"+volume+" ") {
+				unreadable = append(unreadable, u)
 			}
-			a.add(key, Effect{Kind: StorageDestroyed, Irreversible: true, WayOut: RetainVolumesFlag, Objects: []string{p.key}, Volume: v,
-				Summary: fmt.Sprintf("the PersistentVolume controller releases PV %s (reclaim policy %s) and %s its storage%s", v.Name, v.ReclaimPolicy, verb, where)})
-		default:
-			a.add(key, Effect{Kind: VolumeReleased, Objects: []string{p.key}, Volume: v,
-				Summary: fmt.Sprintf("PV %s (reclaim policy %s) goes Released and keeps its data%s; a restore binds the claim to it again", v.Name, v.ReclaimPolicy, where)})
+		}
+		if len(unreadable) == 0 {
+			return nil
 		}
 	}
+	a.add(key, Effect{Kind: Unknown, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(Unknown),
+		Summary: fmt.Sprintf("whether the PersistentVolume controller destroys this claim's storage is unknown: %d PersistentVolumes cannot be read here (%s); pass --encryption-provider-config, or let the API server answer",
+			len(unreadable), strings.Join(unreadable, "; "))})
 	return nil
 }
 
+// volumeEffect records what happens to the volume p when its claim goes.
+func (a *analysis) volumeEffect(key string, p storedPV) {
+	v := &Volume{Name: p.pv.Name, Key: p.key, ModRevision: p.rev, ReclaimPolicy: string(p.pv.Spec.PersistentVolumeReclaimPolicy)}
+	if p.pv.Spec.HostPath != nil {
+		v.HostPath = p.pv.Spec.HostPath.Path
+	}
+	where := ""
+	if v.HostPath != "" {
+		where = " (" + v.HostPath + ")"
+	}
+	switch p.pv.Spec.PersistentVolumeReclaimPolicy {
+	case corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRecycle:
+		verb := "deletes"
+		if v.ReclaimPolicy == string(corev1.PersistentVolumeReclaimRecycle) {
+			verb = "scrubs"
+		}
+		a.add(key, Effect{Kind: StorageDestroyed, Irreversible: true, WayOut: RetainVolumesFlag, Objects: []string{p.key}, Volume: v,
+			Summary: fmt.Sprintf("the PersistentVolume controller releases PV %s (reclaim policy %s) and %s its storage%s", v.Name, v.ReclaimPolicy, verb, where)})
+	default:
+		a.add(key, Effect{Kind: VolumeReleased, Objects: []string{p.key}, Volume: v,
+			Summary: fmt.Sprintf("PV %s (reclaim policy %s) goes Released and keeps its data%s; a restore binds the claim to it again", v.Name, v.ReclaimPolicy, where)})
+	}
+}
+
+// loadPVs reads every PersistentVolume, through the content reader: an
+// encrypted one is decrypted or read through the API server, and one
+// nobody can read is remembered with why.
 func (a *analysis) loadPVs() error {
 	if a.pvsLoaded {
 		return nil
@@ -354,8 +402,12 @@ func (a *analysis) loadPVs() error {
 	a.pvsLoaded = true
 	start := a.registry + "persistentvolumes/"
 	return a.store.Range(a.ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
-		obj, _, err := decode.Typed(kv.Value)
-		if pv, ok := obj.(*corev1.PersistentVolume); err == nil && ok {
+		obj, err := a.reader.Read(a.ctx, string(kv.Key), kv.Value)
+		if err != nil {
+			a.unreadablePVs = append(a.unreadablePVs, string(kv.Key)+" ("+oneLine(err)+")")
+			return nil
+		}
+		if pv, ok := obj.(*corev1.PersistentVolume); ok {
 			a.pvs = append(a.pvs, storedPV{key: string(kv.Key), rev: kv.ModRevision, pv: pv})
 		}
 		return nil
@@ -386,12 +438,10 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 		key := string(kv.Key)
 		obj, err := decode.Meta(kv.Value)
 		if err == nil && obj.Encryption != nil {
-			if k, perr := etcdscan.ParseKey(a.registry, key); perr == nil {
-				var full runtime.Object
-				if full, err = a.read(k, kv.Value); err == nil {
-					if m, merr := metaOf(full); merr == nil {
-						obj.Meta = metav1.ObjectMeta{UID: m.GetUID(), OwnerReferences: m.GetOwnerReferences(), Namespace: m.GetNamespace()}
-					}
+			var full runtime.Object
+			if full, err = a.reader.Read(a.ctx, key, kv.Value); err == nil {
+				if m, merr := metaOf(full); merr == nil {
+					obj.Meta = metav1.ObjectMeta{UID: m.GetUID(), OwnerReferences: m.GetOwnerReferences(), Namespace: m.GetNamespace(), Annotations: m.GetAnnotations()}
 				}
 			}
 		}
@@ -516,8 +566,10 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 func (a *analysis) ownerByName(e owned, r metav1.OwnerReference) (string, bool) {
 	gv, _ := schema.ParseGroupVersion(r.APIVersion)
 	for _, ns := range []string{e.ns, ""} {
-		if key, ok := a.byName[ownerID{group: gv.Group, kind: r.Kind, namespace: ns, name: r.Name}]; ok {
-			return key, true
+		for _, kind := range []string{r.Kind, ""} {
+			if key, ok := a.byName[ownerID{group: gv.Group, kind: kind, namespace: ns, name: r.Name}]; ok {
+				return key, true
+			}
 		}
 	}
 	return "", false
@@ -535,11 +587,13 @@ func (a *analysis) dependentClaim(target, dependent string) error {
 	if err != nil || kv == nil {
 		return err
 	}
-	uid := ""
-	if obj, err := decode.Meta(kv.Value); err == nil {
-		uid = string(obj.Meta.UID)
+	uid, volume := "", ""
+	if obj, err := a.reader.Read(a.ctx, dependent, kv.Value); err == nil {
+		if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+			uid, volume = string(c.UID), c.Spec.VolumeName
+		}
 	}
-	return a.claim(target, k.Namespace, k.Name, uid)
+	return a.claim(target, k.Namespace, k.Name, uid, volume)
 }
 
 func contains(xs []string, x string) bool {
