@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/unstick"
 )
 
@@ -22,6 +23,9 @@ type unstickOptions struct {
 	backupDir string
 	wait      time.Duration
 	print     *printFlags
+	// acceptImpacts are --accept-impact's words; accept the kinds they name.
+	acceptImpacts []string
+	accept        []impact.Kind
 }
 
 func newUnstickCmd(g *globalOptions) *cobra.Command {
@@ -61,6 +65,13 @@ controller needs is unavailable.`,
 			if err := o.print.validate(); err != nil {
 				return err
 			}
+			for _, s := range o.acceptImpacts {
+				k, err := impact.ParseKind(s)
+				if err != nil {
+					return usageError("%s: %v", impact.AcceptImpactFlag, err)
+				}
+				o.accept = append(o.accept, k)
+			}
 			if o.wait <= 0 || o.wait >= g.etcd.CommandTimeout {
 				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.etcd.CommandTimeout, o.wait)
 			}
@@ -72,6 +83,7 @@ controller needs is unavailable.`,
 	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
+	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+acceptableKinds())
 	o.print.addFlags(c)
 	return c
 }
@@ -94,13 +106,19 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if kind != "namespace" && kind != "ns" {
 		analyse = unstick.CRD
 	}
-	var api unstick.MetaReader
+	readers := unstick.Readers{Served: served}
 	if rs.view != nil {
-		api = rs.view
+		readers.API = rs.view
 	}
-	a, err := analyse(ctx, rs.store, g.prefix, name, served, api, clock())
+	if rs.dec != nil {
+		readers.Decrypter = rs.dec
+	}
+	a, err := analyse(ctx, rs.store, g.prefix, name, readers, clock())
 	if err != nil {
 		return err
+	}
+	if len(o.accept) > 0 {
+		a.Accept(o.accept)
 	}
 	blockerRows := make([]row, len(a.Blockers))
 	for i := range a.Blockers {

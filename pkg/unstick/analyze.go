@@ -17,11 +17,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/resolve"
 )
 
 // Blocker is an object that holds the deletion back with its finalizers.
@@ -42,6 +45,11 @@ type Blocker struct {
 	// itself serves. Keep are the others, left in place.
 	Remove []string `json:"remove"`
 	Keep   []string `json:"keep,omitempty"`
+	// Irreversible are the effects outside etcd of removing finalizers in
+	// Remove whose controller (outside kube-controller-manager) is known to
+	// do something a restore cannot undo; unstick refuses them unless
+	// accepted with --accept-impact.
+	Irreversible []impact.Effect `json:"irreversible,omitempty"`
 	// Spec is set for the namespace's own spec.finalizers, removed through
 	// its finalize subresource.
 	Spec bool `json:"spec,omitempty"`
@@ -73,28 +81,73 @@ type Analysis struct {
 	// Unreadable are remaining keys whose metadata could not be read
 	// (encrypted, and the API server could not be asked).
 	Unreadable []string `json:"unreadable,omitempty"`
+	// Accepted are the irreversible effects accepted with --accept-impact.
+	Accepted []impact.Kind `json:"accepted,omitempty"`
 }
 
-// MetaReader reads an object's metadata through the API server
-// (*apiview.View), for values encrypted at rest.
-type MetaReader interface {
-	Get(ctx context.Context, r catalog.Resource, namespace, name string) (*metav1.PartialObjectMetadata, error)
+// Accept takes the effect kinds given with --accept-impact and decides again.
+func (a *Analysis) Accept(kinds []impact.Kind) {
+	a.Accepted = kinds
+	a.Next, a.Refusal = "", ""
+	a.decide()
+}
+
+// refusedEffects are the irreversible effects of removing finalizers that
+// were not accepted.
+func (a *Analysis) refusedEffects() []impact.Effect {
+	var out []impact.Effect
+	for _, b := range a.Blockers {
+		for _, e := range b.Irreversible {
+			accepted := false
+			for _, k := range a.Accepted {
+				accepted = accepted || k == e.Kind
+			}
+			if !accepted {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// Readers are how unstick reads what it decides on; any may be nil.
+type Readers struct {
+	// Served is the API server's discovery (nil when it cannot be asked).
+	Served *catalog.Catalog
+	// API reads objects through the API server (*apiview.View), for
+	// values encrypted at rest.
+	API objread.APIReader
+	// Decrypter is --encryption-provider-config.
+	Decrypter resolve.Decrypter
+}
+
+// prepare loads the shared resolver and the content reader.
+func (in Readers) prepare(ctx context.Context, store etcdscan.Store, registry string) (*objread.Reader, error) {
+	types, err := resolve.Load(ctx, store, registry, in.Served, in.Decrypter)
+	if err != nil {
+		return nil, err
+	}
+	return &objread.Reader{Registry: registry, Types: types, Decrypter: in.Decrypter, API: in.API}, nil
 }
 
 // Namespace analyses a namespace from the keyspace. served is the API
 // server's catalog (nil when it cannot be asked), failed its groups whose
 // discovery failed.
-func Namespace(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, api MetaReader, now time.Time) (*Analysis, error) {
+func Namespace(ctx context.Context, store etcdscan.Store, registry, name string, in Readers, now time.Time) (*Analysis, error) {
 	a := &Analysis{Target: "namespace " + name, Key: registry + "namespaces/" + name}
+	reader, err := in.prepare(ctx, store, registry)
+	if err != nil {
+		return nil, err
+	}
 	kv, err := store.Get(ctx, a.Key)
 	if err != nil {
 		return nil, err
 	}
 	if kv != nil {
 		a.Exists = true
-		obj, _, err := decode.Typed(kv.Value)
+		obj, err := reader.Read(ctx, a.Key, kv.Value)
 		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", a.Key, err)
+			return nil, fmt.Errorf("read %s: %w", a.Key, err)
 		}
 		ns, ok := obj.(*corev1.Namespace)
 		if !ok {
@@ -120,7 +173,7 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 	}
 	err = etcdscan.WalkNamespace(ctx, store, registry, name, false, func(kv *mvccpb.KeyValue) error {
 		a.Remaining++
-		return a.noteBlocker(ctx, registry, kv, served, api)
+		return a.noteBlocker(ctx, reader, kv)
 	})
 	if err != nil {
 		return nil, err
@@ -128,8 +181,8 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 	if a.Unavailable, err = unavailableAPIServices(ctx, store, registry); err != nil {
 		return nil, err
 	}
-	if served != nil {
-		for _, g := range served.FailedGroups() {
+	if in.Served != nil {
+		for _, g := range in.Served.FailedGroups() {
 			a.Unavailable = appendOnce(a.Unavailable, "discovery of group "+g+" fails")
 		}
 	}
@@ -141,8 +194,12 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 }
 
 // CRD analyses a CustomResourceDefinition stuck on its cleanup finalizer.
-func CRD(ctx context.Context, store etcdscan.Store, registry, name string, served *catalog.Catalog, api MetaReader, now time.Time) (*Analysis, error) {
+func CRD(ctx context.Context, store etcdscan.Store, registry, name string, in Readers, now time.Time) (*Analysis, error) {
 	a := &Analysis{Target: "customresourcedefinition " + name, Key: registry + "apiextensions.k8s.io/customresourcedefinitions/" + name}
+	reader, err := in.prepare(ctx, store, registry)
+	if err != nil {
+		return nil, err
+	}
 	kv, err := store.Get(ctx, a.Key)
 	if err != nil {
 		return nil, err
@@ -153,9 +210,13 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, serve
 	}
 	if kv != nil {
 		a.Exists = true
-		crd, err := decode.CRD(kv.Value)
+		obj, err := reader.Read(ctx, a.Key, kv.Value)
 		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", a.Key, err)
+			return nil, fmt.Errorf("read %s: %w", a.Key, err)
+		}
+		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
+			return nil, fmt.Errorf("%s holds a %T, not a CustomResourceDefinition", a.Key, obj)
 		}
 		a.Finalizers = crd.Finalizers
 		if crd.DeletionTimestamp != nil {
@@ -172,7 +233,7 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, serve
 	prefix := registry + r.Prefix() + "/"
 	err = store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), false, func(kv *mvccpb.KeyValue) error {
 		a.Remaining++
-		return a.noteBlocker(ctx, registry, kv, served, api)
+		return a.noteBlocker(ctx, reader, kv)
 	})
 	if err != nil {
 		return nil, err
@@ -185,39 +246,38 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, serve
 }
 
 // noteBlocker records a remaining object that is being deleted and has
-// finalizers. Encrypted values are read through the API server.
-func (a *Analysis) noteBlocker(ctx context.Context, registry string, kv *mvccpb.KeyValue, served *catalog.Catalog, api MetaReader) error {
-	k, err := etcdscan.ParseKey(registry, string(kv.Key))
+// finalizers. Its value is read through the content reader (decrypted, or
+// through the API server); one nobody can read is listed, and unstick
+// refuses while it is.
+func (a *Analysis) noteBlocker(ctx context.Context, reader *objread.Reader, kv *mvccpb.KeyValue) error {
+	k, err := etcdscan.ParseKey(reader.Registry, string(kv.Key))
 	if err != nil {
 		return nil
 	}
-	res := catalog.Release().ResourceFor(k.Prefix)
-	if served != nil {
-		if rs, ok := served.Lookup(k.Prefix); ok {
-			res = rs[0]
-		}
+	res, src := reader.Types.Resource(k.Prefix)
+	if reader.Types.Served != nil && src != resolve.Discovery {
+		// Not served now: there is no version to patch it through.
+		res.Version = ""
 	}
-	obj, err := decode.Meta(kv.Value)
+	obj, err := reader.Read(ctx, string(kv.Key), kv.Value)
 	if err != nil {
+		a.Unreadable = append(a.Unreadable, string(kv.Key))
 		return nil
 	}
-	meta := obj.Meta
-	if obj.Encryption != nil {
-		var m *metav1.PartialObjectMetadata
-		if api != nil && res.Version != "" {
-			m, err = api.Get(ctx, res, k.Namespace, k.Name)
-		}
-		if m == nil {
-			a.Unreadable = append(a.Unreadable, string(kv.Key))
-			return nil
-		}
-		meta = m.ObjectMeta
-	}
-	if len(meta.Finalizers) == 0 || meta.DeletionTimestamp == nil {
+	meta, err := apimeta.Accessor(obj)
+	if err != nil {
+		a.Unreadable = append(a.Unreadable, string(kv.Key))
 		return nil
 	}
-	a.Blockers = append(a.Blockers, Blocker{Key: string(kv.Key), Kind: obj.Kind, Namespace: k.Namespace, Name: k.Name,
-		Finalizers: meta.Finalizers, ModRevision: kv.ModRevision, Resource: res})
+	if len(meta.GetFinalizers()) == 0 || meta.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = res.Kind
+	}
+	a.Blockers = append(a.Blockers, Blocker{Key: string(kv.Key), Kind: kind, Namespace: k.Namespace, Name: k.Name,
+		Finalizers: meta.GetFinalizers(), ModRevision: kv.ModRevision, Resource: res})
 	return nil
 }
 
@@ -334,7 +394,7 @@ func servers(ctx context.Context, store etcdscan.Store, registry string, blocker
 	}
 	for i := range blockers {
 		b := &blockers[i]
-		b.Served, b.Remove, b.Keep = nil, nil, nil
+		b.Served, b.Remove, b.Keep, b.Irreversible = nil, nil, nil, nil
 		for _, f := range b.Finalizers {
 			if who, ok := builtinFinalizers[f]; ok {
 				b.Served = append(b.Served, f+": served by "+who+"; left in place")
@@ -342,6 +402,10 @@ func servers(ctx context.Context, store etcdscan.Store, registry string, blocker
 				continue
 			}
 			b.Remove = append(b.Remove, f)
+			if e, ok := impact.StripEffect(f); ok {
+				e.Objects = append(e.Objects, b.Key)
+				b.Irreversible = append(b.Irreversible, e)
+			}
 			domain, _, _ := strings.Cut(f, "/")
 			word, _, _ := strings.Cut(domain, ".")
 			var by []string
@@ -383,6 +447,15 @@ func (a *Analysis) decide() {
 	case len(a.Unreadable) > 0:
 		a.Next = fmt.Sprintf("%d remaining values are encrypted and the API server could not read them, so what holds the deletion is not known: %s; let the API server answer (check --kubeconfig)", len(a.Unreadable), strings.Join(a.Unreadable, ", "))
 		a.Refusal = "some remaining objects cannot be read here"
+	case a.removable() > 0 && len(a.refusedEffects()) > 0:
+		refused := a.refusedEffects()
+		var says, ways []string
+		for _, e := range refused {
+			says = append(says, e.Summary+" ("+e.Objects[len(e.Objects)-1]+")")
+			ways = appendOnce(ways, e.WayOut)
+		}
+		a.Next = "bring back the controller that serves these finalizers and let it finish, or accept what removing them leaves behind (" + strings.Join(ways, ", ") + "): " + strings.Join(says, "; ")
+		a.Refusal = refused[0].Summary + "; a restore cannot undo it (accept with " + refused[0].WayOut + ")"
 	case a.removable() > 0 && a.missingVersion() != "":
 		a.Next = "the API server does not serve " + a.missingVersion() + ", so its finalizers cannot be removed through it: make it served (or check --kubeconfig)"
 		a.Refusal = a.missingVersion() + " is not served by the API server"

@@ -5,7 +5,16 @@ import (
 	"testing"
 
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/impact"
 )
+
+// lbBlocker is a Service held by the cloud load balancer's finalizer.
+func lbBlocker() Blocker {
+	f := "service.kubernetes.io/load-balancer-cleanup"
+	e, _ := impact.StripEffect(f)
+	e.Objects = append(e.Objects, "/registry/services/specs/x/lb")
+	return Blocker{Key: "/registry/services/specs/x/lb", Remove: []string{f}, Irreversible: []impact.Effect{e}, Resource: catalog.Resource{Version: "v1", Resource: "services"}}
+}
 
 func TestDecide(t *testing.T) {
 	tests := []struct {
@@ -25,6 +34,10 @@ func TestDecide(t *testing.T) {
 			Blockers: []Blocker{{Keep: []string{"kubernetes.io/pvc-protection"}}}}, "only Kubernetes' own finalizers", "their controller"},
 		{"a blocker the API server does not serve", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1,
 			Blockers: []Blocker{{Remove: []string{"example.com/x"}, Resource: catalog.Resource{Group: "example.com", Resource: "widgets"}}}}, "not served", "make it served"},
+		{"a finalizer whose controller outside kube-controller-manager leaves something behind", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1,
+			Blockers: []Blocker{lbBlocker()}}, "accept with --accept-impact load-balancer-leaked", "bring back the controller"},
+		{"the same, accepted", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1,
+			Blockers: []Blocker{lbBlocker()}, Accepted: []impact.Kind{impact.LoadBalancerLeaked}}, "", "remove the finalizers nobody serves"},
 		{"encrypted values nobody read", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1, Unreadable: []string{"/registry/secrets/x/s"}}, "cannot be read", "encrypted"},
 		{"controller not deleting", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 2}, "deleting controller", "2 objects without finalizers remain"},
 		{"own finalizer waiting", Analysis{Target: "namespace x", Exists: true, Terminating: true, Finalizers: []string{"spec:kubernetes"}}, "own finalizer", "nothing is left under it"},
