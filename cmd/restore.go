@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +13,7 @@ import (
 )
 
 func newRestoreCmd(g *globalOptions) *cobra.Command {
-	var confirm, yes, otherCluster bool
+	var confirm, yes, otherCluster, intoRecreated bool
 	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
@@ -21,7 +22,16 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 exist now, with a transaction that compares mod_revision == 0: it never
 overwrites a key. A key that already holds the backed-up bytes is reported as
 already present, so running restore twice is safe. A key holding other bytes is
-a conflict and is left alone. BACKUP is a backup directory or its backup.json.`,
+a conflict and is left alone. BACKUP is a backup directory or its backup.json.
+
+restore never resurrects: a key is not written back into a namespace or
+CustomResourceDefinition created again since the purge (one that was absent
+when the purge deleted the key, or that was created after the purge's
+revision). Written there, the key would join another namespace or CRD of the
+same name, the resurrected incident. Such keys are reported as refused with
+the reason, and the exit code is 1; --into-recreated writes them there
+anyway. Keys whose namespace is still absent are written back as the purge
+found them (the undo). The witnesses are compared again inside each write.`,
 		Example: `  regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system
   regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system --confirm`,
 		Args: cobra.ExactArgs(1),
@@ -29,20 +39,31 @@ a conflict and is left alone. BACKUP is a backup directory or its backup.json.`,
 			if err := p.validate(); err != nil {
 				return err
 			}
-			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: otherCluster, print: p}, c.InOrStdin(), c.OutOrStdout())
+			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: otherCluster, intoRecreated: intoRecreated, print: p}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	c.Flags().BoolVar(&otherCluster, "other-cluster", false, "restore a backup taken from another etcd cluster (cluster ID)")
+	addIntoRecreatedFlag(c, &intoRecreated)
 	p.addFlags(c)
 	return c
+}
+
+// addIntoRecreatedFlag adds the flag that writes keys into a namespace or
+// CRD created again since the purge.
+func addIntoRecreatedFlag(c *cobra.Command, into *bool) {
+	c.Flags().BoolVar(into, strings.TrimPrefix(repair.IntoRecreatedFlag, "--"), false,
+		"also write back keys whose namespace or CustomResourceDefinition was created again since the purge (refused without it: they would join a namespace or CRD they never belonged to)")
 }
 
 // restoreFlags are the choices of restore and snapshot restore.
 type restoreFlags struct {
 	confirm, yes, otherCluster bool
-	print                      *printFlags
+	// intoRecreated writes keys into a namespace or CRD created again
+	// since the purge.
+	intoRecreated bool
+	print         *printFlags
 	// summary prints only the keys restore writes (or would), with the
 	// others counted: a whole snapshot holds many keys that are present.
 	summary bool
@@ -72,7 +93,8 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 			return fmt.Errorf("%w; nothing was restored", err)
 		}
 	}
-	plan, err := repair.Restore(ctx, cli, b, repair.Pacing{}, true)
+	opts := repair.RestoreOptions{DryRun: true, IntoRecreated: f.intoRecreated, Prefix: g.prefix}
+	plan, err := repair.RestoreWith(ctx, cli, b, opts)
 	if err != nil {
 		return err
 	}
@@ -92,26 +114,39 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		printResults(out, shown)
 		fmt.Fprintf(out, "%d keys present with the snapshot's bytes and %d present with other bytes are left alone.\n", count[repair.AlreadyPresent], count[repair.Conflict])
 	}
-	todo := 0
+	todo, refused := 0, 0
 	for _, r := range plan {
-		if r.Outcome == repair.WouldRestore {
+		switch r.Outcome {
+		case repair.WouldRestore:
 			todo++
+		case repair.Refused:
+			refused++
+		}
+	}
+	// refusedLine says what was refused and how to write it deliberately.
+	refusedLine := func(w io.Writer) {
+		if refused > 0 {
+			fmt.Fprintf(w, "Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.\n", refused, repair.IntoRecreatedFlag)
 		}
 	}
 	if !f.confirm || todo == 0 {
 		if err := f.print.print(out, output{doc: map[string]any{"dryRun": !f.confirm, "results": plan}, rows: resultRows(plan), human: func(w io.Writer, _, _ bool) error {
 			show(w, plan)
-			if todo == 0 {
+			switch {
+			case todo == 0 && refused > 0:
+				fmt.Fprintf(w, "Nothing to restore: every key of %s (%d) is present already, in conflict or refused. Nothing was changed.\n", path, len(b.Entries))
+			case todo == 0:
 				fmt.Fprintf(w, "Nothing to restore: every key of %s (%d) is present already or in conflict.\n", path, len(b.Entries))
-			} else {
+			default:
 				fmt.Fprintf(w, "\nDry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.\n", todo, len(b.Entries))
 			}
+			refusedLine(w)
 			return nil
 		}}); err != nil {
 			return err
 		}
 		if f.summary {
-			return nil
+			return refusedErr(plan)
 		}
 		return conflictErr(plan)
 	}
@@ -130,7 +165,8 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		return err
 	}
 	defer doneWriting()
-	results, err := repair.Restore(ctx, cli, b, repair.Pacing{Stop: stop}, false)
+	opts.DryRun, opts.Pacing = false, repair.Pacing{Stop: stop}
+	results, err := repair.RestoreWith(ctx, cli, b, opts)
 	if results != nil {
 		if aerr := repair.AppendAudit(auditDir, "restore", results); aerr != nil && err == nil {
 			err = aerr
@@ -143,12 +179,17 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		fmt.Fprintln(w)
 		show(w, results)
 		n := 0
+		refused = 0
 		for _, r := range results {
-			if r.Outcome == repair.Restored || r.Outcome == repair.RestoredWithoutVolume {
+			switch r.Outcome {
+			case repair.Restored, repair.RestoredWithoutVolume:
 				n++
+			case repair.Refused:
+				refused++
 			}
 		}
 		fmt.Fprintf(w, "Restored %d keys, byte-identical to the backup.\n", n)
+		refusedLine(w)
 		return nil
 	}}); perr != nil {
 		return perr
@@ -157,9 +198,31 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		return err
 	}
 	if f.summary {
-		return stillPresentErr(results)
+		if err := stillPresentErr(results); err != nil {
+			return err
+		}
+		return refusedErr(results)
 	}
 	return conflictErr(results)
+}
+
+// refusedErr fails a run that left keys refused by the witness rule: their
+// namespace or CRD was created again since the purge.
+func refusedErr(results []repair.Result) error {
+	n := 0
+	var first repair.Result
+	for _, r := range results {
+		if r.Outcome == repair.Refused {
+			if n == 0 {
+				first = r
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return &exitError{code: ExitError, err: fmt.Errorf("%d keys were refused, not restored (%s: %s)", n, first.Key, first.Detail)}
 }
 
 // stillPresentErr fails a run whose writes did not all stick.
@@ -173,8 +236,11 @@ func stillPresentErr(results []repair.Result) error {
 }
 
 func conflictErr(results []repair.Result) error {
+	if err := refusedErr(results); err != nil {
+		return err
+	}
 	for _, r := range results {
-		if r.Outcome == repair.Conflict || r.Outcome == repair.StillPresent {
+		if r.Outcome == repair.Conflict || r.Outcome == repair.StillPresent || r.Outcome == repair.Unverified {
 			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", r.Key, r.Detail)}
 		}
 		if r.Outcome == repair.RestoredWithoutVolume {

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -50,19 +52,33 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 }
 
 func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
-	var confirm, yes bool
+	var confirm, yes, allAbsent, intoRecreated bool
 	var prefix string
 	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore FILE",
-		Short: "Write back every key of a logical snapshot that is absent now (dry run without --confirm)",
+		Short: "Write back the keys a purge deleted from its logical snapshot, those absent now (dry run without --confirm)",
 		Long: `snapshot restore verifies a logical snapshot (what purge takes from kine, which
-has no snapshot RPC) and writes back each of its keys under --prefix that does
-not exist now, one create-if-absent transaction per key: it never overwrites a
-key. Keys that exist already are counted and left alone. etcd's own snapshot
-files are restored with etcdutl snapshot restore instead.`,
-		Example: `  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl --prefix /registry/configmaps/kb-system/
-  regghost snapshot restore snapshot.jsonl --confirm`,
+has no snapshot RPC) and writes back keys of it that do not exist now, one
+create-if-absent transaction per key: it never overwrites a key. Keys that
+exist already are counted and left alone. etcd's own snapshot files are
+restored with etcdutl snapshot restore instead.
+
+By default it writes back only the keys its purge deleted: the purge's
+verified backup.json must be beside FILE (the purge's backup directory holds
+both), and it records the witnesses that were absent when each key was
+deleted. As restore does, a key is refused when its namespace or
+CustomResourceDefinition was created again since the purge (--into-recreated
+writes it anyway).
+
+--all-absent writes back every key of the snapshot under --prefix that is
+absent now, the purge's or not, with or without the purge's backup beside it.
+That also brings back what Kubernetes deleted on purpose since the snapshot
+was taken (pods, jobs, events, objects of deleted namespaces): use it only to
+rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
+		Example: `  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl
+  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl --prefix /registry/configmaps/kb-system/ --confirm
+  regghost snapshot restore snapshot.jsonl --all-absent --confirm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := p.validate(); err != nil {
@@ -74,19 +90,29 @@ files are restored with etcdutl snapshot restore instead.`,
 			if !repair.IsLogical(args[0]) {
 				return fmt.Errorf("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path)", args[0], args[0])
 			}
-			b, err := repair.BackupFromLogical(args[0], prefix)
+			b, err := repair.BackupFromLogicalPurge(args[0], prefix, allAbsent)
+			if errors.Is(err, repair.ErrNoPurgeBackup) {
+				return fmt.Errorf("%w; by default snapshot restore writes back only the keys its purge deleted, as that backup names them; %s writes back every key of the snapshot absent now; nothing was restored", err, repair.AllAbsentFlag)
+			}
 			if err != nil {
 				return fmt.Errorf("%w; nothing was restored", err)
 			}
 			if len(b.Entries) == 0 {
-				return fmt.Errorf("%s holds no key under %q; nothing was restored", args[0], prefix)
+				what := "no key"
+				if !allAbsent {
+					what = "no key of its purge"
+				}
+				return fmt.Errorf("%s holds %s under %q; nothing was restored", args[0], what, prefix)
 			}
-			return restoreBackup(c.Context(), g, b, args[0], "", restoreFlags{confirm: confirm, yes: yes, otherCluster: true, print: p, summary: true}, c.InOrStdin(), c.OutOrStdout())
+			return restoreBackup(c.Context(), g, b, args[0], "", restoreFlags{confirm: confirm, yes: yes, otherCluster: true, intoRecreated: intoRecreated, print: p, summary: true}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	c.Flags().StringVar(&prefix, "prefix", "", "restore only the keys under this prefix (default: every key)")
+	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(repair.AllAbsentFlag, "--"), false,
+		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")
+	addIntoRecreatedFlag(c, &intoRecreated)
 	p.addFlags(c)
 	return c
 }

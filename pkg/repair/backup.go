@@ -40,7 +40,11 @@ type Entry struct {
 	Classes []string `json:"classes,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 	// Absent are the keys whose absence made it a ghost (its namespace key,
-	// its CRD key); the delete happens only while they are still absent.
+	// its CRD key); the delete happens only while they are still absent, so
+	// they are the witnesses that were absent when the key was deleted.
+	// Restore refuses to write the key while one of them exists again (it
+	// would join another namespace or CRD of that name); backups without the
+	// record are judged from the key's path (see witnessKeys).
 	Absent []string `json:"absent,omitempty"`
 	// Witnesses says who stood behind the verdict: "two", or "single (...)".
 	Witnesses string `json:"witnesses,omitempty"`
@@ -68,8 +72,8 @@ type Backup struct {
 	EntriesSHA256 string  `json:"entriesSHA256"`
 	Entries       []Entry `json:"entries"`
 	// SHA256 is the sha256 of the JSON encoding of the whole backup with
-	// this field empty: scope, cluster, snapshot and entries. Backups
-	// written before it existed have only EntriesSHA256.
+	// this field empty: scope, cluster, snapshot and entries. A backup
+	// without it is invalid: its header could have been edited unseen.
 	SHA256 string `json:"sha256,omitempty"`
 }
 
@@ -194,14 +198,15 @@ func ReadBackup(path string) (*Backup, error) {
 	if sum != b.EntriesSHA256 {
 		return nil, fmt.Errorf("%w: %s: entries checksum %s, header says %s", ErrCorruptBackup, path, sum, b.EntriesSHA256)
 	}
-	if b.SHA256 != "" {
-		whole, err := wholeSum(b)
-		if err != nil {
-			return nil, fmt.Errorf("checksum %s: %w", path, err)
-		}
-		if whole != b.SHA256 {
-			return nil, fmt.Errorf("%w: %s: its header (scope, cluster or snapshot) was changed: checksum %s, recorded %s", ErrCorruptBackup, path, whole, b.SHA256)
-		}
+	if b.SHA256 == "" {
+		return nil, fmt.Errorf("%w: %s: its header has no checksum (sha256), so a change to its scope, cluster or snapshot would go unseen", ErrCorruptBackup, path)
+	}
+	whole, err := wholeSum(b)
+	if err != nil {
+		return nil, fmt.Errorf("checksum %s: %w", path, err)
+	}
+	if whole != b.SHA256 {
+		return nil, fmt.Errorf("%w: %s: its header (scope, cluster or snapshot) was changed: checksum %s, recorded %s", ErrCorruptBackup, path, whole, b.SHA256)
 	}
 	seen := map[string]bool{}
 	for _, e := range b.Entries {

@@ -271,3 +271,99 @@ func BackupFromLogical(path, prefix string) (*Backup, error) {
 	b.Count = len(b.Entries)
 	return b, nil
 }
+
+// AllAbsentFlag is the snapshot restore flag that writes back every key of a
+// logical snapshot absent now, not only its purge's.
+const AllAbsentFlag = "--all-absent"
+
+// ErrNoPurgeBackup is returned (wrapped) for a logical snapshot with no
+// verified backup of its purge beside it.
+var ErrNoPurgeBackup = errors.New("no purge backup beside the snapshot")
+
+// PurgeBackupOf reads and verifies the backup of the purge that took the
+// logical snapshot at path: the backup.json in the same directory, whose
+// snapshot record holds this snapshot's sha256.
+func PurgeBackupOf(path string, info *SnapshotInfo) (*Backup, error) {
+	bp := filepath.Join(filepath.Dir(path), BackupFile)
+	if _, err := os.Stat(bp); err != nil {
+		return nil, fmt.Errorf("%w %s: no %s", ErrNoPurgeBackup, path, bp)
+	}
+	b, err := ReadBackup(bp)
+	if err != nil {
+		return nil, err
+	}
+	if b.Snapshot == nil || b.Snapshot.SHA256 != info.SHA256 {
+		recorded := "none"
+		if b.Snapshot != nil {
+			recorded = b.Snapshot.SHA256
+		}
+		return nil, fmt.Errorf("%w %s: %s is the backup of another snapshot (sha256 %s; this one is %s)", ErrNoPurgeBackup, path, bp, recorded, info.SHA256)
+	}
+	return b, nil
+}
+
+// BackupFromLogicalPurge turns a logical snapshot into a backup restore can
+// write back. By default it holds its purge's own keys under prefix (every
+// key the purge deleted, and the volumes it set to Retain, which restore
+// leaves as they are), with the snapshot's bytes and the purge's record of
+// each key: the witnesses that were absent when it was deleted, which
+// restore compares as the delete did. It needs the purge's backup beside
+// the snapshot (PurgeBackupOf). With all it holds every key of the snapshot
+// under prefix, the purge's record kept for the purge's keys when its backup
+// is there: restore then writes back every key absent now, whoever deleted it.
+func BackupFromLogicalPurge(path, prefix string, all bool) (*Backup, error) {
+	info, entries, err := ReadLogical(path)
+	if err != nil {
+		return nil, err
+	}
+	purge, perr := PurgeBackupOf(path, info)
+	if perr != nil && !all {
+		return nil, perr
+	}
+	b := &Backup{Format: BackupFormat, Scope: "logical snapshot " + path, Snapshot: info, ScanRevision: info.Revision}
+	record := map[string]Entry{}
+	if perr == nil {
+		b.Prefix = purge.Prefix
+		for _, e := range purge.Entries {
+			record[e.Key] = e
+		}
+		if !all {
+			b.Scope = "the keys purge " + purge.Scope + " deleted, from logical snapshot " + path
+			b.ScanRevision = purge.ScanRevision
+		}
+	}
+	found := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Key, prefix) {
+			continue
+		}
+		r, ok := record[e.Key]
+		if !ok && !all {
+			continue
+		}
+		if ok {
+			found++
+			if e.ModRevision != r.ModRevision || !bytes.Equal(e.Value, r.Value) {
+				return nil, fmt.Errorf("%w: %s holds %s at mod revision %d, its purge's backup at %d", errLogical, path, e.Key, e.ModRevision, r.ModRevision)
+			}
+			e.Classes, e.Reason, e.Absent, e.Witnesses, e.Role = r.Classes, r.Reason, r.Absent, r.Witnesses, r.Role
+		}
+		if e.Lease != 0 && info.Datastore == "kine" {
+			e.LeaseTTL = e.Lease
+		}
+		b.Entries = append(b.Entries, e)
+	}
+	if !all {
+		want := 0
+		for _, r := range purge.Entries {
+			if strings.HasPrefix(r.Key, prefix) {
+				want++
+			}
+		}
+		if found != want {
+			return nil, fmt.Errorf("%w: %s holds %d of the %d keys its purge backed up under %q", errLogical, path, found, want, prefix)
+		}
+	}
+	b.Count = len(b.Entries)
+	return b, nil
+}

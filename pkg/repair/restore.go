@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -12,13 +13,27 @@ import (
 	"github.com/regghost/regghost/pkg/decode"
 )
 
-// Restore writes back each backed-up key that is absent now, with a
-// transaction that compares mod_revision == 0 (absent) so that it never overwrites
-// a key someone created since. A key already holding the same bytes counts as
-// restored before (restore is idempotent); one holding other bytes is a
-// conflict and is left alone. With dryRun nothing is written.
-// A key that had a lease gets a new one with the TTL it had left.
+// Restore writes back each backed-up key that is absent now; see
+// RestoreWith. With dryRun nothing is written.
 func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun bool) ([]Result, error) {
+	return RestoreWith(ctx, kv, b, RestoreOptions{Pacing: pacing, DryRun: dryRun})
+}
+
+// RestoreWith writes back each backed-up key that is absent now, with a
+// transaction that compares mod_revision == 0 (absent) so that it never
+// overwrites a key someone created since. A key already holding the same
+// bytes counts as restored before (restore is idempotent); one holding other
+// bytes is a conflict and is left alone. A key whose namespace or CRD was
+// created again since the purge is refused (see witnessGuard) unless
+// o.IntoRecreated; the others are written with their witnesses compared in
+// the same transaction. A key that had a lease gets a new one with the TTL
+// it had left.
+//
+// Every key written, and every key left when the writes stop on an error,
+// is read back on its own bounded context; a read-back that fails marks
+// that key Unverified and the others are still read. The error is returned
+// once every key has an outcome.
+func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) ([]Result, error) {
 	results := make([]Result, len(b.Entries))
 	var todo []int
 	for i, e := range b.Entries {
@@ -40,14 +55,27 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 			results[i] = Result{Key: e.Key, Outcome: Conflict, Detail: fmt.Sprintf("exists with other content (mod revision %d); left alone", resp.Kvs[0].ModRevision)}
 		}
 	}
-	if dryRun || len(todo) == 0 {
+	guard, todo, err := newWitnessGuard(ctx, kv, b, o, todo, results)
+	if err != nil {
+		return nil, err
+	}
+	if o.DryRun || len(todo) == 0 {
 		return results, checkClaims(ctx, kv, b, todo, results)
 	}
+	into := map[int]string{}
 	for _, i := range todo {
+		into[i] = results[i].Detail
 		results[i] = Result{Key: b.Entries[i].Key, Outcome: NotAttempted, Detail: "not attempted: the restore stopped before it"}
+	}
+	withInto := func(r Result, i int) Result {
+		if into[i] != "" {
+			r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + into[i]
+		}
+		return r
 	}
 	// The transactions take the shapes the datastore serves (one key at a
 	// time on kine); a dry run sends none.
+	pacing := o.Pacing
 	if cli, ok := kv.(*clientv3.Client); ok {
 		if ds, err := DetectDatastore(ctx, cli); err == nil {
 			pacing = ds.Pacing(pacing)
@@ -62,10 +90,13 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 		return results, err
 	}
 	// Compared on the mod revision: 0 means absent on etcd, and it is the
-	// create shape kine serves.
+	// create shape kine serves. The witnesses are compared at the create
+	// revision they were judged at; where a transaction takes one compare
+	// (kine), they are read just before instead.
 	err = guardedTxn(ctx, kv, pacing, txnSpec{n: len(todo),
 		cmp: func(j int) []clientv3.Cmp {
-			return []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[todo[j]].Key), "=", 0)}
+			i := todo[j]
+			return append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[i].Key), "=", 0)}, guard.cmps(i)...)
 		},
 		op: func(j int) clientv3.Op {
 			e := b.Entries[todo[j]]
@@ -74,11 +105,23 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 			}
 			return clientv3.OpPut(e.Key, string(e.Value))
 		},
+		check: func(ctx context.Context, j int) (bool, error) {
+			why, err := guard.changed(ctx, kv, todo[j])
+			if why != "" {
+				guard.late[todo[j]] = why
+			}
+			return why == "", err
+		},
 		done: func(j int, ok bool, rev int64) {
 			i := todo[j]
-			wrote[i] = rev
-			results[i] = Result{Key: b.Entries[i].Key, Outcome: Restored}
-			if !ok {
+			switch {
+			case ok:
+				wrote[i] = rev
+				guard.written(i, rev)
+				results[i] = withInto(Result{Key: b.Entries[i].Key, Outcome: Restored}, i)
+			case guard.late[i] != "":
+				results[i] = Result{Key: b.Entries[i].Key, Outcome: Refused, Detail: guard.late[i]}
+			default:
 				results[i] = Result{Key: b.Entries[i].Key, Outcome: Conflict, Detail: "created by someone else during the restore; left alone"}
 			}
 		},
@@ -87,35 +130,115 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 				lost[todo[j]] = true
 			}
 		}})
+	verr := verifyRestore(ctx, kv, b, guard, todo, results, wrote, lost, withInto)
 	if err != nil {
 		return results, err
 	}
-	for _, i := range todo {
-		if results[i].Outcome == Conflict && lost[i] {
-			if resp, err := kv.Get(ctx, b.Entries[i].Key); err == nil && len(resp.Kvs) == 1 && bytes.Equal(resp.Kvs[0].Value, b.Entries[i].Value) {
-				results[i] = Result{Key: b.Entries[i].Key, Outcome: Restored, Detail: "written by a try whose reply was lost (etcd paused); read back: the backed-up bytes"}
-				wrote[i] = resp.Kvs[0].CreateRevision
-			}
-		}
-		if results[i].Outcome != Restored {
-			continue
-		}
-		resp, err := kv.Get(ctx, b.Entries[i].Key)
-		if err != nil {
-			return results, fmt.Errorf("verify %s: %w", b.Entries[i].Key, err)
-		}
-		switch {
-		case len(resp.Kvs) == 0:
-			results[i] = Result{Key: b.Entries[i].Key, Outcome: StillPresent, Detail: "absent again right after the restore"}
-		case bytes.Equal(resp.Kvs[0].Value, b.Entries[i].Value):
-		case resp.Kvs[0].CreateRevision == wrote[i]:
-			// Written back, then updated: a controller reacting to it.
-			results[i].Detail = fmt.Sprintf("restored, then updated by someone else (now at mod revision %d)", resp.Kvs[0].ModRevision)
-		default:
-			results[i] = Result{Key: b.Entries[i].Key, Outcome: Conflict, Detail: "deleted and created again by someone else right after the restore; left alone"}
-		}
+	if verr != nil {
+		return results, verr
 	}
 	return results, checkClaims(ctx, kv, b, todo, results)
+}
+
+// readBackTimeout bounds the read-back of one key, on a context of its own:
+// the command's may have run out by then, and every key still needs an
+// outcome.
+const readBackTimeout = 10 * time.Second
+
+// readBack reads key on a context of its own bounded by readBackTimeout,
+// sending the read again while etcd is paused (no leader, a lost member).
+func readBack(ctx context.Context, kv clientv3.KV, key string) (*clientv3.GetResponse, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	backoff := 100 * time.Millisecond
+	for {
+		resp, err := kv.Get(rctx, key)
+		if err == nil || !Transient(err) || rctx.Err() != nil {
+			return resp, err
+		}
+		select {
+		case <-rctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// verifyRestore reads back every key restore wrote, tried or did not reach:
+// a write is reported only once the key holds the backed-up bytes, a failed
+// compare says whether the key or one of its witnesses changed, and a key
+// left when the writes stopped says whether the transaction in flight wrote
+// it. A read-back that fails marks its key Unverified and the others are
+// still read; the error says how many could not be read.
+func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnessGuard, todo []int, results []Result, wrote map[int]int64, lost map[int]bool, withInto func(Result, int) Result) error {
+	var failed []string
+	var first error
+	fail := func(key string, err error) {
+		failed = append(failed, key)
+		if first == nil {
+			first = fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	for _, i := range todo {
+		e := b.Entries[i]
+		r := results[i]
+		if r.Outcome != Restored && r.Outcome != Conflict && r.Outcome != NotAttempted {
+			continue
+		}
+		resp, err := readBack(ctx, kv, e.Key)
+		if err != nil {
+			fail(e.Key, err)
+			switch r.Outcome {
+			case Restored:
+				results[i] = Result{Key: e.Key, Outcome: Unverified, Detail: fmt.Sprintf("written, but reading it back failed (%v): run `regghost restore` again to see", err)}
+			case NotAttempted:
+				results[i].Detail = fmt.Sprintf("outcome unknown: the restore stopped and the key could not be read back (%v); run `regghost restore` again to see", err)
+			default:
+				results[i].Detail += fmt.Sprintf(" (could not be read back: %v)", err)
+			}
+			continue
+		}
+		holds := len(resp.Kvs) == 1 && bytes.Equal(resp.Kvs[0].Value, e.Value)
+		switch {
+		case r.Outcome == NotAttempted && holds:
+			results[i] = withInto(Result{Key: e.Key, Outcome: Restored, Detail: "written by the transaction in flight when the restore stopped; read back: the backed-up bytes"}, i)
+		case r.Outcome == NotAttempted && len(resp.Kvs) == 0:
+			results[i].Detail = "not attempted: the restore stopped before it; read back: still absent"
+		case r.Outcome == NotAttempted:
+			results[i].Detail = fmt.Sprintf("not attempted: the restore stopped before it; read back: present with other bytes (mod revision %d)", resp.Kvs[0].ModRevision)
+		case r.Outcome == Conflict && lost[i] && holds:
+			results[i] = withInto(Result{Key: e.Key, Outcome: Restored, Detail: "written by a try whose reply was lost (etcd paused); read back: the backed-up bytes"}, i)
+		case r.Outcome == Conflict && len(resp.Kvs) == 0:
+			// Still absent: the compare that failed was a witness's.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+			why, err := guard.changed(wctx, kv, i)
+			cancel()
+			if err != nil {
+				fail(e.Key, err)
+				results[i].Detail = fmt.Sprintf("not written: a compare failed and its witnesses could not be read back (%v); run `regghost restore` again to see", err)
+				continue
+			}
+			if why != "" {
+				results[i] = Result{Key: e.Key, Outcome: Refused, Detail: why}
+			} else {
+				results[i].Detail = "not written: it or a key it rests on changed during the restore; left alone"
+			}
+		case r.Outcome == Conflict:
+		case len(resp.Kvs) == 0:
+			results[i] = Result{Key: e.Key, Outcome: StillPresent, Detail: "absent again right after the restore"}
+		case holds:
+		case resp.Kvs[0].CreateRevision == wrote[i]:
+			// Written back, then updated: a controller reacting to it.
+			results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("restored, then updated by someone else (now at mod revision %d)", resp.Kvs[0].ModRevision)
+		default:
+			results[i] = Result{Key: e.Key, Outcome: Conflict, Detail: "deleted and created again by someone else right after the restore; left alone"}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("verify: %d of %d keys could not be read back, each marked in its outcome (first %v)", len(failed), len(todo), first)
 }
 
 // checkClaims looks at the volume of every PersistentVolumeClaim restored

@@ -196,10 +196,11 @@ func SnapshotHolds(path string, entries []Entry) error {
 // directory: --bump-revision with --mark-compacted keeps Kubernetes watchers
 // from seeing revisions go back; the restored member gets new member and
 // cluster IDs; the data dir must not exist yet. For a logical snapshot it is
-// regghost's, which writes back every key that is absent now.
+// regghost's, which by default writes back the purge's own keys that are
+// absent now (--all-absent: every key of the snapshot absent now).
 func DisasterRestoreCommand(info *SnapshotInfo) string {
 	if info.Format == "logical" {
-		return fmt.Sprintf("regghost snapshot restore %s --confirm", info.Path)
+		return fmt.Sprintf("regghost snapshot restore %s --confirm   # writes back this purge's own keys; %s writes every key of the snapshot absent now", info.Path, AllAbsentFlag)
 	}
 	return fmt.Sprintf("etcdutl snapshot restore %s --data-dir /var/lib/etcd-restored --bump-revision 1000000000 --mark-compacted", info.Path)
 }

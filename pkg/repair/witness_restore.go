@@ -1,0 +1,256 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Outcomes of restore's witness rule and read-back.
+const (
+	// Refused is a key restore does not write back: a key it rests on (its
+	// namespace, its CRD) was created again since the purge, so the key
+	// would join another namespace or CRD of the same name. IntoRecreatedFlag
+	// writes it anyway.
+	Refused Outcome = "refused"
+	// Unverified is a key written back whose read-back failed: what etcd
+	// holds for it is not known.
+	Unverified Outcome = "unverified"
+)
+
+// IntoRecreatedFlag is the restore flag that writes keys back into a
+// namespace or CRD created again since the purge; refusals name it.
+const IntoRecreatedFlag = "--into-recreated"
+
+// RestoreOptions configure RestoreWith.
+type RestoreOptions struct {
+	Pacing Pacing
+	// DryRun writes nothing and reports what would be written.
+	DryRun bool
+	// IntoRecreated writes keys whose namespace or CRD was created again
+	// since the purge (the user asked for it: IntoRecreatedFlag).
+	IntoRecreated bool
+	// Prefix is the registry prefix the witnesses of a key are worked out
+	// under when the backup does not name one (a backup made from a logical
+	// snapshot, or one written before backups recorded their prefix).
+	Prefix string
+}
+
+// witnessGuard is restore's counterpart of the purge's witness compares.
+// A key the purge deleted rests on its witnesses: its namespace key, and
+// for a custom resource its CRD key. The purge deleted it only while the
+// witnesses in Entry.Absent were absent; a witness that exists now but did
+// not exist then (or was created again since) belongs to another instance of
+// that namespace or CRD, and the key is not written into it. Keys whose
+// witnesses stand as they stood at the purge are written, each with its
+// witnesses compared in the same transaction at the create revision read
+// here (on kine, read just before).
+type witnessGuard struct {
+	b      *Backup
+	prefix string
+	// since is the revision the purge judged the keyspace at: a witness
+	// created after it was created after the purge looked.
+	since int64
+	into  bool
+	// keys are each entry's witnesses.
+	keys map[int][]string
+	// read is each witness's create revision as read when planning (0:
+	// absent).
+	read map[string]int64
+	// wrote is the revision each key this restore wrote back was written
+	// at: a witness that is itself in the backup is compared at it.
+	wrote map[string]int64
+	// late holds the reason of a key refused at write time: a witness
+	// created between the plan and the write.
+	late map[int]string
+}
+
+// newWitnessGuard reads the witnesses of the entries in todo and marks those
+// that are refused in results. It returns the guard and the entries left to
+// write.
+func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *Backup, o RestoreOptions, todo []int, results []Result) (*witnessGuard, []int, error) {
+	g := &witnessGuard{b: b, prefix: b.Prefix, since: b.ScanRevision, into: o.IntoRecreated,
+		keys: map[int][]string{}, read: map[string]int64{}, wrote: map[string]int64{}, late: map[int]string{}}
+	if g.prefix == "" {
+		g.prefix = o.Prefix
+	}
+	if g.since == 0 && b.Snapshot != nil {
+		g.since = b.Snapshot.Revision
+	}
+	var kept []int
+	for _, i := range todo {
+		e := b.Entries[i]
+		g.keys[i] = witnessKeys(g.prefix, e)
+		var recreated, into, kinds []string
+		for _, w := range g.keys[i] {
+			rev, ours, err := g.readWitness(ctx, kv, w)
+			if err != nil {
+				return nil, nil, err
+			}
+			g.read[w] = rev
+			why := g.judge(e, w, rev, ours)
+			if why == "" {
+				continue
+			}
+			recreated = append(recreated, why)
+			into = append(into, fmt.Sprintf("%s (create revision %d)", describeWitness(g.prefix, w), rev))
+			if k := witnessKind(g.prefix, w); !contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+		switch {
+		case len(recreated) == 0:
+		case g.into:
+			results[i].Detail = "written into " + strings.Join(into, " and ") + ", created again since the purge, as " + IntoRecreatedFlag + " asks"
+		default:
+			verb := "was"
+			if len(recreated) > 1 {
+				verb = "were"
+			}
+			results[i] = Result{Key: e.Key, Outcome: Refused, Detail: fmt.Sprintf("%s %s created again since the purge: written back, the key would join a %s of that name it never belonged to; %s writes it there anyway",
+				strings.Join(recreated, " and "), verb, strings.Join(kinds, " and "), IntoRecreatedFlag)}
+			continue
+		}
+		kept = append(kept, i)
+	}
+	return g, kept, nil
+}
+
+// readWitness reads a witness key: its create revision (0 when absent) and
+// whether it holds the bytes of this backup's entry for it (written back by
+// an earlier restore: the instance the purge saw).
+func (g *witnessGuard) readWitness(ctx context.Context, kv clientv3.KV, key string) (int64, bool, error) {
+	resp, err := kv.Get(ctx, key)
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, false, nil
+	}
+	for _, e := range g.b.Entries {
+		if e.Key == key {
+			return resp.Kvs[0].CreateRevision, bytes.Equal(e.Value, resp.Kvs[0].Value), nil
+		}
+	}
+	return resp.Kvs[0].CreateRevision, false, nil
+}
+
+// judge says how witness w, existing at create revision rev, was created
+// again since the purge, so that e must not be written, or "" when it may. An absent witness puts the key back as it
+// was when the purge deleted it (the undo); so does one that existed at the
+// purge, or one holding this backup's own bytes for it.
+func (g *witnessGuard) judge(e Entry, w string, rev int64, ours bool) string {
+	if rev == 0 || ours {
+		return ""
+	}
+	what := describeWitness(g.prefix, w)
+	if contains(e.Absent, w) {
+		return fmt.Sprintf("%s (%s, create revision %d; absent when the purge deleted this key)", what, w, rev)
+	}
+	if g.since > 0 && rev > g.since {
+		return fmt.Sprintf("%s (%s, create revision %d, after the purge's revision %d)", what, w, rev, g.since)
+	}
+	return ""
+}
+
+// cmps are the compares that keep entry i's witnesses as they were judged:
+// each at the create revision read when planning, or, for a witness this
+// restore has written itself, at the revision it wrote it.
+func (g *witnessGuard) cmps(i int) []clientv3.Cmp {
+	var out []clientv3.Cmp
+	for _, w := range g.keys[i] {
+		out = append(out, clientv3.Compare(clientv3.CreateRevision(w), "=", g.expected(w)))
+	}
+	return out
+}
+
+// expected is the create revision witness w must have when a key resting
+// on it is written.
+func (g *witnessGuard) expected(w string) int64 {
+	if rev, ok := g.wrote[w]; ok {
+		return rev
+	}
+	return g.read[w]
+}
+
+// written records that entry i was written at revision rev: keys resting on
+// it compare it at that revision from now on.
+func (g *witnessGuard) written(i int, rev int64) {
+	g.wrote[g.b.Entries[i].Key] = rev
+}
+
+// changed reads entry i's witnesses again and says which was created (or
+// created again) since it was judged, or "" when none was.
+func (g *witnessGuard) changed(ctx context.Context, kv clientv3.KV, i int) (string, error) {
+	for _, w := range g.keys[i] {
+		resp, err := kv.Get(ctx, w)
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", w, err)
+		}
+		var rev int64
+		if len(resp.Kvs) > 0 {
+			rev = resp.Kvs[0].CreateRevision
+		}
+		if want := g.expected(w); rev != want {
+			now := "deleted"
+			if rev != 0 {
+				now = fmt.Sprintf("created again (create revision %d)", rev)
+			}
+			return fmt.Sprintf("%s was %s during the restore (%s); left alone: run restore again to judge it anew (%s writes it into a namespace or CRD created since the purge)", describeWitness(g.prefix, w), now, w, IntoRecreatedFlag), nil
+		}
+	}
+	return "", nil
+}
+
+// witnessKeys returns the keys e rests on: every key the purge compared
+// absent when it deleted e (Entry.Absent), and, worked out from e's key
+// under prefix (for backups that recorded none), its namespace key when it
+// is namespaced and its CRD key when it is a custom resource.
+func witnessKeys(prefix string, e Entry) []string {
+	keys := append([]string(nil), e.Absent...)
+	add := func(k string) {
+		if !contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	if prefix == "" {
+		return keys
+	}
+	k, err := etcdscan.ParseKey(prefix, e.Key)
+	if err != nil {
+		return keys
+	}
+	if k.Namespace != "" {
+		add(prefix + "namespaces/" + k.Namespace)
+	}
+	if group, dotted := catalog.GroupOfPrefix(k.Prefix); dotted && !catalog.IsBuiltinGroup(group) {
+		add(prefix + "apiextensions.k8s.io/customresourcedefinitions/" + k.Prefix[len(group)+1:] + "." + group)
+	}
+	return keys
+}
+
+// witnessKind is what a witness key stores: "namespace",
+// "CustomResourceDefinition", or "key".
+func witnessKind(prefix, key string) string {
+	kind, _, _ := strings.Cut(describeWitness(prefix, key), " ")
+	return kind
+}
+
+// describeWitness names what a witness key stores: "namespace kb-system",
+// "CustomResourceDefinition widgets.example.com", or the key itself.
+func describeWitness(prefix, key string) string {
+	if i := strings.LastIndex(key, "/namespaces/"); i >= 0 && (prefix == "" || i+1 == len(prefix)) {
+		return "namespace " + key[i+len("/namespaces/"):]
+	}
+	const crds = "/apiextensions.k8s.io/customresourcedefinitions/"
+	if i := strings.LastIndex(key, crds); i >= 0 && (prefix == "" || i+1 == len(prefix)) {
+		return "CustomResourceDefinition " + key[i+len(crds):]
+	}
+	return "key " + key
+}
