@@ -62,12 +62,15 @@ func ParseClass(s string) (Class, bool) {
 
 // Finding is one key that is a ghost or a suspect.
 type Finding struct {
-	Key        string `json:"key"`
-	Resource   string `json:"resource"`
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
+	// unreadCreated says why the creation time of an encrypted value could
+	// not be read, for the resurrected verdict.
+	unreadCreated string
+	Key           string `json:"key"`
+	Resource      string `json:"resource"`
+	APIVersion    string `json:"apiVersion,omitempty"`
+	Kind          string `json:"kind,omitempty"`
+	Namespace     string `json:"namespace,omitempty"`
+	Name          string `json:"name"`
 	// Classes holds every class that applies, most severe first.
 	Classes []Class `json:"classes"`
 	// Reasons holds one sentence per class, in the same order.

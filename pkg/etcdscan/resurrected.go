@@ -7,6 +7,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
 )
 
@@ -25,8 +28,22 @@ import (
 // each object's creationTimestamp. An object whose creation time cannot be
 // read is not judged.
 func (s *scan) noteResurrected(ctx context.Context, f *Finding, ns string, objRev, nsRev int64) {
-	nsCreated, known := s.namespaceCreated(ctx, ns)
-	if !known || f.Created == nil || !f.Created.Before(nsCreated) {
+	nsCreated, nsWhy := s.namespaceCreated(ctx, ns)
+	unread := f.unreadCreated
+	if nsWhy != "" {
+		unread = "namespace " + ns + ": " + nsWhy
+	}
+	if unread != "" && (f.Created == nil || nsCreated.IsZero()) {
+		// Nobody here can read a creation time: the revisions alone say
+		// it, and the reason says the times were not compared.
+		f.add(ClassResurrected, fmt.Sprintf("stored at revision %d, before namespace %s was created again at revision %d: it survived an earlier namespace %s and came back with the new one (the creation times cannot be read here to confirm it: %s)",
+			objRev, ns, nsRev, ns, unread))
+		if f.UID != "" {
+			s.resurrected.add(f.UID)
+		}
+		return
+	}
+	if nsCreated.IsZero() || f.Created == nil || !f.Created.Before(nsCreated) {
 		return
 	}
 	objTime, nsTime := "created "+f.Created.UTC().Format(time.RFC3339), "created "+nsCreated.UTC().Format(time.RFC3339)
@@ -37,22 +54,48 @@ func (s *scan) noteResurrected(ctx context.Context, f *Finding, ns string, objRe
 	}
 }
 
-// namespaceCreated returns the creation time of a namespace, if known.
-func (s *scan) namespaceCreated(ctx context.Context, ns string) (time.Time, bool) {
+// namespaceCreated returns the creation time of a namespace, read as
+// stored, decrypted, or through the API server; when none can, why.
+func (s *scan) namespaceCreated(ctx context.Context, ns string) (time.Time, string) {
 	if t, ok := s.nsTimes[ns]; ok {
-		return t, !t.IsZero()
+		return t, s.nsTimeWhy[ns]
 	}
 	var t time.Time
-	if kv, err := s.store.Get(ctx, s.opts.Prefix+"namespaces/"+ns); err == nil && kv != nil {
-		if obj, err := decode.Meta(kv.Value); err == nil {
+	why := ""
+	key := s.opts.Prefix + "namespaces/" + ns
+	if kv, err := s.store.Get(ctx, key); err == nil && kv != nil {
+		obj, err := decode.Meta(kv.Value)
+		if err == nil && obj.Encryption != nil {
+			switch {
+			case s.opts.Decrypter != nil && obj.Encryption.Provider != "kms":
+				plain, derr := s.opts.Decrypter.Decrypt(ctx, key, schema.GroupResource{Resource: "namespaces"}, kv.Value)
+				if derr != nil {
+					err = derr
+				} else {
+					obj, err = decode.Meta(plain)
+				}
+			case s.opts.API != nil:
+				m, aerr := s.opts.API.Get(ctx, namespacesResource, "", ns)
+				if aerr != nil {
+					err = fmt.Errorf("encrypted, and the API server answered: %s", readAnswer(aerr, nil).said)
+				} else {
+					obj.Encryption, obj.Meta.CreationTimestamp = nil, m.CreationTimestamp
+				}
+			default:
+				err = fmt.Errorf("encrypted, no --encryption-provider-config, and the API server is not asked")
+			}
+		}
+		if err != nil {
+			why = err.Error()
+		} else if obj.Encryption == nil {
 			t = obj.Meta.CreationTimestamp.Time
 		}
 	}
 	if s.nsTimes == nil {
-		s.nsTimes = map[string]time.Time{}
+		s.nsTimes, s.nsTimeWhy = map[string]time.Time{}, map[string]string{}
 	}
-	s.nsTimes[ns] = t
-	return t, !t.IsZero()
+	s.nsTimes[ns], s.nsTimeWhy[ns] = t, why
+	return t, why
 }
 
 // resurrectedChains marks, transitively, the objects created since by a
@@ -119,4 +162,28 @@ func (s *scan) findingOf(kv *mvccpb.KeyValue, obj *decode.Object) Finding {
 		f.Created = &t
 	}
 	return f
+}
+
+// readCreated reads the creation time (and UID) of an object whose value
+// is encrypted with keys regghost lacks, through the API server; when it
+// cannot, it notes why on the finding.
+func (s *scan) readCreated(ctx context.Context, f *Finding, res *catalog.Resource, k Key) {
+	if s.opts.API == nil || res == nil {
+		f.unreadCreated = "encrypted, no --encryption-provider-config can decrypt it, and the API server is not asked"
+		return
+	}
+	m, err := s.opts.API.Get(ctx, *res, k.Namespace, k.Name)
+	if err != nil || m.CreationTimestamp.IsZero() {
+		why := "no creation time"
+		if err != nil {
+			why = readAnswer(err, nil).said
+		}
+		f.unreadCreated = "encrypted, and the API server answered: " + why
+		return
+	}
+	t := m.CreationTimestamp.Time
+	f.Created = &t
+	if f.UID == "" {
+		f.UID = string(m.UID)
+	}
 }

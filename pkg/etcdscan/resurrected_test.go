@@ -50,13 +50,20 @@ func TestResurrected(t *testing.T) {
 		{"/registry/configmaps/app/old", at(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "old", UID: "u-old"}}, 2)},
 		// Stored before the namespace too, but with no creation time: not judged.
 		{"/registry/configmaps/app/timeless", &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "timeless", UID: "u-timeless"}}},
+		// Encrypted with keys nobody here has: judged on the revisions,
+		// and the reason says the times could not be compared.
+		{"/registry/secrets/app/sealed", nil},
 		// The namespace is created again, after its objects.
 		{"/registry/namespaces/app", at(namespace("app"), 60)},
 		{"/registry/pods/app/web-new", at(owned("web-new", "000000000002"), 120)},
 		{"/registry/pods/app/unrelated", at(pod("app", "unrelated"), 120)},
 	}
 	for _, s := range steps {
-		if _, err := cli.Put(ctx, s.key, encode(t, s.obj)); err != nil {
+		value := "k8s:enc:kms:v2:gone:\x00sealed"
+		if s.obj != nil {
+			value = encode(t, s.obj)
+		}
+		if _, err := cli.Put(ctx, s.key, value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,12 +84,12 @@ func TestResurrected(t *testing.T) {
 				t.Errorf("namespace %q: unexpected finding %s %v", ns, f.Key, f.Classes)
 			}
 		}
-		for _, k := range []string{"/registry/replicasets/app/web", "/registry/pods/app/web-old", "/registry/configmaps/app/old", "/registry/pods/app/web-new"} {
+		for _, k := range []string{"/registry/replicasets/app/web", "/registry/pods/app/web-old", "/registry/configmaps/app/old", "/registry/pods/app/web-new", "/registry/secrets/app/sealed"} {
 			if !got[k] {
 				t.Errorf("namespace %q: %s is not reported resurrected", ns, k)
 			}
 		}
-		if len(got) != 4 {
+		if len(got) != 5 {
 			t.Errorf("namespace %q: resurrected %v", ns, got)
 		}
 	}

@@ -148,6 +148,8 @@ type scan struct {
 	// namespaces' creation times.
 	nsCreated map[string]int64
 	nsTimes   map[string]time.Time
+	// nsTimeWhy says why a namespace's creation time could not be read.
+	nsTimeWhy map[string]string
 	// resurrected holds the UID fingerprints of resurrected objects.
 	resurrected *uidSet
 	// perNS counts objects per namespace and storage prefix.

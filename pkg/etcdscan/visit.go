@@ -152,6 +152,11 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 		ask.classes = append(ask.classes, s.classifyObject(&f, k, resources, obj, kv)...)
 	}
 	if created := s.nsCreated[k.Namespace]; k.Namespace != "" && s.namespaces[k.Namespace] && kv.CreateRevision < created {
+		if f.Created == nil && obj.Encryption != nil {
+			// Encrypted and not decrypted here: its creation time is read
+			// through the API server, or the verdict says it could not be.
+			s.readCreated(ctx, &f, ask.res, k)
+		}
 		s.noteResurrected(ctx, &f, k.Namespace, kv.CreateRevision, created)
 	}
 	if len(f.Classes) > 0 {
