@@ -97,6 +97,9 @@ func envOr(name, def string) string {
 }
 
 func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Reader, out io.Writer) error {
+	if err := refuseDB(g, "purge"); err != nil {
+		return err
+	}
 	if o.batchSize < 1 || o.batchSize > 128 {
 		return usageError("--batch-size must be between 1 and 128, got %d", o.batchSize)
 	}

@@ -72,6 +72,11 @@ controller needs is unavailable.`,
 				}
 				o.accept = append(o.accept, k)
 			}
+			if o.confirm {
+				if err := refuseDB(g, "unstick --confirm"); err != nil {
+					return err
+				}
+			}
 			if o.wait <= 0 || o.wait >= g.etcd.CommandTimeout {
 				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.etcd.CommandTimeout, o.wait)
 			}

@@ -36,6 +36,9 @@ type Entry struct {
 	// was backed up: restore gives the key a new lease of that TTL, so a
 	// restored Event still expires.
 	LeaseTTL int64 `json:"leaseTTL,omitempty"`
+	// LeaseTTLUnknown says why the lease's TTL could not be read when the
+	// key was backed up (LeaseTTL is then 0, which is not "no lease").
+	LeaseTTLUnknown string `json:"leaseTTLUnknown,omitempty"`
 	// Classes and Reason say why the key was purged.
 	Classes []string `json:"classes,omitempty"`
 	Reason  string   `json:"reason,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -41,11 +42,29 @@ type Result struct {
 // namespace key, its CRD key) is still absent: the etcd witness is checked
 // again inside the deleting transaction. A key changed or deleted since, or
 // whose witness changed, is skipped, never deleted. It then reads every key
-// back and reports one still there.
+// back, each on a context of its own (ReadBackContext), so every key has an
+// outcome even when ctx ran out, and reports one still there.
 //
 // journal, when set, is told each key's outcome as its transaction returns,
 // and again when the read-back changes what it says.
 func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing, journal func(Result)) ([]Result, error) {
+	return guardedDelete(ctx, kv, entries, pacing, journal, nil)
+}
+
+// beforeDelete is work that must be done right before the transaction that
+// deletes an entry, and only when that transaction is sent: setting the
+// volume of a claim to Retain.
+type beforeDelete interface {
+	// needs reports whether entry i needs the work. It is asked in order,
+	// once the work of every entry before i is done.
+	needs(i int) bool
+	// run does the work for entry i; an error stops the deletes before i.
+	run(ctx context.Context, i int) error
+}
+
+// guardedDelete is GuardedDelete with before's work done right before the
+// transaction of each entry that needs it (deleteInSteps).
+func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing, journal func(Result), before beforeDelete) ([]Result, error) {
 	if journal == nil {
 		journal = func(Result) {}
 	}
@@ -56,72 +75,97 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 	// lost marks keys whose transaction was sent again after an error: the
 	// first try may have been applied with its reply lost.
 	lost := map[int]bool{}
-	err := guardedTxn(ctx, kv, pacing, txnSpec{n: len(entries),
-		cmp: func(i int) []clientv3.Cmp {
-			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", entries[i].ModRevision)}
-			for _, a := range entries[i].Absent {
-				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(a), "=", 0))
-			}
-			return cmps
-		},
-		op:     func(i int) clientv3.Op { return clientv3.OpDelete(entries[i].Key) },
-		orElse: func(i int) []clientv3.Op { return []clientv3.Op{clientv3.OpGet(entries[i].Key)} },
-		// Where a transaction takes one compare (kine), the witnesses are
-		// read just before the delete instead of inside it.
-		check: func(ctx context.Context, i int) (bool, error) {
-			for _, a := range entries[i].Absent {
-				resp, err := kv.Get(ctx, a)
-				if err != nil {
-					return false, fmt.Errorf("read %s: %w", a, err)
+	// spec is the guarded run of the entries idx.
+	spec := func(idx []int) txnSpec {
+		return txnSpec{n: len(idx),
+			cmp: func(j int) []clientv3.Cmp {
+				e := entries[idx[j]]
+				cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.Key), "=", e.ModRevision)}
+				for _, a := range e.Absent {
+					cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(a), "=", 0))
 				}
-				if len(resp.Kvs) > 0 {
-					return false, nil
+				return cmps
+			},
+			op:     func(j int) clientv3.Op { return clientv3.OpDelete(entries[idx[j]].Key) },
+			orElse: func(j int) []clientv3.Op { return []clientv3.Op{clientv3.OpGet(entries[idx[j]].Key)} },
+			// Where a transaction takes one compare (kine), the witnesses are
+			// read just before the delete instead of inside it.
+			check: func(ctx context.Context, j int) (bool, error) {
+				for _, a := range entries[idx[j]].Absent {
+					resp, err := kv.Get(ctx, a)
+					if err != nil {
+						return false, fmt.Errorf("read %s: %w", a, err)
+					}
+					if len(resp.Kvs) > 0 {
+						return false, nil
+					}
 				}
-			}
-			return true, nil
-		},
-		done: func(i int, ok bool, _ int64) {
-			results[i] = Result{Key: entries[i].Key, Outcome: Deleted}
-			if !ok {
-				results[i] = Result{Key: entries[i].Key, Outcome: SkippedChanged}
-			}
-			journal(results[i])
-		},
-		uncertain: func(idx []int) {
-			for _, i := range idx {
-				lost[i] = true
-			}
-		}})
+				return true, nil
+			},
+			done: func(j int, ok bool, _ int64) {
+				i := idx[j]
+				results[i] = Result{Key: entries[i].Key, Outcome: Deleted, Detail: leaseNote(entries[i])}
+				if !ok {
+					results[i] = Result{Key: entries[i].Key, Outcome: SkippedChanged}
+				}
+				journal(results[i])
+			},
+			uncertain: func(js []int) {
+				for _, j := range js {
+					lost[idx[j]] = true
+				}
+			}}
+	}
+	var err error
+	if before == nil {
+		all := make([]int, len(entries))
+		for i := range all {
+			all[i] = i
+		}
+		err = guardedTxn(ctx, kv, pacing, spec(all))
+	} else {
+		err = deleteInSteps(ctx, kv, pacing, len(entries), spec, before)
+	}
 	// Verify: a delete is only reported once the key is really gone, and a
 	// skip says what the key is now. When the deletes stopped on an error,
 	// the keys left are read back too: the transaction in flight may have
-	// been applied although its reply was lost.
+	// been applied although its reply was lost. Each read-back has its own
+	// context: ctx may have run out, and a key that cannot be read back gets
+	// that as its outcome while the others are still read.
+	rb := &readBacks{ctx: ctx}
 	for i, r := range results {
-		resp, verr := kv.Get(ctx, r.Key)
-		if verr != nil {
+		var resp *clientv3.GetResponse
+		verr := rb.do(func(ctx context.Context) (err error) {
+			resp, err = kv.Get(ctx, r.Key)
+			return err
+		})
+		switch {
+		case verr != nil:
 			if err == nil {
 				err = fmt.Errorf("verify %s: %w", r.Key, verr)
 			}
-			if r.Outcome == NotAttempted {
-				results[i].Detail = "outcome unknown: the deletes stopped and the key could not be read back; run `regghost scan` to see"
+			switch r.Outcome {
+			case NotAttempted:
+				results[i].Detail = fmt.Sprintf("outcome unknown: the deletes stopped and the key could not be read back (%v); run `regghost scan` to see", verr)
+			case Deleted:
+				results[i].Detail = withNote(fmt.Sprintf("its transaction deleted it, but it could not be read back (%v)", verr), leaseNote(entries[i]))
+			case SkippedChanged:
+				results[i].Detail = fmt.Sprintf("left alone: it or a key its verdict rests on changed since the scan; it could not be read back (%v)", verr)
 			}
-			continue
-		}
-		switch {
 		case r.Outcome == NotAttempted && len(resp.Kvs) == 0:
-			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: "gone when read back after the deletes stopped"}
+			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: withNote("gone when read back after the deletes stopped", leaseNote(entries[i]))}
 		case r.Outcome == NotAttempted:
 			results[i].Detail = "still present when read back after the deletes stopped; left alone"
 		case r.Outcome == Deleted && len(resp.Kvs) > 0:
 			results[i] = Result{Key: r.Key, Outcome: StillPresent, Detail: fmt.Sprintf("still in etcd at revision %d after the delete", resp.Kvs[0].ModRevision)}
 		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0 && lost[i]:
-			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: "deleted by a try whose reply was lost (etcd paused); read back: gone"}
+			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: withNote("deleted by a try whose reply was lost (etcd paused); read back: gone", leaseNote(entries[i]))}
 		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0:
 			results[i] = Result{Key: r.Key, Outcome: SkippedGone, Detail: "deleted by someone else since the scan"}
 		case r.Outcome == SkippedChanged && resp.Kvs[0].ModRevision != entries[i].ModRevision:
 			results[i].Detail = fmt.Sprintf("changed since the scan (mod revision %d, now %d); left alone", entries[i].ModRevision, resp.Kvs[0].ModRevision)
 		case r.Outcome == SkippedChanged:
-			results[i].Detail = "no longer a ghost: " + reappeared(ctx, kv, entries[i].Absent) + " since the scan; left alone"
+			results[i].Detail = "no longer a ghost: " + reappeared(rb, kv, entries[i].Absent) + " since the scan; left alone"
 		}
 		if results[i] != r {
 			journal(results[i])
@@ -130,11 +174,101 @@ func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 	return results, err
 }
 
+// deleteInSteps sends the deletes in order, with before's work done right
+// before the transaction of each entry that needs it. Such an entry gets a
+// transaction of its own, sent right after the work: the two are one step,
+// so a stop asked for during the work waits for that transaction, and the
+// work is never done for a delete that is not sent (after a stop, an error,
+// or the deadline). The entries between are batched as usual; the pace
+// holds across the steps.
+func deleteInSteps(ctx context.Context, kv clientv3.KV, pacing Pacing, n int, spec func([]int) txnSpec, before beforeDelete) error {
+	pacing = pacing.normalized()
+	interval := time.Duration(float64(time.Second) / pacing.PerSecond)
+	var next time.Time // when the next transaction may be sent
+	send := func(idx []int, p Pacing) error {
+		if len(idx) == 0 {
+			return nil
+		}
+		if err := pause(ctx, p.Stop, next); err != nil {
+			return err
+		}
+		err := guardedTxn(ctx, kv, p, spec(idx))
+		next = time.Now().Add(interval)
+		if err != nil && err != ErrInterrupted {
+			return fmt.Errorf("deleting keys %d to %d of %d: %w", idx[0]+1, idx[len(idx)-1]+1, n, err)
+		}
+		return err
+	}
+	var run []int
+	for i := 0; i < n; i++ {
+		if !before.needs(i) {
+			run = append(run, i)
+			continue
+		}
+		if err := send(run, pacing); err != nil {
+			return err
+		}
+		run = nil
+		if err := pause(ctx, pacing.Stop, next); err != nil {
+			return err
+		}
+		if err := before.run(ctx, i); err != nil {
+			return err
+		}
+		step := pacing
+		step.Stop = nil
+		if err := send([]int{i}, step); err != nil {
+			return err
+		}
+	}
+	return send(run, pacing)
+}
+
+// pause waits until t. It returns ErrInterrupted when stop is closed first
+// (or already), and ctx's error when ctx ends first.
+func pause(ctx context.Context, stop <-chan struct{}, t time.Time) error {
+	select {
+	case <-stop:
+		return ErrInterrupted
+	default:
+	}
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-stop:
+		return ErrInterrupted
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// withNote appends a note to a result's detail.
+func withNote(detail, note string) string {
+	switch {
+	case note == "":
+		return detail
+	case detail == "":
+		return note
+	}
+	return detail + "; " + note
+}
+
 // reappeared names the witness keys that exist again.
-func reappeared(ctx context.Context, kv clientv3.KV, absent []string) string {
+func reappeared(rb *readBacks, kv clientv3.KV, absent []string) string {
 	var back []string
 	for _, a := range absent {
-		if resp, err := kv.Get(ctx, a, clientv3.WithCountOnly()); err == nil && resp.Count > 0 {
+		var resp *clientv3.GetResponse
+		err := rb.do(func(ctx context.Context) (err error) {
+			resp, err = kv.Get(ctx, a, clientv3.WithCountOnly())
+			return err
+		})
+		if err == nil && resp.Count > 0 {
 			back = append(back, a)
 		}
 	}

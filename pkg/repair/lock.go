@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -16,31 +17,59 @@ import (
 // outside any registry prefix.
 const LockPrefix = "/regghost/lock"
 
+// LockHolderKey holds who has the lock (Holder), on the holder's lease.
+const LockHolderKey = LockPrefix + "-holder"
+
+// LockTTL is the TTL, in seconds, of the lease a writer holds the lock on:
+// a killed writer's lock goes within it.
+const LockTTL = 30
+
 // ErrLocked is returned (wrapped) when another regghost is writing.
 var ErrLocked = errors.New("another regghost is writing to this etcd")
+
+// LockOption changes how Lock goes about it.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	notices io.Writer
+}
+
+// WithLockNotices sends the line saying why Lock waits for a crashed
+// writer's lease to expire to w (os.Stderr by default).
+func WithLockNotices(w io.Writer) LockOption {
+	return func(c *lockConfig) { c.notices = w }
+}
 
 // Lock takes the etcd lock that purge, restore and unstick hold for their
 // write phase, so two operators never write at once; the lock lives on a
 // lease, so a killed regghost releases it within its TTL. what says what
-// this one does, for the other's refusal. When the lock cannot be taken at
-// all (etcd auth without write access to it, kine), it says so and goes on.
-func Lock(ctx context.Context, cli *clientv3.Client, what string) (unlock func(), warning string, err error) {
+// this one does, for the other's refusal. When another regghost holds it,
+// Lock refuses with who it is (ErrLocked), unless that one has crashed (a
+// regghost of this host that is no longer running, or a lease that is no
+// longer renewed): then it says so in one line and waits for the lease to
+// expire, at most its TTL (waitOut). When the lock cannot be taken at all
+// (etcd auth without write access to it, kine), it says so and goes on.
+func Lock(ctx context.Context, cli *clientv3.Client, what string, opts ...LockOption) (unlock func(), warning string, err error) {
+	cfg := lockConfig{notices: os.Stderr}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if ds, err := DetectDatastore(ctx, cli); err == nil && ds.Limited() {
 		return func() {}, ds.Name + " has no leases to keep an etcd lock alive, so regghost's lock cannot be taken; going on without it (make sure no other operator repairs this datastore now)", nil
 	}
-	session, err := concurrency.NewSession(cli, concurrency.WithTTL(30), concurrency.WithContext(ctx))
+	session, err := concurrency.NewSession(cli, concurrency.WithTTL(LockTTL), concurrency.WithContext(ctx))
 	if err != nil {
 		return func() {}, "the etcd lock could not be taken (" + err.Error() + "); going on without it", nil
 	}
 	m := concurrency.NewMutex(session, LockPrefix)
-	if err := m.TryLock(ctx); err != nil {
+	err = m.TryLock(ctx)
+	if errors.Is(err, concurrency.ErrLocked) {
+		err = waitOut(ctx, cli, m, cfg.notices)
+	}
+	if err != nil {
 		session.Close()
-		if errors.Is(err, concurrency.ErrLocked) {
-			holder := "unknown"
-			if resp, gerr := cli.Get(ctx, LockPrefix+"-holder"); gerr == nil && len(resp.Kvs) > 0 {
-				holder = string(resp.Kvs[0].Value)
-			}
-			return nil, "", fmt.Errorf("%w: %s; wait for it to finish and run again", ErrLocked, holder)
+		if errors.Is(err, ErrLocked) {
+			return nil, "", err
 		}
 		if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) {
 			return func() {}, "the etcd user may not take regghost's lock; going on without it", nil
@@ -48,13 +77,144 @@ func Lock(ctx context.Context, cli *clientv3.Client, what string) (unlock func()
 		return func() {}, "the etcd lock could not be taken (" + err.Error() + "); going on without it", nil
 	}
 	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s (pid %d on %s, since %s)", what, os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
-	_, _ = cli.Put(ctx, LockPrefix+"-holder", holder, clientv3.WithLease(session.Lease()))
+	holder := Holder{What: what, PID: os.Getpid(), Host: host, Since: time.Now().UTC().Truncate(time.Second)}
+	_, _ = cli.Put(ctx, LockHolderKey, holder.String(), clientv3.WithLease(session.Lease()))
 	return func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, _ = cli.Delete(uctx, LockPrefix+"-holder")
+		_, _ = cli.Delete(uctx, LockHolderKey)
 		_ = m.Unlock(uctx)
 		session.Close()
 	}, "", nil
+}
+
+// lockMargin is added to a crashed holder's lease TTL left when waiting
+// for it: etcd checks for expired leases every half second, and removing
+// their keys is one more round through raft.
+const lockMargin = 5 * time.Second
+
+// lockPoll is how often a waiting Lock tries again.
+const lockPoll = 500 * time.Millisecond
+
+// waitOut is called when another session holds the lock. When its holder
+// has crashed (lockState.crashed), it writes one line to notices saying
+// why it waits and tries to take the lock again until the holder's lease
+// has expired, at most the TTL it has left and lockMargin, within ctx. A
+// holder that has not crashed is refused at once (ErrLocked, naming it),
+// and so is one that still holds the lock when the wait is over, or a live
+// one that took the lock in the meantime.
+func waitOut(ctx context.Context, cli *clientv3.Client, m *concurrency.Mutex, notices io.Writer) error {
+	var waitingOn clientv3.LeaseID
+	var deadline time.Time
+	var bound time.Duration
+	for {
+		st, err := readLockState(ctx, cli)
+		if err != nil {
+			return err
+		}
+		if st.lease != 0 {
+			why := st.crashed()
+			if why == "" {
+				return fmt.Errorf("%w: %s; wait for it to finish and run again", ErrLocked, st.holderText())
+			}
+			if st.lease != waitingOn {
+				waitingOn = st.lease
+				bound = time.Duration(LockTTL)*time.Second + lockMargin
+				if st.ttl >= 0 {
+					bound = time.Duration(st.ttl)*time.Second + lockMargin
+				}
+				deadline = time.Now().Add(bound)
+				fmt.Fprintf(notices, "regghost: the lock is held by %s, %s; waiting up to %s for its lease to expire\n", st.describe(), why, bound.Round(time.Second))
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: %s still holds the lock after %s of waiting for its lease to expire; wait for it to finish and run again", ErrLocked, st.holderText(), bound.Round(time.Second))
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %s; its lease had not expired when the time ran out (%v)", ErrLocked, st.holderText(), ctx.Err())
+			case <-time.After(lockPoll):
+			}
+		}
+		err = m.TryLock(ctx)
+		if !errors.Is(err, concurrency.ErrLocked) {
+			return err
+		}
+	}
+}
+
+// lockState is who holds the lock now.
+type lockState struct {
+	// lease is the lease of the session that holds the lock; 0 when nobody
+	// holds it.
+	lease clientv3.LeaseID
+	// ttl and granted are the seconds the lease has left and was granted;
+	// ttl is -1 when it could not be read.
+	ttl, granted int64
+	// holder is what the holder key says, when it is on the same lease.
+	holder *Holder
+	// text is the holder key's value, parsed or not.
+	text string
+	// host is this host's name.
+	host string
+}
+
+// readLockState reads the lock's owner key (the oldest under LockPrefix),
+// its lease and the holder key.
+func readLockState(ctx context.Context, cli *clientv3.Client) (lockState, error) {
+	st := lockState{ttl: -1}
+	st.host, _ = os.Hostname()
+	owner, err := cli.Get(ctx, LockPrefix+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return st, fmt.Errorf("read who holds the lock: %w", err)
+	}
+	if len(owner.Kvs) == 0 {
+		return st, nil
+	}
+	st.lease = clientv3.LeaseID(owner.Kvs[0].Lease)
+	if ttl, err := cli.TimeToLive(ctx, st.lease); err == nil {
+		st.ttl, st.granted = ttl.TTL, ttl.GrantedTTL
+	}
+	if resp, err := cli.Get(ctx, LockHolderKey); err == nil && len(resp.Kvs) > 0 {
+		st.text = string(resp.Kvs[0].Value)
+		// A holder key on another lease is not this owner's.
+		if h, ok := ParseHolder(st.text); ok && clientv3.LeaseID(resp.Kvs[0].Lease) == st.lease {
+			st.holder = &h
+		}
+	}
+	return st, nil
+}
+
+// crashed says why the holder is taken to have crashed, or "" when it is
+// not: a regghost of this host whose process is no longer running, or a
+// lease not renewed for over half its TTL (a live holder renews it every
+// third of it).
+func (st lockState) crashed() string {
+	if h := st.holder; h != nil && h.Host == st.host && h.PID > 0 && !processRunning(h.PID) {
+		return "which is no longer running"
+	}
+	if st.ttl >= 0 && st.granted > 0 && st.ttl*2 < st.granted {
+		return fmt.Sprintf("whose lease is about to expire (%ds of %ds left: it is no longer renewed)", st.ttl, st.granted)
+	}
+	return ""
+}
+
+// describe names the holder for the line that says why Lock waits.
+func (st lockState) describe() string {
+	if h := st.holder; h != nil {
+		where := "on " + h.Host
+		if h.Host == st.host {
+			where = "on this host"
+		}
+		return fmt.Sprintf("'%s' (pid %d %s)", h.What, h.PID, where)
+	}
+	return fmt.Sprintf("another regghost (lease %x)", int64(st.lease))
+}
+
+// holderText is the holder for a refusal: the holder key's value as it
+// is, which names command, pid, host and since when.
+func (st lockState) holderText() string {
+	if st.text == "" {
+		return "unknown"
+	}
+	return st.text
 }

@@ -55,7 +55,9 @@ type PurgeResult struct {
 // Purge deletes the plan's targets. Before the first delete it writes and
 // verifies a full snapshot and a per-key backup; when anything before the
 // deletes fails, nothing is deleted and the half-made backup directory is
-// removed.
+// removed. With --retain-volumes each volume is set to Retain through the
+// API server right before the transaction that deletes its claim, and only
+// if that claim is still to be deleted then.
 func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -65,6 +67,10 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	}
 	if err := plan.Refusal(); err != nil {
 		return nil, err
+	}
+	retain := plan.ImpactOptions.RetainVolumes && plan.Impact != nil && len(plan.Impact.VolumesToRetain()) > 0
+	if retain && o.Kube == nil {
+		return nil, fmt.Errorf("%w; nothing was deleted", errNoKube)
 	}
 	dir, err := NewBackupDir(o.BackupRoot, plan.Scope, o.Now())
 	if err != nil {
@@ -91,28 +97,15 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	}
 	all := append(append([]Result{}, plan.Skipped...), res.Results...)
 	var doomed []Entry
-	var volumes []impact.Volume
 	for _, e := range b.Entries {
 		if e.Role == "" {
 			doomed = append(doomed, e)
 		}
 	}
-	if plan.ImpactOptions.RetainVolumes && plan.Impact != nil {
-		volumes = plan.Impact.VolumesToRetain()
-	}
-	retained, err := RetainVolumes(ctx, o.Kube, volumes)
-	all = append(all, retained...)
 	// The audit log is written as the purge goes: what happened before the
 	// deletes, then a line per key as its transaction returns, so a purge
 	// killed half-way leaves a trail.
-	if aerr := AppendAudit(dir, "purge", all); aerr != nil {
-		res.Results = all
-		if err != nil {
-			return res, fmt.Errorf("%w (and the audit log: %v); nothing was deleted", err, aerr)
-		}
-		return res, fmt.Errorf("%w; nothing was deleted", aerr)
-	}
-	if err != nil {
+	if err := AppendAudit(dir, "purge", all); err != nil {
 		res.Results = all
 		return res, fmt.Errorf("%w; nothing was deleted", err)
 	}
@@ -122,18 +115,31 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 			journalErr = err
 		}
 	}
-	// Delete exactly what the verified backup on disk holds.
-	results, err := GuardedDelete(ctx, o.Client, doomed, o.Pacing, journal)
-	all = append(all, results...)
-	if err == nil {
-		err = journalErr
+	// Delete exactly what the verified backup on disk holds. A volume is set
+	// to Retain right before the transaction that deletes the first target
+	// whose deletion would destroy its storage, and only if that target is
+	// still to be deleted: never for a claim left alone, and never once the
+	// deletes stopped.
+	var before beforeDelete
+	var vols *retainer
+	if retain {
+		vols = newRetainer(o.Kube, o.Client, plan, doomed, journal)
+		before = vols
 	}
-	res.Results = all
+	results, err := guardedDelete(ctx, o.Client, doomed, o.Pacing, journal, before)
 	for _, r := range results {
 		if r.Outcome == Deleted {
 			res.Deleted++
 		}
 	}
+	if vols != nil {
+		results = vols.merge(results)
+	}
+	all = append(all, results...)
+	if err == nil {
+		err = journalErr
+	}
+	res.Results = all
 	return res, err
 }
 
@@ -218,9 +224,7 @@ func readEntries(ctx context.Context, kv KVLease, plan *Plan, ds Datastore) ([]E
 			// kine has no lease API: a key's lease is its TTL in seconds.
 			e.LeaseTTL = cur.Lease
 		case cur.Lease != 0:
-			if ttl, err := kv.TimeToLive(ctx, clientv3.LeaseID(cur.Lease)); err == nil && ttl.TTL > 0 {
-				e.LeaseTTL = ttl.TTL
-			}
+			e.LeaseTTL, e.LeaseTTLUnknown = LeaseTTL(ctx, kv, cur.Lease)
 		}
 		entries = append(entries, e)
 	}

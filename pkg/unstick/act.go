@@ -74,6 +74,12 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	// The backup names the etcd cluster, as purge's does, so that restore
+	// refuses to write it into another one.
+	ds, err := repair.DetectDatastore(ctx, o.Client)
+	if err != nil {
+		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was changed", err)
+	}
 	dir, err := repair.NewBackupDir(o.BackupRoot, "unstick "+a.Target, o.Now())
 	if err != nil {
 		return nil, err
@@ -95,11 +101,19 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 			return nil, fmt.Errorf("%w: %s changed since it was reviewed; run unstick again; nothing was changed", ErrRefused, b.Key)
 		}
 		kv := resp.Kvs[0]
-		entries = append(entries, repair.Entry{Key: b.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision,
-			Version: kv.Version, Lease: kv.Lease, Reason: "finalizers [" + strings.Join(b.Finalizers, ", ") + "] removed by regghost unstick " + a.Target})
+		e := repair.Entry{Key: b.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision,
+			Version: kv.Version, Lease: kv.Lease, Reason: "finalizers [" + strings.Join(b.Finalizers, ", ") + "] removed by regghost unstick " + a.Target}
+		if ds.Limited() {
+			// kine has no lease API: a key's lease is its TTL in seconds.
+			e.LeaseTTL = kv.Lease
+		} else {
+			e.LeaseTTL, e.LeaseTTLUnknown = repair.LeaseTTL(ctx, o.Client, kv.Lease)
+		}
+		entries = append(entries, e)
 	}
 	res := &Result{Dir: dir}
-	if res.Backup, _, err = repair.WriteBackup(dir, &repair.Backup{Created: o.Now().UTC(), Scope: "unstick " + a.Target, Prefix: registry, Entries: entries}); err != nil {
+	if res.Backup, _, err = repair.WriteBackup(dir, &repair.Backup{Created: o.Now().UTC(), Scope: "unstick " + a.Target, Prefix: registry,
+		ClusterID: ds.ClusterID, Entries: entries}); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was changed", err)
 	}
@@ -112,11 +126,18 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 		if r.Outcome == FinalizersRemoved {
 			removed++
 		} else if r.Outcome == repair.NotAttempted {
-			// A 404 for a key etcd holds is not "gone".
-			if resp, err := o.Client.Get(ctx, b.Key, clientv3.WithCountOnly()); err == nil && resp.Count == 0 {
+			// A 404 for a key etcd holds is not "gone". Read back on a
+			// context of its own: the command's may have run out.
+			rctx, cancel := repair.ReadBackContext(ctx)
+			resp, err := o.Client.Get(rctx, b.Key, clientv3.WithCountOnly())
+			cancel()
+			switch {
+			case err != nil:
+				r.Outcome, r.Detail = PatchFailed, fmt.Sprintf("%s, and etcd could not be read back (%v): whether it is gone is unknown", r.Detail, err)
+			case resp.Count == 0:
 				r.Outcome, r.Detail = repair.SkippedGone, "gone since it was reviewed"
-			} else {
-				r.Outcome = PatchFailed
+			default:
+				r.Outcome, r.Detail = PatchFailed, r.Detail+" for a key etcd still holds"
 			}
 		}
 		res.Results = append(res.Results, r)
@@ -128,7 +149,7 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 		res.Finished = waitGone(ctx, o.Client, a.Key, o.Wait)
 	}
 	// Count with a context of its own: the wait may have used up the command's.
-	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	left, err := countLeft(cctx, o.Client, registry, a)
 	if err != nil {
@@ -188,19 +209,22 @@ func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) rep
 	return repair.Result{Key: b.Key, Outcome: PatchFailed, Detail: "the API server refused the patch: " + err.Error()}
 }
 
-// waitGone waits until key is gone from etcd, at most wait.
+// waitGone waits until key is gone from etcd, at most wait. When the wait
+// or ctx is over, the key is read once more on a context of its own, so a
+// deletion that finished as the time ran out is still seen.
 func waitGone(ctx context.Context, cli *clientv3.Client, key string, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
-	for {
+	for time.Now().Before(deadline) && ctx.Err() == nil {
 		resp, err := cli.Get(ctx, key, clientv3.WithCountOnly())
 		if err == nil && resp.Count == 0 {
 			return true
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	rctx, cancel := repair.ReadBackContext(ctx)
+	defer cancel()
+	resp, err := cli.Get(rctx, key, clientv3.WithCountOnly())
+	return err == nil && resp.Count == 0
 }
 
 // countLeft counts the keys of the target still in etcd.

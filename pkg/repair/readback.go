@@ -1,0 +1,48 @@
+package repair
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ReadBackTimeout bounds the read-back of one key after writes.
+const ReadBackTimeout = 10 * time.Second
+
+// readBackFailLimit is how many read-backs in a row may fail before the
+// keys left are reported unread instead of waited for one by one.
+const readBackFailLimit = 3
+
+// ReadBackContext is the context of one key's read-back after writes: its
+// own, bounded by ReadBackTimeout and not by ctx's deadline or cancellation,
+// so that a command whose time ran out (a long snapshot, a stop) still
+// learns what became of every key it wrote. ctx's values are kept.
+func ReadBackContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReadBackTimeout)
+}
+
+// readBacks runs the read-backs of a run's keys, each on a context of its
+// own. When readBackFailLimit of them fail in a row, etcd is not answering:
+// the keys left are not waited for one by one (that could take
+// ReadBackTimeout per key), and fail at once with the reason.
+type readBacks struct {
+	ctx     context.Context
+	failed  int
+	lastErr error
+}
+
+// do runs one key's read-back.
+func (r *readBacks) do(read func(ctx context.Context) error) error {
+	if r.failed >= readBackFailLimit {
+		return fmt.Errorf("not read back: etcd did not answer the last %d read-backs (%v)", r.failed, r.lastErr)
+	}
+	ctx, cancel := ReadBackContext(r.ctx)
+	defer cancel()
+	if err := read(ctx); err != nil {
+		r.failed++
+		r.lastErr = err
+		return err
+	}
+	r.failed = 0
+	return nil
+}

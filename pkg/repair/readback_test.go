@@ -1,0 +1,127 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+)
+
+// flakyKV is a KV whose reads of some keys fail, and which can run a
+// function after each transaction (to end the caller's context).
+type flakyKV struct {
+	clientv3.KV
+	failReads map[string]bool
+	afterTxn  func()
+}
+
+func (f flakyKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if f.failReads[key] {
+		return nil, errors.New("read refused")
+	}
+	return f.KV.Get(ctx, key, opts...)
+}
+
+func (f flakyKV) Txn(ctx context.Context) clientv3.Txn {
+	return afterTxn{Txn: f.KV.Txn(ctx), after: f.afterTxn}
+}
+
+type afterTxn struct {
+	clientv3.Txn
+	after func()
+}
+
+func (t afterTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
+	return afterTxn{Txn: t.Txn.If(cs...), after: t.after}
+}
+func (t afterTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	return afterTxn{Txn: t.Txn.Then(ops...), after: t.after}
+}
+func (t afterTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	return afterTxn{Txn: t.Txn.Else(ops...), after: t.after}
+}
+func (t afterTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if t.after != nil {
+		t.after()
+	}
+	return resp, err
+}
+
+// TestGuardedDeleteReadsEveryKeyBack: every key gets an outcome read back
+// from etcd, on a context of its own, when the command's context ran out
+// before or right after the deletes; a key that cannot be read back gets
+// that as its outcome and the others are still read.
+func TestGuardedDeleteReadsEveryKeyBack(t *testing.T) {
+	keys := []string{"/registry/pods/a/1", "/registry/pods/a/2", "/registry/pods/a/3"}
+	tests := []struct {
+		name string
+		// setup returns the context and KV to delete with.
+		setup  func(ctx context.Context, cancel context.CancelFunc, kv clientv3.KV) (context.Context, clientv3.KV)
+		want   []Outcome
+		detail []string
+	}{
+		{name: "the time ran out before the deletes",
+			setup: func(ctx context.Context, cancel context.CancelFunc, kv clientv3.KV) (context.Context, clientv3.KV) {
+				cancel()
+				return ctx, kv
+			},
+			want:   []Outcome{NotAttempted, NotAttempted, NotAttempted},
+			detail: []string{"still present when read back", "still present when read back", "still present when read back"}},
+		{name: "the time ran out right after the deletes",
+			setup: func(ctx context.Context, cancel context.CancelFunc, kv clientv3.KV) (context.Context, clientv3.KV) {
+				return ctx, flakyKV{KV: kv, afterTxn: cancel}
+			},
+			want:   []Outcome{Deleted, Deleted, Deleted},
+			detail: []string{"", "", ""}},
+		{name: "one key cannot be read back",
+			setup: func(ctx context.Context, cancel context.CancelFunc, kv clientv3.KV) (context.Context, clientv3.KV) {
+				cancel()
+				return ctx, flakyKV{KV: kv, failReads: map[string]bool{keys[0]: true}}
+			},
+			want:   []Outcome{NotAttempted, NotAttempted, NotAttempted},
+			detail: []string{"could not be read back (read refused)", "still present when read back", "still present when read back"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cli, _ := etcdtest.Start(t)
+			var entries []Entry
+			for _, k := range keys {
+				entries = append(entries, put(t, cli, k, "v"))
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			dctx, kv := tt.setup(ctx, cancel, cli)
+			results, err := GuardedDelete(dctx, kv, entries, Pacing{BatchSize: len(keys), PerSecond: 1000}, nil)
+			for i, r := range results {
+				if r.Outcome != tt.want[i] || !strings.Contains(r.Detail, tt.detail[i]) {
+					t.Errorf("%s: %s (%s), want %s (%s); err %v", r.Key, r.Outcome, r.Detail, tt.want[i], tt.detail[i], err)
+				}
+			}
+		})
+	}
+}
+
+// TestReadBacksGiveUpOnADeadEtcd: once etcd failed readBackFailLimit
+// read-backs in a row, the keys left fail at once, with the reason.
+func TestReadBacksGiveUpOnADeadEtcd(t *testing.T) {
+	rb := &readBacks{ctx: context.Background()}
+	calls := 0
+	fail := func(context.Context) error { calls++; return errors.New("no leader") }
+	for i := 0; i < readBackFailLimit+2; i++ {
+		err := rb.do(fail)
+		if err == nil {
+			t.Fatal("a failing read-back succeeded")
+		}
+		if i >= readBackFailLimit && !strings.Contains(err.Error(), "did not answer the last 3 read-backs (no leader)") {
+			t.Errorf("read-back %d: %v", i, err)
+		}
+	}
+	if calls != readBackFailLimit {
+		t.Errorf("%d read-backs sent, want %d", calls, readBackFailLimit)
+	}
+}
