@@ -136,6 +136,15 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 			return nil, err
 		}
 		opts.API, opts.Served, opts.ServerVersion = rs.view, served, rs.view.ServerVersion
+		view := rs.view
+		opts.APIServers = func(ctx context.Context) ([]etcdscan.APIChecker, error) {
+			peers, err := view.Peers(ctx)
+			out := make([]etcdscan.APIChecker, len(peers))
+			for i, p := range peers {
+				out[i] = p
+			}
+			return out, err
+		}
 	}
 	if rs.dec != nil {
 		opts.Decrypter = rs.dec

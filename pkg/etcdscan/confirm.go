@@ -158,7 +158,8 @@ func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
 			reason := fmt.Sprintf("encrypted with %s key %q and the API server cannot decrypt it: %s", c.enc.Provider, c.enc.KeyName, a.said)
 			f := s.record(c.f)
 			f.add(ClassEncryptedUnknown, reason)
-			f.addEvidence(ClassEncryptedUnknown, WitnessAPIServer, asked, Confirms, a.said)
+			answer, how, said := s.everyAPIServer(ctx, c, asked, a.said)
+			f.addEvidence(ClassEncryptedUnknown, WitnessAPIServer, how, answer, said)
 			f.addEvidence(ClassEncryptedUnknown, WitnessEncryptionConfig, "--encryption-provider-config", NoEvidence, local)
 		case apiRead:
 		default:
@@ -185,13 +186,56 @@ func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
 			if cl == ClassEncryptedUnknown {
 				e.Said += "; the local --encryption-provider-config is stale or wrong"
 			}
-		case a.kind == apiCannotTransform && cl == ClassEncryptedUnknown,
-			a.kind == apiCannotDecode && (cl == ClassUndecodable || cl == ClassKeyMismatch):
+		case a.kind == apiCannotTransform && cl == ClassEncryptedUnknown:
+			e.Answer, e.Asked, e.Said = s.everyAPIServer(ctx, c, asked, a.said)
+		case a.kind == apiCannotDecode && (cl == ClassUndecodable || cl == ClassKeyMismatch):
 			e.Answer = Confirms
 		}
 		tally.note(e)
 		f.addEvidence(cl, e.Witness, e.Asked, e.Answer, e.Said)
 	}
+}
+
+// everyAPIServer asks each kube-apiserver of an HA control plane to read
+// an encrypted value the API server could not decrypt: the answer that
+// came through the kubeconfig's address may be the one whose encryption
+// config is stale. One that reads it contradicts the verdict; one that
+// cannot be asked leaves it without a second witness.
+func (s *scan) everyAPIServer(ctx context.Context, c confirmation, asked, said string) (Answer, string, string) {
+	if s.opts.APIServers == nil {
+		return Confirms, asked, said
+	}
+	if s.peers == nil {
+		s.peers = &peerList{}
+		s.peers.list, s.peers.err = s.opts.APIServers(ctx)
+	}
+	asked += ", then on every kube-apiserver (the endpoints of default/kubernetes)"
+	if s.peers.err != nil {
+		return NoEvidence, asked, said + "; but the kube-apiservers cannot be listed, and another may read it: " + s.peers.err.Error()
+	}
+	if len(s.peers.list) == 0 {
+		return Confirms, asked, said + "; the default/kubernetes Service lists no kube-apiserver (--endpoint-reconciler-type=none), so this one is the only one known"
+	}
+	var names []string
+	for _, p := range s.peers.list {
+		_, err := p.Get(ctx, *c.res, c.ns, c.name)
+		a := readAnswer(err, c.enc)
+		switch a.kind {
+		case apiCannotTransform:
+			names = append(names, p.Address())
+		case apiRead:
+			return Contradicts, asked, said + "; but kube-apiserver " + p.Address() + " reads it: the encryption config of the one that cannot is stale (an HA control plane out of step)"
+		default:
+			return NoEvidence, asked, said + "; but kube-apiserver " + p.Address() + " could not be asked (" + a.said + "), and it may read it"
+		}
+	}
+	return Confirms, asked, fmt.Sprintf("%s; every kube-apiserver fails to decrypt it (%s)", said, strings.Join(names, ", "))
+}
+
+// peerList is every kube-apiserver, listed once per scan.
+type peerList struct {
+	list []APIChecker
+	err  error
 }
 
 // apiCheck reports what the second witness could and could not answer.

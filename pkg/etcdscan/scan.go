@@ -51,6 +51,11 @@ type Options struct {
 	Release *catalog.Catalog
 	// API is the second witness; nil when unreachable or not to be asked.
 	API APIChecker
+	// APIServers lists every kube-apiserver behind API (the endpoints of
+	// the default/kubernetes Service). "Cannot decrypt it" is a witness
+	// only when each of them says it: one with a stale encryption config
+	// is no proof. Nil when API is one server.
+	APIServers func(ctx context.Context) ([]APIChecker, error)
 	// ServerVersion is the API server's version (its /version gitVersion).
 	ServerVersion string
 	// APIUnavailable says why API is nil, for the report.
@@ -177,6 +182,8 @@ type scan struct {
 	unconfirmed int
 	// unprobed counts encrypted values the API server's answer left undecided.
 	unprobed int
+	// peers are the kube-apiservers of an HA control plane, once listed.
+	peers *peerList
 	// apiTally is what the API server answered.
 	apiTally *apiTally
 	// census counts stored objects by resource and stored version.
