@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/dbfile"
@@ -33,11 +34,19 @@ type globalOptions struct {
 	cpuProfile       string
 	// nodeRoot is where the node's files are, for nodeconfig.
 	nodeRoot string
-	// explicitEtcd and explicitPrefix say the user chose; discovery then
-	// leaves those alone.
-	explicitEtcd, explicitPrefix bool
-	errOut                       io.Writer
-	discovered                   sync.Once
+	// flags are the command's flags, and onCommandLine the settings given
+	// as flags before ETCDCTL_* variables filled the others (noteGiven):
+	// discovery leaves every setting given alone and says where it came from.
+	flags         flagSet
+	onCommandLine map[string]bool
+	errOut        io.Writer
+	discovered    sync.Once
+}
+
+// flagSet is what discovery asks of the command's flags (a *pflag.FlagSet).
+type flagSet interface {
+	// Changed says whether the flag was set, on the command line or since.
+	Changed(name string) bool
 }
 
 // readSettings say how a command reads a live etcd.
@@ -133,12 +142,40 @@ func (g *globalOptions) connect(ctx context.Context) (*clientv3.Client, error) {
 	return g.etcd.Connect(ctx)
 }
 
+// noteGiven records which of the settings discovery fills were given as
+// flags. It runs before the ETCDCTL_* variables are applied: a setting
+// changed after that came from its variable.
+func (g *globalOptions) noteGiven(fs flagSet) {
+	g.flags, g.onCommandLine = fs, map[string]bool{}
+	for _, name := range nodeconfig.Flags {
+		g.onCommandLine[name] = fs.Changed(name)
+	}
+}
+
+// given names, for each setting given explicitly, the flag or ETCDCTL_*
+// variable it came from.
+func (g *globalOptions) given() nodeconfig.Given {
+	out := nodeconfig.Given{}
+	for _, name := range nodeconfig.Flags {
+		switch {
+		case g.onCommandLine[name]:
+			out[name] = "--" + name
+		case g.flags.Changed(name):
+			out[name] = etcdflags.FlagToEnv("ETCDCTL", name)
+		}
+	}
+	return out
+}
+
 // discover reads kube-apiserver's own etcd settings from the node's files
-// when no etcd flag or ETCDCTL_* variable was given, and says in one line
-// what it used and where it read it.
+// and fills each setting no flag or ETCDCTL_* variable gave: endpoints, TLS
+// files, prefix and encryption config. It says in one line what it used and
+// where each setting came from, and notes a given prefix or encryption
+// config that disagrees with the node's.
 func (g *globalOptions) discover() {
 	g.discovered.Do(func() {
-		if g.explicitEtcd || g.db != "" {
+		// Without noteGiven it cannot tell what was given: take nothing.
+		if g.db != "" || g.flags == nil {
 			return
 		}
 		f, err := nodeconfig.Discover(g.nodeRoot)
@@ -146,17 +183,21 @@ func (g *globalOptions) discover() {
 			return
 		}
 		if err != nil {
-			fmt.Fprintf(g.errOut, "regghost: could not read this node's kube-apiserver configuration (%v); using the defaults\n", oneLine(err))
+			fmt.Fprintf(g.errOut, "regghost: could not read this node's kube-apiserver configuration (%v); nothing was taken from it\n", oneLine(err))
 			return
 		}
-		g.etcd.Endpoints, g.etcd.CACert, g.etcd.Cert, g.etcd.Key = f.Endpoints, f.CACert, f.Cert, f.Key
-		if !g.explicitPrefix {
-			g.prefix = f.Prefix
+		cur := nodeconfig.Settings{Endpoints: g.etcd.Endpoints, CACert: g.etcd.CACert, Cert: g.etcd.Cert, Key: g.etcd.Key,
+			Prefix: g.prefix, EncryptionConfig: g.encryptionConfig}
+		m := nodeconfig.Fill(cur, g.given(), f)
+		s := m.Settings
+		g.etcd.Endpoints, g.etcd.CACert, g.etcd.Cert, g.etcd.Key = s.Endpoints, s.CACert, s.Cert, s.Key
+		g.prefix, g.encryptionConfig = s.Prefix, s.EncryptionConfig
+		if m.Line != "" {
+			fmt.Fprintf(g.errOut, "regghost: %s\n", m.Line)
 		}
-		if g.encryptionConfig == "" {
-			g.encryptionConfig = f.EncryptionConfig
+		for _, n := range m.Notes {
+			fmt.Fprintf(g.errOut, "regghost: %s\n", n)
 		}
-		fmt.Fprintf(g.errOut, "regghost: %s\n", f.Describe())
 	})
 }
 

@@ -85,13 +85,14 @@ snapshot and per-key backup that restore can put back.`,
 	f.BoolVar(&g.noAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
 	f.StringVar(&g.db, "db", "", "read this etcd db file (snapshot or member/snap/db) instead of a live etcd, read-only")
 	f.StringVar(&g.encryptionConfig, "encryption-provider-config", "", "kube-apiserver EncryptionConfiguration to decrypt aescbc, aesgcm and secretbox values")
-	f.StringVar(&g.nodeRoot, "node-root", envOr("REGGHOST_NODE_ROOT", "/"), "where the control-plane node's files are, to find etcd's endpoints, certificates, prefix and encryption config when no etcd flag or ETCDCTL_* variable is given (env REGGHOST_NODE_ROOT)")
+	f.StringVar(&g.nodeRoot, "node-root", envOr("REGGHOST_NODE_ROOT", "/"), "where the control-plane node's files are, to find etcd's endpoints, certificates, prefix and encryption config that no flag or ETCDCTL_* variable gives (env REGGHOST_NODE_ROOT)")
 	f.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = f.MarkHidden("cpuprofile")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := g.startProfile(); err != nil {
 			return err
 		}
+		g.noteGiven(c.Root().PersistentFlags())
 		// ETCDCTL_* variables fill the flags not given, as in etcdctl
 		// (ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_DIAL_TIMEOUT, ...).
 		if err := etcdflags.SetPflagsFromEnv(zap.NewNop(), "ETCDCTL", c.Root().PersistentFlags()); err != nil {
@@ -104,8 +105,6 @@ snapshot and per-key backup that restore can put back.`,
 		if g.etcd.CommandTimeout <= 0 {
 			return usageError("--command-timeout must be positive, got %s", g.etcd.CommandTimeout)
 		}
-		g.explicitEtcd = c.Flags().Changed("endpoints") || os.Getenv("ETCDCTL_ENDPOINTS") != "" || g.etcd.CACert != "" || g.etcd.Cert != ""
-		g.explicitPrefix = c.Flags().Changed("prefix")
 		if len(g.prefix) == 0 || g.prefix[0] != '/' || g.prefix[len(g.prefix)-1] != '/' {
 			return usageError("--prefix %q must start and end with /", g.prefix)
 		}

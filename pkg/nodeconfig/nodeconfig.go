@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -203,20 +202,8 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// Describe is the one line regghost prints when it uses what it found.
+// Describe is the one line regghost prints when it takes every setting from
+// the node.
 func (f *Found) Describe() string {
-	parts := []string{fmt.Sprintf("etcd %s", strings.Join(f.Endpoints, ","))}
-	if f.Cert != "" {
-		parts = append(parts, "client certificate "+f.Cert)
-	}
-	parts = append(parts, "prefix "+f.Prefix)
-	if f.EncryptionConfig != "" {
-		parts = append(parts, "encryption config "+f.EncryptionConfig)
-	}
-	if len(f.Overrides) > 0 {
-		o := append([]string{}, f.Overrides...)
-		sort.Strings(o)
-		parts = append(parts, "other etcds for "+strings.Join(o, ", "))
-	}
-	return "using " + strings.Join(parts, ", ") + " (from " + f.Source + ")"
+	return Fill(Settings{}, nil, f).Line
 }
