@@ -59,6 +59,12 @@ type clusterOptions struct {
 	members int
 	// kine runs kine over SQLite (k3s's default datastore) instead of etcd.
 	kine bool
+	// apiserverIP and apiserverPort are where kube-apiserver binds and
+	// advertises itself (127.0.0.1 and a free port by default);
+	// apiserverName names its log, certificate directory and kubeconfig,
+	// for a second kube-apiserver of an HA control plane.
+	apiserverIP, apiserverName string
+	apiserverPort              int
 }
 
 func freePort(t *testing.T) int {
@@ -189,7 +195,16 @@ const testToken = "regghost-e2e-token"
 
 func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 	t.Helper()
-	port := freePort(t)
+	ip, name, port := o.apiserverIP, o.apiserverName, o.apiserverPort
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	if name == "" {
+		name = "apiserver"
+	}
+	if port == 0 {
+		port = freePort(t)
+	}
 	saPub, saKey := writeServiceAccountKey(t, c.dir)
 	tokens := filepath.Join(c.dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(testToken+",admin,admin,system:masters\n"), 0o600); err != nil {
@@ -197,15 +212,15 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 	}
 	args := []string{
 		"--etcd-servers", c.etcdURL, "--etcd-cafile", c.pki.CA, "--etcd-certfile", c.pki.ClientCert, "--etcd-keyfile", c.pki.ClientKey,
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--cert-dir", filepath.Join(c.dir, "apiserver-certs"),
+		"--bind-address", ip, "--advertise-address", ip, "--secure-port", strconv.Itoa(port),
+		"--cert-dir", filepath.Join(c.dir, name+"-certs"),
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
 		"--service-account-signing-key-file", saKey, "--token-auth-file", tokens,
 		"--authorization-mode", "AlwaysAllow", "--service-cluster-ip-range", "10.0.0.0/24",
 		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
 	}
-	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, "apiserver.log"), bins.kubeAPIServer, append(args, o.apiserverArgs...)...)
-	host := fmt.Sprintf("https://127.0.0.1:%d", port)
+	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, name+".log"), bins.kubeAPIServer, append(args, o.apiserverArgs...)...)
+	host := "https://" + net.JoinHostPort(ip, strconv.Itoa(port))
 	c.rest = &rest.Config{Host: host, BearerToken: testToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
 	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	waitFor(t, 90*time.Second, "kube-apiserver ready", func() error {
@@ -236,6 +251,9 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 		t.Fatal(err)
 	}
 	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	if name != "apiserver" {
+		c.kubeconfig = filepath.Join(c.dir, name+".kubeconfig")
+	}
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: e2e, cluster: {server: %q, insecure-skip-tls-verify: true}}]
