@@ -30,9 +30,9 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 // it had left.
 //
 // Every key written, and every key left when the writes stop on an error,
-// is read back on its own bounded context; a read-back that fails marks
-// that key Unverified and the others are still read. The error is returned
-// once every key has an outcome.
+// is read back on a context of its own (readBacks); a read-back that fails
+// marks that key Unverified and the others are still read. The error is
+// returned once every key has an outcome.
 func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) ([]Result, error) {
 	results := make([]Result, len(b.Entries))
 	var todo []int
@@ -140,24 +140,17 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 	return results, checkClaims(ctx, kv, b, todo, results)
 }
 
-// readBackTimeout bounds the read-back of one key, on a context of its own:
-// the command's may have run out by then, and every key still needs an
-// outcome.
-const readBackTimeout = 10 * time.Second
-
-// readBack reads key on a context of its own bounded by readBackTimeout,
-// sending the read again while etcd is paused (no leader, a lost member).
-func readBack(ctx context.Context, kv clientv3.KV, key string) (*clientv3.GetResponse, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
-	defer cancel()
+// getRetrying reads key on ctx (a read-back's own, see readBacks), sending
+// the read again while etcd is paused (no leader, a lost member).
+func getRetrying(ctx context.Context, kv clientv3.KV, key string) (*clientv3.GetResponse, error) {
 	backoff := 100 * time.Millisecond
 	for {
-		resp, err := kv.Get(rctx, key)
-		if err == nil || !Transient(err) || rctx.Err() != nil {
+		resp, err := kv.Get(ctx, key)
+		if err == nil || !Transient(err) || ctx.Err() != nil {
 			return resp, err
 		}
 		select {
-		case <-rctx.Done():
+		case <-ctx.Done():
 			return nil, err
 		case <-time.After(backoff):
 		}
@@ -172,6 +165,7 @@ func readBack(ctx context.Context, kv clientv3.KV, key string) (*clientv3.GetRes
 // it. A read-back that fails marks its key Unverified and the others are
 // still read; the error says how many could not be read.
 func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnessGuard, todo []int, results []Result, wrote map[int]int64, lost map[int]bool, withInto func(Result, int) Result) error {
+	rb := &readBacks{ctx: ctx}
 	var failed []string
 	var first error
 	fail := func(key string, err error) {
@@ -186,7 +180,11 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 		if r.Outcome != Restored && r.Outcome != Conflict && r.Outcome != NotAttempted {
 			continue
 		}
-		resp, err := readBack(ctx, kv, e.Key)
+		var resp *clientv3.GetResponse
+		err := rb.do(func(ctx context.Context) (err error) {
+			resp, err = getRetrying(ctx, kv, e.Key)
+			return err
+		})
 		if err != nil {
 			fail(e.Key, err)
 			switch r.Outcome {
@@ -211,9 +209,11 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 			results[i] = withInto(Result{Key: e.Key, Outcome: Restored, Detail: "written by a try whose reply was lost (etcd paused); read back: the backed-up bytes"}, i)
 		case r.Outcome == Conflict && len(resp.Kvs) == 0:
 			// Still absent: the compare that failed was a witness's.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
-			why, err := guard.changed(wctx, kv, i)
-			cancel()
+			var why string
+			err := rb.do(func(ctx context.Context) (err error) {
+				why, err = guard.changed(ctx, kv, i)
+				return err
+			})
 			if err != nil {
 				fail(e.Key, err)
 				results[i].Detail = fmt.Sprintf("not written: a compare failed and its witnesses could not be read back (%v); run `regghost restore` again to see", err)
