@@ -94,7 +94,11 @@ snapshot and per-key backup that restore can put back.`,
 		}
 		g.noteGiven(c.Root().PersistentFlags())
 		// ETCDCTL_* variables fill the flags not given, as in etcdctl
-		// (ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_DIAL_TIMEOUT, ...).
+		// (ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_DIAL_TIMEOUT, ...). A
+		// flag given beside its variable wins: etcd's reader would exit on
+		// the conflict without a word (runbooks export the variables, then
+		// an operator adds a flag).
+		shadowEnvByFlags(c.Root().PersistentFlags(), "ETCDCTL")
 		if err := etcdflags.SetPflagsFromEnv(zap.NewNop(), "ETCDCTL", c.Root().PersistentFlags()); err != nil {
 			return usageError("%v", err)
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,10 +75,19 @@ spec:
 			t.Errorf("exit %d: %s\n%s", code, errOut, out)
 		}
 	})
-	t.Run("explicit flags win", func(t *testing.T) {
+	t.Run("explicit flags win; the node fills the rest", func(t *testing.T) {
 		_, errOut, code := runBinary(t, "", append([]string{"scan", "--no-api", "-o", "json", "--node-root", openshift}, c.etcdArgs()...)...)
-		if code != 0 || strings.Contains(errOut, "using etcd") {
+		if code != 0 || !strings.Contains(errOut, "using etcd "+c.etcdURL+" (--endpoints), client certificate "+c.pki.ClientCert+" (--cert), prefix /kubernetes.io/ (from OpenShift static pod resources") {
 			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("a flag beside its ETCDCTL_ variable wins, and says so", func(t *testing.T) {
+		cmd := exec.Command(bins.regghost, append([]string{"scan", "--no-api", "-o", "json", "--node-root", openshift}, c.etcdArgs()...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "ETCDCTL_ENDPOINTS=127.0.0.1:1")
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		if err := cmd.Run(); err != nil || !strings.Contains(errOut.String(), "using etcd "+c.etcdURL+" (--endpoints)") {
+			t.Errorf("%v: %s", err, errOut.String())
 		}
 	})
 }
