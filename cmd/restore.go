@@ -94,6 +94,9 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		}
 	}
 	opts := repair.RestoreOptions{DryRun: true, IntoRecreated: f.intoRecreated, Prefix: g.prefix}
+	if opts.Reader, err = g.contentReader(ctx); err != nil {
+		return err
+	}
 	plan, err := repair.RestoreWith(ctx, cli, b, opts)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/regghost/regghost/pkg/decode"
 )
@@ -60,7 +61,7 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 		return nil, err
 	}
 	if o.DryRun || len(todo) == 0 {
-		return results, checkClaims(ctx, kv, b, todo, results)
+		return results, checkClaims(ctx, kv, b, todo, results, o.Reader)
 	}
 	into := map[int]string{}
 	for _, i := range todo {
@@ -137,7 +138,7 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 	if verr != nil {
 		return results, verr
 	}
-	return results, checkClaims(ctx, kv, b, todo, results)
+	return results, checkClaims(ctx, kv, b, todo, results, o.Reader)
 }
 
 // getRetrying reads key on ctx (a read-back's own, see readBacks), sending
@@ -244,25 +245,36 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 // checkClaims looks at the volume of every PersistentVolumeClaim restored
 // (or to be restored): a claim whose PersistentVolume is gone, or bound to
 // another claim, comes back Lost, and says so.
-func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, results []Result) error {
+func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, results []Result, reader ContentReader) error {
+	read := func(key string, value []byte) (runtime.Object, error) {
+		obj, _, err := decode.Typed(value)
+		if err != nil && reader != nil {
+			return reader.Read(ctx, key, value)
+		}
+		return obj, err
+	}
+	note := func(r *Result, s string) { r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + s }
 	for _, i := range todo {
 		r := &results[i]
 		if r.Outcome != Restored && r.Outcome != WouldRestore {
 			continue
 		}
 		e := b.Entries[i]
-		obj, _, err := decode.Typed(e.Value)
+		if !strings.Contains(e.Key, "/persistentvolumeclaims/") {
+			continue
+		}
+		obj, err := read(e.Key, e.Value)
+		if err != nil {
+			note(r, "the claim cannot be read here ("+firstLine(err.Error())+"): whether its volume binds it again is not known; check it with kubectl once restored")
+			continue
+		}
 		pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-		if err != nil || !ok || pvc.Spec.VolumeName == "" {
+		if !ok || pvc.Spec.VolumeName == "" {
 			continue
 		}
 		prefix := b.Prefix
 		if prefix == "" {
-			i := strings.Index(e.Key, "persistentvolumeclaims/")
-			if i < 0 {
-				continue
-			}
-			prefix = e.Key[:i]
+			prefix = e.Key[:strings.Index(e.Key, "persistentvolumeclaims/")]
 		}
 		pvKey := prefix + "persistentvolumes/" + pvc.Spec.VolumeName
 		resp, err := kv.Get(ctx, pvKey)
@@ -272,19 +284,20 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, res
 		problem := ""
 		if len(resp.Kvs) == 0 {
 			problem = "its PersistentVolume " + pvc.Spec.VolumeName + " is gone (no " + pvKey + "): the claim comes back Lost and its data is not there"
-		} else if pvObj, _, err := decode.Typed(resp.Kvs[0].Value); err == nil {
-			if pv, ok := pvObj.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != pvc.UID {
-				problem = fmt.Sprintf("its PersistentVolume %s is now bound to claim %s/%s (uid %s): the claim comes back Lost", pv.Name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID)
-			}
+		} else if pvObj, err := read(pvKey, resp.Kvs[0].Value); err != nil {
+			note(r, "its PersistentVolume "+pvc.Spec.VolumeName+" cannot be read here ("+firstLine(err.Error())+"): whether it binds the claim again is not known")
+			continue
+		} else if pv, ok := pvObj.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != pvc.UID {
+			problem = fmt.Sprintf("its PersistentVolume %s is now bound to claim %s/%s (uid %s): the claim comes back Lost", pv.Name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID)
 		}
 		if problem == "" {
-			r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + "PersistentVolume " + pvc.Spec.VolumeName + " is there to bind it again"
+			note(r, "PersistentVolume "+pvc.Spec.VolumeName+" is there to bind it again")
 			continue
 		}
 		if r.Outcome == Restored {
 			r.Outcome = RestoredWithoutVolume
 		}
-		r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + problem
+		note(r, problem)
 	}
 	return nil
 }

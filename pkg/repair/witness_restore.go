@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,6 +41,16 @@ type RestoreOptions struct {
 	// under when the backup does not name one (a backup made from a logical
 	// snapshot, or one written before backups recorded their prefix).
 	Prefix string
+	// Reader reads values whose fields restore's checks need (a claim and
+	// its volume) when they are encrypted at rest (*objread.Reader); nil
+	// reads them as stored.
+	Reader ContentReader
+}
+
+// ContentReader reads the object stored under a key, decrypting it or
+// asking the API server when it must (*objread.Reader).
+type ContentReader interface {
+	Read(ctx context.Context, key string, value []byte) (runtime.Object, error)
 }
 
 // witnessGuard is restore's counterpart of the purge's witness compares.
