@@ -225,14 +225,14 @@ func refusedErr(results []repair.Result) error {
 	if n == 0 {
 		return nil
 	}
-	return &exitError{code: ExitError, err: fmt.Errorf("%d keys were refused, not restored (%s: %s)", n, first.Key, first.Detail)}
+	return &exitError{code: ExitError, err: fmt.Errorf("%d keys were refused, not restored (%s: %s)", n, escapeCell(first.Key), escapeCell(first.Detail))}
 }
 
 // stillPresentErr fails a run whose writes did not all stick.
 func stillPresentErr(results []repair.Result) error {
 	for _, r := range results {
 		if r.Outcome == repair.StillPresent {
-			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", r.Key, r.Detail)}
+			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
 		}
 	}
 	return nil
@@ -244,10 +244,10 @@ func conflictErr(results []repair.Result) error {
 	}
 	for _, r := range results {
 		if r.Outcome == repair.Conflict || r.Outcome == repair.StillPresent || r.Outcome == repair.Unverified {
-			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", r.Key, r.Detail)}
+			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
 		}
 		if r.Outcome == repair.RestoredWithoutVolume {
-			return &exitError{code: ExitError, err: fmt.Errorf("a claim was restored without its volume (%s: %s)", r.Key, r.Detail)}
+			return &exitError{code: ExitError, err: fmt.Errorf("a claim was restored without its volume (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
 		}
 	}
 	return nil

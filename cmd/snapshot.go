@@ -109,7 +109,7 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	c.Flags().StringVar(&prefix, "prefix", "", "restore only the keys under this prefix (default: every key)")
+	c.Flags().StringVar(&prefix, "prefix", "", "restore only the keys under this prefix (default: every key the purge deleted; with --all-absent every key of the snapshot)")
 	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(repair.AllAbsentFlag, "--"), false,
 		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")
 	addIntoRecreatedFlag(c, &intoRecreated)
