@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
@@ -214,9 +215,9 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, in Re
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", a.Key, err)
 		}
-		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok {
-			return nil, fmt.Errorf("%s holds a %T, not a CustomResourceDefinition", a.Key, obj)
+		crd, err := asCRD(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.Key, err)
 		}
 		a.Finalizers = crd.Finalizers
 		if crd.DeletionTimestamp != nil {
@@ -502,4 +503,21 @@ func (a *Analysis) missingVersion() string {
 		}
 	}
 	return ""
+}
+
+// asCRD reads a CustomResourceDefinition stored at v1 or v1beta1 (what
+// unstick needs of it, finalizers and conditions, is the same in both).
+func asCRD(obj runtime.Object) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+		return crd, nil
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("holds a %T, not a CustomResourceDefinition", obj)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, crd); err != nil || crd.Name == "" {
+		return nil, fmt.Errorf("holds a %T, not a CustomResourceDefinition", obj)
+	}
+	return crd, nil
 }
