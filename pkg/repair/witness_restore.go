@@ -72,8 +72,12 @@ type witnessGuard struct {
 	// keys are each entry's witnesses.
 	keys map[int][]string
 	// read is each witness's create revision as read when planning (0:
-	// absent).
+	// absent), each witness read once; ours says it holds this backup's
+	// own bytes for it.
 	read map[string]int64
+	ours map[string]bool
+	// byKey is the backup's entries by key.
+	byKey map[string]*Entry
 	// wrote is the revision each key this restore wrote back was written
 	// at: a witness that is itself in the backup is compared at it.
 	wrote map[string]int64
@@ -87,7 +91,11 @@ type witnessGuard struct {
 // write.
 func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *Backup, o RestoreOptions, todo []int, results []Result) (*witnessGuard, []int, error) {
 	g := &witnessGuard{b: b, prefix: b.Prefix, since: b.ScanRevision, into: o.IntoRecreated,
-		keys: map[int][]string{}, read: map[string]int64{}, wrote: map[string]int64{}, late: map[int]string{}}
+		keys: map[int][]string{}, read: map[string]int64{}, ours: map[string]bool{}, byKey: map[string]*Entry{},
+		wrote: map[string]int64{}, late: map[int]string{}}
+	for i := range b.Entries {
+		g.byKey[b.Entries[i].Key] = &b.Entries[i]
+	}
 	if g.prefix == "" {
 		g.prefix = o.Prefix
 	}
@@ -100,12 +108,15 @@ func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *Backup, o RestoreOp
 		g.keys[i] = witnessKeys(g.prefix, e)
 		var recreated, into, kinds []string
 		for _, w := range g.keys[i] {
-			rev, ours, err := g.readWitness(ctx, kv, w)
-			if err != nil {
-				return nil, nil, err
+			if _, ok := g.read[w]; !ok {
+				rev, ours, err := g.readWitness(ctx, kv, w)
+				if err != nil {
+					return nil, nil, err
+				}
+				g.read[w], g.ours[w] = rev, ours
 			}
-			g.read[w] = rev
-			why := g.judge(e, w, rev, ours)
+			rev := g.read[w]
+			why := g.judge(e, w, rev, g.ours[w])
 			if why == "" {
 				continue
 			}
@@ -144,12 +155,8 @@ func (g *witnessGuard) readWitness(ctx context.Context, kv clientv3.KV, key stri
 	if len(resp.Kvs) == 0 {
 		return 0, false, nil
 	}
-	for _, e := range g.b.Entries {
-		if e.Key == key {
-			return resp.Kvs[0].CreateRevision, bytes.Equal(e.Value, resp.Kvs[0].Value), nil
-		}
-	}
-	return resp.Kvs[0].CreateRevision, false, nil
+	e, ok := g.byKey[key]
+	return resp.Kvs[0].CreateRevision, ok && bytes.Equal(e.Value, resp.Kvs[0].Value), nil
 }
 
 // judge says how witness w, existing at create revision rev, was created
