@@ -77,6 +77,7 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 			printGrouped(out, rep, now, noHeaders)
 		}
 	}
+	printDangling(out, rep.Dangling)
 	scope := "all namespaces"
 	if rep.Namespace != "" {
 		scope = "namespace " + rep.Namespace

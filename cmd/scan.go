@@ -108,7 +108,7 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 	if err := o.print.print(out, reportOutput(rep)); err != nil {
 		return err
 	}
-	if rep.Ghosts() > 0 {
+	if rep.Ghosts() > 0 || rep.DanglingGoneCount() > 0 {
 		return &exitError{code: ExitGhosts}
 	}
 	return nil
@@ -159,6 +159,9 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	doneProgress()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
+	}
+	if err := rs.findDangling(ctx, g, rep); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }

@@ -152,6 +152,12 @@ type Report struct {
 	Summary map[Class]int `json:"summary"`
 	// Versions is the census of stored versions, per resource.
 	Versions []StoredVersions `json:"versions,omitempty"`
+	// APIWitness is set when the API server was a witness of this scan (it
+	// answered and fronts this etcd).
+	APIWitness bool `json:"apiWitness"`
+	// Dangling are the references of live objects into what is gone (or
+	// down), found by pkg/dangling.
+	Dangling []DanglingRef `json:"dangling"`
 }
 
 // Ghosts returns the number of findings that are ghosts.

@@ -137,6 +137,7 @@ func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
 	if err := s.finish(ctx); err != nil {
 		return nil, err
 	}
+	s.rep.APIWitness = s.opts.API != nil
 	return s.rep, nil
 }
 

@@ -1,0 +1,444 @@
+// Package dangling finds what a force-deleted namespace leaves pointing into
+// the void outside itself: APIServices and admission webhooks whose Service
+// is gone (every namespace deletion and every matching request then fails),
+// CRD conversion webhooks, RBAC bindings whose ServiceAccount subjects are
+// gone (a namespace and account created again inherit the grant), and
+// PersistentVolumes whose claim is gone. It tells gone (the namespace or
+// Service does not exist: a dangling reference) from down (the Service
+// exists with no ready endpoint: bring it back), with two witnesses: etcd's
+// keys and the API server.
+package dangling
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Reader reads a stored object (*objread.Reader: as stored, decrypted, or
+// through the API server).
+type Reader interface {
+	Read(ctx context.Context, key string, value []byte) (runtime.Object, error)
+}
+
+// Getter reads an object's metadata through the API server (*apiview.View).
+type Getter interface {
+	Get(ctx context.Context, r catalog.Resource, namespace, name string) (*metav1.PartialObjectMetadata, error)
+}
+
+// Options say where to look and who to ask.
+type Options struct {
+	// Registry is the registry prefix ("/registry/").
+	Registry string
+	// Namespace, when set, keeps only the references into it.
+	Namespace string
+	// Reader reads the referring objects.
+	Reader Reader
+	// API is the second witness; nil when it cannot be asked.
+	API Getter
+}
+
+// finder holds what is known of the keyspace while references are checked.
+type finder struct {
+	ctx   context.Context
+	store etcdscan.Store
+	o     Options
+	// namespaces are the namespace keys that exist.
+	namespaces map[string]bool
+	// answers caches the API server's answer per target.
+	answers map[string]answer
+	// ready caches whether a Service has a ready endpoint.
+	ready map[string]bool
+	out   []etcdscan.DanglingRef
+	// unreadable are referring objects nobody here could read.
+	unreadable []string
+}
+
+// answer is the API server's word on a target etcd says is gone.
+type answer int
+
+const (
+	apiConfirms answer = iota
+	apiContradicts
+	apiNoEvidence
+)
+
+// Find walks the objects that point into namespaces and returns every
+// reference whose target is gone or down, sorted by key. The second value
+// lists the referring objects nobody could read (they are not judged).
+func Find(ctx context.Context, store etcdscan.Store, o Options) ([]etcdscan.DanglingRef, []string, error) {
+	f := &finder{ctx: ctx, store: store, o: o, namespaces: map[string]bool{}, answers: map[string]answer{}, ready: map[string]bool{}}
+	start := o.Registry + "namespaces/"
+	err := store.Range(ctx, start, etcdscan.PrefixEnd(start), true, func(kv *mvccpb.KeyValue) error {
+		f.namespaces[string(kv.Key[len(start):])] = true
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read namespaces: %w", err)
+	}
+	for _, w := range []struct {
+		prefix string
+		fn     func(kv *mvccpb.KeyValue, obj map[string]any) error
+	}{
+		{"apiregistration.k8s.io/apiservices/", f.apiService},
+		{"admissionregistration.k8s.io/validatingwebhookconfigurations/", f.webhooks("ValidatingWebhookConfiguration")},
+		{"admissionregistration.k8s.io/mutatingwebhookconfigurations/", f.webhooks("MutatingWebhookConfiguration")},
+		{"apiextensions.k8s.io/customresourcedefinitions/", f.conversion},
+		{"clusterrolebindings/", f.binding("ClusterRoleBinding")},
+		{"rolebindings/", f.binding("RoleBinding")},
+		{"persistentvolumes/", f.volume},
+	} {
+		if err := f.walk(w.prefix, w.fn); err != nil {
+			return nil, nil, err
+		}
+	}
+	sort.SliceStable(f.out, func(i, j int) bool { return f.out[i].Key < f.out[j].Key })
+	return f.out, f.unreadable, nil
+}
+
+// walk reads every object under a storage prefix and hands it, as a map,
+// to fn.
+func (f *finder) walk(prefix string, fn func(kv *mvccpb.KeyValue, obj map[string]any) error) error {
+	start := f.o.Registry + prefix
+	return f.store.Range(f.ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
+		obj, err := f.o.Reader.Read(f.ctx, string(kv.Key), kv.Value)
+		if err != nil {
+			f.unreadable = append(f.unreadable, string(kv.Key))
+			return nil
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			f.unreadable = append(f.unreadable, string(kv.Key))
+			return nil
+		}
+		return fn(kv, u)
+	})
+}
+
+// target says whether a Service (or, with name "", a namespace) is gone or
+// down, and why; ok is false when it is there and serving, or when the API
+// server contradicts etcd.
+func (f *finder) service(ns, name string) (state etcdscan.DanglingState, why string, single, ok bool) {
+	if !f.namespaces[ns] {
+		a := f.ask(namespacesResource, "", ns)
+		if a == apiContradicts {
+			return "", "", false, false
+		}
+		return etcdscan.DanglingGone, fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms, true
+	}
+	key := f.o.Registry + "services/specs/" + ns + "/" + name
+	kv, err := f.store.Get(f.ctx, key)
+	if err == nil && kv == nil {
+		a := f.ask(servicesResource, ns, name)
+		if a == apiContradicts {
+			return "", "", false, false
+		}
+		return etcdscan.DanglingGone, fmt.Sprintf("service %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms, true
+	}
+	if err != nil || f.hasReadyEndpoint(ns, name) {
+		return "", "", false, false
+	}
+	return etcdscan.DanglingDown, fmt.Sprintf("service %s/%s exists but has no ready endpoint", ns, name), false, true
+}
+
+func said(a answer) string {
+	switch a {
+	case apiConfirms:
+		return "; the API server answers 404"
+	case apiNoEvidence:
+		return "; the API server could not confirm it"
+	}
+	return ""
+}
+
+var (
+	namespacesResource      = catalog.Resource{Version: "v1", Resource: "namespaces"}
+	servicesResource        = catalog.Resource{Version: "v1", Resource: "services"}
+	serviceAccountsResource = catalog.Resource{Version: "v1", Resource: "serviceaccounts"}
+	claimsResource          = catalog.Resource{Version: "v1", Resource: "persistentvolumeclaims"}
+)
+
+// ask is the second witness: the API server's GET of what etcd says is gone.
+func (f *finder) ask(r catalog.Resource, ns, name string) answer {
+	id := r.Resource + "/" + ns + "/" + name
+	if a, ok := f.answers[id]; ok {
+		return a
+	}
+	a := apiNoEvidence
+	if f.o.API != nil {
+		_, err := f.o.API.Get(f.ctx, r, ns, name)
+		switch {
+		case err == nil:
+			a = apiContradicts
+		case apierrors.IsNotFound(err):
+			a = apiConfirms
+		}
+	}
+	f.answers[id] = a
+	return a
+}
+
+// hasReadyEndpoint reads the Service's EndpointSlices.
+func (f *finder) hasReadyEndpoint(ns, name string) bool {
+	id := ns + "/" + name
+	if r, ok := f.ready[id]; ok {
+		return r
+	}
+	ready := false
+	start := f.o.Registry + "endpointslices/" + ns + "/"
+	_ = f.store.Range(f.ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
+		obj, err := f.o.Reader.Read(f.ctx, string(kv.Key), kv.Value)
+		if err != nil {
+			return nil
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil
+		}
+		if svc, _, _ := unstructured.NestedString(u, "metadata", "labels", "kubernetes.io/service-name"); svc != name {
+			return nil
+		}
+		eps, _, _ := unstructured.NestedSlice(u, "endpoints")
+		for _, e := range eps {
+			em, _ := e.(map[string]any)
+			addrs, _, _ := unstructured.NestedStringSlice(em, "addresses")
+			r, found, _ := unstructured.NestedBool(em, "conditions", "ready")
+			if len(addrs) > 0 && (!found || r) {
+				ready = true
+			}
+		}
+		return nil
+	})
+	f.ready[id] = ready
+	return ready
+}
+
+// add records a reference when it points into the namespace asked about.
+func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.DanglingRef) {
+	if f.o.Namespace != "" && d.TargetNamespace != f.o.Namespace {
+		return
+	}
+	d.Key, d.ModRevision = string(kv.Key), kv.ModRevision
+	d.Namespace, _, _ = unstructured.NestedString(obj, "metadata", "namespace")
+	d.Name, _, _ = unstructured.NestedString(obj, "metadata", "name")
+	d.ManagedBy = managers(obj)
+	if d.State == etcdscan.DanglingDown {
+		d.Fix = "none: bring " + d.Target + " back (it exists; deleting what points at it would lose its configuration)"
+	}
+	f.out = append(f.out, d)
+}
+
+func str(obj map[string]any, path ...string) string {
+	s, _, _ := unstructured.NestedString(obj, path...)
+	return s
+}
+
+// apiService checks an APIService's service.
+func (f *finder) apiService(kv *mvccpb.KeyValue, obj map[string]any) error {
+	ns, name := str(obj, "spec", "service", "namespace"), str(obj, "spec", "service", "name")
+	if name == "" {
+		return nil
+	}
+	state, why, single, ok := f.service(ns, name)
+	if !ok {
+		return nil
+	}
+	gv := str(obj, "spec", "group") + "/" + str(obj, "spec", "version")
+	f.add(kv, obj, etcdscan.DanglingRef{Kind: "APIService", Field: "spec.service", Target: "service " + ns + "/" + name, TargetNamespace: ns, State: state, Why: why, SingleWitness: single,
+		Consequence: "discovery of " + gv + " fails: every namespace deletion in the cluster hangs (NamespaceDeletionDiscoveryFailure) and the garbage collector stalls",
+		Fix:         "delete APIService " + str(obj, "metadata", "name") + " through the API server"})
+	return nil
+}
+
+// webhooks checks each webhook of an admission webhook configuration.
+func (f *finder) webhooks(kind string) func(kv *mvccpb.KeyValue, obj map[string]any) error {
+	return func(kv *mvccpb.KeyValue, obj map[string]any) error {
+		hooks, _, _ := unstructured.NestedSlice(obj, "webhooks")
+		var refs []etcdscan.DanglingRef
+		for _, h := range hooks {
+			hm, _ := h.(map[string]any)
+			ns, name := str(hm, "clientConfig", "service", "namespace"), str(hm, "clientConfig", "service", "name")
+			if name == "" {
+				continue
+			}
+			state, why, single, ok := f.service(ns, name)
+			if !ok {
+				continue
+			}
+			policy := str(hm, "failurePolicy")
+			if policy == "" {
+				policy = "Fail"
+			}
+			consequence := "failurePolicy " + policy + ": every request it matches fails (failed calling webhook " + str(hm, "name") + ": service not found), the reinstall of its operator included"
+			if policy == "Ignore" {
+				consequence = "failurePolicy Ignore: every request it matches waits for the call to fail, then goes on unchecked"
+			}
+			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: "webhooks[" + str(hm, "name") + "].clientConfig.service", Target: "service " + ns + "/" + name,
+				TargetNamespace: ns, State: state, Why: why, SingleWitness: single, Consequence: consequence})
+		}
+		gone := 0
+		for _, r := range refs {
+			if r.State == etcdscan.DanglingGone {
+				gone++
+			}
+		}
+		for _, r := range refs {
+			r.Fix = "remove webhook " + strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service") + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server (its other webhooks are live)"
+			if gone == len(hooks) {
+				r.Fix = "delete " + kind + " " + str(obj, "metadata", "name") + " through the API server (none of its webhooks has a Service left)"
+			}
+			f.add(kv, obj, r)
+		}
+		return nil
+	}
+}
+
+// conversion checks a CRD's conversion webhook.
+func (f *finder) conversion(kv *mvccpb.KeyValue, obj map[string]any) error {
+	if str(obj, "spec", "conversion", "strategy") != "Webhook" {
+		return nil
+	}
+	ns, name := str(obj, "spec", "conversion", "webhook", "clientConfig", "service", "namespace"), str(obj, "spec", "conversion", "webhook", "clientConfig", "service", "name")
+	if name == "" {
+		return nil
+	}
+	state, why, single, ok := f.service(ns, name)
+	if !ok {
+		return nil
+	}
+	crd := str(obj, "metadata", "name")
+	f.add(kv, obj, etcdscan.DanglingRef{Kind: "CustomResourceDefinition", Field: "spec.conversion.webhook.clientConfig.service", Target: "service " + ns + "/" + name, TargetNamespace: ns, State: state, Why: why, SingleWitness: single,
+		Consequence: "every read of " + crd + " at a version other than the stored one fails, and so may its lists",
+		Fix:         "none automatic: bring the conversion service back, or set spec.conversion.strategy None once every object is stored at the version clients read"})
+	return nil
+}
+
+// binding checks a binding's ServiceAccount subjects.
+func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]any) error {
+	return func(kv *mvccpb.KeyValue, obj map[string]any) error {
+		own := str(obj, "metadata", "namespace")
+		if kind == "RoleBinding" && !f.namespaces[own] {
+			// A RoleBinding in a gone namespace is a ghost itself (scan's
+			// orphaned-namespace), not a reference into the void.
+			return nil
+		}
+		subjects, _, _ := unstructured.NestedSlice(obj, "subjects")
+		role := str(obj, "roleRef", "kind") + " " + str(obj, "roleRef", "name")
+		var refs []etcdscan.DanglingRef
+		for i, s := range subjects {
+			sm, _ := s.(map[string]any)
+			if str(sm, "kind") != "ServiceAccount" {
+				continue
+			}
+			ns, name := str(sm, "namespace"), str(sm, "name")
+			if ns == "" {
+				ns = own
+			}
+			var why string
+			single := false
+			switch {
+			case !f.namespaces[ns]:
+				a := f.ask(namespacesResource, "", ns)
+				if a == apiContradicts {
+					continue
+				}
+				why, single = fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms
+			default:
+				key := f.o.Registry + "serviceaccounts/" + ns + "/" + name
+				if kv, err := f.store.Get(f.ctx, key); err != nil || kv != nil {
+					continue
+				}
+				a := f.ask(serviceAccountsResource, ns, name)
+				if a == apiContradicts {
+					continue
+				}
+				why, single = fmt.Sprintf("serviceaccount %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms
+			}
+			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
+				State: etcdscan.DanglingGone, Why: why, SingleWitness: single,
+				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role})
+		}
+		for _, r := range refs {
+			r.Fix = "remove subject " + r.Target + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server"
+			if len(refs) == len(subjects) {
+				r.Fix = "delete " + kind + " " + str(obj, "metadata", "name") + " through the API server (no subject is left)"
+			}
+			f.add(kv, obj, r)
+		}
+		return nil
+	}
+}
+
+// volume checks a PersistentVolume's claimRef.
+func (f *finder) volume(kv *mvccpb.KeyValue, obj map[string]any) error {
+	ns, name := str(obj, "spec", "claimRef", "namespace"), str(obj, "spec", "claimRef", "name")
+	if name == "" {
+		return nil
+	}
+	var why string
+	single := false
+	switch {
+	case !f.namespaces[ns]:
+		a := f.ask(namespacesResource, "", ns)
+		if a == apiContradicts {
+			return nil
+		}
+		why, single = fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms
+	default:
+		key := f.o.Registry + "persistentvolumeclaims/" + ns + "/" + name
+		if c, err := f.store.Get(f.ctx, key); err != nil || c != nil {
+			return nil
+		}
+		a := f.ask(claimsResource, ns, name)
+		if a == apiContradicts {
+			return nil
+		}
+		why, single = fmt.Sprintf("claim %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms
+	}
+	phase, policy := str(obj, "status", "phase"), str(obj, "spec", "persistentVolumeReclaimPolicy")
+	consequence := "phase " + phase + ", reclaim policy " + policy + ": it stays Released, and a new claim stays Pending until spec.claimRef is cleared by hand"
+	if phase == "Bound" {
+		consequence = "still Bound to a claim that is gone (reclaim policy " + policy + ")"
+	}
+	f.add(kv, obj, etcdscan.DanglingRef{Kind: "PersistentVolume", Field: "spec.claimRef", Target: "claim " + ns + "/" + name, TargetNamespace: ns, State: etcdscan.DanglingGone, Why: why, SingleWitness: single,
+		Consequence: consequence,
+		Fix:         "none automatic (regghost never touches storage): check the data, then delete the PersistentVolume or clear its spec.claimRef"})
+	return nil
+}
+
+// gitops are the labels and annotations by which a GitOps tool or Helm
+// tracks an object, and what each means.
+var gitops = []struct {
+	path []string
+	who  string
+}{
+	{[]string{"metadata", "annotations", "meta.helm.sh/release-name"}, "Helm release %s (the next helm upgrade re-creates it, or adopts a ghost with matching annotations)"},
+	{[]string{"metadata", "annotations", "argocd.argoproj.io/tracking-id"}, "Argo CD application %s (re-created with selfHeal)"},
+	{[]string{"metadata", "labels", "app.kubernetes.io/instance"}, "Argo CD (2.x tracking label) or Helm instance %s"},
+	{[]string{"metadata", "labels", "kustomize.toolkit.fluxcd.io/name"}, "Flux Kustomization %s (re-applied every interval)"},
+	{[]string{"metadata", "labels", "helm.toolkit.fluxcd.io/name"}, "Flux HelmRelease %s"},
+}
+
+// managers names who would re-create or adopt obj.
+func managers(obj map[string]any) []string {
+	var out []string
+	for _, g := range gitops {
+		if v := str(obj, g.path...); v != "" {
+			if i := strings.IndexByte(v, ':'); i > 0 && strings.Contains(g.who, "Argo CD application") {
+				v = v[:i]
+			}
+			out = append(out, fmt.Sprintf(g.who, v))
+		}
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package dangling
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/objread"
+)
+
+func TestFind(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	ready := `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"live-x","namespace":"ops","labels":{"kubernetes.io/service-name":"live"}},"addressType":"IPv4","endpoints":[{"addresses":["10.0.0.9"],"conditions":{"ready":true}}]}`
+	for k, v := range map[string]string{
+		"/registry/namespaces/default":         `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`,
+		"/registry/namespaces/ops":             `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ops"}}`,
+		"/registry/services/specs/ops/live":    `{"apiVersion":"v1","kind":"Service","metadata":{"name":"live","namespace":"ops"}}`,
+		"/registry/services/specs/ops/idle":    `{"apiVersion":"v1","kind":"Service","metadata":{"name":"idle","namespace":"ops"}}`,
+		"/registry/endpointslices/ops/live-x":  ready,
+		"/registry/serviceaccounts/ops/runner": `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"runner","namespace":"ops"}}`,
+		// The namespace kb-system was force-deleted: everything below points into it.
+		"/registry/apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.webhook.cert-manager.io","annotations":{"meta.helm.sh/release-name":"cert-manager"}},"spec":{"group":"webhook.cert-manager.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"kb-system","name":"webhook"}}}`,
+		// Down, not gone: the Service is there with no ready endpoint.
+		"/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.k8s.io"},"spec":{"group":"metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"ops","name":"idle"}}}`,
+		"/registry/apiregistration.k8s.io/apiservices/v1.apps":                `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.apps"},"spec":{"group":"apps","version":"v1","groupPriorityMinimum":100,"versionPriority":10}}`,
+		"/registry/admissionregistration.k8s.io/validatingwebhookconfigurations/policy": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"policy"},"webhooks":[
+			{"name":"gone.example.com","clientConfig":{"service":{"namespace":"kb-system","name":"hook"}},"sideEffects":"None","admissionReviewVersions":["v1"]},
+			{"name":"live.example.com","clientConfig":{"service":{"namespace":"ops","name":"live"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
+		"/registry/admissionregistration.k8s.io/mutatingwebhookconfigurations/inject": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":"inject"},"webhooks":[
+			{"name":"inject.example.com","failurePolicy":"Ignore","clientConfig":{"service":{"namespace":"kb-system","name":"inject"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
+		"/registry/clusterrolebindings/kb-admin": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kb-admin"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","namespace":"kb-system","name":"controller"},{"kind":"ServiceAccount","namespace":"ops","name":"runner"}]}`,
+		"/registry/rolebindings/ops/read":        `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"read","namespace":"ops"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","name":"deleted"}]}`,
+		"/registry/persistentvolumes/pv-data":    `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv-data"},"spec":{"persistentVolumeReclaimPolicy":"Retain","claimRef":{"namespace":"kb-system","name":"data","uid":"u1"}},"status":{"phase":"Released"}}`,
+	} {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		namespace string
+		want      []string // key field state fix-substring
+	}{
+		{"", []string{
+			"admissionregistration.k8s.io/mutatingwebhookconfigurations/inject webhooks[inject.example.com].clientConfig.service gone delete MutatingWebhookConfiguration inject",
+			"admissionregistration.k8s.io/validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone remove webhook gone.example.com",
+			"apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io spec.service down none: bring service ops/idle back",
+			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone delete APIService v1beta1.webhook.cert-manager.io",
+			"clusterrolebindings/kb-admin subjects[0] gone remove subject serviceaccount kb-system/controller",
+			"persistentvolumes/pv-data spec.claimRef gone none automatic",
+			"rolebindings/ops/read subjects[0] gone delete RoleBinding read",
+		}},
+		{"kb-system", []string{
+			"admissionregistration.k8s.io/mutatingwebhookconfigurations/inject webhooks[inject.example.com].clientConfig.service gone",
+			"admissionregistration.k8s.io/validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone",
+			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone",
+			"clusterrolebindings/kb-admin subjects[0] gone",
+			"persistentvolumes/pv-data spec.claimRef gone",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run("namespace "+tt.namespace, func(t *testing.T) {
+			refs, unreadable, err := Find(ctx, store, Options{Registry: "/registry/", Namespace: tt.namespace, Reader: &objread.Reader{Registry: "/registry/"}})
+			if err != nil || len(unreadable) > 0 {
+				t.Fatalf("find: %v, unreadable %v", err, unreadable)
+			}
+			if len(refs) != len(tt.want) {
+				t.Fatalf("got %d references, want %d: %+v", len(refs), len(tt.want), refs)
+			}
+			for i, r := range refs {
+				got := strings.TrimPrefix(r.Key, "/registry/") + " " + r.Field + " " + string(r.State) + " " + r.Fix
+				if !strings.HasPrefix(got, tt.want[i]) {
+					t.Errorf("reference %d: %q, want it to start %q", i, got, tt.want[i])
+				}
+				if r.State == etcdscan.DanglingGone && !r.SingleWitness {
+					t.Errorf("%s: not single-witness without the API server", r.Key)
+				}
+			}
+			if tt.namespace == "" && (len(refs[3].ManagedBy) != 1 || !strings.Contains(refs[3].ManagedBy[0], "Helm release cert-manager")) {
+				t.Errorf("managed by: %v", refs[3].ManagedBy)
+			}
+		})
+	}
+}
