@@ -34,6 +34,10 @@ func TestWritersRefuseADBFile(t *testing.T) {
 		{name: "purge", args: []string{"purge", "-n", "kb-system", "--accept-single-witness", "--confirm", "--yes"}},
 		{name: "purge dry run", args: []string{"purge", "-n", "kb-system"}},
 		{name: "unstick --confirm", args: []string{"unstick", "namespace", "shop", "--confirm", "--yes"}},
+		// restore and snapshot restore write to the live cluster too, and
+		// --db would only mean the flags point elsewhere than intended.
+		{name: "restore", args: []string{"restore", filepath.Join(t.TempDir(), "any-backup"), "--confirm", "--yes"}},
+		{name: "snapshot restore", args: []string{"snapshot", "restore", filepath.Join(t.TempDir(), "snapshot.jsonl"), "--confirm", "--yes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,7 +47,10 @@ func TestWritersRefuseADBFile(t *testing.T) {
 			}
 			root := filepath.Join(t.TempDir(), "backups")
 			var out, errOut bytes.Buffer
-			args := append(append([]string{}, tt.args...), "--db", db, "--endpoints", ep, "--no-api", "--backup-dir", root)
+			args := append(append([]string{}, tt.args...), "--db", db, "--endpoints", ep, "--no-api")
+			if tt.args[0] == "purge" || tt.args[0] == "unstick" {
+				args = append(args, "--backup-dir", root)
+			}
 			code := Run(args, strings.NewReader(""), &out, &errOut)
 			if code != ExitUsage || !strings.Contains(errOut.String(), "--db "+db+" reads a file offline") || strings.Count(strings.TrimSpace(errOut.String()), "\n") > 0 {
 				t.Errorf("exit %d, stderr %q", code, errOut.String())

@@ -39,6 +39,9 @@ found them (the undo). The witnesses are compared again inside each write.`,
 			if err := p.validate(); err != nil {
 				return err
 			}
+			if err := refuseDB(g, "restore"); err != nil {
+				return err
+			}
 			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: otherCluster, intoRecreated: intoRecreated, print: p}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}

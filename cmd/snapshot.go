@@ -84,6 +84,9 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 			if err := p.validate(); err != nil {
 				return err
 			}
+			if err := refuseDB(g, "snapshot restore"); err != nil {
+				return err
+			}
 			if _, err := os.Stat(args[0]); err != nil {
 				return fmt.Errorf("snapshot: %w", err)
 			}

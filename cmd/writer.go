@@ -18,7 +18,7 @@ import (
 // prints a warning when the lock cannot be had at all.
 func writerLock(cli *clientv3.Client, what string, errOut io.Writer) func(ctx context.Context) (func(), error) {
 	return func(ctx context.Context) (func(), error) {
-		unlock, warning, err := repair.Lock(ctx, cli, what)
+		unlock, warning, err := repair.Lock(ctx, cli, what, repair.WithLockNotices(errOut))
 		if err != nil {
 			return nil, err
 		}

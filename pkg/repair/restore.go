@@ -120,6 +120,9 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 				wrote[i] = rev
 				guard.written(i, rev)
 				results[i] = withInto(Result{Key: b.Entries[i].Key, Outcome: Restored}, i)
+				if e := b.Entries[i]; e.Lease != 0 && e.LeaseTTL <= 0 && e.LeaseTTLUnknown != "" {
+					results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("its lease's TTL was unknown at the backup (%s): it got a new lease of %ds, kube-apiserver's default event TTL", e.LeaseTTLUnknown, UnknownLeaseTTL)
+				}
 			case guard.late[i] != "":
 				results[i] = Result{Key: b.Entries[i].Key, Outcome: Refused, Detail: guard.late[i]}
 			default:
@@ -308,12 +311,22 @@ type KVLease interface {
 	clientv3.Lease
 }
 
+// UnknownLeaseTTL is the TTL, in seconds, a restored key gets when its
+// lease's TTL could not be read at the backup: kube-apiserver's default
+// --event-ttl (1h), the TTL of the keys that have leases.
+const UnknownLeaseTTL = 3600
+
 // grantLeases grants one new lease per backed-up lease of the keys to
 // restore, with the shortest TTL its keys had left.
 func grantLeases(ctx context.Context, kv KVLease, b *Backup, todo []int) (map[int64]clientv3.LeaseID, error) {
 	ttls := map[int64]int64{}
 	for _, i := range todo {
 		e := b.Entries[i]
+		if e.Lease != 0 && e.LeaseTTL <= 0 && e.LeaseTTLUnknown != "" {
+			// Its TTL could not be read at the backup: it gets
+			// kube-apiserver's default event TTL, so it still expires.
+			e.LeaseTTL = UnknownLeaseTTL
+		}
 		if e.Lease == 0 || e.LeaseTTL <= 0 {
 			continue
 		}
