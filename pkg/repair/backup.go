@@ -49,6 +49,12 @@ type Entry struct {
 	// would join another namespace or CRD of that name); backups without the
 	// record are judged from the key's path (see witnessKeys).
 	Absent []string `json:"absent,omitempty"`
+	// Rewritten is set when regghost rewrote the key through the API server
+	// (a webhook entry or a binding subject removed) rather than deleting
+	// it: the mod revision it left the key at. restore writes the backed-up
+	// bytes back over it only while the key is still at that revision, so a
+	// change made since is never overwritten.
+	Rewritten int64 `json:"rewritten,omitempty"`
 	// Witnesses says who stood behind the verdict: "two", or "single (...)".
 	Witnesses string `json:"witnesses,omitempty"`
 	// Role is empty for a key the purge deleted; RoleRetainedVolume for a

@@ -37,6 +37,10 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) ([]Result, error) {
 	results := make([]Result, len(b.Entries))
 	var todo []int
+	// expect is the mod revision each write compares its key with: 0
+	// (absent), or for a key regghost rewrote and nobody changed since, the
+	// revision regghost left it at.
+	expect := map[int]int64{}
 	for i, e := range b.Entries {
 		if e.Role == RoleRetainedVolume {
 			results[i] = Result{Key: e.Key, Outcome: LeftAsIs, Detail: "the PersistentVolume purge set to Retain is not written back (its original asked for the storage to be deleted)"}
@@ -52,6 +56,11 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 			results[i] = Result{Key: e.Key, Outcome: WouldRestore}
 		case bytes.Equal(resp.Kvs[0].Value, e.Value):
 			results[i] = Result{Key: e.Key, Outcome: AlreadyPresent, Detail: "already holds the backed-up bytes"}
+		case e.Rewritten != 0 && resp.Kvs[0].ModRevision == e.Rewritten:
+			// regghost rewrote it, and nobody changed it since.
+			todo = append(todo, i)
+			expect[i] = e.Rewritten
+			results[i] = Result{Key: e.Key, Outcome: WouldRestore, Detail: fmt.Sprintf("as regghost left it (mod revision %d): the backed-up bytes go back over it", e.Rewritten)}
 		default:
 			results[i] = Result{Key: e.Key, Outcome: Conflict, Detail: fmt.Sprintf("exists with other content (mod revision %d); left alone", resp.Kvs[0].ModRevision)}
 		}
@@ -97,7 +106,7 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 	err = guardedTxn(ctx, kv, pacing, txnSpec{n: len(todo),
 		cmp: func(j int) []clientv3.Cmp {
 			i := todo[j]
-			return append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[i].Key), "=", 0)}, guard.cmps(i)...)
+			return append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[i].Key), "=", expect[i])}, guard.cmps(i)...)
 		},
 		op: func(j int) clientv3.Op {
 			e := b.Entries[todo[j]]
