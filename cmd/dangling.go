@@ -2,9 +2,13 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -65,4 +69,181 @@ func printDangling(out io.Writer, refs []etcdscan.DanglingRef) {
 			printWrapped(out, "  managed by: "+escapeCell(strings.Join(d.ManagedBy, "; ")))
 		}
 	}
+}
+
+type danglingOptions struct {
+	namespace     string
+	confirm, yes  bool
+	backupDir     string
+	acceptManaged bool
+	singleWitness bool
+	print         *printFlags
+}
+
+func newDanglingCmd(g *globalOptions) *cobra.Command {
+	o := &danglingOptions{print: newPrintFlags(true, "table")}
+	c := &cobra.Command{
+		Use:   "dangling",
+		Short: "List what points into a gone namespace or Service (APIServices, webhooks, bindings, volumes) and fix it through the API server (dry run without --confirm)",
+		Long: `dangling lists the references of live objects into what the incident took away:
+APIServices and webhook configurations whose Service is gone (every namespace
+deletion, every matching request then fails), CRD conversion webhooks, RBAC
+bindings whose ServiceAccount subject is gone (an account created again under
+that name inherits the grant), and PersistentVolumes whose claim is gone.
+A Service that exists with no ready endpoint is down, not gone: nothing is
+offered but bringing it back.
+
+With --confirm it fixes every gone reference the API server confirmed, through
+the API server: it deletes a dangling APIService, a webhook configuration none of
+whose webhooks has a Service left (or removes only the dangling webhooks), and
+removes dangling subjects from a binding (deleting it when none is left). Before
+the first change the objects go into a verified per-key backup that 'regghost
+restore' puts back; each change is preconditioned on the reviewed
+resourceVersion. PersistentVolumes and conversion webhooks are reported, never
+changed. Objects Helm, Argo CD or Flux track are refused unless --accept-managed.`,
+		Example: `  regghost dangling
+  regghost dangling -n kb-system --confirm`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := validateNamespace(o.namespace); err != nil {
+				return err
+			}
+			if err := o.print.validate(); err != nil {
+				return err
+			}
+			if o.confirm {
+				if err := refuseDB(g, "dangling --confirm"); err != nil {
+					return err
+				}
+			}
+			return runDangling(c.Context(), g, o, c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "only the references into this namespace")
+	f.BoolVar(&o.confirm, "confirm", false, "really fix them (without it dangling only lists them)")
+	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
+	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also fix objects Helm, Argo CD or Flux track (they may put them back)")
+	f.BoolVar(&o.singleWitness, dangling.AcceptSingleWitnessFlag[2:], false, "also fix references only etcd confirms (the API server could not be asked)")
+	o.print.addFlags(c)
+	return c
+}
+
+func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	defer cancel()
+	rs, err := g.openRead(ctx, scanReads())
+	if err != nil {
+		return err
+	}
+	defer rs.close()
+	rep, err := rs.scan(ctx, g, o.namespace, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit)
+	if err != nil {
+		return err
+	}
+	fixes, refused := dangling.PlanFixes(rep.Dangling, dangling.PlanOptions{AcceptManaged: o.acceptManaged, AcceptSingleWitness: o.singleWitness})
+	plan := func(w io.Writer) {
+		printDangling(w, rep.Dangling)
+		printFixPlan(w, fixes, refused)
+	}
+	if !o.confirm || len(fixes) == 0 {
+		if err := o.print.print(out, output{doc: map[string]any{"dryRun": !o.confirm, "references": nonNil(rep.Dangling), "fixes": nonNil(fixes), "refused": nonNil(refused), "results": []any{}},
+			human: func(w io.Writer, _, _ bool) error {
+				plan(w)
+				if len(rep.Dangling) == 0 {
+					fmt.Fprintln(w, "No dangling reference.")
+				} else if !o.confirm && len(fixes) > 0 {
+					fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to make the fixes above.")
+				}
+				return nil
+			}}); err != nil {
+			return err
+		}
+		if o.confirm && len(refused) > 0 {
+			return &exitError{code: ExitError, err: fmt.Errorf("refused: %s (%s); nothing was changed", refused[0].Reason, refused[0].WayOut)}
+		}
+		return nil
+	}
+	planOut := out
+	if o.print.structured() {
+		planOut = g.errOut
+	}
+	plan(&safeWriter{w: planOut})
+	if rs.view == nil {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.why)}
+	}
+	dyn, err := dynamic.NewForConfig(rs.view.Config)
+	if err != nil {
+		return fmt.Errorf("api server client: %w", err)
+	}
+	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Fix %d objects through the API server?", len(fixes))); err != nil {
+		return err
+	}
+	sctx, cli, done, err := g.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, doneWriting, err := startWriting(sctx, writerLock(cli, "regghost dangling", g.errOut), g.errOut)
+	if err != nil {
+		return err
+	}
+	defer doneWriting()
+	scope := "dangling references"
+	if o.namespace != "" {
+		scope += " into namespace " + o.namespace
+	}
+	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.prefix, Scope: scope, Now: clock})
+	if res == nil && err != nil {
+		if errors.Is(err, dangling.ErrRefused) {
+			return &exitError{code: ExitError, err: err}
+		}
+		return err
+	}
+	if perr := o.print.print(out, output{doc: map[string]any{"dryRun": false, "references": rep.Dangling, "fixes": fixes, "refused": nonNil(refused), "results": res.Results, "backup": res.Backup},
+		rows: resultRows(res.Results), human: func(w io.Writer, _, _ bool) error {
+			fmt.Fprintf(w, "\nBackup %s (verified)\n\n", res.Backup)
+			printResults(w, res.Results)
+			fmt.Fprintf(w, "Undo:  regghost restore %s --confirm\n", res.Dir)
+			return nil
+		}}); perr != nil && err == nil {
+		err = perr
+	}
+	if err == nil && len(refused) > 0 {
+		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
+	}
+	return err
+}
+
+// printFixPlan says what a fix would do, and what it refuses.
+func printFixPlan(w io.Writer, fixes []dangling.Fix, refused []dangling.Refusal) {
+	if len(fixes) > 0 {
+		fmt.Fprintln(w, "\nFixes (through the API server, behind a verified backup):")
+		for _, f := range fixes {
+			what := "delete " + f.Kind + " " + nsName(f.Namespace, f.Name)
+			if !f.Delete {
+				what = "remove " + strings.Join(f.Remove, ", ") + " from " + f.Kind + " " + nsName(f.Namespace, f.Name)
+			}
+			printWrapped(w, "  "+escapeCell(what))
+		}
+	}
+	for _, r := range refused {
+		printWrapped(w, fmt.Sprintf("Refused: %s %s: %s; %s takes it", r.Ref.Kind, escapeCell(r.Ref.Name), escapeCell(r.Reason), r.WayOut))
+	}
+}
+
+func nsName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// apiGetter is the API server as a witness of what is gone, or nil.
+func (rs *readSession) apiGetter() dangling.Getter {
+	if rs.view == nil {
+		return nil
+	}
+	return rs.view
 }

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/objread"
 	"github.com/regghost/regghost/pkg/unstick"
 )
 
@@ -23,6 +26,8 @@ type unstickOptions struct {
 	backupDir string
 	wait      time.Duration
 	print     *printFlags
+	// acceptManaged deletes a dangling APIService Helm, Argo CD or Flux tracks.
+	acceptManaged bool
 	// acceptImpacts are --accept-impact's words; accept the kinds they name.
 	acceptImpacts []string
 	accept        []impact.Kind
@@ -88,6 +93,7 @@ controller needs is unavailable.`,
 	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
+	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+acceptableKinds())
 	o.print.addFlags(c)
 	return c
@@ -125,6 +131,15 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if len(o.accept) > 0 {
 		a.Accept(o.accept)
 	}
+	if len(a.UnavailableNames) > 0 {
+		// Follow the chain: is the APIService that holds discovery
+		// dangling (its Service gone) or down?
+		refs, _, err := dangling.Find(ctx, rs.store, dangling.Options{Registry: g.prefix, Reader: &objread.Reader{Registry: g.prefix, API: readers.API, Decrypter: readers.Decrypter}, API: rs.apiGetter()})
+		if err != nil {
+			return err
+		}
+		a.Follow(refs)
+	}
 	blockerRows := make([]row, len(a.Blockers))
 	for i := range a.Blockers {
 		blockerRows[i] = row{name: a.Blockers[i].Key, obj: &a.Blockers[i]}
@@ -157,7 +172,11 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Remove the finalizers of %d objects through the API server?", len(a.Blockers))); err != nil {
+	question := fmt.Sprintf("Remove the finalizers of %d objects through the API server?", len(a.Blockers))
+	if len(a.DeleteAPIServices) > 0 {
+		question = fmt.Sprintf("Delete %d dangling APIServices through the API server?", len(a.DeleteAPIServices))
+	}
+	if err := confirmAction(in, g.errOut, o.yes, question); err != nil {
 		return err
 	}
 	sctx, cli, done, err := g.session(ctx)
@@ -170,7 +189,12 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return err
 	}
 	defer doneWriting()
-	res, err := unstick.Run(sctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})
+	var res *unstick.Result
+	if len(a.DeleteAPIServices) > 0 {
+		res, err = deleteDanglingAPIServices(sctx, g, o, a, cli, dyn)
+	} else {
+		res, err = unstick.Run(sctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})
+	}
 	if res == nil && err != nil {
 		if errors.Is(err, unstick.ErrRefused) {
 			return &exitError{code: ExitError, err: err}
@@ -238,4 +262,35 @@ func printAnalysis(out io.Writer, a *unstick.Analysis) {
 		fmt.Fprintf(out, "  cannot be read here: %s\n", u)
 	}
 	fmt.Fprintf(out, "Next: %s.\n", a.Next)
+}
+
+// deleteDanglingAPIServices unblocks a deletion held by APIServices whose
+// Service is gone: it deletes them (dangling's fix: backed up,
+// preconditioned, read back), then waits for the deletion to finish.
+// Finalizers nobody serves are removed after, as unstick does.
+func deleteDanglingAPIServices(ctx context.Context, g *globalOptions, o *unstickOptions, a *unstick.Analysis, cli *clientv3.Client, dyn dynamic.Interface) (*unstick.Result, error) {
+	fixes, refused := dangling.PlanFixes(a.DeleteAPIServices, dangling.PlanOptions{AcceptManaged: o.acceptManaged})
+	if len(refused) > 0 {
+		return nil, &exitError{code: ExitError, err: fmt.Errorf("refused: APIService %s: %s (%s); nothing was changed", refused[0].Ref.Name, refused[0].Reason, refused[0].WayOut)}
+	}
+	fixed, err := dangling.Apply(ctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.prefix,
+		Scope: "unstick " + a.Target + ": dangling APIServices", Now: clock})
+	if fixed == nil {
+		return nil, err
+	}
+	res := &unstick.Result{Dir: fixed.Dir, Backup: fixed.Backup, Results: fixed.Results}
+	if err != nil {
+		return res, err
+	}
+	if a.Removable() > 0 {
+		a.DeleteAPIServices = nil
+		more, err := unstick.Run(ctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})
+		if more != nil {
+			res.Results = append(res.Results, more.Results...)
+			res.Finished, res.Left = more.Finished, more.Left
+		}
+		return res, err
+	}
+	res.Finished, res.Left, err = unstick.Wait(ctx, a, g.prefix, cli, o.wait)
+	return res, err
 }

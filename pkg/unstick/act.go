@@ -244,3 +244,13 @@ func countLeft(ctx context.Context, cli *clientv3.Client, registry string, a *An
 	}
 	return n, err
 }
+
+// Wait waits (at most wait) for the target to be gone after something else
+// unblocked it (a dangling APIService deleted), and counts what is left.
+func Wait(ctx context.Context, a *Analysis, registry string, cli *clientv3.Client, wait time.Duration) (finished bool, left int, err error) {
+	finished = waitGone(ctx, cli, a.Key, wait)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	left, err = countLeft(cctx, cli, registry, a)
+	return finished, left, err
+}

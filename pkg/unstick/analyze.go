@@ -84,6 +84,76 @@ type Analysis struct {
 	Unreadable []string `json:"unreadable,omitempty"`
 	// Accepted are the irreversible effects accepted with --accept-impact.
 	Accepted []impact.Kind `json:"accepted,omitempty"`
+	// UnavailableNames are the APIServices in Unavailable, by name.
+	UnavailableNames []string `json:"-"`
+	// failedGroups are the API groups whose discovery fails.
+	failedGroups []string
+	// Dangling are the unavailable APIServices whose Service (or its
+	// namespace) is gone or down, with what pointed where.
+	Dangling []etcdscan.DanglingRef `json:"dangling,omitempty"`
+	// DeleteAPIServices are the dangling (gone) APIServices unstick deletes
+	// to let the deletion finish: every unavailable one is among them.
+	DeleteAPIServices []etcdscan.DanglingRef `json:"deleteAPIServices,omitempty"`
+}
+
+// Follow takes the dangling references of the APIServices (pkg/dangling)
+// and decides again: a namespace stuck on discovery of an APIService whose
+// Service is gone is unblocked by deleting that APIService; one whose
+// Service is down is not (bring it back).
+func (a *Analysis) Follow(refs []etcdscan.DanglingRef) {
+	a.Dangling, a.DeleteAPIServices = nil, nil
+	for _, r := range refs {
+		if r.Kind == "APIService" && contains(a.UnavailableNames, r.Name) {
+			a.Dangling = append(a.Dangling, r)
+		}
+	}
+	a.Next, a.Refusal = "", ""
+	a.decide()
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// danglingDecision says what to do when every unavailable APIService is a
+// dangling one: delete the gone ones (ok), or refuse for a down one.
+func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
+	if len(a.Dangling) == 0 || len(a.Dangling) != len(a.UnavailableNames) {
+		return "", "", false
+	}
+	// Every group whose discovery fails must be one of theirs.
+	for _, g := range a.failedGroups {
+		theirs := false
+		for _, r := range a.Dangling {
+			_, group, _ := strings.Cut(r.Name, ".")
+			theirs = theirs || group == g
+		}
+		if !theirs {
+			return "", "", false
+		}
+	}
+	var gone []etcdscan.DanglingRef
+	for _, r := range a.Dangling {
+		if r.State == etcdscan.DanglingDown {
+			return "APIService " + r.Name + " is down, not dangling: " + r.Why + "; bring " + r.Target + " back, and the namespace controller finishes",
+				"APIService " + r.Name + " is down (" + r.Why + "): deleting it would lose its registration; bring " + r.Target + " back", true
+		}
+		if r.SingleWitness {
+			return "", "", false
+		}
+		gone = append(gone, r)
+	}
+	a.DeleteAPIServices = gone
+	var names []string
+	for _, r := range gone {
+		names = append(names, r.Name+" ("+r.Why+")")
+	}
+	return "delete the dangling APIServices " + strings.Join(names, "; ") + ": discovery of their groups fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes them through the API server, backed up, then waits for the deletion to finish", "", true
 }
 
 // Accept takes the effect kinds given with --accept-impact and decides again.
@@ -179,12 +249,13 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 	if err != nil {
 		return nil, err
 	}
-	if a.Unavailable, err = unavailableAPIServices(ctx, store, registry); err != nil {
+	if a.Unavailable, a.UnavailableNames, err = unavailableAPIServices(ctx, store, registry); err != nil {
 		return nil, err
 	}
 	if in.Served != nil {
 		for _, g := range in.Served.FailedGroups() {
 			a.Unavailable = appendOnce(a.Unavailable, "discovery of group "+g+" fails")
+			a.failedGroups = append(a.failedGroups, g)
 		}
 	}
 	if err := servers(ctx, store, registry, a.Blockers); err != nil {
@@ -295,8 +366,8 @@ func (a *Analysis) ownBlocker(b Blocker) {
 
 // unavailableAPIServices reads the APIServices whose Available condition is
 // not True, from the keyspace.
-func unavailableAPIServices(ctx context.Context, store etcdscan.Store, registry string) ([]string, error) {
-	var out []string
+func unavailableAPIServices(ctx context.Context, store etcdscan.Store, registry string) ([]string, []string, error) {
+	var out, names []string
 	start := registry + "apiregistration.k8s.io/apiservices/"
 	err := store.Range(ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
 		as, err := decode.APIService(kv.Value)
@@ -310,11 +381,12 @@ func unavailableAPIServices(ctx context.Context, store etcdscan.Store, registry 
 					svc = "service " + as.Spec.Service.Namespace + "/" + as.Spec.Service.Name
 				}
 				out = append(out, fmt.Sprintf("APIService %s (%s) is not available: %s: %s", as.Name, svc, c.Reason, c.Message))
+				names = append(names, as.Name)
 			}
 		}
 		return nil
 	})
-	return out, err
+	return out, names, err
 }
 
 // builtinFinalizers are removed by Kubernetes itself.
@@ -442,6 +514,7 @@ func (a *Analysis) decide() {
 	case !a.Terminating:
 		a.Next = a.Target + " is not being deleted: nothing is stuck"
 		a.Refusal = a.Target + " is not terminating"
+	case len(a.Unavailable) > 0 && a.followDangling():
 	case len(a.Unavailable) > 0:
 		a.Next = "make these APIs available again, or delete their APIService if nothing serves it any more; the namespace controller needs every API to delete a namespace: " + strings.Join(a.Unavailable, "; ")
 		a.Refusal = "an API the namespace controller needs is unavailable (" + a.Unavailable[0] + "); removing finalizers would not finish the deletion"
@@ -474,6 +547,16 @@ func (a *Analysis) decide() {
 	}
 }
 
+// followDangling decides a deletion held by unavailable APIServices that
+// all dangle; false leaves the decision to the general case.
+func (a *Analysis) followDangling() bool {
+	next, refusal, ok := a.danglingDecision()
+	if ok {
+		a.Next, a.Refusal = next, refusal
+	}
+	return ok
+}
+
 func appendOnce(xs []string, x string) []string {
 	for _, y := range xs {
 		if y == x {
@@ -482,6 +565,9 @@ func appendOnce(xs []string, x string) []string {
 	}
 	return append(xs, x)
 }
+
+// Removable counts the blockers with finalizers to remove.
+func (a *Analysis) Removable() int { return a.removable() }
 
 // removable counts the blockers with finalizers to remove.
 func (a *Analysis) removable() int {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
@@ -48,6 +49,41 @@ func TestDecide(t *testing.T) {
 			a.decide()
 			if (tt.refused == "") != (a.Refusal == "") || !strings.Contains(a.Refusal, tt.refused) || !strings.Contains(a.Next, tt.next) {
 				t.Errorf("refusal %q next %q; want %q / %q", a.Refusal, a.Next, tt.refused, tt.next)
+			}
+		})
+	}
+}
+
+// TestFollowDanglingAPIService: a namespace stuck on discovery of an
+// APIService whose Service is gone is unblocked by deleting that
+// APIService; one whose Service is down is refused; one that does not
+// dangle leaves the general refusal.
+func TestFollowDanglingAPIService(t *testing.T) {
+	stuck := func() *Analysis {
+		return &Analysis{Target: "namespace app", Exists: true, Terminating: true, Remaining: 1,
+			Unavailable:      []string{"APIService v1beta1.metrics.example.com (service gone/metrics) is not available", "discovery of group metrics.example.com fails"},
+			UnavailableNames: []string{"v1beta1.metrics.example.com"}, failedGroups: []string{"metrics.example.com"}}
+	}
+	ref := func(state etcdscan.DanglingState, single bool) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Kind: "APIService", Name: "v1beta1.metrics.example.com", State: state, SingleWitness: single, Target: "service gone/metrics", Why: "namespace gone does not exist"}
+	}
+	tests := []struct {
+		name    string
+		refs    []etcdscan.DanglingRef
+		refused string
+		deletes int
+	}{
+		{"gone", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, false)}, "", 1},
+		{"down", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "is down", 0},
+		{"gone on etcd's word alone", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, true)}, "unavailable", 0},
+		{"not dangling", nil, "unavailable", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := stuck()
+			a.Follow(tt.refs)
+			if (tt.refused == "") != (a.Refusal == "") || !strings.Contains(a.Refusal, tt.refused) || len(a.DeleteAPIServices) != tt.deletes {
+				t.Errorf("refusal %q, deletes %d; want %q, %d", a.Refusal, len(a.DeleteAPIServices), tt.refused, tt.deletes)
 			}
 		})
 	}

@@ -1,0 +1,314 @@
+package dangling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// Outcomes of a fix.
+const (
+	// Rewritten: the dangling entries were removed from the object, which
+	// stays (its other webhooks or subjects are live).
+	Rewritten repair.Outcome = "rewritten"
+	// FixFailed: the API server refused the change.
+	FixFailed repair.Outcome = "fix-failed"
+)
+
+// ErrRefused is returned (wrapped) when nothing may be fixed.
+var ErrRefused = errors.New("refused")
+
+// Fix is what is done to one referring object: deleted, or rewritten
+// without its dangling entries.
+type Fix struct {
+	Key         string `json:"key"`
+	Kind        string `json:"kind"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name"`
+	ModRevision int64  `json:"modRevision"`
+	// Delete is set when the whole object goes; else Remove names the
+	// webhooks, or the subjects ("ns/name"), that are taken out of it.
+	Delete bool     `json:"delete"`
+	Remove []string `json:"remove,omitempty"`
+	// Refs are the references it fixes.
+	Refs []etcdscan.DanglingRef `json:"references"`
+}
+
+// Refusal is a reference left alone, and why.
+type Refusal struct {
+	Ref    etcdscan.DanglingRef `json:"reference"`
+	Reason string               `json:"reason"`
+	// WayOut is the flag that takes it, if any.
+	WayOut string `json:"wayOut,omitempty"`
+}
+
+// The flags that accept what a fix refuses by default.
+const (
+	AcceptManagedFlag       = "--accept-managed"
+	AcceptSingleWitnessFlag = "--accept-single-witness"
+)
+
+// PlanOptions say what a fix may take.
+type PlanOptions struct {
+	// AcceptManaged fixes objects a GitOps tool or Helm tracks (it may put
+	// them back).
+	AcceptManaged bool
+	// AcceptSingleWitness fixes references the API server could not confirm.
+	AcceptSingleWitness bool
+}
+
+// fixable are the kinds a fix acts on, with their resource.
+var fixable = map[string]schema.GroupVersionResource{
+	"APIService":                     {Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"},
+	"ValidatingWebhookConfiguration": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
+	"MutatingWebhookConfiguration":   {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
+	"ClusterRoleBinding":             {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	"RoleBinding":                    {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+}
+
+// PlanFixes turns references into fixes: every gone reference of a kind
+// regghost fixes, grouped by referring object. Down references, volumes
+// and conversion webhooks are never fixed; single-witness and GitOps-managed
+// ones are refused unless accepted.
+func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
+	byKey := map[string]*Fix{}
+	var refused []Refusal
+	for _, r := range refs {
+		if _, ok := fixable[r.Kind]; !ok || r.State != etcdscan.DanglingGone {
+			continue
+		}
+		switch {
+		case r.SingleWitness && !o.AcceptSingleWitness:
+			refused = append(refused, Refusal{Ref: r, WayOut: AcceptSingleWitnessFlag,
+				Reason: "only etcd says " + r.Target + " is gone (the API server could not confirm it)"})
+			continue
+		case len(r.ManagedBy) > 0 && !o.AcceptManaged:
+			refused = append(refused, Refusal{Ref: r, WayOut: AcceptManagedFlag,
+				Reason: "managed by " + strings.Join(r.ManagedBy, "; ") + ": it may put back what the fix changes, or fail on it"})
+			continue
+		}
+		f := byKey[r.Key]
+		if f == nil {
+			f = &Fix{Key: r.Key, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, ModRevision: r.ModRevision}
+			byKey[r.Key] = f
+		}
+		f.Refs = append(f.Refs, r)
+		if strings.HasPrefix(r.Fix, "delete ") {
+			f.Delete = true
+		}
+		switch r.Kind {
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			f.Remove = append(f.Remove, strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service"))
+		case "ClusterRoleBinding", "RoleBinding":
+			f.Remove = append(f.Remove, strings.TrimPrefix(r.Target, "serviceaccount "))
+		default:
+			f.Delete = true
+		}
+	}
+	var fixes []Fix
+	for _, f := range byKey {
+		if f.Delete {
+			f.Remove = nil
+		}
+		fixes = append(fixes, *f)
+	}
+	sort.Slice(fixes, func(i, j int) bool { return fixes[i].Key < fixes[j].Key })
+	return fixes, refused
+}
+
+// FixOptions configure Apply.
+type FixOptions struct {
+	// Client reads the keys to back up, and reads them back.
+	Client *clientv3.Client
+	// Dynamic writes through the API server.
+	Dynamic    dynamic.Interface
+	BackupRoot string
+	// Registry is the registry prefix, for the backup.
+	Registry string
+	// Scope names what is fixed, for the backup ("dangling references into
+	// namespace kb-system").
+	Scope string
+	Now   func() time.Time
+}
+
+// Result is what Apply did.
+type Result struct {
+	Dir     string          `json:"dir"`
+	Backup  string          `json:"backup"`
+	Results []repair.Result `json:"results"`
+}
+
+// Apply makes the fixes through the API server: first a verified per-key
+// backup of every object it touches (restore puts them back: deleted ones
+// are created again, rewritten ones written back while nobody changed them
+// since), then each change preconditioned on the reviewed resourceVersion,
+// then a read-back of each.
+func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
+	if len(fixes) == 0 {
+		return nil, fmt.Errorf("%w: no dangling reference to fix; nothing was changed", ErrRefused)
+	}
+	if o.Dynamic == nil {
+		return nil, fmt.Errorf("%w: fixes go through the API server, which cannot be reached; nothing was changed", ErrRefused)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	ds, err := repair.DetectDatastore(ctx, o.Client)
+	if err != nil {
+		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was changed", err)
+	}
+	dir, err := repair.NewBackupDir(o.BackupRoot, o.Scope, o.Now())
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]repair.Entry, len(fixes))
+	for i, f := range fixes {
+		resp, err := o.Client.Get(ctx, f.Key)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("read %s: %w; nothing was changed", f.Key, err)
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != f.ModRevision {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%w: %s changed since it was reviewed; run again; nothing was changed", ErrRefused, f.Key)
+		}
+		kv := resp.Kvs[0]
+		var why []string
+		for _, r := range f.Refs {
+			why = append(why, r.Field+" -> "+r.Target)
+		}
+		entries[i] = repair.Entry{Key: f.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version,
+			Classes: []string{"dangling-reference"}, Reason: "dangling: " + strings.Join(why, "; ")}
+	}
+	backup := &repair.Backup{Created: o.Now().UTC(), Scope: o.Scope, Prefix: o.Registry, ClusterID: ds.ClusterID, Entries: entries}
+	res := &Result{Dir: dir}
+	if res.Backup, _, err = repair.WriteBackup(dir, backup); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%w; nothing was changed", err)
+	}
+	rewrote := false
+	for i, f := range fixes {
+		r, rev := apply(ctx, o.Dynamic, f)
+		if rev != 0 {
+			entries[i].Rewritten, rewrote = rev, true
+		}
+		res.Results = append(res.Results, r)
+	}
+	if rewrote {
+		// The revisions the rewritten objects were left at let restore
+		// write them back; the backup is written again, verified.
+		backup.Entries = entries
+		if _, _, err := repair.WriteBackup(dir, backup); err != nil {
+			return res, fmt.Errorf("record the rewritten revisions in the backup: %w (restore reports those objects as conflicts)", err)
+		}
+	}
+	for i, f := range fixes {
+		if res.Results[i].Outcome == repair.Deleted {
+			rctx, cancel := repair.ReadBackContext(ctx)
+			resp, err := o.Client.Get(rctx, f.Key, clientv3.WithCountOnly())
+			cancel()
+			switch {
+			case err != nil:
+				res.Results[i].Detail += fmt.Sprintf("; reading it back failed (%v)", err)
+			case resp.Count != 0:
+				res.Results[i] = repair.Result{Key: f.Key, Outcome: repair.StillPresent, Detail: "deleted through the API server, but its key is still in etcd (a finalizer?)"}
+			}
+		}
+	}
+	for _, r := range res.Results {
+		if r.Outcome == FixFailed {
+			return res, fmt.Errorf("some fixes failed (see above); restore puts back what was changed: regghost restore %s --confirm", dir)
+		}
+	}
+	return res, nil
+}
+
+// apply makes one fix and reads it back through the API server. It returns
+// the revision a rewritten object was left at.
+func apply(ctx context.Context, dyn dynamic.Interface, f Fix) (repair.Result, int64) {
+	gvr := fixable[f.Kind]
+	client := dyn.Resource(gvr).Namespace(f.Namespace)
+	rv := strconv.FormatInt(f.ModRevision, 10)
+	if f.Delete {
+		err := client.Delete(ctx, f.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("delete %s %s (preconditioned on resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
+		}
+		return repair.Result{Key: f.Key, Outcome: repair.Deleted, Detail: fmt.Sprintf("%s %s deleted through the API server (resourceVersion %s)", f.Kind, f.Name, rv)}, 0
+	}
+	obj, err := client.Get(ctx, f.Name, metav1.GetOptions{})
+	if err != nil {
+		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("read %s %s: %v", f.Kind, f.Name, firstLine(err))}, 0
+	}
+	if obj.GetResourceVersion() != rv {
+		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("%s %s changed since it was reviewed (resourceVersion %s, reviewed %s); left alone", f.Kind, f.Name, obj.GetResourceVersion(), rv)}, 0
+	}
+	if err := strip(obj.Object, f); err != nil {
+		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: err.Error()}, 0
+	}
+	// Update carries the reviewed resourceVersion: the API server refuses
+	// it if the object changed in between.
+	got, err := client.Update(ctx, obj, metav1.UpdateOptions{})
+	if err != nil {
+		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("update %s %s (resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
+	}
+	rev, _ := strconv.ParseInt(got.GetResourceVersion(), 10, 64)
+	return repair.Result{Key: f.Key, Outcome: Rewritten, Detail: fmt.Sprintf("removed %s through the API server (resourceVersion %s -> %s)", strings.Join(f.Remove, ", "), rv, got.GetResourceVersion())}, rev
+}
+
+// strip removes the named webhooks, or ServiceAccount subjects, from obj.
+func strip(obj map[string]any, f Fix) error {
+	field, match := "webhooks", func(m map[string]any) string { return str(m, "name") }
+	if f.Kind == "ClusterRoleBinding" || f.Kind == "RoleBinding" {
+		field = "subjects"
+		match = func(m map[string]any) string {
+			if str(m, "kind") != "ServiceAccount" {
+				return ""
+			}
+			ns := str(m, "namespace")
+			if ns == "" {
+				ns = f.Namespace
+			}
+			return ns + "/" + str(m, "name")
+		}
+	}
+	items, _, _ := unstructured.NestedSlice(obj, field)
+	drop := map[string]bool{}
+	for _, r := range f.Remove {
+		drop[r] = true
+	}
+	var keep []any
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		if !drop[match(m)] {
+			keep = append(keep, it)
+		}
+	}
+	if len(keep) == len(items) {
+		return fmt.Errorf("%s %s no longer holds %s; left alone", f.Kind, f.Name, strings.Join(f.Remove, ", "))
+	}
+	return unstructured.SetNestedSlice(obj, keep, field)
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
