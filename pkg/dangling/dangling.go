@@ -57,9 +57,11 @@ type finder struct {
 	namespaces map[string]bool
 	// answers caches the API server's answer per target.
 	answers map[string]answer
-	// ready caches whether a Service has a ready endpoint.
-	ready map[string]bool
-	out   []etcdscan.DanglingRef
+	// ready caches whether a Service has a ready endpoint; unreadSlices
+	// counts, per namespace, the EndpointSlices nobody here could read.
+	ready        map[string]bool
+	unreadSlices map[string]int
+	out          []etcdscan.DanglingRef
 	// unreadable are referring objects nobody here could read.
 	unreadable []string
 }
@@ -145,10 +147,18 @@ func (f *finder) service(ns, name string) (state etcdscan.DanglingState, why str
 		}
 		return etcdscan.DanglingGone, fmt.Sprintf("service %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms, true
 	}
-	if err != nil || f.hasReadyEndpoint(ns, name) {
+	if err != nil {
 		return "", "", false, false
 	}
-	return etcdscan.DanglingDown, fmt.Sprintf("service %s/%s exists but has no ready endpoint", ns, name), false, true
+	ready, unread := f.hasReadyEndpoint(ns, name)
+	if ready {
+		return "", "", false, false
+	}
+	why = fmt.Sprintf("service %s/%s exists but has no ready endpoint", ns, name)
+	if unread > 0 {
+		why += fmt.Sprintf(" that can be read here (%d EndpointSlices of namespace %s cannot be)", unread, ns)
+	}
+	return etcdscan.DanglingDown, why, false, true
 }
 
 func said(a answer) string {
@@ -188,21 +198,24 @@ func (f *finder) ask(r catalog.Resource, ns, name string) answer {
 	return a
 }
 
-// hasReadyEndpoint reads the Service's EndpointSlices.
-func (f *finder) hasReadyEndpoint(ns, name string) bool {
+// hasReadyEndpoint reads the Service's EndpointSlices; unread counts the
+// slices of the namespace nobody here could read (one may hold a ready
+// endpoint).
+func (f *finder) hasReadyEndpoint(ns, name string) (ready bool, unread int) {
 	id := ns + "/" + name
 	if r, ok := f.ready[id]; ok {
-		return r
+		return r, f.unreadSlices[ns]
 	}
-	ready := false
 	start := f.o.Registry + "endpointslices/" + ns + "/"
-	_ = f.store.Range(f.ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
+	err := f.store.Range(f.ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
 		obj, err := f.o.Reader.Read(f.ctx, string(kv.Key), kv.Value)
 		if err != nil {
+			unread++
 			return nil
 		}
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
+			unread++
 			return nil
 		}
 		if svc, _, _ := unstructured.NestedString(u, "metadata", "labels", "kubernetes.io/service-name"); svc != name {
@@ -219,8 +232,16 @@ func (f *finder) hasReadyEndpoint(ns, name string) bool {
 		}
 		return nil
 	})
+	if err != nil {
+		// Whether it has a ready endpoint is not known.
+		unread++
+	}
 	f.ready[id] = ready
-	return ready
+	if f.unreadSlices == nil {
+		f.unreadSlices = map[string]int{}
+	}
+	f.unreadSlices[ns] = unread
+	return ready, unread
 }
 
 // add records a reference when it points into the namespace asked about.
