@@ -282,6 +282,9 @@ func deleteDanglingAPIServices(ctx context.Context, g *globalOptions, o *unstick
 	if err != nil {
 		return res, err
 	}
+	if err := unstick.Nudge(ctx, dyn, a, clock()); err != nil {
+		return res, err
+	}
 	if a.Removable() > 0 {
 		a.DeleteAPIServices = nil
 		more, err := unstick.Run(ctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})

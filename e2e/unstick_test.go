@@ -116,7 +116,12 @@ func TestUnstick(t *testing.T) {
 	t.Run("refused while an API the namespace controller needs is unavailable", func(t *testing.T) {
 		c.createNamespace(t, "app2")
 		finalized(widgets, "Widget", "app2", "w2")
-		_, err := c.dyn.Resource(apiServiceGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		// The Service exists with no endpoint: the APIService is down, not
+		// dangling, and nothing may be deleted.
+		_, err := c.kube.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "metrics-server", Namespace: "kube-system"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{})
+		mustNoErr(t, "create Service", err)
+		_, err = c.dyn.Resource(apiServiceGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]interface{}{"name": "v1beta1.metrics.k8s.io"},
 			"spec": map[string]interface{}{"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": int64(100), "versionPriority": int64(100),
 				"insecureSkipTLSVerify": true, "service": map[string]interface{}{"namespace": "kube-system", "name": "metrics-server"}},
@@ -133,7 +138,7 @@ func TestUnstick(t *testing.T) {
 		before := c.value(t, w2)
 		root2 := filepath.Join(t.TempDir(), "b2")
 		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app2", "--confirm", "--yes", "--backup-dir", root2)
-		if code != 1 || !strings.Contains(errOut, "unavailable") || !strings.Contains(out, "metrics") {
+		if code != 1 || !strings.Contains(errOut, "is down") || !strings.Contains(out, "metrics") {
 			t.Errorf("exit %d: %s\n%s", code, errOut, out)
 		}
 		if after := c.value(t, w2); string(after) != string(before) {

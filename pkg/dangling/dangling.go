@@ -88,19 +88,22 @@ func Find(ctx context.Context, store etcdscan.Store, o Options) ([]etcdscan.Dang
 	if err != nil {
 		return nil, nil, fmt.Errorf("read namespaces: %w", err)
 	}
+	// Each walked where kube-apiserver stores it: built-in groups under the
+	// resource alone (validatingwebhookconfigurations/...), a few under
+	// their group (apiregistration.k8s.io/apiservices/...).
 	for _, w := range []struct {
-		prefix string
-		fn     func(kv *mvccpb.KeyValue, obj map[string]any) error
+		group, resource string
+		fn              func(kv *mvccpb.KeyValue, obj map[string]any) error
 	}{
-		{"apiregistration.k8s.io/apiservices/", f.apiService},
-		{"admissionregistration.k8s.io/validatingwebhookconfigurations/", f.webhooks("ValidatingWebhookConfiguration")},
-		{"admissionregistration.k8s.io/mutatingwebhookconfigurations/", f.webhooks("MutatingWebhookConfiguration")},
-		{"apiextensions.k8s.io/customresourcedefinitions/", f.conversion},
-		{"clusterrolebindings/", f.binding("ClusterRoleBinding")},
-		{"rolebindings/", f.binding("RoleBinding")},
-		{"persistentvolumes/", f.volume},
+		{"apiregistration.k8s.io", "apiservices", f.apiService},
+		{"admissionregistration.k8s.io", "validatingwebhookconfigurations", f.webhooks("ValidatingWebhookConfiguration")},
+		{"admissionregistration.k8s.io", "mutatingwebhookconfigurations", f.webhooks("MutatingWebhookConfiguration")},
+		{"apiextensions.k8s.io", "customresourcedefinitions", f.conversion},
+		{"rbac.authorization.k8s.io", "clusterrolebindings", f.binding("ClusterRoleBinding")},
+		{"rbac.authorization.k8s.io", "rolebindings", f.binding("RoleBinding")},
+		{"", "persistentvolumes", f.volume},
 	} {
-		if err := f.walk(w.prefix, w.fn); err != nil {
+		if err := f.walk(catalog.StoragePrefix(w.group, w.resource, false)+"/", w.fn); err != nil {
 			return nil, nil, err
 		}
 	}

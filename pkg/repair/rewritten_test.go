@@ -24,7 +24,7 @@ func TestRestoreWritesBackARewrittenKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := "/registry/admissionregistration.k8s.io/validatingwebhookconfigurations/" + string(tt.want)
+			key := "/registry/validatingwebhookconfigurations/" + string(tt.want)
 			resp, err := cli.Put(ctx, key, "after")
 			if err != nil {
 				t.Fatal(err)

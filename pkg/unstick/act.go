@@ -254,3 +254,24 @@ func Wait(ctx context.Context, a *Analysis, registry string, cli *clientv3.Clien
 	left, err = countLeft(cctx, cli, registry, a)
 	return finished, left, err
 }
+
+// NudgeAnnotation is what Nudge writes on a namespace.
+const NudgeAnnotation = "regghost.io/unblocked-at"
+
+// Nudge tells the namespace controller to look at a namespace again once
+// what held it (a dangling APIService) is gone: after many failed tries its
+// retry waits minutes, while an update of the namespace is looked at within
+// seconds. It writes one annotation through the API server; a CRD needs
+// none (kube-apiserver's own controller watches it).
+func Nudge(ctx context.Context, dyn dynamic.Interface, a *Analysis, now time.Time) error {
+	name, ok := strings.CutPrefix(a.Target, "namespace ")
+	if !ok {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, NudgeAnnotation, now.UTC().Format(time.RFC3339))
+	_, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("ask the namespace controller to look at %s again: %w", a.Target, err)
+	}
+	return nil
+}

@@ -413,7 +413,7 @@ func servers(ctx context.Context, store etcdscan.Store, registry string, blocker
 	var workloads []workload
 	// Webhooks may be what removes a finalizer too; their configurations are
 	// matched by name.
-	for _, p := range []string{"admissionregistration.k8s.io/mutatingwebhookconfigurations", "admissionregistration.k8s.io/validatingwebhookconfigurations"} {
+	for _, p := range []string{catalog.StoragePrefix("admissionregistration.k8s.io", "mutatingwebhookconfigurations", false), catalog.StoragePrefix("admissionregistration.k8s.io", "validatingwebhookconfigurations", false)} {
 		start := registry + p + "/"
 		err := store.Range(ctx, start, etcdscan.PrefixEnd(start), true, func(kv *mvccpb.KeyValue) error {
 			name := string(kv.Key[len(start):])
