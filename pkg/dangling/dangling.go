@@ -430,7 +430,7 @@ func (f *finder) volume(kv *mvccpb.KeyValue, obj map[string]any) error {
 		why, single = fmt.Sprintf("claim %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms
 	}
 	phase, policy := str(obj, "status", "phase"), str(obj, "spec", "persistentVolumeReclaimPolicy")
-	consequence := "phase " + phase + ", reclaim policy " + policy + ": it stays Released, and a new claim stays Pending until spec.claimRef is cleared by hand"
+	consequence := "phase " + phase + ", reclaim policy " + policy + ": it stays (or goes) Released, and no new claim binds it until spec.claimRef is cleared by hand"
 	if phase == "Bound" {
 		consequence = "still Bound to a claim that is gone (reclaim policy " + policy + ")"
 	}
