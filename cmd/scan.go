@@ -42,7 +42,12 @@ Suspects (reported, exit code unaffected):
   unserved-now        the type exists (CRD in etcd, compiled-in API) but is not served now
   resurrected         survived an earlier namespace of the same name, or was created since by such an object
   stuck-terminating   deleted, but finalizers still present after --terminating-after
-  dangling-owner      every ownerReference points at an object that is gone`,
+  dangling-owner      every ownerReference points at an object that is gone
+
+Dangling references (exit code 3 when one points at something gone): APIServices,
+webhooks and conversion webhooks whose Service is gone or down, binding subjects
+whose ServiceAccount is gone, PersistentVolumes whose claim is gone; see
+'regghost dangling'.`,
 		Example: `  regghost scan --namespace kb-system
   regghost scan -o wide
   regghost scan -n kb-system -o name | xargs regghost purge --confirm
