@@ -64,45 +64,91 @@ func newBackupCmd() *cobra.Command {
 	return c
 }
 
+// printBackupList writes the backups, one a row. The default table leaves
+// out CREATED and SCOPE, which the directory name starts with and ends with
+// (-o wide has them): the path, which restore takes, is then seldom cut.
 func printBackupList(out io.Writer, list []repair.BackupSummary, noHeaders bool) error {
-	hdr := []string{"BACKUP", "CREATED", "SCOPE", "KEYS", "SNAPSHOT REV", "STATUS"}
+	_, wide := layoutOf(out)
+	hdr := []string{"BACKUP", "KEYS", "SNAPSHOT REV", "STATUS"}
+	if wide {
+		hdr = []string{"BACKUP", "CREATED", "SCOPE", "KEYS", "SNAPSHOT REV", "STATUS"}
+	}
 	if noHeaders {
 		hdr = nil
 	}
 	t := newTable(out, hdr...)
 	for _, s := range list {
-		if s.Status == repair.BackupUnusable {
-			_ = t.Append([]string{s.Path, "-", "-", "-", "-", "unusable: " + s.Detail})
-			continue
-		}
-		rev := "-"
-		if s.SnapshotRevision != 0 {
-			rev = fmt.Sprint(s.SnapshotRevision)
-		}
-		status := s.Status
-		if s.Status == repair.BackupUnfinished {
+		created, scope, keys, rev, status := "-", "-", "-", "-", s.Status
+		switch s.Status {
+		case repair.BackupUnusable:
+			status = "unusable: " + s.Detail
+		case repair.BackupUnfinished:
 			status = "UNFINISHED: " + s.Detail
 		}
-		_ = t.Append([]string{s.Path, s.Created.Format("2006-01-02 15:04:05Z"), s.Scope, fmt.Sprint(s.Keys), rev, status})
+		if s.Status != repair.BackupUnusable {
+			created, scope, keys = s.Created.Format("2006-01-02 15:04:05Z"), s.Scope, fmt.Sprint(s.Keys)
+			if s.SnapshotRevision != 0 {
+				rev = fmt.Sprint(s.SnapshotRevision)
+			}
+		}
+		row := []string{s.Path, keys, rev, status}
+		if wide {
+			row = []string{s.Path, created, scope, keys, rev, status}
+		}
+		_ = t.Append(row)
 	}
 	return t.Render()
 }
 
+// printBackup writes what a backup holds: where it comes from, its
+// snapshot, and its keys grouped by the reason they were deleted, each
+// reason once, wrapped, above its keys, as scan does (-o wide: a REASON
+// column instead).
 func printBackup(out io.Writer, b *repair.Backup, noHeaders bool) error {
+	_, wide := layoutOf(out)
 	if !noHeaders {
-		fmt.Fprintf(out, "Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok\n",
-			escapeCell(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), escapeCell(b.Endpoint), orDash(b.ClusterID), b.ScanRevision, b.Count)
+		printWrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok",
+			escapeCell(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), escapeCell(b.Endpoint), orDash(b.ClusterID), b.ScanRevision, b.Count))
 		if b.Snapshot != nil {
-			fmt.Fprintf(out, "Snapshot %s: sha256 %s, revision %d, %d keys\n\n", escapeCell(b.Snapshot.Path), b.Snapshot.SHA256, b.Snapshot.Revision, b.Snapshot.TotalKeys)
+			printWrapped(out, "Snapshot "+escapeCell(b.Snapshot.Path))
+			fmt.Fprintf(out, "  revision %d, %d keys, sha256 %s\n", b.Snapshot.Revision, b.Snapshot.TotalKeys, b.Snapshot.SHA256)
 		}
+		fmt.Fprintln(out)
 	}
-	hdr := []string{"KEY", "MOD REV", "BYTES", "CLASSES", "REASON"}
+	hdr := []string{"KEY", "MOD REV", "BYTES", "CLASSES"}
+	if wide {
+		hdr = append(hdr, "REASON")
+	}
 	if noHeaders {
 		hdr = nil
 	}
 	t := newTable(out, hdr...)
+	cells := func(e repair.Entry) []string {
+		return []string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), orDash(strings.Join(e.Classes, ","))}
+	}
+	if wide {
+		for _, e := range b.Entries {
+			_ = t.Append(append(cells(e), e.Reason))
+		}
+		return t.Render()
+	}
+	var order []string
+	byReason := map[string][]repair.Entry{}
 	for _, e := range b.Entries {
-		_ = t.Append([]string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), strings.Join(e.Classes, ","), e.Reason})
+		if _, ok := byReason[e.Reason]; !ok {
+			order = append(order, e.Reason)
+		}
+		byReason[e.Reason] = append(byReason[e.Reason], e)
+	}
+	// Keys without a reason first: no comment line above them.
+	emptyFirst(order)
+	for _, reason := range order {
+		if reason != "" {
+			t.comment(reason)
+		}
+		for _, e := range byReason[reason] {
+			_ = t.Append(cells(e))
+		}
 	}
 	return t.Render()
 }

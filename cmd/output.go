@@ -1,16 +1,14 @@
 package cmd
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
@@ -121,9 +119,9 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 // the reason wrapped to the table's width above each group, columns aligned
 // across groups.
 func printGrouped(out io.Writer, rep *etcdscan.Report, now time.Time, noHeaders bool) {
-	groupedTable(out, rep.Findings, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "AGE"}, noHeaders, func(f *etcdscan.Finding) []string {
+	_ = groupedTable(out, rep.Findings, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "AGE"}, noHeaders, func(f *etcdscan.Finding) []string {
 		return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), age(now, f.Created)}
-	})
+	}).Render()
 }
 
 // markedClass is the CLASS cell: a single-witness ghost carries a *.
@@ -134,48 +132,36 @@ func markedClass(f *etcdscan.Finding) string {
 	return classList(f)
 }
 
-// groupedTable writes findings as rows of cells under header, grouped by
+// groupedTable lays findings out as rows of cells under header, grouped by
 // reason: each reason once, wrapped, as a comment line above its rows.
-func groupedTable(out io.Writer, findings []etcdscan.Finding, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) {
+// The caller renders it.
+func groupedTable(out io.Writer, findings []etcdscan.Finding, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) *table {
 	var order []string
 	groups := map[string][][]string{}
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = len(h)
-	}
 	for i := range findings {
-		reason := escapeCell(findings[i].Reason())
+		reason := findings[i].Reason()
 		if _, ok := groups[reason]; !ok {
 			order = append(order, reason)
 		}
-		row := cells(&findings[i])
-		for j, c := range row {
-			row[j] = escapeCell(c)
-			widths[j] = max(widths[j], utf8.RuneCountInString(row[j]))
-		}
-		groups[reason] = append(groups[reason], row)
+		groups[reason] = append(groups[reason], cells(&findings[i]))
 	}
-	line := func(cells []string) {
-		var b strings.Builder
-		for i, c := range cells {
-			b.WriteString(c)
-			if i < len(cells)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
+	if noHeaders {
+		header = nil
 	}
-	if !noHeaders {
-		line(header)
-	}
+	t := newTable(out, header...)
 	for _, reason := range order {
-		for _, l := range wrap(reason, tableWidth-2) {
-			fmt.Fprintln(out, "# "+l)
-		}
-		for _, cells := range groups[reason] {
-			line(cells)
+		t.comment(reason)
+		for _, row := range groups[reason] {
+			_ = t.Append(row)
 		}
 	}
+	return t
+}
+
+// emptyFirst moves the empty reason (rows that need no comment line above
+// them) to the front of a table's groups, keeping the others in order.
+func emptyFirst(reasons []string) {
+	slices.SortStableFunc(reasons, func(a, b string) int { return cmp.Compare(min(len(a), 1), min(len(b), 1)) })
 }
 
 // printNamespaceSummary writes how many ghosts and suspects each namespace
@@ -218,35 +204,6 @@ func printNamespaceSummary(out io.Writer, rep *etcdscan.Report) {
 		_ = t.Append([]string{ns, fmt.Sprint(c.ghosts), fmt.Sprint(c.suspects), strings.Join(parts, ", ")})
 	}
 	_ = t.Render()
-}
-
-// printWrapped writes text wrapped to the table's width, continuation
-// lines indented.
-func printWrapped(out io.Writer, text string) {
-	for i, l := range wrap(text, tableWidth-2) {
-		if i > 0 {
-			l = "  " + l
-		}
-		fmt.Fprintln(out, l)
-	}
-}
-
-// wrap breaks s into lines of at most width runes, at spaces where it can.
-func wrap(s string, width int) []string {
-	var lines []string
-	for utf8.RuneCountInString(s) > width {
-		cut := width
-		runes := []rune(s)
-		for i := width; i > 0; i-- {
-			if runes[i] == ' ' {
-				cut = i
-				break
-			}
-		}
-		lines = append(lines, string(runes[:cut]))
-		s = strings.TrimLeft(string(runes[cut:]), " ")
-	}
-	return append(lines, s)
 }
 
 func kindOf(f *etcdscan.Finding) string {
@@ -302,54 +259,191 @@ func age(now time.Time, t *time.Time) string {
 	return duration.HumanDuration(now.Sub(*t))
 }
 
-// table is a tablewriter table whose cells are escaped (values come from
-// etcd) and whose lines carry no trailing blanks.
+// table is a plain, grep-friendly table in kubectl's layout: no borders,
+// two spaces between columns, no trailing blanks. Its cells are escaped
+// (values come from etcd). Unless the writer asks for whole cells (-o wide),
+// it fits the width the output is laid out for: the columns it cuts first
+// (by default the last, where the prose is) are cut at their end, down to a
+// few words; then the widest others are cut in their middle, keeping the
+// start and the end of a key or a name. Each cut is marked with ….
 type table struct {
-	*tablewriter.Table
-	buf *bytes.Buffer
-	out io.Writer
+	out    io.Writer
+	header []string
+	lines  []tableLine
+	// first are the columns cut first, in order (nil: the last column).
+	first []int
+	// cut is set by Render when it cut a cell, widths to the width of
+	// each column.
+	cut    bool
+	widths []int
+	// quiet leaves out the line that says cells were cut (the caller says
+	// what was).
+	quiet bool
+	// balanced lets the columns cut first widen again when the others
+	// have to be cut too: all are then cut to the same width. Otherwise
+	// they stay cut to a few words, and the others keep what they can.
+	balanced bool
 }
 
-// Render writes the table.
-func (t table) Render() error {
-	if err := t.Table.Render(); err != nil {
-		return err
-	}
-	for _, line := range strings.SplitAfter(t.buf.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		if _, err := io.WriteString(t.out, strings.TrimRight(line, " \n")+"\n"); err != nil {
-			return err
-		}
-	}
-	return nil
+// tableLine is a row of cells, or a comment line (a reason the rows below
+// share, wrapped to the width).
+type tableLine struct {
+	cells     []string
+	comment   string
+	isComment bool
+}
+
+// The narrowest a column is cut to: a column cut first keeps a few words,
+// the others a recognizable start and end.
+const (
+	proseMin = 20
+	otherMin = 12
+)
+
+// newTable returns a table with the given header (none when empty).
+func newTable(out io.Writer, header ...string) *table {
+	return &table{out: out, header: escapeCells(header)}
+}
+
+// cutFirst sets the columns cut first, in order.
+func (t *table) cutFirst(cols ...int) *table {
+	t.first = cols
+	return t
 }
 
 // Append adds a row, every cell escaped.
-func (t table) Append(cells []string) error {
+func (t *table) Append(cells []string) error {
+	t.lines = append(t.lines, tableLine{cells: escapeCells(cells)})
+	return nil
+}
+
+// comment adds a comment line above the rows that follow, escaped.
+func (t *table) comment(text string) {
+	t.lines = append(t.lines, tableLine{comment: escapeCell(text), isComment: true})
+}
+
+func escapeCells(cells []string) []string {
 	safe := make([]string, len(cells))
 	for i, c := range cells {
 		safe[i] = escapeCell(c)
 	}
-	return t.Table.Append(safe)
+	return safe
 }
 
-// newTable returns a plain, grep-friendly table with the given header.
-func newTable(out io.Writer, header ...string) table {
-	buf := &bytes.Buffer{}
-	t := tablewriter.NewTable(buf,
-		tablewriter.WithRendition(tw.Rendition{Borders: tw.BorderNone, Settings: tw.Settings{
-			Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-			Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-		}}),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		// kubectl's layout: no margin, two spaces between columns.
-		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
-	)
-	t.Header(header)
-	return table{Table: t, buf: buf, out: out}
+// Render writes the table.
+func (t *table) Render() error {
+	width, full := layoutOf(t.out)
+	n := len(t.header)
+	for _, l := range t.lines {
+		n = max(n, len(l.cells))
+	}
+	natural, least := make([]int, n), make([]int, n)
+	for i, h := range t.header {
+		natural[i], least[i] = textWidth(h), textWidth(h)
+	}
+	for _, l := range t.lines {
+		for i, c := range l.cells {
+			natural[i] = max(natural[i], textWidth(c))
+		}
+	}
+	widths := natural
+	first := t.first
+	if first == nil && n > 0 {
+		first = []int{n - 1}
+	}
+	if !full {
+		widths = fitColumns(natural, least, first, width, t.balanced)
+	}
+	t.widths = widths
+	isFirst := map[int]bool{}
+	for _, i := range first {
+		isFirst[i] = true
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		var l strings.Builder
+		for i, c := range cells {
+			if w := textWidth(c); w > widths[i] {
+				t.cut = true
+				if isFirst[i] {
+					c = cutEnd(c, widths[i])
+				} else {
+					c = cutMiddle(c, widths[i])
+				}
+			}
+			l.WriteString(c)
+			if i < len(cells)-1 {
+				l.WriteString(strings.Repeat(" ", widths[i]-textWidth(c)+2))
+			}
+		}
+		b.WriteString(strings.TrimRight(l.String(), " "))
+		b.WriteByte('\n')
+	}
+	if len(t.header) > 0 {
+		line(t.header)
+	}
+	for _, l := range t.lines {
+		if l.isComment {
+			for _, c := range wrap(l.comment, width-2) {
+				b.WriteString("# " + c + "\n")
+			}
+			continue
+		}
+		line(l.cells)
+	}
+	if _, err := io.WriteString(t.out, b.String()); err != nil {
+		return err
+	}
+	if t.cut && !t.quiet {
+		printWrapped(t.out, fmt.Sprintf("(… marks a cell cut to fit %d columns: -o wide prints every cell whole)", width))
+	}
+	return nil
+}
+
+// fitColumns returns the widths of columns whose widest cells take natural
+// columns (their headers least), so that a line, two blanks between
+// columns, takes at most width columns where it can. The columns first are
+// narrowed first, in order, down to proseMin; if that is not enough, the
+// widest of the others are narrowed together, down to otherMin, or with
+// balanced the widest of all columns.
+func fitColumns(natural, least, first []int, width int, balanced bool) []int {
+	w := append([]int(nil), natural...)
+	total := func() int {
+		s := 2 * (len(w) - 1)
+		for _, x := range w {
+			s += x
+		}
+		return s
+	}
+	if total() <= width {
+		return w
+	}
+	floor := make([]int, len(w))
+	isFirst := make([]bool, len(w))
+	for i := range w {
+		floor[i] = max(least[i], min(natural[i], otherMin))
+	}
+	for _, i := range first {
+		isFirst[i] = !balanced
+		floor[i] = max(least[i], min(natural[i], proseMin))
+		w[i] = max(floor[i], w[i]-(total()-width))
+		if total() <= width {
+			return w
+		}
+	}
+	widest := 0
+	for _, x := range natural {
+		widest = max(widest, x)
+	}
+	for c := widest - 1; c > 0; c-- {
+		for i := range w {
+			if !isFirst[i] {
+				w[i] = max(floor[i], min(natural[i], c))
+			}
+		}
+		if total() <= width {
+			break
+		}
+	}
+	return w
 }

@@ -36,8 +36,13 @@ type printFlags struct {
 
 // newPrintFlags offers the given human formats (the first is the default)
 // besides json, yaml, jsonpath and go-template; rows adds name and
-// custom-columns.
+// custom-columns. A command that prints tables (rows and table) offers wide
+// too: its tables with every cell whole, where table cuts the longest cells
+// to fit the screen.
 func newPrintFlags(rows bool, human ...string) *printFlags {
+	if rows && slices.Contains(human, "table") && !slices.Contains(human, "wide") {
+		human = append(human, "wide")
+	}
 	return &printFlags{human: human, rows: rows, output: human[0],
 		jsonYaml: genericclioptions.NewJSONYamlPrintFlags(), template: genericclioptions.NewKubeTemplatePrintFlags(),
 		columns: get.NewCustomColumnsPrintFlags()}
@@ -135,7 +140,9 @@ type output struct {
 func (p *printFlags) print(w io.Writer, o output) error {
 	sw := &safeWriter{w: w}
 	if ok, wide := p.humanFormat(); ok {
-		if err := o.human(sw, wide, p.noHeaders); err != nil {
+		// Laid out for the terminal's width (at most 120 columns); -o wide
+		// prints table cells whole.
+		if err := o.human(&laidOut{Writer: sw, width: termWidth(w), full: wide}, wide, p.noHeaders); err != nil {
 			return err
 		}
 		return sw.flush()

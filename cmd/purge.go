@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -253,11 +254,18 @@ func planOutput(plan *repair.Plan, dryRun bool) output {
 		human: func(w io.Writer, _, _ bool) error { return printPlan(w, plan, dryRun) }}
 }
 
+// printPlan writes what a purge would delete: the grouped table (IMPACT cut
+// to fit, whole in -o wide), what would be refused with the way out of
+// each, as wrapped paragraphs, and for a dry run a summary that counts what
+// would be deleted and what would be refused, one line each.
 func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 	if len(plan.Targets) > 0 {
-		groupedTable(out, plan.Targets, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "REV", "IMPACT"}, false, func(f *etcdscan.Finding) []string {
-			return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impact.Short(plan.Effects(f.Key), plan.ImpactOptions)}
+		// IMPACT and a long NAME share what the screen leaves them.
+		t := groupedTable(out, plan.Targets, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "REV", "IMPACT"}, false, func(f *etcdscan.Finding) []string {
+			return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impactCell(plan, f.Key)}
 		})
+		t.balanced = true
+		_ = t.Render()
 		single := 0
 		for _, f := range plan.Targets {
 			if f.SingleWitness {
@@ -265,31 +273,201 @@ func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 			}
 		}
 		if single > 0 {
-			fmt.Fprintf(out, "* %d rest on a single witness (the API server could not confirm them)\n", single)
+			printWrapped(out, fmt.Sprintf("* %d rest on a single witness (the API server could not confirm them)", single))
 		}
 	}
-	printResults(out, plan.Skipped)
-	for _, b := range plan.Blockers() {
-		fmt.Fprintf(out, "\nWould be refused: %s.\n  Keys: %s\n  Way out: %s.\n", b.Reason, strings.Join(b.Keys, ", "), b.WayOut)
+	if len(plan.Skipped) > 0 {
+		fmt.Fprintln(out)
+		printResults(out, plan.Skipped)
+	}
+	blockers := plan.Blockers()
+	for _, b := range blockers {
+		printBlocker(out, plan, b)
 	}
 	switch {
 	case len(plan.Targets) == 0:
 		fmt.Fprintf(out, "No ghost to purge in %s at etcd revision %d; nothing was changed.\n", plan.Scope, plan.Revision)
+	case len(blockers) > 0:
+		printRefusedSummary(out, plan, blockers)
 	case dryRun:
-		fmt.Fprintf(out, "\nDry run: %d keys in %s would be deleted (etcd revision %d). Nothing was changed.\nRe-run with --confirm to snapshot, back up and delete them.\n", len(plan.Targets), plan.Scope, plan.Revision)
+		fmt.Fprintln(out)
+		printWrapped(out, fmt.Sprintf("Dry run: %s in %s would be deleted (etcd revision %d). Nothing was changed.", keys(len(plan.Targets)), plan.Scope, plan.Revision))
+		fmt.Fprintln(out, "Re-run with --confirm to snapshot, back up and delete them.")
 	}
 	return nil
 }
 
+// impactCell is the IMPACT cell of a key: its effects, those a confirmed
+// purge refuses first, then those let go ahead, then the reversible ones,
+// so that what matters most survives a cut.
+func impactCell(plan *repair.Plan, key string) string {
+	effects := plan.Effects(key)
+	var refused map[string][]impact.Effect
+	if plan.Impact != nil {
+		refused = plan.Impact.Refused(plan.ImpactOptions)
+	}
+	rank := func(e impact.Effect) int {
+		switch {
+		case !e.Irreversible:
+			return 2
+		case slices.ContainsFunc(refused[key], func(r impact.Effect) bool { return r.Kind == e.Kind && r.Summary == e.Summary }):
+			return 0
+		}
+		return 1
+	}
+	ordered := slices.Clone(effects)
+	slices.SortStableFunc(ordered, func(a, b impact.Effect) int { return rank(a) - rank(b) })
+	return impact.Short(ordered, plan.ImpactOptions)
+}
+
+// printBlocker writes one reason a confirmed purge would be refused, as
+// paragraphs: the reason, the keys (each with the irreversible effects it
+// sets off, when there are several), the way out.
+func printBlocker(out io.Writer, plan *repair.Plan, b repair.Blocker) {
+	fmt.Fprintln(out)
+	printPara(out, "Would be refused: ", "  ", b.Reason+".")
+	effects := blockerEffects(plan, b)
+	if len(b.Keys) > 1 && len(effects) > 0 {
+		fmt.Fprintln(out, "  Keys:")
+		for _, k := range b.Keys {
+			text := k
+			if s := effects[k]; len(s) > 0 {
+				text += ": " + strings.Join(s, "; ")
+			}
+			printPara(out, "    ", "      ", text)
+		}
+	} else {
+		printPara(out, "  Keys: ", "    ", strings.Join(b.Keys, ", "))
+	}
+	printPara(out, "  Way out: ", "    ", b.WayOut+".")
+}
+
+// blockerEffects are, by key, the summaries of the irreversible effects a
+// blocker refuses (none for a blocker that is not about effects).
+func blockerEffects(plan *repair.Plan, b repair.Blocker) map[string][]string {
+	flag := blockerFlag(plan, b)
+	if flag == "" || flag == repair.AcceptSingleWitnessFlag {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, k := range b.Keys {
+		for _, e := range plan.Impact.Refused(plan.ImpactOptions)[k] {
+			if e.WayOut == flag {
+				out[k] = append(out[k], e.Summary)
+			}
+		}
+	}
+	return out
+}
+
+// blockerFlag is the flag that lifts a blocker: --accept-single-witness,
+// --retain-volumes or --accept-impact KIND ("" if none is known).
+func blockerFlag(plan *repair.Plan, b repair.Blocker) string {
+	if plan.Impact != nil && len(b.Keys) > 0 {
+		for _, e := range plan.Impact.Refused(plan.ImpactOptions)[b.Keys[0]] {
+			if strings.HasSuffix(b.WayOut, e.WayOut) || strings.Contains(b.WayOut, e.WayOut+":") {
+				return e.WayOut
+			}
+		}
+	}
+	if strings.Contains(b.WayOut, repair.AcceptSingleWitnessFlag) {
+		return repair.AcceptSingleWitnessFlag
+	}
+	return ""
+}
+
+// printRefusedSummary ends the plan of a purge that --confirm would refuse.
+// A purge is refused whole: as it stands nothing would be deleted. One line
+// says so, one line per reason says how many keys need which flag, and the
+// last says what would be deleted once every reason is met.
+func printRefusedSummary(out io.Writer, plan *repair.Plan, blockers []repair.Blocker) {
+	fmt.Fprintln(out)
+	printWrapped(out, fmt.Sprintf("Refused as it stands: a purge is refused whole, so --confirm would delete none of these %s (etcd revision %d):", keys(len(plan.Targets)), plan.Revision))
+	for _, b := range blockers {
+		n := len(b.Keys)
+		need, it, rest := "needs", "it", "its ghost verdict rests"
+		if n != 1 {
+			need, it, rest = "need", "them", "their ghost verdicts rest"
+		}
+		var why string
+		switch flag := blockerFlag(plan, b); {
+		case flag == repair.AcceptSingleWitnessFlag:
+			why = fmt.Sprintf("%s %s %s, or an API server to confirm %s: %s on one witness only", keys(n), need, flag, it, rest)
+		case flag != "":
+			var kinds []string
+			for _, k := range b.Keys {
+				for _, e := range plan.Impact.Refused(plan.ImpactOptions)[k] {
+					if e.WayOut == flag && !slices.Contains(kinds, string(e.Kind)) {
+						kinds = append(kinds, string(e.Kind))
+					}
+				}
+			}
+			why = fmt.Sprintf("%s %s %s: deleting %s sets off what a restore cannot undo (%s)", keys(n), need, flag, it, strings.Join(kinds, ", "))
+		default:
+			why = fmt.Sprintf("%s: %s", keys(n), b.Reason)
+		}
+		printPara(out, "  ", "    ", why)
+	}
+	printWrapped(out, fmt.Sprintf("Given what each line needs, the %s in %s would be deleted. Nothing was changed.", keys(len(plan.Targets)), plan.Scope))
+}
+
+// keys is "1 key" or "n keys".
+func keys(n int) string {
+	if n == 1 {
+		return "1 key"
+	}
+	return fmt.Sprintf("%d keys", n)
+}
+
+// printResults writes the outcome of each key, in order. DETAIL is cut to
+// fit; each detail cut is written whole below the table, on lines of its
+// own under its outcome and key (or how many keys share it), wrapped.
 func printResults(out io.Writer, results []repair.Result) {
 	if len(results) == 0 {
 		return
 	}
 	t := newTable(out, "KEY", "OUTCOME", "DETAIL")
+	t.quiet = true
 	for _, r := range results {
 		_ = t.Append([]string{r.Key, string(r.Outcome), r.Detail})
 	}
 	_ = t.Render()
+	if !t.cut {
+		return
+	}
+	type group struct {
+		outcome repair.Outcome
+		detail  string
+		keys    []string
+	}
+	var groups []*group
+	byDetail := map[string]*group{}
+	for _, r := range results {
+		detail := escapeCell(r.Detail)
+		if textWidth(detail) <= t.widths[2] {
+			continue
+		}
+		id := string(r.Outcome) + "\x00" + detail
+		g := byDetail[id]
+		if g == nil {
+			g = &group{outcome: r.Outcome, detail: detail}
+			byDetail[id] = g
+			groups = append(groups, g)
+		}
+		g.keys = append(g.keys, escapeCell(r.Key))
+	}
+	if len(groups) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	for _, g := range groups {
+		who := g.keys[0]
+		if len(g.keys) > 1 {
+			who = fmt.Sprintf("(%d keys)", len(g.keys))
+		}
+		printPara(out, "", "  ", fmt.Sprintf("%s %s:", g.outcome, who))
+		printPara(out, "  ", "  ", g.detail)
+	}
 }
 
 // purgeResultOutput is a finished purge; its rows are the keys with their outcome.
@@ -306,13 +484,28 @@ func resultRows(results []repair.Result) []row {
 	return rows
 }
 
+// printPurgeResult writes a finished purge: the snapshot and the backup,
+// the outcome of each key, and how to undo it (commands on lines of their
+// own, whole).
 func printPurgeResult(out io.Writer, res *repair.PurgeResult) error {
-	fmt.Fprintf(out, "\nSnapshot from %s: %s\n", res.Endpoint, describeSnapshot(res.Snapshot))
-	fmt.Fprintf(out, "Backup   %s (verified)\n\n", res.Backup)
+	fmt.Fprintln(out)
+	if res.Snapshot != nil {
+		printSnapshot(out, "Snapshot from "+res.Endpoint+": ", res.Snapshot)
+	}
+	printWrapped(out, "Backup   "+res.Backup+" (verified)")
+	fmt.Fprintln(out)
 	printResults(out, res.Results)
-	fmt.Fprintf(out, "\nDeleted %d of %d planned keys. Audit log: %s\n", res.Deleted, res.Planned, filepath.Join(res.Dir, repair.AuditFile))
-	fmt.Fprintf(out, "Undo these deletes:  regghost restore %s --confirm\n", res.Dir)
-	fmt.Fprintf(out, "Disaster path (whole cluster; stop every kube-apiserver first):\n  %s\n", repair.DisasterRestoreCommand(res.Snapshot))
+	fmt.Fprintln(out)
+	printWrapped(out, fmt.Sprintf("Deleted %d of %d planned keys. Audit log: %s", res.Deleted, res.Planned, filepath.Join(res.Dir, repair.AuditFile)))
+	printLabeledCommand(out, "Undo these deletes:", "regghost restore "+res.Dir+" --confirm")
+	if res.Snapshot != nil {
+		fmt.Fprintln(out, "Disaster path (whole cluster; stop every kube-apiserver first):")
+		command, note, _ := strings.Cut(repair.DisasterRestoreCommand(res.Snapshot), "   # ")
+		if note != "" {
+			printPara(out, "  # ", "  # ", note)
+		}
+		printCommand(out, "  ", command)
+	}
 	return nil
 }
 

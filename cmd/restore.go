@@ -118,7 +118,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 			}
 		}
 		printResults(out, shown)
-		fmt.Fprintf(out, "%d keys present with the snapshot's bytes and %d present with other bytes are left alone.\n", count[repair.AlreadyPresent], count[repair.Conflict])
+		printWrapped(out, fmt.Sprintf("%d keys present with the snapshot's bytes and %d present with other bytes are left alone.", count[repair.AlreadyPresent], count[repair.Conflict]))
 	}
 	todo, refused := 0, 0
 	for _, r := range plan {
@@ -132,7 +132,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 	// refusedLine says what was refused and how to write it deliberately.
 	refusedLine := func(w io.Writer) {
 		if refused > 0 {
-			fmt.Fprintf(w, "Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.\n", refused, repair.IntoRecreatedFlag)
+			printWrapped(w, fmt.Sprintf("Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.", refused, repair.IntoRecreatedFlag))
 		}
 	}
 	if !f.confirm || todo == 0 {
@@ -140,11 +140,12 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 			show(w, plan)
 			switch {
 			case todo == 0 && refused > 0:
-				fmt.Fprintf(w, "Nothing to restore: every key of %s (%d) is present already, in conflict or refused. Nothing was changed.\n", path, len(b.Entries))
+				printWrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already, in conflict or refused. Nothing was changed.", path, len(b.Entries)))
 			case todo == 0:
-				fmt.Fprintf(w, "Nothing to restore: every key of %s (%d) is present already or in conflict.\n", path, len(b.Entries))
+				printWrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already or in conflict.", path, len(b.Entries)))
 			default:
-				fmt.Fprintf(w, "\nDry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.\n", todo, len(b.Entries))
+				fmt.Fprintln(w)
+				printWrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.", todo, len(b.Entries)))
 			}
 			refusedLine(w)
 			return nil

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -32,7 +33,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "Snapshot from %s saved at %s\n", ep, describeSnapshot(info))
+			printSnapshot(c.OutOrStdout(), "Snapshot from "+ep+" saved at ", info)
 			return nil
 		},
 	}, &cobra.Command{
@@ -44,7 +45,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(c.OutOrStdout(), describeSnapshot(info))
+			printSnapshot(c.OutOrStdout(), "Snapshot ", info)
 			return nil
 		},
 	}, newSnapshotRestoreCmd(g))
@@ -120,12 +121,23 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 	return c
 }
 
-// describeSnapshot is the one-line summary of a verified snapshot.
-func describeSnapshot(info *repair.SnapshotInfo) string {
+// describeSnapshot says what a verified snapshot holds, in two lines (its
+// path apart, so that it is written whole): its size, revision and keys,
+// then its sha256.
+func describeSnapshot(info *repair.SnapshotInfo) []string {
 	if info.Format == "logical" {
-		return fmt.Sprintf("%s: logical snapshot (%s has no snapshot RPC): %d bytes, sha256 %s, revision %d, %d keys (verified)",
-			info.Path, info.Datastore, info.Size, info.SHA256, info.Revision, info.TotalKeys)
+		return []string{fmt.Sprintf("logical snapshot (%s has no snapshot RPC): %d bytes, revision %d, %d keys (verified)",
+			info.Datastore, info.Size, info.Revision, info.TotalKeys), "sha256 " + info.SHA256}
 	}
-	return fmt.Sprintf("%s: %d bytes, sha256 %s, revision %d, %d keys, hash %d (verified)",
-		info.Path, info.Size, info.SHA256, info.Revision, info.TotalKeys, info.Hash)
+	return []string{fmt.Sprintf("%d bytes, revision %d, %d keys, hash %d (verified)", info.Size, info.Revision, info.TotalKeys, info.Hash),
+		"sha256 " + info.SHA256}
+}
+
+// printSnapshot writes heading followed by the snapshot's path (on the
+// next line when they do not fit together), then what it holds, indented.
+func printSnapshot(out io.Writer, heading string, info *repair.SnapshotInfo) {
+	printWrapped(out, heading+info.Path)
+	for _, l := range describeSnapshot(info) {
+		printPara(out, "  ", "    ", l)
+	}
 }

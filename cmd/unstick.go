@@ -230,38 +230,70 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	return nil
 }
 
-// printAnalysis writes the chain that holds a deletion, and the next action.
+// printAnalysis writes the chain that holds a deletion, and the next action,
+// wrapped to the screen. The blockers are a table whose rows are grouped by
+// what serves their finalizers, said once above each group as scan says
+// its reasons (-o wide: a SERVED BY column instead).
 func printAnalysis(out io.Writer, a *unstick.Analysis) {
 	switch {
 	case !a.Exists:
-		fmt.Fprintf(out, "%s: no %s key.\n", a.Target, a.Key)
+		printWrapped(out, fmt.Sprintf("%s: no %s key.", a.Target, a.Key))
 	case a.Terminating:
-		fmt.Fprintf(out, "%s: Terminating for %s; finalizers [%s]\n", a.Target, a.Since, strings.Join(a.Finalizers, ", "))
+		printWrapped(out, fmt.Sprintf("%s: Terminating for %s; finalizers [%s]", a.Target, a.Since, strings.Join(a.Finalizers, ", ")))
 	default:
-		fmt.Fprintf(out, "%s: not terminating.\n", a.Target)
+		printWrapped(out, fmt.Sprintf("%s: not terminating.", a.Target))
 	}
 	for _, c := range a.Conditions {
-		fmt.Fprintf(out, "  condition %s\n", c)
+		printPara(out, "  condition ", "    ", c)
 	}
 	for _, u := range a.Unavailable {
-		fmt.Fprintf(out, "  unavailable: %s\n", u)
+		printPara(out, "  unavailable: ", "    ", u)
 	}
 	fmt.Fprintf(out, "  %d keys left in etcd, %d held by finalizers\n", a.Remaining, len(a.Blockers))
 	if len(a.Blockers) > 0 {
-		t := newTable(out, "KEY", "FINALIZERS", "TO REMOVE", "SERVED BY")
-		for _, b := range a.Blockers {
+		_, wide := layoutOf(out)
+		hdr := []string{"KEY", "FINALIZERS", "TO REMOVE"}
+		if wide {
+			hdr = append(hdr, "SERVED BY")
+		}
+		t := newTable(out, hdr...).cutFirst(1, 2)
+		cells := func(b unstick.Blocker) []string {
 			fins := strings.Join(b.Finalizers, ", ")
 			if b.Spec {
 				fins = "spec: " + fins
 			}
-			_ = t.Append([]string{b.Key, fins, strings.Join(b.Remove, ", "), strings.Join(b.Served, "; ")})
+			return []string{b.Key, fins, strings.Join(b.Remove, ", ")}
+		}
+		var order []string
+		byServed := map[string][]unstick.Blocker{}
+		for _, b := range a.Blockers {
+			served := strings.Join(b.Served, "; ")
+			if wide {
+				_ = t.Append(append(cells(b), served))
+				continue
+			}
+			if _, ok := byServed[served]; !ok {
+				order = append(order, served)
+			}
+			byServed[served] = append(byServed[served], b)
+		}
+		// Blockers whose finalizers nothing is said to serve first: no
+		// comment line above them.
+		emptyFirst(order)
+		for _, served := range order {
+			if served != "" {
+				t.comment(served)
+			}
+			for _, b := range byServed[served] {
+				_ = t.Append(cells(b))
+			}
 		}
 		_ = t.Render()
 	}
 	for _, u := range a.Unreadable {
-		fmt.Fprintf(out, "  cannot be read here: %s\n", u)
+		printPara(out, "  cannot be read here: ", "    ", u)
 	}
-	fmt.Fprintf(out, "Next: %s.\n", a.Next)
+	printWrapped(out, fmt.Sprintf("Next: %s.", a.Next))
 }
 
 // deleteDanglingAPIServices unblocks a deletion held by APIServices whose
