@@ -9,7 +9,8 @@ for t in openssl curl python3; do
   command -v "$t" >/dev/null || { echo "demo: $t is needed (apt-get install -y $t)" >&2; exit 1; }
 done
 
-echo "==> building regghost, etcd, etcdctl, kube-apiserver and kube-controller-manager (cached in the Go build cache after the first run)"
+echo "==> building regghost, etcd, etcdctl, kube-apiserver and kube-controller-manager"
+echo "    (cached in the Go build cache after the first run)"
 mkdir -p bin
 go build -o bin/regghost .
 ETCD=$(cd e2e/tools/etcd && go tool -n etcd)
@@ -113,11 +114,13 @@ for _ in $(seq 1 60); do
 done
 VOLDIR=$(kc "$API/api/v1/persistentvolumes/$PV" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["hostPath"]["path"])')
 echo "the only copy" > "$VOLDIR/precious.db"
-echo "claim kb-system/data is bound to $PV; its data is in $VOLDIR"
+echo "claim kb-system/data is bound to $PV"
+echo "its data is in $VOLDIR"
 
 echo "==> the incident: someone force-deletes the namespace key and the CRD key straight from etcd"
-"$ETCDCTL_BIN" del /registry/namespaces/kb-system
-"$ETCDCTL_BIN" del /registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com
+# etcdctl del prints how many keys it deleted: not part of the story.
+"$ETCDCTL_BIN" del /registry/namespaces/kb-system >/dev/null
+"$ETCDCTL_BIN" del /registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com >/dev/null
 sleep 2
 
 # run shows a command and its exit code; stdin is not a terminal, so the
