@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -83,11 +84,32 @@ func TestPurgeKnowsWhatDeletionsSetInMotion(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		for _, s := range []string{"IMPACT", "IRREVERSIBLE: the PersistentVolume controller releases PV " + pvName + " (reclaim policy Delete) and deletes its storage (" + dataDir + ")",
-			"finalizers [example.com/cleanup] never run", "the kubelet on node node-1 stops its containers", "IRREVERSIBLE: the service controller deletes its cloud load balancer",
-			"its 2 dependents are in this purge too", "Would be refused", impact.RetainVolumesFlag, impact.AcceptImpactFlag + " load-balancer-deleted"} {
-			if !strings.Contains(out, s) {
+		// The default screen fits 120 columns: IMPACT is cut, what would be
+		// refused is said whole in wrapped paragraphs, and the summary says
+		// a purge is refused whole, one line per reason.
+		assertFits(t, "the dry run of a purge with a refused claim", out, 120)
+		for _, s := range []string{"IMPACT", "Would be refused: deleting " + pvcKey + " sets off what a restore cannot undo: the PersistentVolume controller releases PV " + pvName + " (reclaim policy Delete) and deletes its storage (" + dataDir + ")",
+			"Way out: add " + impact.RetainVolumesFlag, "if that is what you want, add " + impact.AcceptImpactFlag + " load-balancer-deleted",
+			"Refused as it stands: a purge is refused whole, so --confirm would delete none of these",
+			"1 key needs " + impact.RetainVolumesFlag + ": deleting it sets off what a restore cannot undo (storage-destroyed)",
+			"1 key needs " + impact.AcceptImpactFlag + " load-balancer-deleted"} {
+			if !strings.Contains(flat(out), s) {
 				t.Errorf("dry run lacks %q:\n%s", s, out)
+			}
+		}
+		if strings.Contains(out, "Dry run: ") {
+			t.Errorf("the dry run of a refused purge says its keys would be deleted:\n%s", out)
+		}
+		// -o wide prints every effect whole.
+		wide, errOut, code := purge("-o", "wide")
+		if code != 0 {
+			t.Fatalf("-o wide: exit %d: %s", code, errOut)
+		}
+		for _, s := range []string{"IRREVERSIBLE: the PersistentVolume controller releases PV " + pvName + " (reclaim policy Delete) and deletes its storage (" + dataDir + ")",
+			"finalizers [example.com/cleanup] never run", "the kubelet on node node-1 stops its containers", "IRREVERSIBLE: the service controller deletes its cloud load balancer",
+			"its 2 dependents are in this purge too"} {
+			if !strings.Contains(wide, s) {
+				t.Errorf("-o wide lacks %q:\n%s", s, wide)
 			}
 		}
 		out, _, _ = purge("-o", "json")
@@ -105,6 +127,7 @@ func TestPurgeKnowsWhatDeletionsSetInMotion(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, impact.RetainVolumesFlag) || !strings.Contains(errOut, pvcKey) {
 			t.Errorf("exit %d: %s\n%s", code, errOut, out)
 		}
+		assertFits(t, "a refused purge", out, 120)
 		c.assertUnchanged(t, "a refused purge", before)
 		if _, err := os.Stat(root); !os.IsNotExist(err) {
 			t.Errorf("refused purge wrote %s", root)
@@ -144,7 +167,7 @@ func TestPurgeKnowsWhatDeletionsSetInMotion(t *testing.T) {
 	})
 	t.Run("restore brings the claim back bound to its volume", func(t *testing.T) {
 		out, errOut, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes")
-		if code != 0 || !strings.Contains(out, "is there to bind it again") || !strings.Contains(out, "left-as-is") {
+		if code != 0 || !strings.Contains(flat(out), "is there to bind it again") || !strings.Contains(out, "left-as-is") {
 			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 		}
 		waitFor(t, 60*time.Second, "the claim and the volume to be bound again", func() error {
@@ -164,7 +187,7 @@ func TestPurgeKnowsWhatDeletionsSetInMotion(t *testing.T) {
 	t.Run("an owner's dependents outside the purge are listed and refused", func(t *testing.T) {
 		ownerKey := "/registry/configmaps/dbns/owner"
 		out, errOut, code := c.regghost(t, "", "purge", ownerKey, "--backup-dir", root)
-		if code != 0 || !strings.Contains(out, "deletes 2 dependents this purge does not back up: /registry/configmaps/dbns/dep1, /registry/configmaps/dbns/dep2") {
+		if code != 0 || !strings.Contains(flat(out), "deletes 2 dependents this purge does not back up: /registry/configmaps/dbns/dep1, /registry/configmaps/dbns/dep2") {
 			t.Errorf("exit %d: %s\n%s", code, errOut, out)
 		}
 		_, errOut, code = c.regghost(t, "", "purge", ownerKey, "--backup-dir", root, "--confirm", "--yes")
@@ -197,4 +220,20 @@ func hasEffect(effects []impact.Effect, k impact.Kind) bool {
 		}
 	}
 	return false
+}
+
+// flat is out with its lines joined and its blanks collapsed: a paragraph
+// wrapped to the screen reads as one line again.
+func flat(out string) string {
+	return strings.Join(strings.Fields(out), " ")
+}
+
+// assertFits fails when a line of out is wider than width columns.
+func assertFits(t *testing.T, what, out string, width int) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > width {
+			t.Errorf("%s: a line of %d columns, wider than %d: %q", what, n, width, line)
+		}
+	}
 }
