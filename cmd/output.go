@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
@@ -359,9 +362,8 @@ func (t *table) Render() error {
 	for _, i := range first {
 		isFirst[i] = true
 	}
-	var b strings.Builder
-	line := func(cells []string) {
-		var l strings.Builder
+	cutRow := func(cells []string) []string {
+		out := make([]string, len(cells))
 		for i, c := range cells {
 			if w := textWidth(c); w > widths[i] {
 				t.cut = true
@@ -371,25 +373,53 @@ func (t *table) Render() error {
 					c = cutMiddle(c, widths[i])
 				}
 			}
-			l.WriteString(c)
-			if i < len(cells)-1 {
-				l.WriteString(strings.Repeat(" ", widths[i]-textWidth(c)+2))
-			}
+			out[i] = c
 		}
-		b.WriteString(strings.TrimRight(l.String(), " "))
-		b.WriteByte('\n')
+		return out
 	}
+	// Rows go through one tablewriter table in kubectl's layout (its
+	// columns shared by every row); the comment lines (a reason said once
+	// above its rows) are put between its lines.
+	var tb bytes.Buffer
+	tw := newTableWriter(&tb)
 	if len(t.header) > 0 {
-		line(t.header)
+		tw.Header(cutRow(t.header))
 	}
+	comments := map[int][]string{}
+	rows := 0
 	for _, l := range t.lines {
 		if l.isComment {
-			for _, c := range wrap(l.comment, width-2) {
-				b.WriteString("# " + c + "\n")
-			}
+			comments[rows] = append(comments[rows], wrap(l.comment, width-2)...)
 			continue
 		}
-		line(l.cells)
+		if err := tw.Append(cutRow(l.cells)); err != nil {
+			return err
+		}
+		rows++
+	}
+	if len(t.header) > 0 || rows > 0 {
+		if err := tw.Render(); err != nil {
+			return err
+		}
+	}
+	var lines []string
+	for _, line := range strings.SplitAfter(tb.String(), "\n") {
+		if line != "" {
+			lines = append(lines, strings.TrimRight(line, " \n"))
+		}
+	}
+	var b strings.Builder
+	if len(t.header) > 0 && len(lines) > 0 {
+		b.WriteString(lines[0] + "\n")
+		lines = lines[1:]
+	}
+	for i := 0; i <= rows; i++ {
+		for _, c := range comments[i] {
+			b.WriteString("# " + c + "\n")
+		}
+		if i < len(lines) {
+			b.WriteString(lines[i] + "\n")
+		}
 	}
 	if _, err := io.WriteString(t.out, b.String()); err != nil {
 		return err
@@ -446,4 +476,21 @@ func fitColumns(natural, least, first []int, width int, balanced bool) []int {
 		}
 	}
 	return w
+}
+
+// newTableWriter is a tablewriter table in kubectl's layout: no borders,
+// no margin, two spaces between columns.
+func newTableWriter(out io.Writer) *tablewriter.Table {
+	return tablewriter.NewTable(out,
+		tablewriter.WithRendition(tw.Rendition{Borders: tw.BorderNone, Settings: tw.Settings{
+			Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
+			Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+		}}),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
+	)
 }
