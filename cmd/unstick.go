@@ -148,7 +148,8 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return o.print.print(out, output{doc: a, rows: blockerRows, human: func(w io.Writer, _, _ bool) error {
 			printAnalysis(w, a)
 			if a.Refusal != "" && a.Exists && a.Terminating {
-				fmt.Fprintf(w, "\nWould be refused: %s.\n", a.Refusal)
+				fmt.Fprintln(w)
+				printPara(w, "Would be refused: ", "  ", a.Refusal+".")
 			} else if a.Refusal == "" {
 				fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
 			}
@@ -213,9 +214,9 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, o.wait, res.Left)
 		}
 		if res.Finished {
-			fmt.Fprintf(out, "Backup of what was patched: %s (a restore would put the objects back into a %s that no longer exists: ghosts)\n", res.Dir, strings.Fields(a.Target)[0])
+			printPara(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", res.Dir, strings.Fields(a.Target)[0]))
 		} else {
-			fmt.Fprintf(out, "Undo:  regghost restore %s --confirm\n", res.Dir)
+			printLabeledCommand(out, "Undo:", "regghost restore "+res.Dir+" --confirm")
 		}
 		return nil
 	}}); perr != nil && err == nil {
