@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -181,3 +184,40 @@ func decodeReport(t *testing.T, out string) *etcdscan.Report {
 }
 
 func clientPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
+
+// boundDeleteClaim creates claim ns/name on the hostPath provisioner's
+// StorageClass (reclaim policy Delete; created once), waits until the PV
+// controller binds it, and returns its PersistentVolume. The namespace must
+// exist and kube-controller-manager run the persistentvolume-binder.
+func (c *cluster) boundDeleteClaim(t *testing.T, ns, name string) *corev1.PersistentVolume {
+	t.Helper()
+	ctx := context.Background()
+	del, immediate := corev1.PersistentVolumeReclaimDelete, storagev1.VolumeBindingImmediate
+	_, err := c.kube.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hostpath"},
+		Provisioner: "kubernetes.io/host-path", ReclaimPolicy: &del, VolumeBindingMode: &immediate}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create StorageClass: %v", err)
+	}
+	class := "hostpath"
+	_, err = c.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}},
+	}, metav1.CreateOptions{})
+	mustNoErr(t, "create PVC", err)
+	var pvName string
+	waitFor(t, 60*time.Second, "the claim to be bound", func() error {
+		pvc, err := c.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			return errString("claim is " + string(pvc.Status.Phase))
+		}
+		pvName = pvc.Spec.VolumeName
+		return nil
+	})
+	pv, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+	mustNoErr(t, "get PV", err)
+	return pv
+}

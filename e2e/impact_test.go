@@ -11,8 +11,6 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -28,32 +26,9 @@ func TestPurgeKnowsWhatDeletionsSetInMotion(t *testing.T) {
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "persistentvolume-binder-controller", "garbage-collector-controller")
 	ctx := context.Background()
-	del, immediate := corev1.PersistentVolumeReclaimDelete, storagev1.VolumeBindingImmediate
-	_, err := c.kube.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hostpath"},
-		Provisioner: "kubernetes.io/host-path", ReclaimPolicy: &del, VolumeBindingMode: &immediate}, metav1.CreateOptions{})
-	mustNoErr(t, "create StorageClass", err)
 	c.createNamespace(t, "dbns")
-	class := "hostpath"
-	_, err = c.kube.CoreV1().PersistentVolumeClaims("dbns").Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "dbns"},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}},
-	}, metav1.CreateOptions{})
-	mustNoErr(t, "create PVC", err)
-	var pvName string
-	waitFor(t, 60*time.Second, "the claim to be bound", func() error {
-		pvc, err := c.kube.CoreV1().PersistentVolumeClaims("dbns").Get(ctx, "data", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if pvc.Status.Phase != corev1.ClaimBound {
-			return errString("claim is " + string(pvc.Status.Phase))
-		}
-		pvName = pvc.Spec.VolumeName
-		return nil
-	})
-	pv, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
-	mustNoErr(t, "get PV", err)
+	pv := c.boundDeleteClaim(t, "dbns", "data")
+	pvName := pv.Name
 	dataDir := pv.Spec.HostPath.Path
 	t.Cleanup(func() { os.RemoveAll(dataDir) })
 	precious := filepath.Join(dataDir, "precious.db")

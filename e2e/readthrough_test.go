@@ -10,8 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -58,35 +56,12 @@ func TestDecisionsReadWhatTheyNeed(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "backups")
 
 	t.Run("a claim on an encrypted Delete volume", func(t *testing.T) {
-		del, immediate := corev1.PersistentVolumeReclaimDelete, storagev1.VolumeBindingImmediate
-		_, err := c.kube.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hostpath"},
-			Provisioner: "kubernetes.io/host-path", ReclaimPolicy: &del, VolumeBindingMode: &immediate}, metav1.CreateOptions{})
-		mustNoErr(t, "create StorageClass", err)
 		c.createNamespace(t, "vault")
-		class := "hostpath"
-		_, err = c.kube.CoreV1().PersistentVolumeClaims("vault").Create(ctx, &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vault"},
-			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}},
-		}, metav1.CreateOptions{})
-		mustNoErr(t, "create PVC", err)
-		var pvName string
-		waitFor(t, 60*time.Second, "the claim to be bound", func() error {
-			pvc, err := c.kube.CoreV1().PersistentVolumeClaims("vault").Get(ctx, "data", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if pvc.Status.Phase != corev1.ClaimBound {
-				return errString("claim is " + string(pvc.Status.Phase))
-			}
-			pvName = pvc.Spec.VolumeName
-			return nil
-		})
+		pv := c.boundDeleteClaim(t, "vault", "data")
+		pvName := pv.Name
 		if v := c.value(t, "/registry/persistentvolumes/"+pvName); !strings.HasPrefix(string(v), "k8s:enc:aescbc:v1:key1:") {
 			t.Fatalf("the PV is not encrypted at rest: %.40q", v)
 		}
-		pv, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
-		mustNoErr(t, "get PV", err)
 		precious := filepath.Join(pv.Spec.HostPath.Path, "precious.db")
 		t.Cleanup(func() { os.RemoveAll(pv.Spec.HostPath.Path) })
 		mustNoErr(t, "write data", os.WriteFile(precious, []byte("the only copy"), 0o600))
