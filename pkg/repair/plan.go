@@ -66,6 +66,8 @@ type Blocker struct {
 	Keys   []string `json:"keys"`
 	Reason string   `json:"reason"`
 	WayOut string   `json:"wayOut"`
+	// Flag is the option that takes the keys anyway (part of WayOut).
+	Flag string `json:"flag"`
 }
 
 // Blockers lists what stops this plan from being carried out.
@@ -87,7 +89,8 @@ func (p *Plan) Blockers() []Blocker {
 		if len(keys) > 0 {
 			out = append(out, Blocker{Keys: keys,
 				Reason: fmt.Sprintf("%d ghost verdicts rest on one witness only, with nobody to confirm them: %s", len(keys), strings.Join(whys, "; ")),
-				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + AcceptSingleWitnessFlag})
+				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + AcceptSingleWitnessFlag,
+				Flag:   AcceptSingleWitnessFlag})
 		}
 	}
 	if p.Impact != nil {
@@ -103,7 +106,7 @@ func (p *Plan) Blockers() []Blocker {
 			for _, e := range refused[k] {
 				b, ok := byWay[e.WayOut]
 				if !ok {
-					b = &Blocker{Reason: fmt.Sprintf("deleting %s sets off what a restore cannot undo: %s", k, e.Summary), WayOut: wayOut(e)}
+					b = &Blocker{Reason: fmt.Sprintf("deleting %s sets off what a restore cannot undo: %s", k, e.Summary), WayOut: wayOut(e), Flag: e.WayOut}
 					byWay[e.WayOut] = b
 					order = append(order, e.WayOut)
 				}
@@ -146,11 +149,16 @@ func (p *Plan) Refusal() error {
 	if len(b) == 0 {
 		return nil
 	}
+	// One short line: the plan printed above says why, whole.
 	parts := make([]string, len(b))
 	for i, x := range b {
-		parts[i] = x.Reason + "; " + x.WayOut
+		keys, verb := x.Keys[0], " needs "
+		if n := len(x.Keys) - 1; n > 0 {
+			keys, verb = keys+fmt.Sprintf(" and %d more keys", n), " need "
+		}
+		parts[i] = keys + verb + x.Flag
 	}
-	return fmt.Errorf("%w: %s; nothing was changed", ErrRefused, strings.Join(parts, "; and "))
+	return fmt.Errorf("%w as the plan above says (%s); nothing was changed", ErrRefused, strings.Join(parts, "; "))
 }
 
 // ErrRefused is returned (wrapped) when a selection asks for something a
