@@ -5,7 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/objread"
 )
@@ -86,5 +91,36 @@ func TestFind(t *testing.T) {
 				t.Errorf("managed by: %v", refs[1].ManagedBy)
 			}
 		})
+	}
+}
+
+// finds is an API server that finds every namespace: etcd's "gone" is
+// contradicted (a keyspace that holds part of the cluster, a namespace
+// created since the read).
+type finds struct{}
+
+func (finds) Get(_ context.Context, r catalog.Resource, ns, name string) (*metav1.PartialObjectMetadata, error) {
+	if r.Resource == "namespaces" {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: r.Resource}, name)
+}
+
+// TestLiveTargetsAreNotDangling: a reference into a namespace etcd lacks
+// but the API server finds is no dangling reference.
+func TestLiveTargetsAreNotDangling(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	if _, err := cli.Put(ctx, "/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io",
+		`{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.k8s.io"},"spec":{"group":"metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"elsewhere","name":"metrics"}}}`); err != nil {
+		t.Fatal(err)
+	}
+	store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, _, err := Find(ctx, store, Options{Registry: "/registry/", Reader: &objread.Reader{Registry: "/registry/"}, API: finds{}})
+	if err != nil || len(refs) != 0 {
+		t.Errorf("references %+v (%v), want none: the API server finds the namespace", refs, err)
 	}
 }
