@@ -65,6 +65,10 @@ type clusterOptions struct {
 	// for a second kube-apiserver of an HA control plane.
 	apiserverIP, apiserverName string
 	apiserverPort              int
+	// authorization is kube-apiserver's --authorization-mode (AlwaysAllow
+	// by default; the flag is a list, so it cannot be overridden through
+	// apiserverArgs).
+	authorization string
 }
 
 func freePort(t *testing.T) int {
@@ -205,6 +209,10 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 	if port == 0 {
 		port = freePort(t)
 	}
+	authz := o.authorization
+	if authz == "" {
+		authz = "AlwaysAllow"
+	}
 	saPub, saKey := writeServiceAccountKey(t, c.dir)
 	tokens := filepath.Join(c.dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(testToken+",admin,admin,system:masters\n"), 0o600); err != nil {
@@ -216,7 +224,7 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 		"--cert-dir", filepath.Join(c.dir, name+"-certs"),
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
 		"--service-account-signing-key-file", saKey, "--token-auth-file", tokens,
-		"--authorization-mode", "AlwaysAllow", "--service-cluster-ip-range", "10.0.0.0/24",
+		"--authorization-mode", authz, "--service-cluster-ip-range", "10.0.0.0/24",
 		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
 	}
 	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, name+".log"), bins.kubeAPIServer, append(args, o.apiserverArgs...)...)

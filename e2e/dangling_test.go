@@ -534,26 +534,6 @@ func TestDanglingWebhookBlocksACreate(t *testing.T) {
 	})
 }
 
-// startRBACCluster starts a cluster whose kube-apiserver authorizes with
-// Node,RBAC. startAPIServer passes --authorization-mode AlwaysAllow, and
-// the flag is a string slice: a second --authorization-mode in
-// clusterOptions.apiserverArgs would be appended to AlwaysAllow (which
-// allows everything first), not replace it. So the binary runs through a
-// wrapper that swaps the mode. (No e2e test runs in parallel: the binary's
-// path is swapped back before this returns.)
-func startRBACCluster(t *testing.T) *cluster {
-	t.Helper()
-	apiserver := bins.kubeAPIServer
-	wrapper := filepath.Join(t.TempDir(), "kube-apiserver-rbac")
-	script := "#!/bin/sh\n" +
-		"for a in \"$@\"; do shift; if [ \"$a\" = AlwaysAllow ]; then a=Node,RBAC; fi; set -- \"$@\" \"$a\"; done\n" +
-		"exec " + shellQuote([]string{apiserver}) + " \"$@\"\n"
-	mustNoErr(t, "write wrapper", os.WriteFile(wrapper, []byte(script), 0o755))
-	bins.kubeAPIServer = wrapper
-	defer func() { bins.kubeAPIServer = apiserver }()
-	return startCluster(t, clusterOptions{})
-}
-
 // canIListPods asks kubectl auth can-i whether user may list pods in ns:
 // "yes" or "no".
 func (c *cluster) canIListPods(t *testing.T, user, ns string) string {
@@ -581,7 +561,7 @@ func (c *cluster) canIListPods(t *testing.T, user, ns string) string {
 // the RoleBinding (no subject left) is gone, and the account created again
 // holds nothing.
 func TestDanglingBindingSubjectComesBack(t *testing.T) {
-	c := startRBACCluster(t)
+	c := startCluster(t, clusterOptions{authorization: "Node,RBAC"})
 	ctx := context.Background()
 	const builder, runner = "system:serviceaccount:ci:builder", "system:serviceaccount:ops:runner"
 	if got := c.canIListPods(t, "system:serviceaccount:nobody:none", "ci"); got != "no" {
