@@ -130,27 +130,54 @@ func (f *finder) walk(prefix string, fn func(kv *mvccpb.KeyValue, obj map[string
 	})
 }
 
-// target says whether a Service (or, with name "", a namespace) is gone or
-// down, and why; ok is false when it is there and serving, or when the API
-// server contradicts etcd.
-func (f *finder) service(ns, name string) (state etcdscan.DanglingState, why string, single, ok bool) {
+// presence is what the witnesses say of a target.
+type presence int
+
+const (
+	// isGone: its namespace or its key is missing in etcd, and the API
+	// server does not find it either (or could not be asked).
+	isGone presence = iota
+	// isThere: its key is in etcd.
+	isThere
+	// unknown: etcd could not be read, or the API server finds what etcd
+	// lacks: nothing is said of it.
+	unknown
+)
+
+// gone says whether the object ns/name of resource r is gone: its namespace
+// key or its own key missing in etcd, with the API server's word (single
+// when it could not confirm it), and why.
+func (f *finder) gone(r catalog.Resource, ns, name string) (why string, single bool, p presence) {
 	if !f.namespaces[ns] {
 		a := f.ask(namespacesResource, "", ns)
 		if a == apiContradicts {
-			return "", "", false, false
+			return "", false, unknown
 		}
-		return etcdscan.DanglingGone, fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms, true
+		return fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms, isGone
 	}
-	key := f.o.Registry + "services/specs/" + ns + "/" + name
+	key := etcdscan.ObjectKey(f.o.Registry, r.Prefix(), ns, name)
 	kv, err := f.store.Get(f.ctx, key)
-	if err == nil && kv == nil {
-		a := f.ask(servicesResource, ns, name)
-		if a == apiContradicts {
-			return "", "", false, false
-		}
-		return etcdscan.DanglingGone, fmt.Sprintf("service %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms, true
+	switch {
+	case err != nil:
+		return "", false, unknown
+	case kv != nil:
+		return "", false, isThere
 	}
-	if err != nil {
+	a := f.ask(r, ns, name)
+	if a == apiContradicts {
+		return "", false, unknown
+	}
+	return fmt.Sprintf("%s %s/%s does not exist (no %s key)%s", strings.TrimSuffix(r.Resource, "s"), ns, name, key, said(a)), a != apiConfirms, isGone
+}
+
+// service says whether a Service is gone or down, and why; ok is false
+// when it is there and serving, or when the API server contradicts etcd.
+func (f *finder) service(ns, name string) (state etcdscan.DanglingState, why string, single, ok bool) {
+	why, single, p := f.gone(servicesResource, ns, name)
+	switch p {
+	case isGone:
+		return etcdscan.DanglingGone, why, single, true
+	case unknown:
 		return "", "", false, false
 	}
 	ready, unread := f.hasReadyEndpoint(ns, name)
@@ -368,25 +395,9 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 			if ns == "" {
 				ns = own
 			}
-			var why string
-			single := false
-			switch {
-			case !f.namespaces[ns]:
-				a := f.ask(namespacesResource, "", ns)
-				if a == apiContradicts {
-					continue
-				}
-				why, single = fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms
-			default:
-				key := f.o.Registry + "serviceaccounts/" + ns + "/" + name
-				if kv, err := f.store.Get(f.ctx, key); err != nil || kv != nil {
-					continue
-				}
-				a := f.ask(serviceAccountsResource, ns, name)
-				if a == apiContradicts {
-					continue
-				}
-				why, single = fmt.Sprintf("serviceaccount %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms
+			why, single, p := f.gone(serviceAccountsResource, ns, name)
+			if p != isGone {
+				continue
 			}
 			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
 				State: etcdscan.DanglingGone, Why: why, SingleWitness: single,
@@ -409,25 +420,9 @@ func (f *finder) volume(kv *mvccpb.KeyValue, obj map[string]any) error {
 	if name == "" {
 		return nil
 	}
-	var why string
-	single := false
-	switch {
-	case !f.namespaces[ns]:
-		a := f.ask(namespacesResource, "", ns)
-		if a == apiContradicts {
-			return nil
-		}
-		why, single = fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms
-	default:
-		key := f.o.Registry + "persistentvolumeclaims/" + ns + "/" + name
-		if c, err := f.store.Get(f.ctx, key); err != nil || c != nil {
-			return nil
-		}
-		a := f.ask(claimsResource, ns, name)
-		if a == apiContradicts {
-			return nil
-		}
-		why, single = fmt.Sprintf("claim %s/%s does not exist (no %s key)%s", ns, name, key, said(a)), a != apiConfirms
+	why, single, p := f.gone(claimsResource, ns, name)
+	if p != isGone {
+		return nil
 	}
 	phase, policy := str(obj, "status", "phase"), str(obj, "spec", "persistentVolumeReclaimPolicy")
 	consequence := "phase " + phase + ", reclaim policy " + policy + ": it stays (or goes) Released, and no new claim binds it until spec.claimRef is cleared by hand"
