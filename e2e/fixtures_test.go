@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/repair"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -220,4 +225,28 @@ func (c *cluster) boundDeleteClaim(t *testing.T, ns, name string) *corev1.Persis
 	pv, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 	mustNoErr(t, "get PV", err)
 	return pv
+}
+
+// startSlowPurge starts `regghost purge ARGS --confirm --yes`, one key per
+// transaction and one transaction a second, its backups under root, and
+// returns once its first delete is in the audit log: a purge caught in the
+// middle, to interrupt, kill or take a member from.
+func (c *cluster) startSlowPurge(t *testing.T, root string, args ...string) (cmd *exec.Cmd, out, errOut *bytes.Buffer) {
+	t.Helper()
+	full := append(append([]string{"purge"}, args...), "--confirm", "--yes", "--rate", "1", "--batch-size", "1", "--backup-dir", root, "--kubeconfig", c.kubeconfig)
+	cmd = exec.Command(bins.regghost, append(full, c.etcdArgs()...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	mustNoErr(t, "start purge", cmd.Start())
+	waitFor(t, 60*time.Second, "the first delete", func() error {
+		logs, _ := filepath.Glob(filepath.Join(root, "*", repair.AuditFile))
+		for _, l := range logs {
+			if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"outcome":"deleted"`)) {
+				return nil
+			}
+		}
+		return errString("no delete yet")
+	})
+	return cmd, out, errOut
 }

@@ -1,16 +1,13 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -90,22 +87,7 @@ func TestRetainVolumesOnlyForClaimsThatGo(t *testing.T) {
 
 	t.Run("stopped before its claim, the volume is left as it was", func(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "backups")
-		args := append([]string{"purge", "-n", "vols", "--confirm", "--yes", impact.RetainVolumesFlag, "--rate", "1", "--batch-size", "1",
-			"--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)
-		cmd := exec.Command(bins.regghost, args...)
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		mustNoErr(t, "start purge", cmd.Start())
-		waitFor(t, 60*time.Second, "the first delete", func() error {
-			logs, _ := filepath.Glob(filepath.Join(root, "*", repair.AuditFile))
-			for _, l := range logs {
-				if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"outcome":"deleted"`)) {
-					return nil
-				}
-			}
-			return errString("no delete yet")
-		})
+		cmd, out, errOut := c.startSlowPurge(t, root, "-n", "vols", impact.RetainVolumesFlag)
 		mustNoErr(t, "interrupt", cmd.Process.Signal(syscall.SIGINT))
 		if err := cmd.Wait(); err == nil || !strings.Contains(errOut.String(), "interrupted") {
 			t.Fatalf("interrupted purge: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())

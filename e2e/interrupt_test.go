@@ -1,16 +1,13 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/regghost/regghost/pkg/repair"
 )
@@ -28,22 +25,8 @@ func TestInterruptedPurgeAndConcurrentWriters(t *testing.T) {
 	}
 	c.forceDelete(t, "/registry/namespaces/big")
 	root := filepath.Join(t.TempDir(), "backups")
-	args := append([]string{"purge", "-n", "big", "--confirm", "--yes", "--rate", "1", "--batch-size", "1", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)
-	cmd := exec.Command(bins.regghost, args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	mustNoErr(t, "start purge", cmd.Start())
-	// Interrupt once the first delete is in the audit log.
-	waitFor(t, 60*time.Second, "the first delete", func() error {
-		logs, _ := filepath.Glob(filepath.Join(root, "*", repair.AuditFile))
-		for _, l := range logs {
-			if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"outcome":"deleted"`)) {
-				return nil
-			}
-		}
-		return errString("no delete yet")
-	})
+	// Interrupted once the first delete is in the audit log.
+	cmd, out, errOut := c.startSlowPurge(t, root, "-n", "big")
 	mustNoErr(t, "interrupt", cmd.Process.Signal(syscall.SIGINT))
 	err := cmd.Wait()
 	if err == nil || !strings.Contains(errOut.String(), "interrupted") || !strings.Contains(out.String(), "regghost restore") {

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,21 +24,7 @@ func TestRestoreWaitsOutAKilledPurge(t *testing.T) {
 	}
 	c.forceDelete(t, "/registry/namespaces/crash")
 	root := filepath.Join(t.TempDir(), "backups")
-	args := append([]string{"purge", "-n", "crash", "--confirm", "--yes", "--rate", "1", "--batch-size", "1", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)
-	cmd := exec.Command(bins.regghost, args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	mustNoErr(t, "start purge", cmd.Start())
-	waitFor(t, 60*time.Second, "the first delete", func() error {
-		logs, _ := filepath.Glob(filepath.Join(root, "*", repair.AuditFile))
-		for _, l := range logs {
-			if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"outcome":"deleted"`)) {
-				return nil
-			}
-		}
-		return errString("no delete yet")
-	})
+	cmd, _, errOut := c.startSlowPurge(t, root, "-n", "crash")
 	mustNoErr(t, "kill -9 the purge", cmd.Process.Kill())
 	_ = cmd.Wait()
 	killed := cmd.Process.Pid

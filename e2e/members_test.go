@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -148,21 +146,7 @@ func TestThreeMemberCluster(t *testing.T) {
 		}
 		c.forceDelete(t, "/registry/namespaces/big")
 		root := filepath.Join(t.TempDir(), "backups")
-		args := append([]string{"purge", "-n", "big", "--confirm", "--yes", "--rate", "1", "--batch-size", "1", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)
-		cmd := exec.Command(bins.regghost, args...)
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		mustNoErr(t, "start purge", cmd.Start())
-		waitFor(t, 60*time.Second, "the first delete", func() error {
-			logs, _ := filepath.Glob(filepath.Join(root, "*", repair.AuditFile))
-			for _, l := range logs {
-				if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"outcome":"deleted"`)) {
-					return nil
-				}
-			}
-			return errString("no delete yet")
-		})
+		cmd, out, errOut := c.startSlowPurge(t, root, "-n", "big")
 		c.leader(t).stop(t)
 		if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "Deleted 6 of 6 planned keys") {
 			t.Fatalf("purge through a leader election: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
