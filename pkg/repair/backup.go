@@ -60,6 +60,9 @@ type Entry struct {
 	// Role is empty for a key the purge deleted; RoleRetainedVolume for a
 	// PersistentVolume it set to Retain first.
 	Role string `json:"role,omitempty"`
+	// Present are, for a recovered key, the keys that had to exist for it
+	// to be written (its namespace, its CRD).
+	Present []Present `json:"present,omitempty"`
 }
 
 // Backup is the content of a backup file.
@@ -68,6 +71,9 @@ type Backup struct {
 	Created time.Time `json:"created"`
 	// Scope is what the purge was asked to remove ("namespace kb-system").
 	Scope string `json:"scope"`
+	// Action is empty for a purge's backup; ActionRecover for the keys a
+	// recovery created (restore then deletes them).
+	Action string `json:"action,omitempty"`
 	// Prefix is the registry prefix the keys are under.
 	Prefix string `json:"prefix,omitempty"`
 	// Endpoint is the etcd endpoint the snapshot came from.

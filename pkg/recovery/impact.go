@@ -1,0 +1,222 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// ImpactKind names something that writing an object back sets off.
+type ImpactKind string
+
+// The impacts of a recovery. Each is refused unless accepted: containers
+// that ran cannot be un-run, a credential that was used cannot be
+// un-used, storage deleted does not come back.
+const (
+	// ContainersStarted: a Pod that had not finished is started again by
+	// its kubelet (or placed by the scheduler first).
+	ContainersStarted ImpactKind = "containers-started"
+	// CredentialRevived: a token Secret (ServiceAccount or bootstrap)
+	// authenticates again.
+	CredentialRevived ImpactKind = "credential-revived"
+	// PodsCreated: a workload's controller creates pods (a Job runs again)
+	// and adopts orphans its selector matches.
+	PodsCreated ImpactKind = "pods-created"
+	// StorageDeleted: a PersistentVolume with the Delete policy whose
+	// claim is gone is released, and its storage deleted.
+	StorageDeleted ImpactKind = "storage-deleted"
+	// DanglingReference: an APIService or webhook whose Service is gone
+	// breaks discovery or admission for the whole cluster.
+	DanglingReference ImpactKind = "dangling-reference"
+	// DeletedAgain: every owner of the object is gone, so the garbage
+	// collector deletes it again at once.
+	DeletedAgain ImpactKind = "deleted-again"
+)
+
+// Acceptable lists the impacts --accept-impact takes on recover.
+var Acceptable = []ImpactKind{ContainersStarted, CredentialRevived, PodsCreated, StorageDeleted, DanglingReference, DeletedAgain}
+
+// Impact is one thing writing an object sets off.
+type Impact struct {
+	Kind     ImpactKind `json:"kind"`
+	Detail   string     `json:"detail"`
+	Accepted bool       `json:"accepted,omitempty"`
+}
+
+// impacts says what writing o sets off, and notes what it does not stop.
+func (j *judge) impacts(ctx context.Context, o *Object) ([]Impact, []string, error) {
+	var out []Impact
+	var notes []string
+	add := func(k ImpactKind, format string, args ...any) {
+		out = append(out, Impact{Kind: k, Detail: fmt.Sprintf(format, args...)})
+	}
+	ns := o.Parsed.Namespace
+	switch t := o.Obj.(type) {
+	case *corev1.Pod:
+		if t.Status.Phase != corev1.PodSucceeded && t.Status.Phase != corev1.PodFailed {
+			if t.Spec.NodeName != "" {
+				add(ContainersStarted, "the kubelet on node %s starts its containers again", t.Spec.NodeName)
+			} else {
+				add(ContainersStarted, "the scheduler places it and its containers start")
+			}
+		}
+	case *corev1.Secret:
+		switch t.Type {
+		case corev1.SecretTypeServiceAccountToken:
+			add(CredentialRevived, "the token of ServiceAccount %s authenticates again", t.Annotations[corev1.ServiceAccountNameKey])
+		case corev1.SecretTypeBootstrapToken:
+			add(CredentialRevived, "the bootstrap token authenticates again (it joins nodes)")
+		}
+	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *corev1.ReplicationController:
+		add(PodsCreated, "its controller creates its pods and adopts orphans its selector matches")
+	case *batchv1.Job:
+		if !jobFinished(t) {
+			add(PodsCreated, "the job controller runs it again")
+		}
+	case *batchv1.CronJob:
+		if t.Spec.Suspend == nil || !*t.Spec.Suspend {
+			add(PodsCreated, "the cronjob controller schedules its jobs again")
+		}
+	case *corev1.PersistentVolume:
+		if c := t.Spec.ClaimRef; c != nil && t.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+			key := etcdscan.ObjectKey(j.Registry, "persistentvolumeclaims", c.Namespace, c.Name)
+			alive, err := j.alive(ctx, key, string(c.UID))
+			if err != nil {
+				return nil, nil, err
+			}
+			if !alive {
+				add(StorageDeleted, "its claim %s/%s (UID %s) is gone, or cannot be read here, and its policy is Delete: the PV controller deletes the storage", c.Namespace, c.Name, c.UID)
+			}
+		}
+	case *corev1.PersistentVolumeClaim:
+		if v := t.Spec.VolumeName; v != "" {
+			alive, err := j.alive(ctx, etcdscan.ObjectKey(j.Registry, "persistentvolumes", "", v), "")
+			if err != nil {
+				return nil, nil, err
+			}
+			if !alive {
+				notes = append(notes, fmt.Sprintf("its PersistentVolume %s is gone: it comes back Lost", v))
+			}
+		}
+	case *apiregistrationv1.APIService:
+		if s := t.Spec.Service; s != nil {
+			if gone, err := j.serviceGone(ctx, s.Namespace, s.Name); err != nil {
+				return nil, nil, err
+			} else if gone {
+				add(DanglingReference, "its Service %s/%s is gone: discovery of %s fails, and namespace deletions hang", s.Namespace, s.Name, t.Spec.Group)
+			}
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for _, w := range t.Webhooks {
+			if err := j.webhook(ctx, w.Name, w.ClientConfig, w.FailurePolicy, add); err != nil {
+				return nil, nil, err
+			}
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for _, w := range t.Webhooks {
+			if err := j.webhook(ctx, w.Name, w.ClientConfig, w.FailurePolicy, add); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if m, err := meta.Accessor(o.Obj); err == nil && len(m.GetOwnerReferences()) > 0 {
+		var gone, unknown []string
+		for _, ref := range m.GetOwnerReferences() {
+			gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+			res, ok := j.Types.ForKind(gv.Group, ref.Kind)
+			if !ok {
+				unknown = append(unknown, ref.Kind+" "+ref.Name)
+				continue
+			}
+			ons := ns
+			if !res.Namespaced {
+				ons = ""
+			}
+			alive, err := j.alive(ctx, etcdscan.ObjectKey(j.Registry, res.Prefix(), ons, ref.Name), string(ref.UID))
+			if err != nil {
+				return nil, nil, err
+			}
+			if alive {
+				gone = nil
+				unknown = nil
+				break
+			}
+			gone = append(gone, ref.Kind+" "+ref.Name)
+		}
+		switch {
+		case len(unknown) > 0:
+			notes = append(notes, fmt.Sprintf("whether its owners %s exist cannot be told (kind unknown here): if none does, the garbage collector deletes it again", strings.Join(unknown, ", ")))
+		case len(gone) > 0:
+			add(DeletedAgain, "its owners (%s) are gone (or cannot be read here) and not recovered: the garbage collector deletes it again; recover them too", strings.Join(gone, ", "))
+		}
+	}
+	return out, notes, nil
+}
+
+// webhook adds a dangling reference for a webhook whose Service is gone.
+func (j *judge) webhook(ctx context.Context, name string, cc admissionregistrationv1.WebhookClientConfig, policy *admissionregistrationv1.FailurePolicyType, add func(ImpactKind, string, ...any)) error {
+	s := cc.Service
+	if s == nil {
+		return nil
+	}
+	gone, err := j.serviceGone(ctx, s.Namespace, s.Name)
+	if err != nil || !gone {
+		return err
+	}
+	fail := "Fail"
+	if policy != nil {
+		fail = string(*policy)
+	}
+	add(DanglingReference, "webhook %s calls Service %s/%s, which is gone (failurePolicy %s): the requests it matches fail", name, s.Namespace, s.Name, fail)
+	return nil
+}
+
+// serviceGone says whether a Service is absent live and not recovered.
+func (j *judge) serviceGone(ctx context.Context, ns, name string) (bool, error) {
+	alive, err := j.alive(ctx, etcdscan.ObjectKey(j.Registry, "services/specs", ns, name), "")
+	return !alive, err
+}
+
+// alive says whether key exists live (with uid, when given) or is
+// recovered by this run (with that uid).
+func (j *judge) alive(ctx context.Context, key, uid string) (bool, error) {
+	if o := j.byKey[key]; o != nil && (o.Action == Recover || o.Action == "") && o.Meta != nil && (uid == "" || string(o.Meta.Meta.UID) == uid) {
+		return true, nil
+	}
+	kv, err := j.Live.Get(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if kv == nil {
+		return false, nil
+	}
+	if uid == "" {
+		return true, nil
+	}
+	id, err := j.uidOf(ctx, kv)
+	if err != nil {
+		// Present, its UID unread: not taken as alive, so what depends on
+		// it is refused rather than decided blind.
+		return false, nil
+	}
+	return id == uid, nil
+}
+
+func jobFinished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,259 @@
+package recovery
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/resolve"
+)
+
+// Action is what the recovery does with an object.
+type Action string
+
+// The actions.
+const (
+	// Recover: absent live, nothing against it: it is written.
+	Recover Action = "recover"
+	// AlreadyPresent: the live key holds the source's bytes.
+	AlreadyPresent Action = "already-present"
+	// Exists: the live key holds other bytes (changed since the source); it
+	// is never overwritten.
+	Exists Action = "exists"
+	// Refused: writing it would make a ghost, revive what cannot be taken
+	// back, or cannot be judged.
+	Refused Action = "refused"
+)
+
+// Verdict is the judgement of one object.
+type Verdict struct {
+	Action Action `json:"action"`
+	Detail string `json:"detail,omitempty"`
+	// Impacts are what writing it sets off.
+	Impacts []Impact `json:"impacts,omitempty"`
+	// Needs are the keys that must exist when it is written (its namespace,
+	// its CRD), compared at their create revision in the write.
+	Needs []Need `json:"needs,omitempty"`
+	// Notes are facts worth saying that do not stop the recovery.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Need is a key that must exist for an object to be written.
+type Need struct {
+	Key  string `json:"key"`
+	What string `json:"what"`
+}
+
+// Reader reads a live value's fields: decrypted, or through the API server.
+type Reader interface {
+	Read(ctx context.Context, key string, value []byte) (runtime.Object, error)
+}
+
+// Options are the live cluster an object is judged against.
+type Options struct {
+	Registry string
+	// Live is the live etcd at its current revision.
+	Live Source
+	// Reader reads live values (encrypted ones through the API server).
+	Reader Reader
+	// Cluster is the cluster's encryption config; nil when unknown.
+	Cluster *decrypt.Decrypter
+	// Types names resources and kinds (owners) as the live cluster does.
+	Types *resolve.Resolver
+	// Accept are the impacts the user accepted (--accept-impact).
+	Accept map[ImpactKind]bool
+}
+
+// judge holds what a Judge run learned of the live cluster.
+type judge struct {
+	Options
+	byKey map[string]*Object
+	// uids maps each live UID under a storage prefix to its key; unread
+	// counts the values there that could not be read.
+	uids   map[string]map[string]string
+	unread map[string]int
+}
+
+// Judge decides each object's Verdict against the live cluster, in order
+// (namespaces and CRDs before what they hold). Nothing is written.
+func Judge(ctx context.Context, objs []*Object, o Options) error {
+	j := &judge{Options: o, byKey: map[string]*Object{}, uids: map[string]map[string]string{}, unread: map[string]int{}}
+	for _, obj := range objs {
+		j.byKey[obj.Key] = obj
+	}
+	for _, obj := range objs {
+		v, err := j.one(ctx, obj)
+		if err != nil {
+			return err
+		}
+		obj.Verdict = v
+	}
+	return nil
+}
+
+func refused(format string, args ...any) Verdict {
+	return Verdict{Action: Refused, Detail: fmt.Sprintf(format, args...)}
+}
+
+func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
+	live, err := j.Live.Get(ctx, o.Key)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("read %s: %w", o.Key, err)
+	}
+	if live != nil {
+		if bytes.Equal(live.Value, o.Value) {
+			return Verdict{Action: AlreadyPresent, Detail: "the live key holds the source's bytes"}, nil
+		}
+		return Verdict{Action: Exists, Detail: fmt.Sprintf("exists live with other content (mod revision %d, changed since the source); never overwritten", live.ModRevision)}, nil
+	}
+	if o.Unreadable != "" {
+		return refused("cannot be read here (%s): its namespace, UID and what writing it sets off cannot be checked; give the --encryption-provider-config that holds its key", o.Unreadable), nil
+	}
+	var v Verdict
+	gr := schema.GroupResource{Group: o.Resource.Group, Resource: o.Resource.Resource}
+	switch {
+	case j.Cluster != nil:
+		if err := j.Cluster.Readable(ctx, o.Key, gr, o.Value); err != nil {
+			return refused("kube-apiserver could not read it as stored: %v; `regghost recover -o yaml` and `kubectl apply` write it through the API server instead", err), nil
+		}
+		if o.Encryption != nil {
+			v.Notes = append(v.Notes, fmt.Sprintf("written encrypted, as stored (%s key %q, which the cluster's encryption config holds)", o.Encryption.Provider, o.Encryption.KeyName))
+		}
+	case o.Encryption != nil:
+		return refused("encrypted with %s key %q: whether the cluster's encryption config still holds that key cannot be told without it; give --encryption-provider-config (the node's)", o.Encryption.Provider, o.Encryption.KeyName), nil
+	}
+	om := o.Meta.Meta
+	if ns := o.Parsed.Namespace; ns != "" {
+		w, err := j.witness(ctx, j.Registry+namespacesPrefix+"/"+ns, "namespace "+ns, "--with-namespace recovers the namespace from the source too, or create it first")
+		if err != nil || w.Action == Refused {
+			return w, err
+		}
+		v.Needs = append(v.Needs, w.Needs...)
+	}
+	if g, ok := customGroup(o.Parsed.Prefix); ok {
+		plural := o.Parsed.Prefix[len(g)+1:]
+		name := plural + "." + g
+		w, err := j.witness(ctx, j.Registry+resolve.CRDPrefix+name, "CustomResourceDefinition "+name, "recover the CRD too (its key), or create it first")
+		if err != nil || w.Action == Refused {
+			return w, err
+		}
+		v.Needs = append(v.Needs, w.Needs...)
+	}
+	if uid := string(om.UID); uid != "" {
+		holder, unread, err := j.uidHolder(ctx, o.Parsed.Prefix, uid)
+		if err != nil {
+			return Verdict{}, err
+		}
+		switch {
+		case holder != "":
+			return refused("its UID %s is held by the live object %s: the same object lives under another key", uid, holder), nil
+		case unread > 0:
+			return refused("whether its UID %s is held by another live object cannot be told: %d live values under %s/ cannot be read here", uid, unread, o.Parsed.Prefix), nil
+		}
+	}
+	if om.DeletionTimestamp != nil {
+		v.Notes = append(v.Notes, fmt.Sprintf("it was being deleted in the source (since %s): it comes back terminating, with finalizers %v", om.DeletionTimestamp.UTC().Format("2006-01-02T15:04:05Z"), om.Finalizers))
+	}
+	impacts, notes, err := j.impacts(ctx, o)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v.Notes = append(v.Notes, notes...)
+	var unaccepted []string
+	for i := range impacts {
+		impacts[i].Accepted = j.Accept[impacts[i].Kind]
+		if !impacts[i].Accepted {
+			unaccepted = append(unaccepted, fmt.Sprintf("%s (%s; --accept-impact %s)", impacts[i].Detail, impacts[i].Kind, impacts[i].Kind))
+		}
+	}
+	v.Impacts = impacts
+	if len(unaccepted) > 0 {
+		v.Action, v.Detail = Refused, strings.Join(unaccepted, "; ")
+		return v, nil
+	}
+	v.Action = Recover
+	return v, nil
+}
+
+// witness checks that a key an object rests on exists live (and is not
+// being deleted), or is recovered before it.
+func (j *judge) witness(ctx context.Context, key, what, wayOut string) (Verdict, error) {
+	kv, err := j.Live.Get(ctx, key)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("read %s: %w", key, err)
+	}
+	if kv == nil {
+		if w := j.byKey[key]; w != nil && w.Action == Recover {
+			return Verdict{Needs: []Need{{Key: key, What: what}}}, nil
+		}
+		if w := j.byKey[key]; w != nil {
+			return refused("%s does not exist and is not recovered (%s): the object would be a ghost", what, w.Detail), nil
+		}
+		return refused("%s does not exist: the object would be a ghost; %s", what, wayOut), nil
+	}
+	obj, err := j.Reader.Read(ctx, key, kv.Value)
+	if err != nil {
+		return refused("%s cannot be read (%v): whether it is being deleted cannot be told", what, err), nil
+	}
+	if m, err := meta.Accessor(obj); err == nil && m.GetDeletionTimestamp() != nil {
+		return refused("%s is being deleted: the object would go with it", what), nil
+	}
+	return Verdict{Needs: []Need{{Key: key, What: what}}}, nil
+}
+
+// uidHolder finds the live key under prefix holding uid, reading the
+// prefix once.
+func (j *judge) uidHolder(ctx context.Context, prefix, uid string) (string, int, error) {
+	m, ok := j.uids[prefix]
+	if !ok {
+		m = map[string]string{}
+		p := j.Registry + prefix + "/"
+		err := j.Live.Range(ctx, p, prefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
+			id, err := j.uidOf(ctx, kv)
+			if err != nil {
+				j.unread[prefix]++
+				return nil
+			}
+			m[id] = string(kv.Key)
+			return nil
+		})
+		if err != nil {
+			return "", 0, fmt.Errorf("read the live %s/: %w", prefix, err)
+		}
+		j.uids[prefix] = m
+	}
+	return m[uid], j.unread[prefix], nil
+}
+
+func (j *judge) uidOf(ctx context.Context, kv *mvccpb.KeyValue) (string, error) {
+	if d, err := decode.Meta(kv.Value); err == nil && d.Encryption == nil {
+		return string(d.Meta.UID), nil
+	}
+	obj, err := j.Reader.Read(ctx, string(kv.Key), kv.Value)
+	if err != nil {
+		return "", err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return string(m.GetUID()), nil
+}
+
+// customGroup is the group of a custom resource's storage prefix.
+func customGroup(prefix string) (string, bool) {
+	g, _, ok := strings.Cut(prefix, "/")
+	if !ok || !strings.Contains(g, ".") || catalog.IsBuiltinGroup(g) {
+		return "", false
+	}
+	return g, true
+}

@@ -1,0 +1,260 @@
+package recovery
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/resolve"
+)
+
+const reg = "/registry/"
+
+func cm(ns, name, uid string, lbl map[string]string, owners ...metav1.OwnerReference) *corev1.ConfigMap {
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), Labels: lbl, OwnerReferences: owners}}
+}
+
+func nsObj(name, uid string) *corev1.Namespace {
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
+}
+
+// world is a source (an older revision of the same etcd) and the live etcd.
+type world struct {
+	t    *testing.T
+	src  *etcdscan.EtcdStore
+	live *etcdscan.EtcdStore
+	kv   repair.KVLease
+}
+
+// newWorld writes before, reads it as the source, then applies after
+// (nil values delete) and reads the live keyspace.
+func newWorld(t *testing.T, before map[string]runtime.Object, after map[string]runtime.Object) *world {
+	t.Helper()
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	for k, o := range before {
+		if _, err := cli.Put(ctx, k, etcdtest.Encode(t, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := cli.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcRev := resp.Header.Revision
+	for k, o := range after {
+		if o == nil {
+			_, err = cli.Delete(ctx, k)
+		} else {
+			_, err = cli.Put(ctx, k, etcdtest.Encode(t, o))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := etcdscan.NewEtcdStoreAt(ctx, cli, 100, srcRev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := etcdscan.NewEtcdStore(ctx, cli, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{t: t, src: src, live: live, kv: cli}
+}
+
+func (w *world) judge(sel Selection, accept ...ImpactKind) map[string]*Object {
+	w.t.Helper()
+	ctx := context.Background()
+	sel.Registry = reg
+	objs, err := Select(ctx, w.src, sel, nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	types, err := resolve.Load(ctx, w.live, reg, nil, nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	acc := map[ImpactKind]bool{}
+	for _, a := range accept {
+		acc[a] = true
+	}
+	if err := Judge(ctx, objs, Options{Registry: reg, Live: w.live, Reader: &objread.Reader{Registry: reg}, Types: types, Accept: acc}); err != nil {
+		w.t.Fatal(err)
+	}
+	m := map[string]*Object{}
+	for _, o := range objs {
+		m[o.Key] = o
+	}
+	return m
+}
+
+func TestJudge(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "u-owner"}
+	before := map[string]runtime.Object{
+		reg + "namespaces/a":         nsObj("a", "u-a"),
+		reg + "namespaces/gone":      nsObj("gone", "u-gone"),
+		reg + "configmaps/a/deleted": cm("a", "deleted", "u1", map[string]string{"app": "web"}),
+		reg + "configmaps/a/changed": cm("a", "changed", "u2", nil),
+		reg + "configmaps/a/same":    cm("a", "same", "u3", nil),
+		reg + "configmaps/a/moved":   cm("a", "moved", "u4", nil),
+		reg + "configmaps/a/owner":   cm("a", "owner", "u-owner", nil),
+		reg + "configmaps/a/orphan":  cm("a", "orphan", "u5", nil, owner),
+		reg + "configmaps/gone/c":    cm("gone", "c", "u6", map[string]string{"app": "db"}),
+		reg + "pods/a/p": &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p", UID: "u7"},
+			Spec: corev1.PodSpec{NodeName: "n1"}},
+	}
+	after := map[string]runtime.Object{
+		reg + "namespaces/gone":         nil,
+		reg + "configmaps/gone/c":       nil,
+		reg + "configmaps/a/deleted":    nil,
+		reg + "configmaps/a/changed":    cm("a", "changed", "u2", map[string]string{"new": "yes"}),
+		reg + "configmaps/a/moved":      nil,
+		reg + "configmaps/a/moved-here": cm("a", "moved-here", "u4", nil),
+		reg + "configmaps/a/owner":      nil,
+		reg + "configmaps/a/orphan":     nil,
+		reg + "pods/a/p":                nil,
+	}
+	w := newWorld(t, before, after)
+	all := w.judge(Selection{})
+	tests := []struct {
+		key    string
+		action Action
+		detail string
+	}{
+		{reg + "configmaps/a/deleted", Recover, ""},
+		{reg + "configmaps/a/changed", Exists, "never overwritten"},
+		{reg + "configmaps/a/same", AlreadyPresent, ""},
+		{reg + "configmaps/a/moved", Refused, "held by the live object " + reg + "configmaps/a/moved-here"},
+		// Its namespace is chosen too (everything is), and recovered first.
+		{reg + "configmaps/gone/c", Recover, ""},
+		{reg + "pods/a/p", Refused, string(ContainersStarted)},
+		// The owner is recovered in the same run: not deleted again.
+		{reg + "configmaps/a/orphan", Recover, ""},
+	}
+	for _, tc := range tests {
+		o := all[tc.key]
+		if o == nil {
+			t.Errorf("%s not selected", tc.key)
+			continue
+		}
+		if o.Action != tc.action || !strings.Contains(o.Detail, tc.detail) {
+			t.Errorf("%s: %s (%s), want %s (%s)", tc.key, o.Action, o.Detail, tc.action, tc.detail)
+		}
+	}
+
+	t.Run("a namespace deleted since and not chosen: refused", func(t *testing.T) {
+		got := w.judge(Selection{Namespace: "gone"})
+		if o := got[reg+"configmaps/gone/c"]; o.Action != Refused || !strings.Contains(o.Detail, "namespace gone does not exist") || !strings.Contains(o.Detail, "--with-namespace") {
+			t.Errorf("configmap: %s (%s), want refused: namespace missing, naming --with-namespace", o.Action, o.Detail)
+		}
+	})
+	t.Run("an owner not recovered: deleted again, refused", func(t *testing.T) {
+		got := w.judge(Selection{Keys: []string{reg + "configmaps/a/orphan"}})
+		if o := got[reg+"configmaps/a/orphan"]; o.Action != Refused || !strings.Contains(o.Detail, string(DeletedAgain)) {
+			t.Errorf("orphan: %s (%s), want refused: %s", o.Action, o.Detail, DeletedAgain)
+		}
+	})
+	t.Run("accepted impact", func(t *testing.T) {
+		got := w.judge(Selection{Keys: []string{reg + "pods/a/p"}}, ContainersStarted)
+		if o := got[reg+"pods/a/p"]; o.Action != Recover || len(o.Impacts) != 1 || !o.Impacts[0].Accepted {
+			t.Errorf("pod: %s (%s) %+v, want recover with the accepted impact", o.Action, o.Detail, o.Impacts)
+		}
+	})
+	t.Run("with the namespace, its objects come too", func(t *testing.T) {
+		got := w.judge(Selection{Namespace: "gone", WithNamespace: true})
+		if o := got[reg+"namespaces/gone"]; o == nil || o.Action != Recover {
+			t.Fatalf("namespace not recovered: %+v", o)
+		}
+		if o := got[reg+"configmaps/gone/c"]; o.Action != Recover || len(o.Needs) != 1 || o.Needs[0].Key != reg+"namespaces/gone" {
+			t.Errorf("configmap: %s (%s) needs %v", o.Action, o.Detail, o.Needs)
+		}
+	})
+}
+
+func TestSelect(t *testing.T) {
+	before := map[string]runtime.Object{
+		reg + "namespaces/a":         nsObj("a", "u-a"),
+		reg + "configmaps/a/web":     cm("a", "web", "u1", map[string]string{"app": "web"}),
+		reg + "configmaps/a/db":      cm("a", "db", "u2", map[string]string{"app": "db"}),
+		reg + "configmaps/b/web":     cm("b", "web", "u3", map[string]string{"app": "web"}),
+		reg + "secrets/a/web":        &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}},
+		reg + "services/specs/a/web": &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}},
+	}
+	w := newWorld(t, before, nil)
+	sel := func(s string) labels.Selector { l, _ := labels.Parse(s); return l }
+	tests := []struct {
+		name string
+		sel  Selection
+		want []string
+	}{
+		{"namespace", Selection{Namespace: "a"}, []string{"configmaps/a/db", "configmaps/a/web", "secrets/a/web", "services/specs/a/web"}},
+		{"kind", Selection{Resource: "ConfigMap"}, []string{"configmaps/a/db", "configmaps/a/web", "configmaps/b/web"}},
+		{"singular resource and name", Selection{Resource: "secret", Name: "web"}, []string{"secrets/a/web"}},
+		{"services", Selection{Resource: "services"}, []string{"services/specs/a/web"}},
+		{"selector", Selection{Selector: sel("app=web")}, []string{"configmaps/a/web", "configmaps/b/web"}},
+		{"prefix and namespace", Selection{Keys: []string{reg + "configmaps/"}, Namespace: "b"}, []string{"configmaps/b/web"}},
+		{"with namespace", Selection{Keys: []string{reg + "configmaps/a/db"}, WithNamespace: true}, []string{"namespaces/a", "configmaps/a/db"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.sel.Registry = reg
+			objs, err := Select(context.Background(), w.src, tc.sel, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range objs {
+				got = append(got, strings.TrimPrefix(o.Key, reg))
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("a key the source lacks", func(t *testing.T) {
+		_, err := Select(context.Background(), w.src, Selection{Registry: reg, Keys: []string{reg + "configmaps/a/nope"}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "is not in the source") {
+			t.Errorf("err %v", err)
+		}
+	})
+}
+
+func TestManifest(t *testing.T) {
+	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web", UID: "u", ResourceVersion: "12", CreationTimestamp: metav1.Now(),
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec:   corev1.ServiceSpec{ClusterIP: "10.0.0.7", ClusterIPs: []string{"10.0.0.7"}, Ports: []corev1.ServicePort{{Port: 80}}},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}}
+	w := newWorld(t, map[string]runtime.Object{reg + "services/specs/a/web": svc}, nil)
+	objs, err := Select(context.Background(), w.src, Selection{Registry: reg}, nil)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%v %d", err, len(objs))
+	}
+	for _, withStatus := range []bool{false, true} {
+		u, err := Manifest(objs[0], withStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.GetAPIVersion() != "v1" || u.GetKind() != "Service" || u.GetUID() != "" || u.GetResourceVersion() != "" || u.GetManagedFields() != nil || u.GetName() != "web" {
+			t.Errorf("metadata not cleaned: %v", u.Object)
+		}
+		if _, ok := u.Object["spec"].(map[string]any)["clusterIP"]; ok {
+			t.Errorf("allocated cluster IP kept: %v", u.Object["spec"])
+		}
+		if _, ok := u.Object["status"]; ok != withStatus {
+			t.Errorf("withStatus %v: status present %v", withStatus, ok)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// WriteOptions say where the recovery's backup goes and how it writes.
+type WriteOptions struct {
+	// Dir is the (new, empty) backup directory.
+	Dir string
+	// Header is the backup's scope, endpoint, cluster ID and the live
+	// revision the objects were judged at.
+	Header repair.Backup
+	Pacing repair.Pacing
+	// Served waits until the API server serves the custom resources of a
+	// CRD just written (it is Established). nil: it cannot be waited for,
+	// and the custom resources of a CRD written now are refused.
+	Served func(ctx context.Context, crd *Object) error
+}
+
+// Write writes the objects whose Action is Recover, stage by stage: the
+// namespaces, then the CRDs (waiting until each is served), then the rest.
+// A verified backup of what it is about to write goes first (restore
+// deletes those keys again), and is written again with the revisions once
+// the keys are written. Every key is created only while absent, with the
+// keys it needs compared at their create revision (read just before its
+// stage). The results follow objs; objects not recovered get none.
+func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOptions) ([]repair.Result, string, error) {
+	var todo []*Object
+	for _, obj := range objs {
+		if obj.Action == Recover {
+			todo = append(todo, obj)
+		}
+	}
+	b := o.Header
+	b.Action = repair.ActionRecover
+	b.Entries = make([]repair.Entry, len(todo))
+	for i, obj := range todo {
+		b.Entries[i] = repair.Entry{Key: obj.Key, Value: obj.Value, Lease: obj.Lease, Reason: "recovered from revision " + fmt.Sprint(obj.ModRevision) + " of the source"}
+	}
+	path, _, err := repair.WriteBackup(o.Dir, &b)
+	if err != nil {
+		return nil, "", fmt.Errorf("write the recovery's backup before writing anything: %w", err)
+	}
+	results := make([]repair.Result, len(todo))
+	for i, obj := range todo {
+		results[i] = repair.Result{Key: obj.Key, Outcome: repair.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
+	}
+	// notServed names the CRDs written now whose resources are not served.
+	notServed := map[string]string{}
+	var werr error
+	for _, stage := range []Stage{StageNamespaces, StageCRDs, StageObjects} {
+		var idx []int
+		var entries []repair.Entry
+		for i, obj := range todo {
+			if obj.Stage != stage {
+				continue
+			}
+			e := b.Entries[i]
+			why, err := needs(ctx, kv, obj, &e, notServed)
+			if err != nil {
+				werr = err
+				break
+			}
+			if why != "" {
+				results[i] = repair.Result{Key: obj.Key, Outcome: repair.Refused, Detail: why}
+				continue
+			}
+			idx = append(idx, i)
+			entries = append(entries, e)
+		}
+		if werr != nil {
+			break
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		res, err := repair.WriteRecovered(ctx, kv, entries, o.Pacing)
+		for j, i := range idx {
+			results[i] = res[j]
+			b.Entries[i] = entries[j]
+		}
+		if err != nil {
+			werr = err
+			break
+		}
+		if stage != StageCRDs {
+			continue
+		}
+		for j, i := range idx {
+			if res[j].Outcome != repair.Recovered {
+				continue
+			}
+			switch {
+			case o.Served == nil:
+				notServed[todo[i].Key] = "the API server is not asked, so whether it serves the CRD cannot be waited for; run the recovery again once it does"
+			default:
+				if err := o.Served(ctx, todo[i]); err != nil {
+					notServed[todo[i].Key] = fmt.Sprintf("the CRD was written but is not served yet (%v); run the recovery again once it is", err)
+				}
+			}
+		}
+	}
+	// The revisions each key was written at, for the undo.
+	if _, _, err := repair.WriteBackup(o.Dir, &b); err != nil && werr == nil {
+		werr = fmt.Errorf("record the written revisions in the backup (the backup written before still undoes the recovery): %w", err)
+	}
+	return results, path, werr
+}
+
+// needs resolves the keys obj needs to their create revisions now; a
+// reason is returned when one is absent or not served.
+func needs(ctx context.Context, kv repair.KVLease, obj *Object, e *repair.Entry, notServed map[string]string) (string, error) {
+	for _, n := range obj.Needs {
+		if why := notServed[n.Key]; why != "" {
+			return n.What + ": " + why, nil
+		}
+		resp, err := kv.Get(ctx, n.Key)
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", n.Key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return fmt.Sprintf("%s does not exist (not written, or deleted meanwhile): the object would be a ghost; not written", n.What), nil
+		}
+		e.Present = append(e.Present, repair.Present{Key: n.Key, CreateRevision: resp.Kvs[0].CreateRevision, What: n.What})
+	}
+	return "", nil
+}

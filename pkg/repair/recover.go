@@ -1,0 +1,285 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/catalog"
+)
+
+// ActionRecover marks a backup written by `regghost recover`: its entries
+// are the keys the recovery created. restore undoes it by deleting those
+// that nobody changed since.
+const ActionRecover = "recover"
+
+// Recovered is the outcome of a key a recovery created.
+const Recovered Outcome = "recovered"
+
+// Present is a key that must exist, as the same incarnation (create
+// revision), for a recovered key to be written: its namespace, its
+// CustomResourceDefinition. A recovered object without them is a ghost.
+type Present struct {
+	Key            string `json:"key"`
+	CreateRevision int64  `json:"createRevision"`
+	// What names it for reports ("namespace kb-system").
+	What string `json:"what,omitempty"`
+}
+
+// WriteRecovered creates each entry's key only while it is absent, with its
+// Present witnesses compared at their create revision in the same
+// transaction: nothing is ever overwritten and nothing is written into a
+// namespace or CRD deleted (or deleted and created again) meanwhile. A key
+// whose entry has a lease gets a new one of UnknownLeaseTTL (the source's
+// lease does not exist here). Every key is read back. entries[i].ModRevision
+// is set to the revision that wrote it.
+func WriteRecovered(ctx context.Context, kv KVLease, entries []Entry, pacing Pacing) ([]Result, error) {
+	results := make([]Result, len(entries))
+	for i, e := range entries {
+		results[i] = Result{Key: e.Key, Outcome: NotAttempted, Detail: "not attempted: the recovery stopped before it"}
+	}
+	if cli, ok := kv.(*clientv3.Client); ok {
+		if ds, err := DetectDatastore(ctx, cli); err == nil {
+			pacing = ds.Pacing(pacing)
+		}
+	}
+	var lease clientv3.LeaseID
+	for _, e := range entries {
+		if e.Lease != 0 {
+			resp, err := kv.Grant(ctx, UnknownLeaseTTL)
+			if err != nil {
+				return results, fmt.Errorf("grant a %ds lease for the recovered keys that had one: %w", UnknownLeaseTTL, err)
+			}
+			lease = resp.ID
+			break
+		}
+	}
+	lost := map[int]bool{}
+	witnessGone := func(ctx context.Context, i int) (string, error) {
+		for _, w := range entries[i].Present {
+			resp, err := kv.Get(ctx, w.Key)
+			if err != nil {
+				return "", fmt.Errorf("read %s: %w", w.Key, err)
+			}
+			if len(resp.Kvs) == 0 {
+				return fmt.Sprintf("%s was deleted meanwhile: the object would be a ghost; not written", w.What), nil
+			}
+			if resp.Kvs[0].CreateRevision != w.CreateRevision {
+				return fmt.Sprintf("%s was deleted and created again meanwhile; not written", w.What), nil
+			}
+		}
+		return "", nil
+	}
+	late := map[int]string{}
+	err := guardedTxn(ctx, kv, pacing, txnSpec{n: len(entries),
+		cmp: func(i int) []clientv3.Cmp {
+			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", 0)}
+			for _, w := range entries[i].Present {
+				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(w.Key), "=", w.CreateRevision))
+			}
+			return cmps
+		},
+		op: func(i int) clientv3.Op {
+			e := entries[i]
+			if e.Lease != 0 && lease != 0 {
+				return clientv3.OpPut(e.Key, string(e.Value), clientv3.WithLease(lease))
+			}
+			return clientv3.OpPut(e.Key, string(e.Value))
+		},
+		check: func(ctx context.Context, i int) (bool, error) {
+			why, err := witnessGone(ctx, i)
+			if why != "" {
+				late[i] = why
+			}
+			return why == "", err
+		},
+		done: func(i int, ok bool, rev int64) {
+			switch {
+			case ok:
+				entries[i].ModRevision, entries[i].CreateRevision, entries[i].Version = rev, rev, 1
+				results[i] = Result{Key: entries[i].Key, Outcome: Recovered}
+				if entries[i].Lease != 0 {
+					results[i].Detail = fmt.Sprintf("with a new lease of %ds (kube-apiserver's default event TTL)", UnknownLeaseTTL)
+				}
+			case late[i] != "":
+				results[i] = Result{Key: entries[i].Key, Outcome: Refused, Detail: late[i]}
+			default:
+				results[i] = Result{Key: entries[i].Key, Outcome: Conflict, Detail: "created by someone else, or its namespace or CRD changed, during the recovery; left alone"}
+			}
+		},
+		uncertain: func(idx []int) {
+			for _, i := range idx {
+				lost[i] = true
+			}
+		}})
+	verr := verifyRecovered(ctx, kv, entries, results, lost, witnessGone)
+	if err != nil {
+		return results, err
+	}
+	return results, verr
+}
+
+// verifyRecovered reads every key back, each on a context of its own.
+func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []Entry, results []Result, lost map[int]bool, witnessGone func(context.Context, int) (string, error)) error {
+	rb := &readBacks{ctx: ctx}
+	var first error
+	failed := 0
+	for i, e := range entries {
+		r := results[i]
+		if r.Outcome == Refused {
+			continue
+		}
+		var resp *clientv3.GetResponse
+		err := rb.do(func(ctx context.Context) (err error) {
+			resp, err = getRetrying(ctx, kv, e.Key)
+			return err
+		})
+		if err != nil {
+			failed++
+			if first == nil {
+				first = fmt.Errorf("%s: %w", e.Key, err)
+			}
+			results[i] = Result{Key: e.Key, Outcome: Unverified, Detail: fmt.Sprintf("%s; reading it back failed (%v): run the recovery again to see", r.Outcome, err)}
+			continue
+		}
+		holds := len(resp.Kvs) == 1 && bytes.Equal(resp.Kvs[0].Value, e.Value)
+		switch {
+		case r.Outcome == Recovered && holds:
+		case r.Outcome == Recovered && len(resp.Kvs) == 0:
+			results[i] = Result{Key: e.Key, Outcome: StillPresent, Detail: "written, and absent again right after the recovery (deleted by a controller?)"}
+		case r.Outcome == Recovered && resp.Kvs[0].CreateRevision == e.CreateRevision:
+			results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("recovered, then updated by someone else (now at mod revision %d)", resp.Kvs[0].ModRevision)
+		case r.Outcome == Recovered:
+			results[i] = Result{Key: e.Key, Outcome: Conflict, Detail: "deleted and created again by someone else right after the recovery; left alone"}
+		case holds && (r.Outcome == NotAttempted || lost[i]):
+			// Written by the transaction in flight, or by a try whose reply
+			// was lost.
+			entries[i].ModRevision, entries[i].CreateRevision, entries[i].Version = resp.Kvs[0].ModRevision, resp.Kvs[0].CreateRevision, resp.Kvs[0].Version
+			results[i] = Result{Key: e.Key, Outcome: Recovered, Detail: "written by a transaction whose reply was lost or that was in flight at the stop; read back: the snapshot's bytes"}
+		case r.Outcome == Conflict && len(resp.Kvs) == 0:
+			var why string
+			if err := rb.do(func(ctx context.Context) (err error) { why, err = witnessGone(ctx, i); return err }); err == nil && why != "" {
+				results[i] = Result{Key: e.Key, Outcome: Refused, Detail: why}
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("verify: %d of %d keys could not be read back, each marked in its outcome (first %v)", failed, len(entries), first)
+}
+
+// UndoRecover deletes the keys a recovery created (b.Action ActionRecover),
+// newest first, each only while it still holds what the recovery wrote at
+// the revision it wrote it (compared in the transaction): a key someone
+// changed since is left alone. A recovered namespace or CRD is deleted only
+// when nothing but the recovery's own keys is in it: deleting it under
+// other objects would make them ghosts. With dryRun nothing is deleted.
+func UndoRecover(ctx context.Context, kv clientv3.KV, b *Backup, dryRun bool, pacing Pacing) ([]Result, error) {
+	if b.Action != ActionRecover {
+		return nil, fmt.Errorf("backup of scope %q is not a recovery's", b.Scope)
+	}
+	ours := map[string]bool{}
+	for _, e := range b.Entries {
+		ours[e.Key] = true
+	}
+	var results []Result
+	var todo []Entry
+	var others map[string]int
+	for i := len(b.Entries) - 1; i >= 0; i-- {
+		e := b.Entries[i]
+		resp, err := kv.Get(ctx, e.Key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", e.Key, err)
+		}
+		switch {
+		case len(resp.Kvs) == 0:
+			results = append(results, Result{Key: e.Key, Outcome: SkippedGone, Detail: "already absent"})
+			continue
+		case !bytes.Equal(resp.Kvs[0].Value, e.Value) || (e.ModRevision != 0 && resp.Kvs[0].ModRevision != e.ModRevision):
+			results = append(results, Result{Key: e.Key, Outcome: SkippedChanged, Detail: fmt.Sprintf("changed since the recovery (now at mod revision %d); left alone", resp.Kvs[0].ModRevision)})
+			continue
+		}
+		if inside, what := containerOf(b.Prefix, e.Key); inside != nil {
+			if others == nil {
+				if others, err = countOthers(ctx, kv, b.Prefix, ours); err != nil {
+					return nil, err
+				}
+			}
+			if n := others[inside(e.Key)]; n > 0 {
+				results = append(results, Result{Key: e.Key, Outcome: Refused, Detail: fmt.Sprintf("%d objects not written by the recovery are in this %s now: deleting it would make them ghosts; left alone", n, what)})
+				continue
+			}
+		}
+		e.ModRevision = resp.Kvs[0].ModRevision
+		todo = append(todo, e)
+		results = append(results, Result{Key: e.Key, Outcome: "would-delete"})
+	}
+	if dryRun || len(todo) == 0 {
+		return results, nil
+	}
+	deleted, err := GuardedDelete(ctx, kv, todo, pacing, nil)
+	byKey := map[string]Result{}
+	for _, r := range deleted {
+		byKey[r.Key] = r
+	}
+	for i, r := range results {
+		if d, ok := byKey[r.Key]; ok {
+			results[i] = d
+		}
+	}
+	return results, err
+}
+
+// containerOf says whether key is a namespace or a CRD, and how the
+// objects in it are named: the namespace, or the CRD's storage prefix.
+func containerOf(registry, key string) (func(string) string, string) {
+	rest := strings.TrimPrefix(key, registry)
+	switch {
+	case strings.HasPrefix(rest, "namespaces/"):
+		return func(k string) string {
+			return "ns:" + strings.TrimPrefix(strings.TrimPrefix(k, registry), "namespaces/")
+		}, "namespace"
+	case strings.HasPrefix(rest, "apiextensions.k8s.io/customresourcedefinitions/"):
+		return func(k string) string {
+			name := strings.TrimPrefix(strings.TrimPrefix(k, registry), "apiextensions.k8s.io/customresourcedefinitions/")
+			plural, group, _ := strings.Cut(name, ".")
+			return "crd:" + group + "/" + plural
+		}, "CustomResourceDefinition"
+	}
+	return nil, ""
+}
+
+// countOthers counts the keys under registry that are not ours, by
+// namespace ("ns:<name>") and by custom resource prefix ("crd:<group>/<plural>").
+func countOthers(ctx context.Context, kv clientv3.KV, registry string, ours map[string]bool) (map[string]int, error) {
+	counts := map[string]int{}
+	start, end := registry, clientv3.GetPrefixRangeEnd(registry)
+	for {
+		resp, err := kv.Get(ctx, start, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(10000))
+		if err != nil {
+			return nil, fmt.Errorf("list keys under %s: %w", registry, err)
+		}
+		for _, k := range resp.Kvs {
+			key := string(k.Key)
+			if ours[key] {
+				continue
+			}
+			segs := strings.Split(strings.TrimPrefix(key, registry), "/")
+			n := catalog.PrefixSegments(segs[0])
+			if len(segs) == n+2 {
+				counts["ns:"+segs[n]]++
+			}
+			if n == 2 && strings.Contains(segs[0], ".") && len(segs) > n {
+				counts["crd:"+segs[0]+"/"+segs[1]]++
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return counts, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}

@@ -1,0 +1,96 @@
+package repair
+
+import (
+	"context"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+)
+
+// TestWriteRecoveredAndUndo: a recovery creates keys only while absent and
+// while the namespace they need is the same one; its undo deletes only what
+// is still as written, and never a namespace that holds other objects.
+func TestWriteRecoveredAndUndo(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	const reg = "/registry/"
+	put := func(k, v string) int64 {
+		t.Helper()
+		resp, err := cli.Put(ctx, k, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	nsRev := put(reg+"namespaces/a", "ns-a")
+	put(reg+"configmaps/a/taken", "someone else's")
+	oldNS := put(reg+"namespaces/b", "ns-b")
+	if _, err := cli.Delete(ctx, reg+"namespaces/b"); err != nil {
+		t.Fatal(err)
+	}
+	put(reg+"namespaces/b", "ns-b again")
+	needA := []Present{{Key: reg + "namespaces/a", CreateRevision: nsRev, What: "namespace a"}}
+	entries := []Entry{
+		{Key: reg + "configmaps/a/one", Value: []byte("one"), Present: needA},
+		{Key: reg + "configmaps/a/taken", Value: []byte("from the snapshot"), Present: needA},
+		{Key: reg + "configmaps/b/x", Value: []byte("x"), Present: []Present{{Key: reg + "namespaces/b", CreateRevision: oldNS, What: "namespace b"}}},
+		{Key: reg + "events/a/e", Value: []byte("event"), Lease: 42, Present: needA},
+	}
+	res, err := WriteRecovered(ctx, cli, entries, Pacing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Outcome{Recovered, Conflict, Refused, Recovered}
+	for i, r := range res {
+		if r.Outcome != want[i] {
+			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[i])
+		}
+	}
+	if got, _ := cli.Get(ctx, reg+"configmaps/a/taken"); string(got.Kvs[0].Value) != "someone else's" {
+		t.Error("an existing key was overwritten")
+	}
+	if got, _ := cli.Get(ctx, reg+"configmaps/b/x"); len(got.Kvs) != 0 {
+		t.Error("written into a namespace created again")
+	}
+	if got, _ := cli.Get(ctx, reg+"events/a/e"); len(got.Kvs) != 1 || got.Kvs[0].Lease == 0 {
+		t.Error("a key that had a lease was written without one")
+	}
+	if entries[0].ModRevision == 0 {
+		t.Error("the written revision is not recorded")
+	}
+
+	// The undo: namespace a was "recovered" too, and someone put an object
+	// of their own in it since; the event changed since.
+	b := &Backup{Prefix: reg, Action: ActionRecover, Entries: []Entry{
+		{Key: reg + "namespaces/a", Value: []byte("ns-a"), ModRevision: nsRev},
+		entries[0], entries[3],
+	}}
+	put(reg+"events/a/e", "changed")
+	plan, err := UndoRecover(ctx, cli, b, true, Pacing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPlan := map[string]Outcome{reg + "configmaps/a/one": "would-delete", reg + "events/a/e": SkippedChanged, reg + "namespaces/a": Refused}
+	for _, r := range plan {
+		if r.Outcome != wantPlan[r.Key] {
+			t.Errorf("undo plan %s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, wantPlan[r.Key])
+		}
+	}
+	done, err := UndoRecover(ctx, cli, b, false, Pacing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range done {
+		if r.Key == reg+"configmaps/a/one" && r.Outcome != Deleted {
+			t.Errorf("undo %s: %s (%s)", r.Key, r.Outcome, r.Detail)
+		}
+	}
+	for k, present := range map[string]bool{reg + "configmaps/a/one": false, reg + "namespaces/a": true, reg + "events/a/e": true} {
+		got, _ := cli.Get(ctx, k, clientv3.WithCountOnly())
+		if (got.Count == 1) != present {
+			t.Errorf("%s present %v, want %v", k, got.Count == 1, present)
+		}
+	}
+}
