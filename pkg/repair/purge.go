@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -265,9 +266,18 @@ func NewBackupDir(root, scope string, now time.Time) (string, error) {
 	if len(slug) > 60 {
 		slug = slug[:60]
 	}
-	dir := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+slug)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create backup directory %s: %w", dir, err)
+	base := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+slug)
+	dir := base
+	// Two runs of the same scope in one second get directories of their own.
+	for n := 2; ; n++ {
+		err := os.Mkdir(dir, 0o700)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || n > 100 {
+			return "", fmt.Errorf("create backup directory %s: %w", dir, err)
+		}
+		dir = fmt.Sprintf("%s-%d", base, n)
 	}
 	probe := filepath.Join(dir, ".probe")
 	if err := writeFileSync(probe, []byte("ok")); err != nil {
