@@ -138,3 +138,11 @@ func (v *View) Object(ctx context.Context, r catalog.Resource, namespace, name s
 
 // Address names the API server, for evidence.
 func (v *View) Address() string { return v.Host }
+
+// Serves reports whether the API server serves a resource now: a list of
+// at most one object succeeds.
+func (v *View) Serves(ctx context.Context, r catalog.Resource) error {
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+	_, err := v.meta.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+	return err
+}

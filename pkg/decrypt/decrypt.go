@@ -62,3 +62,29 @@ func (d *Decrypter) Decrypt(ctx context.Context, key string, gr schema.GroupReso
 	}
 	return out, nil
 }
+
+// Readable reports whether kube-apiserver, running with this encryption
+// config, can read data stored under key: a resource the config does not
+// cover is read as stored (plaintext only); one it covers must pass its
+// providers (an encrypted value needs its key in the config, a plaintext
+// one the identity provider).
+func (d *Decrypter) Readable(ctx context.Context, key string, gr schema.GroupResource, data []byte) error {
+	enc, _, perr := decode.ParseEncryption(data)
+	t, ok := d.transformer(gr)
+	if !ok {
+		if perr == nil {
+			return fmt.Errorf("%s configures no encryption for %s, and the value is encrypted with %s key %q", d.Path, gr.String(), enc.Provider, enc.KeyName)
+		}
+		return nil
+	}
+	if perr == nil && enc.Provider == "kms" {
+		return fmt.Errorf("kms %s key %q cannot be checked offline (it needs the KMS plugin)", enc.Version, enc.KeyName)
+	}
+	if _, _, err := t.TransformFromStorage(ctx, data, value.DefaultContext(key)); err != nil {
+		if perr == nil {
+			return fmt.Errorf("%s does not hold %s key %q: %v", d.Path, enc.Provider, enc.KeyName, err)
+		}
+		return fmt.Errorf("%s encrypts %s without the identity provider, so a plaintext value cannot be read: %v", d.Path, gr.String(), err)
+	}
+	return nil
+}
