@@ -77,6 +77,9 @@ func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFla
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
 	}
+	if b.Action == repair.ActionRecover {
+		return undoRecovery(ctx, g, b, path, backupDirOf(path), f, in, out)
+	}
 	return restoreBackup(ctx, g, b, path, backupDirOf(path), f, in, out)
 }
 

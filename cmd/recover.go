@@ -1,0 +1,421 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/recovery"
+	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/resolve"
+)
+
+type recoverOptions struct {
+	snapshot      string
+	rev           int64
+	keys          []string
+	namespace     string
+	resource      string
+	name          string
+	selector      string
+	withNamespace bool
+	withStatus    bool
+	sourceEncCfg  string
+	confirm, yes  bool
+	backupDir     string
+	acceptImpacts []string
+	servedWait    time.Duration
+	print         *printFlags
+	// Completed:
+	sel    recovery.Selection
+	accept map[recovery.ImpactKind]bool
+}
+
+func newRecoverCmd(g *globalOptions) *cobra.Command {
+	o := &recoverOptions{print: newPrintFlags(false, "table", "wide")}
+	c := &cobra.Command{
+		Use:   "recover (--snapshot FILE | --rev N) [KEY|PREFIX/ ...]",
+		Short: "Bring single objects back from a snapshot file or an older revision (dry run without --confirm)",
+		Long: `recover brings chosen objects back into the live cluster from an etcd snapshot
+file (etcdctl, etcdutl or k3s etcd-snapshot; zipped or not) or from an older
+revision of the live etcd (--rev, until etcd compacts it): one Secret, one
+namespace's ConfigMaps, a CRD with its custom resources. Nothing else of the
+cluster moves back.
+
+Objects are chosen by KEY or PREFIX/ arguments and narrowed by --namespace,
+--resource (a resource or a kind), --name and --selector. A CRD brings its
+custom resources; --with-namespace brings the namespace object too.
+
+Each object is judged first, and only these are written:
+  - absent live: nothing is ever overwritten (an object changed since the
+    source keeps its new state); the write compares the key's absence;
+  - its namespace and CRD exist live (or are recovered first): an object
+    in a missing namespace would be a ghost;
+  - its UID is not held by a live object under another key;
+  - its value is readable by kube-apiserver with the cluster's encryption
+    config (--encryption-provider-config): written as stored, encrypted;
+  - what writing it sets off is accepted: containers started again, a token
+    valid again, a workload creating pods, a PersistentVolume whose storage
+    its controller would delete, an APIService or webhook pointing at a gone
+    Service, an object the garbage collector would delete again at once.
+
+With --confirm it takes the etcd lock, writes a verified backup of what it is
+about to write (restore deletes those keys again, only while unchanged),
+writes namespaces, then CRDs (waiting until the API server serves them),
+then the rest, reads every key back and appends to the audit log.
+
+-o yaml or -o json prints the chosen objects as manifests for kubectl apply
+instead (server-set fields removed, status only with --with-status),
+decrypted with the encryption configs given; nothing is written.`,
+		Example: `  regghost recover --snapshot /var/backups/etcd-20261202.db -n shop --resource secrets --name db-password
+  regghost recover --snapshot snap.db /registry/secrets/shop/db-password --confirm
+  regghost recover --snapshot snap.db --resource crd --name widgets.example.com --confirm
+  regghost recover --rev 81234 -n shop -l app=web --with-namespace
+  regghost recover --snapshot snap.db -n shop -o yaml | kubectl apply --dry-run=server -f -`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.keys = args
+			if err := o.complete(g); err != nil {
+				return err
+			}
+			if err := o.validate(g); err != nil {
+				return err
+			}
+			return o.run(c.Context(), g, c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.snapshot, "snapshot", "", "recover from this etcd snapshot file (etcdctl/etcdutl, k3s, zipped or not)")
+	f.Int64Var(&o.rev, "rev", 0, "recover from this older revision of the live etcd")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "only objects of this namespace")
+	f.StringVar(&o.resource, "resource", "", "only this resource or kind (secrets, Secret, widgets.example.com, crd)")
+	f.StringVar(&o.name, "name", "", "only objects of this name")
+	f.StringVarP(&o.selector, "selector", "l", "", "only objects whose labels match (key=value,...)")
+	f.BoolVar(&o.withNamespace, "with-namespace", false, "also recover the namespace object of the chosen objects from the source")
+	f.BoolVar(&o.withStatus, "with-status", false, "keep status in -o yaml|json manifests")
+	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
+	f.BoolVar(&o.confirm, "confirm", false, "really write (without it recover is a dry run)")
+	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the recovery's backup goes (env REGGHOST_BACKUP_DIR)")
+	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
+	f.DurationVar(&o.servedWait, "wait-served", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
+	o.print.addFlags(c)
+	return c
+}
+
+func recoveryKinds() string {
+	names := make([]string, len(recovery.Acceptable))
+	for i, k := range recovery.Acceptable {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// manifests says whether -o asks for manifests instead of a recovery.
+func (o *recoverOptions) manifests() bool { return o.print.structured() }
+
+func (o *recoverOptions) complete(g *globalOptions) error {
+	o.sel = recovery.Selection{Registry: g.prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
+	switch strings.ToLower(o.resource) {
+	case "crd", "crds":
+		o.sel.Resource = "customresourcedefinitions"
+	}
+	if o.selector != "" {
+		s, err := labels.Parse(o.selector)
+		if err != nil {
+			return usageError("--selector %q: %v", o.selector, err)
+		}
+		o.sel.Selector = s
+	}
+	o.accept = map[recovery.ImpactKind]bool{}
+	for _, a := range o.acceptImpacts {
+		k := recovery.ImpactKind(a)
+		ok := false
+		for _, known := range recovery.Acceptable {
+			ok = ok || known == k
+		}
+		if !ok {
+			return usageError("--accept-impact %q is not an impact of recover (%s)", a, recoveryKinds())
+		}
+		o.accept[k] = true
+	}
+	return nil
+}
+
+func (o *recoverOptions) validate(g *globalOptions) error {
+	if err := o.print.validate(); err != nil {
+		return err
+	}
+	if (o.snapshot == "") == (o.rev == 0) {
+		return usageError("give exactly one source: --snapshot FILE or --rev N")
+	}
+	if o.rev < 0 {
+		return usageError("--rev must be positive, got %d", o.rev)
+	}
+	if err := validateNamespace(o.namespace); err != nil {
+		return err
+	}
+	for _, k := range o.keys {
+		if !strings.HasPrefix(k, g.prefix) {
+			return usageError("%s is not under the registry prefix %s", k, g.prefix)
+		}
+	}
+	if o.manifests() && o.confirm {
+		return usageError("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.print.output)
+	}
+	if !o.manifests() {
+		if err := refuseDB(g, "recover"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// source opens the objects' source: the snapshot file, or the live etcd at
+// --rev (then also returned as the live client's owner).
+func (o *recoverOptions) source(ctx context.Context, g *globalOptions) (recovery.Source, string, func(), error) {
+	if o.snapshot != "" {
+		s, err := dbfile.Open(o.snapshot)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return s, fmt.Sprintf("snapshot %s (revision %d)", o.snapshot, s.Revision()), func() { s.Close() }, nil
+	}
+	cli, err := g.connect(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	s, err := etcdscan.NewEtcdStoreAt(ctx, cli, etcdscan.DefaultPageSize, o.rev)
+	if err != nil {
+		cli.Close()
+		return nil, "", nil, err
+	}
+	return s, fmt.Sprintf("etcd at revision %d", o.rev), func() { cli.Close() }, nil
+}
+
+func (o *recoverOptions) decoders(ctx context.Context, g *globalOptions) (*decrypt.Decrypter, recovery.Decoders, error) {
+	cluster, err := g.decrypter(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var decs recovery.Decoders
+	if cluster != nil {
+		decs = append(decs, cluster)
+	}
+	if o.sourceEncCfg != "" {
+		d, err := decrypt.Load(ctx, o.sourceEncCfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		decs = append(decs, d)
+	}
+	return cluster, decs, nil
+}
+
+func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	defer cancel()
+	cluster, decs, err := o.decoders(ctx, g)
+	if err != nil {
+		return err
+	}
+	src, from, closeSrc, err := o.source(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	objs, err := recovery.Select(ctx, src, o.sel, decs)
+	if err != nil {
+		return err
+	}
+	if len(objs) == 0 {
+		return &exitError{code: ExitError, err: fmt.Errorf("nothing in %s matches the selection; nothing was changed", from)}
+	}
+	if o.manifests() {
+		return o.printManifests(out, objs)
+	}
+	ctx, cli, done, err := g.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
+	if err != nil {
+		return err
+	}
+	reader, err := g.contentReader(ctx)
+	if err != nil {
+		return err
+	}
+	view, _ := g.api()
+	types, err := loadTypes(ctx, live, g, view, cluster)
+	if err != nil {
+		return err
+	}
+	reader.Types = types
+	jo := recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept}
+	if err := recovery.Judge(ctx, objs, jo); err != nil {
+		return err
+	}
+	todo, refused := 0, 0
+	for _, obj := range objs {
+		switch obj.Action {
+		case recovery.Recover:
+			todo++
+		case recovery.Refused:
+			refused++
+		}
+	}
+	plan := func(w io.Writer) {
+		printPara(w, "", "", fmt.Sprintf("From %s:", from))
+		printRecoveryPlan(w, objs)
+	}
+	if !o.confirm || todo == 0 {
+		err := o.print.print(out, output{doc: map[string]any{"dryRun": !o.confirm, "source": from, "objects": objs}, human: func(w io.Writer, _, _ bool) error {
+			plan(w)
+			fmt.Fprintln(w)
+			if todo == 0 {
+				printWrapped(w, fmt.Sprintf("Nothing to recover: every chosen object (%d) is present already, changed since the source, or refused. Nothing was changed.", len(objs)))
+			} else {
+				printWrapped(w, fmt.Sprintf("Dry run: %d of %d objects would be recovered. Nothing was changed. Re-run with --confirm.", todo, len(objs)))
+			}
+			if refused > 0 {
+				printWrapped(w, fmt.Sprintf("Refused %d objects (each reason above).", refused))
+			}
+			return nil
+		}})
+		if err != nil {
+			return err
+		}
+		return recoveryRefusedErr(objs)
+	}
+	plan(&safeWriter{w: out})
+	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
+		return err
+	}
+	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost recover from "+from, g.errOut), g.errOut)
+	if err != nil {
+		return err
+	}
+	defer doneWriting()
+	dir, err := repair.NewBackupDir(o.backupDir, "recover", time.Now())
+	if err != nil {
+		return err
+	}
+	header := repair.Backup{Created: time.Now().UTC(), Scope: "recover from " + from, Prefix: g.prefix, ScanRevision: live.Revision()}
+	if len(cli.Endpoints()) > 0 {
+		header.Endpoint = cli.Endpoints()[0]
+		if st, err := cli.Status(ctx, header.Endpoint); err == nil {
+			header.ClusterID = fmt.Sprintf("%x", st.Header.ClusterId)
+		}
+	}
+	wo := recovery.WriteOptions{Dir: dir, Header: header, Pacing: repair.Pacing{Stop: stop}}
+	if view != nil {
+		wo.Served = func(ctx context.Context, crd *recovery.Object) error { return waitServed(ctx, view, crd, o.servedWait) }
+	}
+	results, _, werr := recovery.Write(ctx, cli, objs, wo)
+	if results != nil {
+		if aerr := repair.AppendAudit(dir, "recover", results); aerr != nil && werr == nil {
+			werr = aerr
+		}
+	}
+	n := 0
+	for _, r := range results {
+		if r.Outcome == repair.Recovered {
+			n++
+		}
+	}
+	fmt.Fprintln(out)
+	printResults(&safeWriter{w: out}, results)
+	fmt.Fprintln(out)
+	printWrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, dir, filepath.Join(dir, repair.AuditFile)))
+	printLabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+dir+" --confirm")
+	if werr != nil {
+		return werr
+	}
+	return conflictErr(results)
+}
+
+// loadTypes names resources as the live cluster does: discovery when the
+// API server answers, the CRDs in etcd, the release catalog.
+func loadTypes(ctx context.Context, live etcdscan.Store, g *globalOptions, view *apiview.View, dec *decrypt.Decrypter) (*resolve.Resolver, error) {
+	var served *catalog.Catalog
+	if view != nil {
+		served, _ = view.Catalog(ctx)
+	}
+	var d resolve.Decrypter
+	if dec != nil {
+		d = dec
+	}
+	return resolve.Load(ctx, live, g.prefix, served, d)
+}
+
+// printRecoveryPlan lists each chosen object with what recover does with it.
+func printRecoveryPlan(w io.Writer, objs []*recovery.Object) {
+	t := newTable(w, "KEY", "ACTION", "DETAIL")
+	for _, obj := range objs {
+		detail := obj.Detail
+		if len(obj.Notes) > 0 {
+			detail = strings.TrimPrefix(detail+"; ", "; ") + strings.Join(obj.Notes, "; ")
+		}
+		_ = t.Append([]string{obj.Key, string(obj.Action), detail})
+	}
+	_ = t.Render()
+}
+
+// printManifests writes the chosen objects as one List for kubectl apply,
+// or nothing when one of them cannot be read.
+func (o *recoverOptions) printManifests(out io.Writer, objs []*recovery.Object) error {
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
+	for _, obj := range objs {
+		u, err := recovery.Manifest(obj, o.withStatus)
+		if err != nil {
+			return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
+		}
+		list.Items = append(list.Items, *u)
+	}
+	return o.print.print(out, output{doc: list})
+}
+
+// recoveryRefusedErr fails a dry run that refused objects.
+func recoveryRefusedErr(objs []*recovery.Object) error {
+	for _, obj := range objs {
+		if obj.Action == recovery.Refused {
+			return &exitError{code: ExitError, err: fmt.Errorf("some objects are refused (%s: %s)", escapeCell(obj.Key), escapeCell(obj.Detail))}
+		}
+	}
+	return nil
+}
+
+// waitServed waits until the API server serves the custom resources of a
+// CRD just written, at its storage version.
+func waitServed(ctx context.Context, view *apiview.View, crd *recovery.Object, wait time.Duration) error {
+	res, err := recovery.CRDResource(crd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		err := view.Serves(ctx, res)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not served after %s: %s", res.GroupResource(), wait, oneLine(err))
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

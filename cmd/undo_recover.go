@@ -1,0 +1,82 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// undoRecovery deletes what a recovery wrote (restore of a recovery's
+// backup): each key only while it holds what the recovery wrote.
+func undoRecovery(ctx context.Context, g *globalOptions, b *repair.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
+	if auditDir == "" {
+		auditDir = filepath.Dir(path)
+	}
+	ctx, cli, done, err := g.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if !f.otherCluster {
+		if err := repair.CheckCluster(ctx, cli, b); err != nil {
+			return fmt.Errorf("%w; nothing was deleted", err)
+		}
+	}
+	plan, err := repair.UndoRecover(ctx, cli, b, true, repair.Pacing{})
+	if err != nil {
+		return err
+	}
+	todo := 0
+	for _, r := range plan {
+		if r.Outcome == "would-delete" {
+			todo++
+		}
+	}
+	if !f.confirm || todo == 0 {
+		if err := f.print.print(out, output{doc: map[string]any{"dryRun": !f.confirm, "undo": "recover", "results": plan}, rows: resultRows(plan), human: func(w io.Writer, _, _ bool) error {
+			printWrapped(w, fmt.Sprintf("%s is a recovery's backup: restoring it deletes the keys the recovery wrote, those still as it wrote them.", path))
+			printResults(w, plan)
+			fmt.Fprintln(w)
+			if todo == 0 {
+				printWrapped(w, "Nothing to undo: every key the recovery wrote is gone, changed since, or refused. Nothing was changed.")
+			} else {
+				printWrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be deleted. Nothing was changed. Re-run with --confirm.", todo, len(b.Entries)))
+			}
+			return nil
+		}}); err != nil {
+			return err
+		}
+		return refusedErr(plan)
+	}
+	printResults(&safeWriter{w: out}, plan)
+	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %d keys the recovery wrote?", todo)); err != nil {
+		return err
+	}
+	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost restore (undo recovery) "+path, g.errOut), g.errOut)
+	if err != nil {
+		return err
+	}
+	defer doneWriting()
+	results, err := repair.UndoRecover(ctx, cli, b, false, repair.Pacing{Stop: stop})
+	if results != nil {
+		if aerr := repair.AppendAudit(auditDir, "undo-recover", results); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	n := 0
+	for _, r := range results {
+		if r.Outcome == repair.Deleted {
+			n++
+		}
+	}
+	fmt.Fprintln(out)
+	printResults(&safeWriter{w: out}, results)
+	fmt.Fprintf(out, "Deleted %d keys the recovery wrote; the backup %s still holds them.\n", n, path)
+	if err != nil {
+		return err
+	}
+	return refusedErr(results)
+}
