@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +88,10 @@ func TestRecoverFromSnapshot(t *testing.T) {
 		t.Fatalf("snapshot save: exit %d: %s %s", code, out, errOut)
 	}
 
+	revResp, err := c.etcd.Get(ctx, "x")
+	mustNoErr(t, "read the revision", err)
+	snapRev := revResp.Header.Revision
+
 	// The incident: deletes through the API, and a change made since.
 	mustNoErr(t, "delete secret", c.kube.CoreV1().Secrets("shop").Delete(ctx, "db", metav1.DeleteOptions{}))
 	mustNoErr(t, "delete configmap", c.kube.CoreV1().ConfigMaps("shop").Delete(ctx, "settings", metav1.DeleteOptions{}))
@@ -131,6 +136,13 @@ func TestRecoverFromSnapshot(t *testing.T) {
 		}
 		if !c.absent(t, secretKey) || !c.absent(t, settingKey) {
 			t.Error("a dry run wrote")
+		}
+	})
+
+	t.Run("an older revision of the live etcd is a source too", func(t *testing.T) {
+		got, errOut, code := c.recoverPlan(t, "--rev", fmt.Sprint(snapRev), "--encryption-provider-config", encPath, "-n", "shop", "--resource", "secrets")
+		if code != 0 || got[secretKey].Action != recovery.Recover {
+			t.Errorf("exit %d (%s): %+v, want the secret recovered", code, errOut, got)
 		}
 	})
 

@@ -95,3 +95,51 @@ func TestDecrypt(t *testing.T) {
 		t.Error("missing config loaded")
 	}
 }
+
+// TestReadable: what kube-apiserver running a config can read as stored.
+func TestReadable(t *testing.T) {
+	ctx := context.Background()
+	secrets := schema.GroupResource{Resource: "secrets"}
+	configmaps := schema.GroupResource{Resource: "configmaps"}
+	plain := []byte("k8s\x00\x0a\x02v1\x12\x06Secret")
+	k1, err := Load(ctx, write(t, "aescbc", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := Load(ctx, write(t, "aescbc", "k2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noIdentity := filepath.Join(t.TempDir(), "enc.yaml")
+	cfg := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n      - aescbc:\n          keys:\n            - name: k1\n              secret: " + key32 + "\n"
+	if err := os.WriteFile(noIdentity, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	strict, err := Load(ctx, noIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byK1 := encrypt(t, k1, secrets, "/registry/secrets/ns/x", plain)
+	tests := []struct {
+		name    string
+		d       *Decrypter
+		gr      schema.GroupResource
+		value   []byte
+		wantErr string
+	}{
+		{"its key is held", k1, secrets, byK1, ""},
+		{"its key was rotated out", k2, secrets, byK1, `does not hold aescbc key "k1"`},
+		{"plaintext with identity", k1, secrets, plain, ""},
+		{"plaintext without identity", strict, secrets, plain, "without the identity provider"},
+		{"a resource the config does not cover", k1, configmaps, plain, ""},
+		{"encrypted, but the config does not cover it", k1, configmaps, byK1, "configures no encryption for configmaps"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.d.Readable(ctx, "/registry/"+tc.gr.Resource+"/ns/x", tc.gr, tc.value)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// TestRecoverRefusesBadInput: every malformed recover is one line on
+// stderr and a non-zero exit, with etcd untouched and no backup directory.
+func TestRecoverRefusesBadInput(t *testing.T) {
+	cli, ep := etcdtest.Start(t)
+	plantGolden(t, cli)
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "snapshot.db")
+	if _, err := repair.SaveSnapshot(ctx, clientv3.Config{Endpoints: []string{ep}}, db); err != nil {
+		t.Fatal(err)
+	}
+	notDB := filepath.Join(t.TempDir(), "not.db")
+	if err := os.WriteFile(notDB, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no source", []string{"-n", "kb-system"}, ExitUsage, "give exactly one source"},
+		{"two sources", []string{"--snapshot", db, "--rev", "3"}, ExitUsage, "give exactly one source"},
+		{"negative revision", []string{"--rev", "-3"}, ExitUsage, "--rev must be positive"},
+		{"manifests and confirm", []string{"--snapshot", db, "-o", "yaml", "--confirm"}, ExitUsage, "prints manifests and writes nothing"},
+		{"bad selector", []string{"--snapshot", db, "-l", "a in (b"}, ExitUsage, "--selector"},
+		{"unknown impact", []string{"--snapshot", db, "--accept-impact", "everything"}, ExitUsage, "is not an impact of recover"},
+		{"key outside the registry", []string{"--snapshot", db, "/other/key"}, ExitUsage, "is not under the registry prefix"},
+		{"bad namespace", []string{"--snapshot", db, "-n", "Not_A_Namespace"}, ExitUsage, "namespace"},
+		{"not a snapshot", []string{"--snapshot", notDB, "--confirm", "--yes"}, ExitError, "not a readable etcd database"},
+		{"a key the snapshot lacks", []string{"--snapshot", db, "/registry/secrets/kb-system/nope", "--confirm", "--yes"}, ExitError, "is not in the source"},
+		{"nothing matches", []string{"--snapshot", db, "-n", "no-such-namespace", "--confirm", "--yes"}, ExitError, "nothing in snapshot"},
+		{"revision ahead", []string{"--rev", "999999", "--confirm", "--yes"}, ExitError, "is ahead of etcd's current revision"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, err := cli.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := filepath.Join(t.TempDir(), "backups")
+			var out, errOut bytes.Buffer
+			args := append(append([]string{"recover"}, tt.args...), "--endpoints", ep, "--no-api", "--backup-dir", root)
+			code := Run(args, strings.NewReader(""), &out, &errOut)
+			if code != tt.code || !strings.Contains(errOut.String(), tt.want) || strings.Count(strings.TrimSpace(errOut.String()), "\n") > 0 {
+				t.Errorf("exit %d (want %d), stderr %q (want one line with %q)", code, tt.code, errOut.String(), tt.want)
+			}
+			after, err := cli.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Header.Revision != before.Header.Revision {
+				t.Errorf("etcd changed: revision %d -> %d", before.Header.Revision, after.Header.Revision)
+			}
+			if _, err := os.Stat(root); !os.IsNotExist(err) {
+				t.Errorf("the backup directory was created")
+			}
+		})
+	}
+}
