@@ -361,17 +361,18 @@ func loadTypes(ctx context.Context, live etcdscan.Store, g *globalOptions, view 
 	return resolve.Load(ctx, live, g.prefix, served, d)
 }
 
-// printRecoveryPlan lists each chosen object with what recover does with it.
+// printRecoveryPlan lists each chosen object with what recover does with
+// it; a detail cut to fit is written whole below the table.
 func printRecoveryPlan(w io.Writer, objs []*recovery.Object) {
-	t := newTable(w, "KEY", "ACTION", "DETAIL")
-	for _, obj := range objs {
+	rows := make([]repair.Result, len(objs))
+	for i, obj := range objs {
 		detail := obj.Detail
 		if len(obj.Notes) > 0 {
 			detail = strings.TrimPrefix(detail+"; ", "; ") + strings.Join(obj.Notes, "; ")
 		}
-		_ = t.Append([]string{obj.Key, string(obj.Action), detail})
+		rows[i] = repair.Result{Key: obj.Key, Outcome: repair.Outcome(obj.Action), Detail: detail}
 	}
-	_ = t.Render()
+	printResults(w, rows)
 }
 
 // printManifests writes the chosen objects as one List for kubectl apply,

@@ -117,6 +117,8 @@ func TestRecoverFromSnapshot(t *testing.T) {
 	rec := func(args ...string) []string { return append(append([]string{"recover"}, src...), args...) }
 
 	t.Run("dry run judges every object of the namespace", func(t *testing.T) {
+		out, _, _ := c.regghost(t, "", rec("-n", "shop")...)
+		t.Logf("dry run:\n%s", out)
 		got, errOut, code := c.recoverPlan(t, append(src, "-n", "shop")...)
 		if code != 1 {
 			t.Errorf("exit %d (%s), want 1: the pod and the custom resources are refused", code, errOut)
@@ -153,6 +155,7 @@ func TestRecoverFromSnapshot(t *testing.T) {
 			t.Fatalf("recover secret: exit %d: %s\n%s", code, errOut, out)
 		}
 		secretBackup = backupFrom(t, out)
+		t.Logf("recover secret:\n%s", out)
 		out, errOut, code = c.regghost(t, "", rec("-n", "shop", "--resource", "configmap", "--confirm", "--yes")...)
 		if code != 0 {
 			t.Fatalf("recover configmaps: exit %d: %s\n%s", code, errOut, out)
@@ -206,6 +209,7 @@ func TestRecoverFromSnapshot(t *testing.T) {
 		if code != 1 || !c.absent(t, podKey) {
 			t.Fatalf("exit %d, want 1 and the pod not written: %s\n%s", code, errOut, out)
 		}
+		t.Logf("pod refused:\n%s%s", out, errOut)
 		out, errOut, code = c.regghost(t, "", rec(podKey, "--accept-impact", string(recovery.ContainersStarted), "--confirm", "--yes")...)
 		if code != 0 {
 			t.Fatalf("accepted: exit %d: %s\n%s", code, errOut, out)
@@ -235,6 +239,8 @@ func TestRecoverFromSnapshot(t *testing.T) {
 	})
 
 	t.Run("restore undoes a recovery", func(t *testing.T) {
+		out, _, _ := c.regghost(t, "", "restore", secretBackup)
+		t.Logf("undo dry run:\n%s", out)
 		out, errOut, code := c.regghost(t, "", "restore", secretBackup, "--confirm", "--yes")
 		if code != 0 {
 			t.Fatalf("restore: exit %d: %s\n%s", code, errOut, out)
