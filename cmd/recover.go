@@ -31,6 +31,7 @@ type recoverOptions struct {
 	name          string
 	selector      string
 	withNamespace bool
+	intoRecreated bool
 	withStatus    bool
 	sourceEncCfg  string
 	confirm, yes  bool
@@ -103,6 +104,7 @@ decrypted with the encryption configs given; nothing is written.`,
 	f.StringVar(&o.name, "name", "", "only objects of this name")
 	f.StringVarP(&o.selector, "selector", "l", "", "only objects whose labels match (key=value,...)")
 	f.BoolVar(&o.withNamespace, "with-namespace", false, "also recover the namespace object of the chosen objects from the source")
+	f.BoolVar(&o.intoRecreated, strings.TrimPrefix(recovery.IntoRecreatedFlag, "--"), false, "also write objects into a namespace or CRD deleted and created again since the source (refused without it: they would join one they never belonged to)")
 	f.BoolVar(&o.withStatus, "with-status", false, "keep status in -o yaml|json manifests")
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
 	f.BoolVar(&o.confirm, "confirm", false, "really write (without it recover is a dry run)")
@@ -264,7 +266,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return err
 	}
 	reader.Types = types
-	jo := recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept}
+	jo := recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated}
 	if err := recovery.Judge(ctx, objs, jo); err != nil {
 		return err
 	}

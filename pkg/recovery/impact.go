@@ -77,6 +77,8 @@ func (j *judge) impacts(ctx context.Context, o *Object) ([]Impact, []string, err
 		case corev1.SecretTypeBootstrapToken:
 			add(CredentialRevived, "the bootstrap token authenticates again (it joins nodes)")
 		}
+	case *corev1.ServiceAccount:
+		add(CredentialRevived, "tokens issued to it before it was deleted authenticate again until they expire (they carry its UID)")
 	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *corev1.ReplicationController:
 		add(PodsCreated, "its controller creates its pods and adopts orphans its selector matches")
 	case *batchv1.Job:

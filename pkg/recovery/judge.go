@@ -8,6 +8,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -71,6 +72,12 @@ type Options struct {
 	Types *resolve.Resolver
 	// Accept are the impacts the user accepted (--accept-impact).
 	Accept map[ImpactKind]bool
+	// Source is where the objects come from: a namespace or CRD there is
+	// compared with the live one of the same name.
+	Source Source
+	// IntoRecreated writes objects into a namespace or CRD deleted and
+	// created again since the source (refused without it).
+	IntoRecreated bool
 }
 
 // judge holds what a Judge run learned of the live cluster.
@@ -81,6 +88,8 @@ type judge struct {
 	// counts the values there that could not be read.
 	uids   map[string]map[string]string
 	unread map[string]int
+	// addrs are the live Services' addresses, read once.
+	addrs *addresses
 }
 
 // Judge decides each object's Verdict against the live cluster, in order
@@ -132,6 +141,9 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 		return refused("encrypted with %s key %q: whether the cluster's encryption config still holds that key cannot be told without it; give --encryption-provider-config (the node's)", o.Encryption.Provider, o.Encryption.KeyName), nil
 	}
 	om := o.Meta.Meta
+	if om.Name != o.Parsed.Name || om.Namespace != o.Parsed.Namespace {
+		return refused("its key names %s but the object inside is %s: the path disagrees with the object; recover it with -o yaml and kubectl apply", nsName(o.Parsed.Namespace, o.Parsed.Name), nsName(om.Namespace, om.Name)), nil
+	}
 	if ns := o.Parsed.Namespace; ns != "" {
 		w, err := j.witness(ctx, j.Registry+namespacesPrefix+"/"+ns, "namespace "+ns, "--with-namespace recovers the namespace from the source too, or create it first")
 		if err != nil || w.Action == Refused {
@@ -142,11 +154,18 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 	if g, ok := customGroup(o.Parsed.Prefix); ok {
 		plural := o.Parsed.Prefix[len(g)+1:]
 		name := plural + "." + g
-		w, err := j.witness(ctx, j.Registry+resolve.CRDPrefix+name, "CustomResourceDefinition "+name, "recover the CRD too (its key), or create it first")
+		crdKey := j.Registry + resolve.CRDPrefix + name
+		w, err := j.witness(ctx, crdKey, "CustomResourceDefinition "+name, "recover the CRD too (its key), or create it first")
 		if err != nil || w.Action == Refused {
 			return w, err
 		}
 		v.Needs = append(v.Needs, w.Needs...)
+		if why, err := j.versionKnown(ctx, crdKey, o.Meta.APIVersion); err != nil || why != "" {
+			return refused("%s", why), err
+		}
+	}
+	if why, err := j.addressTaken(ctx, o); err != nil || why != "" {
+		return refused("%s", why), err
 	}
 	if uid := string(om.UID); uid != "" {
 		holder, unread, err := j.uidHolder(ctx, o.Parsed.Prefix, uid)
@@ -204,10 +223,43 @@ func (j *judge) witness(ctx context.Context, key, what, wayOut string) (Verdict,
 	if err != nil {
 		return refused("%s cannot be read (%v): whether it is being deleted cannot be told", what, err), nil
 	}
-	if m, err := meta.Accessor(obj); err == nil && m.GetDeletionTimestamp() != nil {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return refused("%s cannot be read (%v): whether it is being deleted cannot be told", what, err), nil
+	}
+	if m.GetDeletionTimestamp() != nil {
 		return refused("%s is being deleted: the object would go with it", what), nil
 	}
+	if was, err := j.sourceUID(ctx, key); err != nil {
+		return Verdict{}, err
+	} else if was != "" && was != string(m.GetUID()) && !j.IntoRecreated {
+		return refused("%s was deleted and created again since the source (UID %s, now %s): the object would join one it never belonged to; %s writes it there anyway", what, was, m.GetUID(), IntoRecreatedFlag), nil
+	}
 	return Verdict{Needs: []Need{{Key: key, What: what}}}, nil
+}
+
+// IntoRecreatedFlag writes objects into a namespace or CRD created again
+// since the source.
+const IntoRecreatedFlag = "--into-recreated"
+
+// sourceUID is the UID of key in the source ("" when the source lacks it
+// or it cannot be read there).
+func (j *judge) sourceUID(ctx context.Context, key string) (string, error) {
+	if j.Source == nil {
+		return "", nil
+	}
+	kv, err := j.Source.Get(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("read %s in the source: %w", key, err)
+	}
+	if kv == nil {
+		return "", nil
+	}
+	d, err := decode.Meta(kv.Value)
+	if err != nil || d.Encryption != nil {
+		return "", nil
+	}
+	return string(d.Meta.UID), nil
 }
 
 // uidHolder finds the live key under prefix holding uid, reading the
@@ -256,4 +308,41 @@ func customGroup(prefix string) (string, bool) {
 		return "", false
 	}
 	return g, true
+}
+
+func nsName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// versionKnown says why the live CRD cannot read a custom resource stored
+// at apiVersion ("" when it can, or when the CRD is recovered in this run).
+func (j *judge) versionKnown(ctx context.Context, crdKey, apiVersion string) (string, error) {
+	kv, err := j.Live.Get(ctx, crdKey)
+	if err != nil || kv == nil {
+		return "", err
+	}
+	obj, err := j.Reader.Read(ctx, crdKey, kv.Value)
+	if err != nil {
+		return fmt.Sprintf("the live CustomResourceDefinition cannot be read (%v): whether it still has version %s cannot be told", err, apiVersion), nil
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return "", nil
+	}
+	versions, _, _ := unstructured.NestedSlice(u, "spec", "versions")
+	_, version, _ := strings.Cut(apiVersion, "/")
+	var names []string
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok {
+			n, _ := m["name"].(string)
+			if n == version {
+				return "", nil
+			}
+			names = append(names, n)
+		}
+	}
+	return fmt.Sprintf("it is stored as %s, a version the live CustomResourceDefinition no longer has (%s): kube-apiserver could not read it; recover it with -o yaml, convert it, and kubectl apply", apiVersion, strings.Join(names, ", ")), nil
 }

@@ -40,11 +40,22 @@ type world struct {
 // newWorld writes before, reads it as the source, then applies after
 // (nil values delete) and reads the live keyspace.
 func newWorld(t *testing.T, before map[string]runtime.Object, after map[string]runtime.Object) *world {
+	return newRawWorld(t, before, after, nil, nil)
+}
+
+// newRawWorld is newWorld with raw values (JSON, as CRDs and custom
+// resources are stored) besides the objects.
+func newRawWorld(t *testing.T, before, after map[string]runtime.Object, rawBefore, rawAfter map[string]string) *world {
 	t.Helper()
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
 	for k, o := range before {
 		if _, err := cli.Put(ctx, k, etcdtest.Encode(t, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range rawBefore {
+		if _, err := cli.Put(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,6 +74,11 @@ func newWorld(t *testing.T, before map[string]runtime.Object, after map[string]r
 			t.Fatal(err)
 		}
 	}
+	for k, v := range rawAfter {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	src, err := etcdscan.NewEtcdStoreAt(ctx, cli, 100, srcRev)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +91,10 @@ func newWorld(t *testing.T, before map[string]runtime.Object, after map[string]r
 }
 
 func (w *world) judge(sel Selection, accept ...ImpactKind) map[string]*Object {
+	return w.judgeWith(sel, Options{}, accept...)
+}
+
+func (w *world) judgeWith(sel Selection, o Options, accept ...ImpactKind) map[string]*Object {
 	w.t.Helper()
 	ctx := context.Background()
 	sel.Registry = reg
@@ -90,7 +110,8 @@ func (w *world) judge(sel Selection, accept ...ImpactKind) map[string]*Object {
 	for _, a := range accept {
 		acc[a] = true
 	}
-	if err := Judge(ctx, objs, Options{Registry: reg, Live: w.live, Reader: &objread.Reader{Registry: reg}, Types: types, Accept: acc}); err != nil {
+	o.Registry, o.Live, o.Reader, o.Types, o.Accept, o.Source = reg, w.live, &objread.Reader{Registry: reg}, types, acc, w.src
+	if err := Judge(ctx, objs, o); err != nil {
 		w.t.Fatal(err)
 	}
 	m := map[string]*Object{}
@@ -112,6 +133,12 @@ func TestJudge(t *testing.T) {
 		reg + "configmaps/a/owner":   cm("a", "owner", "u-owner", nil),
 		reg + "configmaps/a/orphan":  cm("a", "orphan", "u5", nil, owner),
 		reg + "configmaps/gone/c":    cm("gone", "c", "u6", map[string]string{"app": "db"}),
+		reg + "namespaces/re":        nsObj("re", "u-re-old"),
+		reg + "configmaps/re/c":      cm("re", "c", "u8", nil),
+		reg + "configmaps/a/liar":    cm("a", "other-name", "u9", nil),
+		reg + "serviceaccounts/a/sa": &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "sa", UID: "u10"}},
+		reg + "services/specs/a/old": &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "old", UID: "u11"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.7", ClusterIPs: []string{"10.0.0.7"}}},
 		reg + "pods/a/p": &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p", UID: "u7"},
 			Spec: corev1.PodSpec{NodeName: "n1"}},
 	}
@@ -125,6 +152,13 @@ func TestJudge(t *testing.T) {
 		reg + "configmaps/a/owner":      nil,
 		reg + "configmaps/a/orphan":     nil,
 		reg + "pods/a/p":                nil,
+		reg + "namespaces/re":           nsObj("re", "u-re-new"),
+		reg + "configmaps/re/c":         nil,
+		reg + "configmaps/a/liar":       nil,
+		reg + "serviceaccounts/a/sa":    nil,
+		reg + "services/specs/a/old":    nil,
+		reg + "services/specs/a/new": &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "new", UID: "u12"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.7", ClusterIPs: []string{"10.0.0.7"}}},
 	}
 	w := newWorld(t, before, after)
 	all := w.judge(Selection{})
@@ -140,6 +174,10 @@ func TestJudge(t *testing.T) {
 		// Its namespace is chosen too (everything is), and recovered first.
 		{reg + "configmaps/gone/c", Recover, ""},
 		{reg + "pods/a/p", Refused, string(ContainersStarted)},
+		{reg + "configmaps/re/c", Refused, "namespace re was deleted and created again since the source (UID u-re-old, now u-re-new)"},
+		{reg + "configmaps/a/liar", Refused, "its key names a/liar but the object inside is a/other-name"},
+		{reg + "serviceaccounts/a/sa", Refused, string(CredentialRevived)},
+		{reg + "services/specs/a/old", Refused, "its cluster IP 10.0.0.7 is held by the live Service a/new"},
 		// The owner is recovered in the same run: not deleted again.
 		{reg + "configmaps/a/orphan", Recover, ""},
 	}
@@ -154,6 +192,12 @@ func TestJudge(t *testing.T) {
 		}
 	}
 
+	t.Run("into a namespace created again, when asked", func(t *testing.T) {
+		got := w.judgeWith(Selection{Namespace: "re"}, Options{IntoRecreated: true})
+		if o := got[reg+"configmaps/re/c"]; o.Action != Recover {
+			t.Errorf("configmap: %s (%s), want recover", o.Action, o.Detail)
+		}
+	})
 	t.Run("a namespace deleted since and not chosen: refused", func(t *testing.T) {
 		got := w.judge(Selection{Namespace: "gone"})
 		if o := got[reg+"configmaps/gone/c"]; o.Action != Refused || !strings.Contains(o.Detail, "namespace gone does not exist") || !strings.Contains(o.Detail, "--with-namespace") {
@@ -256,5 +300,27 @@ func TestManifest(t *testing.T) {
 		if _, ok := u.Object["status"]; ok != withStatus {
 			t.Errorf("withStatus %v: status present %v", withStatus, ok)
 		}
+	}
+}
+
+// TestCustomResourceAtAVersionTheCRDDropped: a custom resource stored as
+// v1 cannot come back under a CRD that now has only v2.
+func TestCustomResourceAtAVersionTheCRDDropped(t *testing.T) {
+	crd := func(uid, version string) string {
+		return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com","uid":"` + uid +
+			`"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"` + version + `","served":true,"storage":true}]}}`
+	}
+	cr := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"a","uid":"u-w"}}`
+	crdKey := reg + "apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"
+	w := newRawWorld(t, map[string]runtime.Object{reg + "namespaces/a": nsObj("a", "u-a")}, nil,
+		map[string]string{crdKey: crd("u-crd", "v1"), reg + "example.com/widgets/a/w": cr},
+		map[string]string{crdKey: crd("u-crd", "v2"), reg + "example.com/widgets/a/w": ""})
+	if _, err := w.kv.Delete(context.Background(), reg+"example.com/widgets/a/w"); err != nil {
+		t.Fatal(err)
+	}
+	w.live, _ = etcdscan.NewEtcdStore(context.Background(), w.kv, 100)
+	got := w.judge(Selection{Keys: []string{reg + "example.com/widgets/a/w"}})
+	if o := got[reg+"example.com/widgets/a/w"]; o.Action != Refused || !strings.Contains(o.Detail, "a version the live CustomResourceDefinition no longer has (v2)") {
+		t.Errorf("widget: %s (%s), want refused: version v1 dropped", o.Action, o.Detail)
 	}
 }
