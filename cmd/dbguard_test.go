@@ -20,13 +20,8 @@ import (
 // the same ghosts as the live etcd: without the refusal, purge would delete
 // live keys on the file's verdict.
 func TestWritersRefuseADBFile(t *testing.T) {
-	cli, ep := etcdtest.Start(t)
-	plantGolden(t, cli)
+	cli, ep, db := goldenSnapshot(t)
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "snapshot.db")
-	if _, err := repair.SaveSnapshot(ctx, clientv3.Config{Endpoints: []string{ep}}, db); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name string
 		args []string
@@ -67,4 +62,17 @@ func TestWritersRefuseADBFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goldenSnapshot starts an etcd holding the golden ghosts and saves a
+// snapshot of it.
+func goldenSnapshot(t *testing.T) (*clientv3.Client, string, string) {
+	t.Helper()
+	cli, ep := etcdtest.Start(t)
+	plantGolden(t, cli)
+	db := filepath.Join(t.TempDir(), "snapshot.db")
+	if _, err := repair.SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, db); err != nil {
+		t.Fatal(err)
+	}
+	return cli, ep, db
 }

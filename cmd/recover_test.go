@@ -9,21 +9,13 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/regghost/regghost/internal/etcdtest"
-	"github.com/regghost/regghost/pkg/repair"
 )
 
 // TestRecoverRefusesBadInput: every malformed recover is one line on
 // stderr and a non-zero exit, with etcd untouched and no backup directory.
 func TestRecoverRefusesBadInput(t *testing.T) {
-	cli, ep := etcdtest.Start(t)
-	plantGolden(t, cli)
+	cli, ep, db := goldenSnapshot(t)
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "snapshot.db")
-	if _, err := repair.SaveSnapshot(ctx, clientv3.Config{Endpoints: []string{ep}}, db); err != nil {
-		t.Fatal(err)
-	}
 	notDB := filepath.Join(t.TempDir(), "not.db")
 	if err := os.WriteFile(notDB, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/repair"
 )
@@ -89,16 +90,11 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 	if auditDir == "" {
 		auditDir = filepath.Dir(path)
 	}
-	ctx, cli, done, err := g.session(ctx)
+	ctx, cli, done, err := backupSession(ctx, g, b, f.otherCluster, "nothing was restored")
 	if err != nil {
 		return err
 	}
 	defer done()
-	if !f.otherCluster {
-		if err := repair.CheckCluster(ctx, cli, b); err != nil {
-			return fmt.Errorf("%w; nothing was restored", err)
-		}
-	}
 	opts := repair.RestoreOptions{DryRun: true, IntoRecreated: f.intoRecreated, Prefix: g.prefix}
 	if opts.Reader, err = g.contentReader(ctx); err != nil {
 		return err
@@ -258,4 +254,21 @@ func conflictErr(results []repair.Result) error {
 		}
 	}
 	return nil
+}
+
+// backupSession opens etcd for writing a backup's keys, and refuses a
+// backup of another etcd cluster unless otherCluster (nothing says what
+// was not done).
+func backupSession(ctx context.Context, g *globalOptions, b *repair.Backup, otherCluster bool, nothing string) (context.Context, *clientv3.Client, func(), error) {
+	ctx, cli, done, err := g.session(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !otherCluster {
+		if err := repair.CheckCluster(ctx, cli, b); err != nil {
+			done()
+			return nil, nil, nil, fmt.Errorf("%w; %s", err, nothing)
+		}
+	}
+	return ctx, cli, done, nil
 }

@@ -15,16 +15,11 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *repair.Backup, path,
 	if auditDir == "" {
 		auditDir = filepath.Dir(path)
 	}
-	ctx, cli, done, err := g.session(ctx)
+	ctx, cli, done, err := backupSession(ctx, g, b, f.otherCluster, "nothing was deleted")
 	if err != nil {
 		return err
 	}
 	defer done()
-	if !f.otherCluster {
-		if err := repair.CheckCluster(ctx, cli, b); err != nil {
-			return fmt.Errorf("%w; nothing was deleted", err)
-		}
-	}
 	plan, err := repair.UndoRecover(ctx, cli, b, true, repair.Pacing{})
 	if err != nil {
 		return err

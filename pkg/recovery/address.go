@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
 // addresses are the cluster IPs and node ports the live Services hold.
@@ -28,7 +29,7 @@ func (j *judge) addressTaken(ctx context.Context, o *Object) (string, error) {
 	if j.addrs == nil {
 		a := &addresses{ips: map[string]string{}, nodePorts: map[string]string{}}
 		p := j.Registry + "services/specs/"
-		err := j.Live.Range(ctx, p, prefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
+		err := j.Live.Range(ctx, p, etcdscan.PrefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
 			obj, _, err := decode.Typed(kv.Value)
 			if err != nil {
 				a.unread++

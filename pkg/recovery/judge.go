@@ -15,6 +15,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/resolve"
 )
 
@@ -269,7 +270,7 @@ func (j *judge) uidHolder(ctx context.Context, prefix, uid string) (string, int,
 	if !ok {
 		m = map[string]string{}
 		p := j.Registry + prefix + "/"
-		err := j.Live.Range(ctx, p, prefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
+		err := j.Live.Range(ctx, p, etcdscan.PrefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
 			id, err := j.uidOf(ctx, kv)
 			if err != nil {
 				j.unread[prefix]++

@@ -134,7 +134,7 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 			}
 			continue
 		}
-		if err := src.Range(ctx, r, prefixEnd(r), false, func(kv *mvccpb.KeyValue) error { return add(kv, false) }); err != nil {
+		if err := src.Range(ctx, r, etcdscan.PrefixEnd(r), false, func(kv *mvccpb.KeyValue) error { return add(kv, false) }); err != nil {
 			return nil, fmt.Errorf("read %s: %w", r, err)
 		}
 	}
@@ -144,7 +144,7 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 			continue
 		}
 		p := sel.Registry + crdPrefix(o) + "/"
-		err := src.Range(ctx, p, prefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
+		err := src.Range(ctx, p, etcdscan.PrefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
 			key := string(kv.Key)
 			if byKey[key] != nil {
 				return nil
@@ -288,16 +288,4 @@ func matchesResource(r catalog.Resource, prefix, want string) bool {
 		return true
 	}
 	return false
-}
-
-// prefixEnd is the end of the range holding every key that starts with p.
-func prefixEnd(p string) string {
-	b := []byte(p)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1])
-		}
-	}
-	return "\x00"
 }
