@@ -97,7 +97,7 @@ decrypted with the encryption configs given; nothing is written.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.snapshot, "snapshot", "", "recover from this etcd snapshot file (etcdctl/etcdutl, k3s, zipped or not)")
+	f.StringVar(&o.snapshot, "snapshot", "", "recover from this snapshot file (etcdctl/etcdutl, k3s zipped or not, or regghost's logical snapshot of kine)")
 	f.Int64Var(&o.rev, "rev", 0, "recover from this older revision of the live etcd")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only objects of this namespace")
 	f.StringVar(&o.resource, "resource", "", "only this resource or kind (secrets, Secret, widgets.example.com, crd)")
@@ -187,6 +187,13 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 // source opens the objects' source: the snapshot file, or the live etcd at
 // --rev (then also returned as the live client's owner).
 func (o *recoverOptions) source(ctx context.Context, g *globalOptions) (recovery.Source, string, func(), error) {
+	if o.snapshot != "" && repair.IsLogical(o.snapshot) {
+		info, entries, err := repair.ReadLogical(o.snapshot)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("read %s: %w", o.snapshot, err)
+		}
+		return recovery.NewEntriesSource(info.Revision, entries), fmt.Sprintf("logical snapshot %s (revision %d)", o.snapshot, info.Revision), func() {}, nil
+	}
 	if o.snapshot != "" {
 		s, err := dbfile.Open(o.snapshot)
 		if err != nil {

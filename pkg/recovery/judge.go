@@ -273,7 +273,11 @@ func (j *judge) uidHolder(ctx context.Context, prefix, uid string) (string, int,
 		err := j.Live.Range(ctx, p, etcdscan.PrefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
 			id, err := j.uidOf(ctx, kv)
 			if err != nil {
-				j.unread[prefix]++
+				// A plaintext value that does not decode is no object to
+				// kube-apiserver either; an encrypted one may be.
+				if d, derr := decode.Meta(kv.Value); derr == nil && d.Encryption != nil {
+					j.unread[prefix]++
+				}
 				return nil
 			}
 			m[id] = string(kv.Key)

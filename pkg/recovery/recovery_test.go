@@ -324,3 +324,25 @@ func TestCustomResourceAtAVersionTheCRDDropped(t *testing.T) {
 		t.Errorf("widget: %s (%s), want refused: version v1 dropped", o.Action, o.Detail)
 	}
 }
+
+// TestUIDCheckAndUnreadableNeighbours: a corrupt plaintext value beside the
+// object is no object to kube-apiserver and does not stop the UID check; an
+// encrypted one nobody here can read does.
+func TestUIDCheckAndUnreadableNeighbours(t *testing.T) {
+	for _, tc := range []struct {
+		name, neighbour string
+		want            Action
+	}{
+		{"corrupt plaintext", "k8s\x00\x0a\x02garbage", Recover},
+		{"encrypted", "k8s:enc:aescbc:v1:key1:\x01\x02\x03", Refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newRawWorld(t, map[string]runtime.Object{reg + "namespaces/a": nsObj("a", "u-a"), reg + "configmaps/a/c": cm("a", "c", "u1", nil)},
+				map[string]runtime.Object{reg + "configmaps/a/c": nil}, nil, map[string]string{reg + "configmaps/a/other": tc.neighbour})
+			got := w.judge(Selection{Keys: []string{reg + "configmaps/a/c"}})
+			if o := got[reg+"configmaps/a/c"]; o.Action != tc.want {
+				t.Errorf("%s (%s), want %s", o.Action, o.Detail, tc.want)
+			}
+		})
+	}
+}
