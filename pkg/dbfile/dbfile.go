@@ -7,9 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"time"
 	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,38 +34,54 @@ type Store struct {
 	idx     *index
 	// indexed is closed once the index of a walked file is written.
 	indexed chan struct{}
+	// file is the opened file; noIndex keeps the index cache out (an
+	// unzipped temporary copy).
+	file    *File
+	noIndex bool
 }
 
-// Open opens path read-only and indexes its keys: from the cached index of
-// the file when there is one for it as it is now, else by walking every
-// revision (and then caching the index). A db that a running etcd holds
-// locked, a file that is not a bbolt db, and a damaged one all give an
-// error; bbolt panics on some damage, which is turned into an error too.
-func Open(path string) (s *Store, err error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("open db file: %w", err)
-	}
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+// Info says what the file is.
+func (s *Store) Info() Info { return s.file.Info() }
+
+// File is the opened file, for reading its revisions (File.Revisions).
+func (s *Store) File() *File { return s.file }
+
+// Open opens path read-only and indexes its keys: OpenSnapshot without the
+// file's Info.
+func Open(path string) (*Store, error) {
+	s, _, err := OpenSnapshot(path)
+	return s, err
+}
+
+// OpenSnapshot opens an etcd db file read-only, through OpenFile (a plain
+// file, or a zip-compressed k3s snapshot unzipped to a temporary file), and
+// indexes its live keys: from the cached index of the file when there is one
+// for it as it is now, else by walking every revision (and then caching the
+// index; never for an unzipped copy, which is new each time). It returns
+// what the file is beside it: every command reading a db file says so. A db
+// that a running etcd holds locked, a file that is not a bbolt db, and a
+// damaged one all give an error; bbolt panics on some damage, which is
+// turned into an error too.
+func OpenSnapshot(path string) (s *Store, info Info, err error) {
+	f, err := OpenFile(path)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("db file %s is locked, probably by a running etcd: take a snapshot (regghost snapshot save) or copy the file", path)
-		}
-		return nil, fmt.Errorf("db file %s is not a readable etcd database: %v", path, oneLine(err))
+		return nil, Info{}, err
 	}
-	st := &Store{path: path, db: db}
+	info = f.Info()
+	st := &Store{path: info.DBPath, db: f.db, file: f, noIndex: info.Zipped}
 	defer func() {
 		if r := recover(); r != nil {
 			// The read transactions first: closing the db waits for them.
 			rollback(st.txs)
-			db.Close()
+			f.Close()
 			s, err = nil, fmt.Errorf("db file %s is damaged: %v", path, r)
 		}
 	}()
 	if err := st.load(); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("db file %s is damaged: %v", path, oneLine(err))
+		return nil, Info{}, fmt.Errorf("db file %s is damaged: %v", path, oneLine(err))
 	}
-	return st, nil
+	return st, info, nil
 }
 
 func (s *Store) load() error {
@@ -94,6 +108,12 @@ func (s *Store) load() error {
 	}
 	s.m = mmap{anchor: &anchor[0]}
 	s.base = int64(uintptr(unsafe.Pointer(s.m.anchor)) - s.db.Info().Data)
+	if s.noIndex {
+		entries, rev, txs, err := walk(s.db, tx, s.m)
+		s.txs = append(s.txs, txs...)
+		s.entries, s.rev = entries, rev
+		return err
+	}
 	if ix := openIndex(s.path, id); ix != nil {
 		s.idx, s.rev = ix, ix.hdr.Rev
 		return nil
@@ -120,7 +140,7 @@ func (s *Store) Close() error {
 	}
 	s.idx.close()
 	rollback(s.txs)
-	return s.db.Close()
+	return s.file.Close()
 }
 
 // Revision implements etcdscan.Store: the newest revision in the file.
