@@ -27,12 +27,12 @@ maps: memory grows with the number of keys and differences, not the values.`,
 			if err := p.validate(); err != nil {
 				return err
 			}
-			a, err := dbfile.Open(args[0])
+			a, err := g.openDB(args[0])
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			b, err := dbfile.Open(args[1])
+			b, err := g.openDB(args[1])
 			if err != nil {
 				return err
 			}

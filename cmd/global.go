@@ -79,7 +79,7 @@ func (g *globalOptions) startProfile() error {
 // revision. close releases it.
 func (g *globalOptions) openStore(ctx context.Context, reads readSettings) (store etcdscan.Store, close func(), err error) {
 	if g.db != "" {
-		s, err := dbfile.Open(g.db)
+		s, err := g.openDB(g.db)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -99,6 +99,25 @@ func (g *globalOptions) openStore(ctx context.Context, reads readSettings) (stor
 	}
 	es.SetMaxKeysPerSecond(reads.maxKeysPerSecond)
 	return es, func() { cli.Close() }, nil
+}
+
+// openDB opens a db file (an etcd or k3s snapshot, plain or zipped, or a
+// member's db) and says on stderr which revision it holds and when it was
+// taken: every command reading a db file goes through it.
+func (g *globalOptions) openDB(path string) (*dbfile.Store, error) {
+	s, info, err := dbfile.OpenSnapshot(path)
+	if err != nil {
+		return nil, err
+	}
+	g.sayDB(info)
+	return s, nil
+}
+
+// sayDB writes the line that says what a db file is.
+func (g *globalOptions) sayDB(info dbfile.Info) {
+	if g.errOut != nil {
+		fmt.Fprintf(g.errOut, "regghost: %s\n", escapeCell(info.String()))
+	}
 }
 
 // readSession is what reading the cluster needs: the keyspace (pinned at
