@@ -47,6 +47,8 @@ func offlineRows(regghost, etcdutl, file, file2, ns string) ([]offlineResult, er
 		{"regghost scan --db (whole file)", []string{regghost, "scan", "--db", file, "-o", "json"}},
 		{"regghost scan --db -n " + ns, []string{regghost, "scan", "--db", file, "-n", ns, "-o", "json"}},
 		{"regghost get --db KEY", []string{regghost, "get", "--db", file, key, "-o", "json"}},
+		{"regghost history --db KEY (every revision of one object)", []string{regghost, "history", "--db", file, key, "-o", "json"}},
+		{"regghost history --db -n " + ns + " (a namespace's revisions)", []string{regghost, "history", "--db", file, "-n", ns, "-o", "json"}},
 		{"regghost ls --db /registry/pods/" + ns + "/", []string{regghost, "ls", "--db", file, "/registry/pods/" + ns + "/"}},
 		{"regghost recover --snapshot FILE KEY -o yaml (one object)", []string{regghost, "recover", "--snapshot", file, key, "-o", "yaml"}},
 		{"regghost diff A B (B: A after one namespace is deleted)", []string{regghost, "diff", file, file2, "-o", "json"}},
