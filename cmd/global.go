@@ -116,7 +116,7 @@ func (g *globalOptions) openDB(path string) (*dbfile.Store, error) {
 // sayDB writes the line that says what a db file is.
 func (g *globalOptions) sayDB(info dbfile.Info) {
 	if g.errOut != nil {
-		fmt.Fprintf(g.errOut, "regghost: %s\n", escapeCell(info.String()))
+		printWrapped(g.errOut, "regghost: "+info.String())
 	}
 }
 

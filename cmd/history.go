@@ -171,7 +171,7 @@ func printHistory(out io.Writer, h *history.History, info *dbfile.Info, wide, no
 		}
 		printWrapped(out, what+".")
 	} else {
-		printWrapped(out, fmt.Sprintf("%d revisions of %d keys.", len(h.Events), h.Keys))
+		printWrapped(out, fmt.Sprintf("%s of %s.", plural(len(h.Events), "revision"), plural(h.Keys, "key")))
 	}
 	if h.Selection.Namespace != "" {
 		printNamespaceDeletes(out, h, wide, noHeaders)
@@ -258,7 +258,7 @@ func printNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bo
 		case len(d.Left) == 0:
 			printWrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with no object left in it.", ns, d.Revision))
 		default:
-			printWrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %d objects still in it: they became ghosts then (orphaned-namespace).", ns, d.Revision, len(d.Left)))
+			printWrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %s still in it: they became ghosts then (orphaned-namespace).", ns, d.Revision, plural(len(d.Left), "object")))
 			hdr := []string{"RESOURCE", "NAME", "CREATED", "LAST WRITTEN"}
 			if wide {
 				hdr = append(hdr, "KEY")
@@ -280,4 +280,12 @@ func printNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bo
 			printWrapped(out, fmt.Sprintf("It was created again at revision %d.", d.RecreatedAt))
 		}
 	}
+}
+
+// plural is n and the noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -104,6 +104,7 @@ func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
 		if !strings.Contains(out, say) || !strings.Contains(out, "etcd holds every revision since 1") {
 			t.Errorf("want %q in:\n%s", say, out)
 		}
+		t.Logf("regghost history -n kb-system\n%s", out)
 		for _, l := range strings.Split(out, "\n") {
 			if len([]rune(l)) > 120 {
 				t.Errorf("wider than 120 columns: %q", l)
@@ -130,6 +131,7 @@ func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
 	for _, file := range []string{snap, zipped} {
 		t.Run("from "+filepath.Base(file), func(t *testing.T) {
 			fh, errOut := historyJSON(t, offline, "history", "-n", "kb-system", "--db", file)
+			errOut = strings.Join(strings.Fields(errOut), " ") // wrapped to 120 columns
 			if len(fh.NamespaceDeletes) != 1 || fh.NamespaceDeletes[0].Revision != deletedAt || leftKeys(fh.NamespaceDeletes[0]) != strings.Join(ghosts, " ") {
 				t.Errorf("namespace deletes %+v, want at %d leaving %v", fh.NamespaceDeletes, deletedAt, ghosts)
 			}
@@ -151,6 +153,8 @@ func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
 				}
 			}
 			fromFile = fh
+			out, errOut, _ := offline("history", "/registry/pods/mixed/stuck", "--db", file)
+			t.Logf("regghost history /registry/pods/mixed/stuck --db %s\n%s%s", filepath.Base(file), errOut, out)
 		})
 	}
 	t.Run("every revision of one key, tombstones included", func(t *testing.T) {
