@@ -169,6 +169,9 @@ func printHistory(out io.Writer, h *history.History, info *dbfile.Info, wide, no
 		if h.Compacted {
 			what += ": it may have changed before the compaction; an older snapshot (--db) may hold it"
 		}
+		if h.Selection.Key != "" {
+			what += " (every key under it: end it with /)"
+		}
 		printWrapped(out, what+".")
 	} else {
 		printWrapped(out, fmt.Sprintf("%s of %s.", plural(len(h.Events), "revision"), plural(h.Keys, "key")))

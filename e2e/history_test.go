@@ -182,7 +182,7 @@ func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
 	})
 	t.Run("a key never written", func(t *testing.T) {
 		out, errOut, code := live("history", "/registry/pods/kb-system/never")
-		if code != 0 || !strings.Contains(out, "No revision of key /registry/pods/kb-system/never is held.") {
+		if code != 0 || !strings.Contains(out, "No revision of key /registry/pods/kb-system/never is held") {
 			t.Errorf("exit %d: %s %s", code, out, errOut)
 		}
 	})
