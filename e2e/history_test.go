@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/history"
 )
@@ -178,6 +180,33 @@ func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
 		fh, _ = historyJSON(t, offline, "history", "example.com/widgets/", "--db", snap)
 		if len(fh.Events) == 0 || fh.Events[0].Key != "/registry/example.com/widgets/kb-system/w1" || fh.Events[0].Object == nil || fh.Events[0].Object.Kind != "Widget" {
 			t.Errorf("widgets: %+v", fh.Events)
+		}
+	})
+	t.Run("a namespace deleted through the API leaves nothing", func(t *testing.T) {
+		c.createNamespace(t, "tidy")
+		c.createConfigMap(t, "tidy", "settings")
+		mustNoErr(t, "delete namespace tidy", c.kube.CoreV1().Namespaces().Delete(context.Background(), "tidy", metav1.DeleteOptions{}))
+		waitFor(t, 60*time.Second, "namespace tidy gone from etcd", func() error {
+			if v := c.value(t, "/registry/namespaces/tidy"); v != nil {
+				return errString("still there")
+			}
+			return nil
+		})
+		th, _ := historyJSON(t, live, "history", "-n", "tidy")
+		if len(th.NamespaceDeletes) != 1 || len(th.NamespaceDeletes[0].Left) != 0 {
+			t.Errorf("namespace deletes %+v, want one leaving nothing", th.NamespaceDeletes)
+		}
+		var saw []string
+		for _, e := range th.Events {
+			saw = append(saw, fmt.Sprintf("%d %s %s: %s", e.Revision, e.Type, e.Key, strings.Join(e.Changes, "; ")))
+		}
+		all := strings.Join(saw, "\n")
+		if !strings.Contains(all, "deletionTimestamp set") || !strings.Contains(all, "delete /registry/configmaps/tidy/settings") {
+			t.Errorf("events:\n%s", all)
+		}
+		out, _, _ := live("history", "-n", "tidy")
+		if !strings.Contains(out, fmt.Sprintf("Namespace tidy's key was deleted at revision %d with no object left in it.", th.NamespaceDeletes[0].Revision)) {
+			t.Errorf("%s", out)
 		}
 	})
 	t.Run("a key never written", func(t *testing.T) {
