@@ -14,7 +14,6 @@ import (
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/catalog"
-	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/recovery"
@@ -195,7 +194,7 @@ func (o *recoverOptions) source(ctx context.Context, g *globalOptions) (recovery
 		return recovery.NewEntriesSource(info.Revision, entries), fmt.Sprintf("logical snapshot %s (revision %d)", o.snapshot, info.Revision), func() {}, nil
 	}
 	if o.snapshot != "" {
-		s, err := dbfile.Open(o.snapshot)
+		s, err := g.openDB(o.snapshot)
 		if err != nil {
 			return nil, "", nil, err
 		}
