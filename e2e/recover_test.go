@@ -141,6 +141,15 @@ func TestRecoverFromSnapshot(t *testing.T) {
 		}
 	})
 
+	t.Run("a zipped k3s snapshot is a source too", func(t *testing.T) {
+		base := fmt.Sprintf("etcd-snapshot-cp-1-%d", time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC).Unix())
+		zipped := filepath.Join(t.TempDir(), base+".zip")
+		zipOne(t, zipped, base, snap)
+		out, errOut, code := c.regghost(t, "", "recover", "--snapshot", zipped, "--encryption-provider-config", encPath, secretKey, "-o", "wide")
+		if code != 0 || !strings.Contains(out, secretKey+"  recover") || !strings.Contains(errOut, "2026-12-03T10:00:00Z") {
+			t.Errorf("exit %d: %s\n%s", code, out, errOut)
+		}
+	})
 	t.Run("an older revision of the live etcd is a source too", func(t *testing.T) {
 		got, errOut, code := c.recoverPlan(t, "--rev", fmt.Sprint(snapRev), "--encryption-provider-config", encPath, "-n", "shop", "--resource", "secrets")
 		if code != 0 || got[secretKey].Action != recovery.Recover {
