@@ -317,6 +317,14 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return err
 	}
 	defer doneWriting()
+	// Judged again under the lock, right before writing: a verdict that
+	// changed since the plan was shown stops the run.
+	if live, err = etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize); err != nil {
+		return err
+	}
+	if err := rejudge(ctx, objs, jo, live); err != nil {
+		return err
+	}
 	dir, err := repair.NewBackupDir(o.backupDir, "recover", time.Now())
 	if err != nil {
 		return err
@@ -427,4 +435,22 @@ func waitServed(ctx context.Context, view *apiview.View, crd *recovery.Object, w
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// rejudge judges objs again against live and fails when a verdict changed.
+func rejudge(ctx context.Context, objs []*recovery.Object, jo recovery.Options, live etcdscan.Store) error {
+	was := make([]recovery.Action, len(objs))
+	for i, obj := range objs {
+		was[i] = obj.Action
+	}
+	jo.Live = live
+	if err := recovery.Judge(ctx, objs, jo); err != nil {
+		return err
+	}
+	for i, obj := range objs {
+		if obj.Action != was[i] {
+			return &exitError{code: ExitError, err: fmt.Errorf("the cluster changed since the plan (%s: %s, now %s: %s); nothing was written; run recover again", escapeCell(obj.Key), was[i], obj.Action, escapeCell(obj.Detail))}
+		}
+	}
+	return nil
 }

@@ -192,7 +192,7 @@ func (j *judge) serviceGone(ctx context.Context, ns, name string) (bool, error) 
 // alive says whether key exists live (with uid, when given) or is
 // recovered by this run (with that uid).
 func (j *judge) alive(ctx context.Context, key, uid string) (bool, error) {
-	if o := j.byKey[key]; o != nil && (o.Action == Recover || o.Action == "") && o.Meta != nil && (uid == "" || string(o.Meta.Meta.UID) == uid) {
+	if o := j.byKey[key]; o != nil && o.Action == Recover && o.Meta != nil && (uid == "" || string(o.Meta.Meta.UID) == uid) {
 		return true, nil
 	}
 	kv, err := j.Live.Get(ctx, key)

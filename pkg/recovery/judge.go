@@ -53,6 +53,9 @@ type Verdict struct {
 type Need struct {
 	Key  string `json:"key"`
 	What string `json:"what"`
+	// CreateRevision is the live key's create revision when it was judged
+	// (the write compares it); 0 when this run recovers it first.
+	CreateRevision int64 `json:"createRevision,omitempty"`
 }
 
 // Reader reads a live value's fields: decrypted, or through the API server.
@@ -100,15 +103,30 @@ func Judge(ctx context.Context, objs []*Object, o Options) error {
 	for _, obj := range objs {
 		j.byKey[obj.Key] = obj
 	}
-	for _, obj := range objs {
-		v, err := j.one(ctx, obj)
-		if err != nil {
-			return err
+	// An object is judged against the verdicts of those it rests on (its
+	// Service, its owner), which may come later in key order: it is judged
+	// again until no verdict changes. An object not judged yet counts as
+	// not recovered, so the first round is the cautious one.
+	for round := 0; ; round++ {
+		changed := false
+		for _, obj := range objs {
+			v, err := j.one(ctx, obj)
+			if err != nil {
+				return err
+			}
+			changed = changed || v.Action != obj.Action
+			obj.Verdict = v
 		}
-		obj.Verdict = v
+		if !changed || round == maxRounds {
+			return nil
+		}
 	}
-	return nil
 }
+
+// maxRounds bounds Judge's rounds: each round can only turn a refusal into a
+// recovery where what it rests on is recovered, so chains longer than this
+// (an APIService, its Service, ...) do not occur.
+const maxRounds = 5
 
 func refused(format string, args ...any) Verdict {
 	return Verdict{Action: Refused, Detail: fmt.Sprintf(format, args...)}
@@ -213,6 +231,9 @@ func (j *judge) witness(ctx context.Context, key, what, wayOut string) (Verdict,
 	}
 	if kv == nil {
 		if w := j.byKey[key]; w != nil && w.Action == Recover {
+			if w.Meta != nil && w.Meta.Meta.DeletionTimestamp != nil {
+				return refused("%s was being deleted in the source: it comes back terminating and the object would be deleted with it", what), nil
+			}
 			return Verdict{Needs: []Need{{Key: key, What: what}}}, nil
 		}
 		if w := j.byKey[key]; w != nil {
@@ -236,7 +257,7 @@ func (j *judge) witness(ctx context.Context, key, what, wayOut string) (Verdict,
 	} else if was != "" && was != string(m.GetUID()) && !j.IntoRecreated {
 		return refused("%s was deleted and created again since the source (UID %s, now %s): the object would join one it never belonged to; %s writes it there anyway", what, was, m.GetUID(), IntoRecreatedFlag), nil
 	}
-	return Verdict{Needs: []Need{{Key: key, What: what}}}, nil
+	return Verdict{Needs: []Need{{Key: key, What: what, CreateRevision: kv.CreateRevision}}}, nil
 }
 
 // IntoRecreatedFlag writes objects into a namespace or CRD created again

@@ -346,3 +346,45 @@ func TestUIDCheckAndUnreadableNeighbours(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteComparesWhatWasJudged: a namespace deleted and created again
+// between the judgement and the write fails the write's compare; a
+// namespace this run recovers is compared at the revision it wrote.
+func TestWriteComparesWhatWasJudged(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, map[string]runtime.Object{
+		reg + "namespaces/a":   nsObj("a", "u-a"),
+		reg + "namespaces/b":   nsObj("b", "u-b"),
+		reg + "configmaps/a/c": cm("a", "c", "u1", nil),
+		reg + "configmaps/b/c": cm("b", "c", "u2", nil),
+	}, map[string]runtime.Object{reg + "configmaps/a/c": nil, reg + "namespaces/b": nil, reg + "configmaps/b/c": nil})
+	got := w.judge(Selection{Keys: []string{reg + "configmaps/a/c", reg + "configmaps/b/c", reg + "namespaces/b"}})
+	var objs []*Object
+	for _, k := range []string{reg + "namespaces/b", reg + "configmaps/a/c", reg + "configmaps/b/c"} {
+		if got[k].Action != Recover {
+			t.Fatalf("%s: %s (%s)", k, got[k].Action, got[k].Detail)
+		}
+		objs = append(objs, got[k])
+	}
+	// Namespace a is deleted and created again after the judgement.
+	if _, err := w.kv.Delete(ctx, reg+"namespaces/a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.kv.Put(ctx, reg+"namespaces/a", etcdtest.Encode(t, nsObj("a", "u-a2"))); err != nil {
+		t.Fatal(err)
+	}
+	res, path, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: repair.Backup{Prefix: reg}})
+	if err != nil || path == "" {
+		t.Fatal(path, err)
+	}
+	want := map[string]repair.Outcome{reg + "namespaces/b": repair.Recovered, reg + "configmaps/a/c": repair.Refused, reg + "configmaps/b/c": repair.Recovered}
+	for _, r := range res {
+		if r.Outcome != want[r.Key] {
+			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[r.Key])
+		}
+	}
+	b, err := repair.ReadBackup(path)
+	if err != nil || b.Action != repair.ActionRecover || len(b.Entries) != 3 {
+		t.Fatalf("backup %+v %v", b, err)
+	}
+}

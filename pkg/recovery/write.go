@@ -49,8 +49,10 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 	for i, obj := range todo {
 		results[i] = repair.Result{Key: obj.Key, Outcome: repair.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
 	}
-	// notServed names the CRDs written now whose resources are not served.
+	// notServed names the CRDs written now whose resources are not served;
+	// written holds the create revision of each key written by this run.
 	notServed := map[string]string{}
+	written := map[string]int64{}
 	var werr error
 	for _, stage := range []Stage{StageNamespaces, StageCRDs, StageObjects} {
 		var idx []int
@@ -60,11 +62,7 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 				continue
 			}
 			e := b.Entries[i]
-			why, err := needs(ctx, kv, obj, &e, notServed)
-			if err != nil {
-				werr = err
-				break
-			}
+			why := needs(obj, &e, notServed, written)
 			if why != "" {
 				results[i] = repair.Result{Key: obj.Key, Outcome: repair.Refused, Detail: why}
 				continue
@@ -82,6 +80,9 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 		for j, i := range idx {
 			results[i] = res[j]
 			b.Entries[i] = entries[j]
+			if res[j].Outcome == repair.Recovered {
+				written[entries[j].Key] = entries[j].CreateRevision
+			}
 		}
 		if err != nil {
 			werr = err
@@ -111,21 +112,23 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 	return results, path, werr
 }
 
-// needs resolves the keys obj needs to their create revisions now; a
-// reason is returned when one is absent or not served.
-func needs(ctx context.Context, kv repair.KVLease, obj *Object, e *repair.Entry, notServed map[string]string) (string, error) {
+// needs turns the keys obj needs into the compares of its write: a key
+// written by this run at the revision it was written, any other at the
+// create revision it was judged at (a namespace created again since fails
+// the compare). A reason is returned when one was not written or is not
+// served.
+func needs(obj *Object, e *repair.Entry, notServed map[string]string, written map[string]int64) string {
 	for _, n := range obj.Needs {
 		if why := notServed[n.Key]; why != "" {
-			return n.What + ": " + why, nil
+			return n.What + ": " + why
 		}
-		resp, err := kv.Get(ctx, n.Key)
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", n.Key, err)
+		rev := n.CreateRevision
+		if rev == 0 {
+			if rev = written[n.Key]; rev == 0 {
+				return fmt.Sprintf("%s was not written by this recovery: the object would be a ghost; not written", n.What)
+			}
 		}
-		if len(resp.Kvs) == 0 {
-			return fmt.Sprintf("%s does not exist (not written, or deleted meanwhile): the object would be a ghost; not written", n.What), nil
-		}
-		e.Present = append(e.Present, repair.Present{Key: n.Key, CreateRevision: resp.Kvs[0].CreateRevision, What: n.What})
+		e.Present = append(e.Present, repair.Present{Key: n.Key, CreateRevision: rev, What: n.What})
 	}
-	return "", nil
+	return ""
 }

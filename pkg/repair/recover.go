@@ -175,20 +175,17 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []Entry, resul
 // UndoRecover deletes the keys a recovery created (b.Action ActionRecover),
 // newest first, each only while it still holds what the recovery wrote at
 // the revision it wrote it (compared in the transaction): a key someone
-// changed since is left alone. A recovered namespace or CRD is deleted only
-// when nothing but the recovery's own keys is in it: deleting it under
-// other objects would make them ghosts. With dryRun nothing is deleted.
+// changed since is left alone. A recovered namespace or CRD goes last, and
+// only when nothing is left in it once the recovery's other keys are
+// deleted (counted again right before): deleting it under any other object,
+// a key of the recovery left alone included, would make a ghost. With
+// dryRun nothing is deleted.
 func UndoRecover(ctx context.Context, kv clientv3.KV, b *Backup, dryRun bool, pacing Pacing) ([]Result, error) {
 	if b.Action != ActionRecover {
 		return nil, fmt.Errorf("backup of scope %q is not a recovery's", b.Scope)
 	}
-	ours := map[string]bool{}
-	for _, e := range b.Entries {
-		ours[e.Key] = true
-	}
 	var results []Result
-	var todo []Entry
-	var others map[string]int
+	var todo, containers []Entry
 	for i := len(b.Entries) - 1; i >= 0; i-- {
 		e := b.Entries[i]
 		resp, err := kv.Get(ctx, e.Key)
@@ -203,34 +200,61 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *Backup, dryRun bool, pa
 			results = append(results, Result{Key: e.Key, Outcome: SkippedChanged, Detail: fmt.Sprintf("changed since the recovery (now at mod revision %d); left alone", resp.Kvs[0].ModRevision)})
 			continue
 		}
-		if inside, what := containerOf(b.Prefix, e.Key); inside != nil {
-			if others == nil {
-				if others, err = countOthers(ctx, kv, b.Prefix, ours); err != nil {
-					return nil, err
-				}
-			}
-			if n := others[inside(e.Key)]; n > 0 {
-				results = append(results, Result{Key: e.Key, Outcome: Refused, Detail: fmt.Sprintf("%d objects not written by the recovery are in this %s now: deleting it would make them ghosts; left alone", n, what)})
-				continue
-			}
-		}
 		e.ModRevision = resp.Kvs[0].ModRevision
-		todo = append(todo, e)
+		if inside, _ := containerOf(b.Prefix, e.Key); inside != nil {
+			containers = append(containers, e)
+		} else {
+			todo = append(todo, e)
+		}
 		results = append(results, Result{Key: e.Key, Outcome: "would-delete"})
 	}
-	if dryRun || len(todo) == 0 {
-		return results, nil
-	}
-	deleted, err := GuardedDelete(ctx, kv, todo, pacing, nil)
-	byKey := map[string]Result{}
-	for _, r := range deleted {
-		byKey[r.Key] = r
-	}
-	for i, r := range results {
-		if d, ok := byKey[r.Key]; ok {
-			results[i] = d
+	set := func(rs []Result) {
+		byKey := map[string]Result{}
+		for _, r := range rs {
+			byKey[r.Key] = r
+		}
+		for i, r := range results {
+			if d, ok := byKey[r.Key]; ok {
+				results[i] = d
+			}
 		}
 	}
+	// gone are the keys deleted before the containers are counted.
+	gone := map[string]bool{}
+	if dryRun {
+		for _, e := range todo {
+			gone[e.Key] = true
+		}
+	} else if len(todo) > 0 {
+		deleted, err := GuardedDelete(ctx, kv, todo, pacing, nil)
+		set(deleted)
+		if err != nil {
+			return results, err
+		}
+	}
+	if len(containers) == 0 {
+		return results, nil
+	}
+	others, err := countOthers(ctx, kv, b.Prefix, gone)
+	if err != nil {
+		return results, err
+	}
+	var empty []Entry
+	var refusedNow []Result
+	for _, e := range containers {
+		inside, what := containerOf(b.Prefix, e.Key)
+		if n := others[inside(e.Key)]; n > 0 {
+			refusedNow = append(refusedNow, Result{Key: e.Key, Outcome: Refused, Detail: fmt.Sprintf("%d objects are still in this %s (not the recovery's, or left alone above): deleting it would make them ghosts; left alone", n, what)})
+			continue
+		}
+		empty = append(empty, e)
+	}
+	set(refusedNow)
+	if dryRun || len(empty) == 0 {
+		return results, nil
+	}
+	deleted, err := GuardedDelete(ctx, kv, empty, pacing, nil)
+	set(deleted)
 	return results, err
 }
 

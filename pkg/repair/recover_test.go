@@ -94,3 +94,32 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 		}
 	}
 }
+
+// TestUndoKeepsANamespaceHoldingARecoveredKeyChangedSince: the undo leaves
+// alone a recovered key someone changed since, so it must leave its
+// namespace too, or that key becomes a ghost.
+func TestUndoKeepsANamespaceHoldingARecoveredKeyChangedSince(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	const reg = "/registry/"
+	entries := []Entry{{Key: reg + "namespaces/c", Value: []byte("ns-c")}, {Key: reg + "configmaps/c/x", Value: []byte("x")}}
+	if _, err := WriteRecovered(ctx, cli, entries, Pacing{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, reg+"configmaps/c/x", "edited"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := UndoRecover(ctx, cli, &Backup{Prefix: reg, Action: ActionRecover, Entries: entries}, false, Pacing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Outcome{reg + "namespaces/c": Refused, reg + "configmaps/c/x": SkippedChanged}
+	for _, r := range res {
+		if r.Outcome != want[r.Key] {
+			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[r.Key])
+		}
+	}
+	if got, _ := cli.Get(ctx, reg+"namespaces/c"); len(got.Kvs) != 1 {
+		t.Error("the namespace was deleted under a key left alone")
+	}
+}
