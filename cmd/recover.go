@@ -161,6 +161,9 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 	if (o.snapshot == "") == (o.rev == 0) {
 		return usageError("give exactly one source: --snapshot FILE or --rev N")
 	}
+	if o.servedWait <= 0 {
+		return usageError("--wait-served must be positive, got %s", o.servedWait)
+	}
 	if o.rev < 0 {
 		return usageError("--rev must be positive, got %d", o.rev)
 	}

@@ -59,6 +59,14 @@ func (j *judge) addressTaken(ctx context.Context, o *Object) (string, error) {
 		if who := j.addrs.ips[ip]; who != "" {
 			return fmt.Sprintf("its cluster IP %s is held by the live Service %s now: two Services would share it; `regghost recover -o yaml` and `kubectl apply` give it a new one", ip, who), nil
 		}
+		// The IP allocator's own record (networking.k8s.io IPAddress),
+		// held for a Service that may not be stored under services/.
+		key := j.Registry + "ipaddresses/" + ip
+		if kv, err := j.Live.Get(ctx, key); err != nil {
+			return "", fmt.Errorf("read %s: %w", key, err)
+		} else if kv != nil {
+			return fmt.Sprintf("its cluster IP %s is allocated now (%s exists): two Services would share it; `regghost recover -o yaml` and `kubectl apply` give it a new one", ip, key), nil
+		}
 	}
 	for _, port := range svc.Spec.Ports {
 		if who := j.addrs.nodePorts[fmt.Sprintf("%s/%d", port.Protocol, port.NodePort)]; port.NodePort != 0 && who != "" {

@@ -5,14 +5,19 @@ import (
 	"fmt"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
@@ -112,10 +117,8 @@ func (j *judge) impacts(ctx context.Context, o *Object) ([]Impact, []string, err
 		}
 	case *apiregistrationv1.APIService:
 		if s := t.Spec.Service; s != nil {
-			if gone, err := j.serviceGone(ctx, s.Namespace, s.Name); err != nil {
+			if err := j.callee(ctx, "discovery of "+t.Spec.Group+" fails, and namespace deletions hang", "", s.Namespace, s.Name, add); err != nil {
 				return nil, nil, err
-			} else if gone {
-				add(DanglingReference, "its Service %s/%s is gone: discovery of %s fails, and namespace deletions hang", s.Namespace, s.Name, t.Spec.Group)
 			}
 		}
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
@@ -128,6 +131,23 @@ func (j *judge) impacts(ctx context.Context, o *Object) ([]Impact, []string, err
 		for _, w := range t.Webhooks {
 			if err := j.webhook(ctx, w.Name, w.ClientConfig, w.FailurePolicy, add); err != nil {
 				return nil, nil, err
+			}
+		}
+	case *certificatesv1.CertificateSigningRequest:
+		if csrApproved(t) && len(t.Status.Certificate) == 0 {
+			add(CredentialRevived, "it is approved and has no certificate yet: the signer %s issues one, which cannot be revoked", t.Spec.SignerName)
+		}
+	case *corev1.Node:
+		add(PodsCreated, "the scheduler and the DaemonSet controller place pods on node %s again", t.Name)
+	case *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
+		notes = append(notes, "the access it grants comes back")
+	}
+	if o.Stage == StageCRDs {
+		if crd, err := crdOf(o); err == nil && crd.Spec.Conversion != nil && crd.Spec.Conversion.Webhook != nil && crd.Spec.Conversion.Webhook.ClientConfig != nil {
+			if s := crd.Spec.Conversion.Webhook.ClientConfig.Service; s != nil {
+				if err := j.callee(ctx, "reads of its custom resources at another version fail", "", s.Namespace, s.Name, add); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 	}
@@ -165,28 +185,67 @@ func (j *judge) impacts(ctx context.Context, o *Object) ([]Impact, []string, err
 	return out, notes, nil
 }
 
-// webhook adds a dangling reference for a webhook whose Service is gone.
+// webhook adds a dangling reference for a webhook whose Service is gone
+// or has no ready endpoint.
 func (j *judge) webhook(ctx context.Context, name string, cc admissionregistrationv1.WebhookClientConfig, policy *admissionregistrationv1.FailurePolicyType, add func(ImpactKind, string, ...any)) error {
 	s := cc.Service
 	if s == nil {
 		return nil
 	}
-	gone, err := j.serviceGone(ctx, s.Namespace, s.Name)
-	if err != nil || !gone {
-		return err
-	}
 	fail := "Fail"
 	if policy != nil {
 		fail = string(*policy)
 	}
-	add(DanglingReference, "webhook %s calls Service %s/%s, which is gone (failurePolicy %s): the requests it matches fail", name, s.Namespace, s.Name, fail)
+	return j.callee(ctx, "the requests it matches fail (failurePolicy "+fail+")", "webhook "+name+" calls ", s.Namespace, s.Name, add)
+}
+
+// callee adds a dangling reference when the Service an object calls is
+// gone, or down (no ready endpoint): effect is what then breaks.
+func (j *judge) callee(ctx context.Context, effect, who, ns, name string, add func(ImpactKind, string, ...any)) error {
+	if who == "" {
+		who = "it calls "
+	}
+	state, err := j.serviceState(ctx, ns, name)
+	if err != nil || state == "" {
+		return err
+	}
+	add(DanglingReference, "%sService %s/%s, which %s: %s", who, ns, name, state, effect)
 	return nil
 }
 
-// serviceGone says whether a Service is absent live and not recovered.
-func (j *judge) serviceGone(ctx context.Context, ns, name string) (bool, error) {
+// serviceState says whether a Service is gone (absent live and not
+// recovered) or down (no ready endpoint in its live EndpointSlices); ""
+// when it is up.
+func (j *judge) serviceState(ctx context.Context, ns, name string) (string, error) {
 	alive, err := j.alive(ctx, etcdscan.ObjectKey(j.Registry, "services/specs", ns, name), "")
-	return !alive, err
+	if err != nil || !alive {
+		return "is gone", err
+	}
+	p := j.Registry + "endpointslices/" + ns + "/"
+	ready := false
+	err = j.Live.Range(ctx, p, etcdscan.PrefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
+		obj, _, err := decode.Typed(kv.Value)
+		if err != nil {
+			return nil
+		}
+		es, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok || es.Labels[discoveryv1.LabelServiceName] != name {
+			return nil
+		}
+		for _, ep := range es.Endpoints {
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				ready = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("read the live EndpointSlices of %s: %w", ns, err)
+	}
+	if !ready {
+		return "has no ready endpoint", nil
+	}
+	return "", nil
 }
 
 // alive says whether key exists live (with uid, when given) or is
@@ -221,4 +280,17 @@ func jobFinished(j *batchv1.Job) bool {
 		}
 	}
 	return false
+}
+
+func csrApproved(c *certificatesv1.CertificateSigningRequest) bool {
+	approved := false
+	for _, cond := range c.Status.Conditions {
+		switch cond.Type {
+		case certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			return false
+		case certificatesv1.CertificateApproved:
+			approved = cond.Status != corev1.ConditionFalse
+		}
+	}
+	return approved
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -92,6 +93,8 @@ type judge struct {
 	// counts the values there that could not be read.
 	uids   map[string]map[string]string
 	unread map[string]int
+	// encrypted counts the encrypted live values under a prefix.
+	encrypted map[string]int
 	// addrs are the live Services' addresses, read once.
 	addrs *addresses
 }
@@ -99,7 +102,7 @@ type judge struct {
 // Judge decides each object's Verdict against the live cluster, in order
 // (namespaces and CRDs before what they hold). Nothing is written.
 func Judge(ctx context.Context, objs []*Object, o Options) error {
-	j := &judge{Options: o, byKey: map[string]*Object{}, uids: map[string]map[string]string{}, unread: map[string]int{}}
+	j := &judge{Options: o, byKey: map[string]*Object{}, uids: map[string]map[string]string{}, unread: map[string]int{}, encrypted: map[string]int{}}
 	for _, obj := range objs {
 		j.byKey[obj.Key] = obj
 	}
@@ -158,6 +161,15 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 		}
 	case o.Encryption != nil:
 		return refused("encrypted with %s key %q: whether the cluster's encryption config still holds that key cannot be told without it; give --encryption-provider-config (the node's)", o.Encryption.Provider, o.Encryption.KeyName), nil
+	default:
+		// Plaintext, and the cluster's config unknown: when the cluster
+		// encrypts this resource now, a plaintext value may be unreadable
+		// (no identity provider).
+		if n, err := j.encryptedLive(ctx, o.Parsed.Prefix); err != nil {
+			return Verdict{}, err
+		} else if n > 0 {
+			return refused("it is stored in plaintext and %d live values under %s/ are encrypted: whether kube-apiserver reads plaintext there cannot be told without the cluster's encryption config; give --encryption-provider-config (the node's)", n, o.Parsed.Prefix), nil
+		}
 	}
 	om := o.Meta.Meta
 	if om.Name != o.Parsed.Name || om.Namespace != o.Parsed.Namespace {
@@ -185,6 +197,9 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 	}
 	if why, err := j.addressTaken(ctx, o); err != nil || why != "" {
 		return refused("%s", why), err
+	}
+	if svc, ok := o.Obj.(*corev1.Service); ok && len(clusterIPs(svc)) > 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("its cluster IP %s is reserved again when kube-apiserver's repair loop next runs (within minutes): a Service created before then could be given it", strings.Join(clusterIPs(svc), ",")))
 	}
 	if uid := string(om.UID); uid != "" {
 		holder, unread, err := j.uidHolder(ctx, o.Parsed.Prefix, uid)
@@ -284,6 +299,14 @@ func (j *judge) sourceUID(ctx context.Context, key string) (string, error) {
 	return string(d.Meta.UID), nil
 }
 
+// encryptedLive counts the live values under prefix that are encrypted.
+func (j *judge) encryptedLive(ctx context.Context, prefix string) (int, error) {
+	if _, _, err := j.uidHolder(ctx, prefix, ""); err != nil {
+		return 0, err
+	}
+	return j.encrypted[prefix], nil
+}
+
 // uidHolder finds the live key under prefix holding uid, reading the
 // prefix once.
 func (j *judge) uidHolder(ctx context.Context, prefix, uid string) (string, int, error) {
@@ -292,6 +315,9 @@ func (j *judge) uidHolder(ctx context.Context, prefix, uid string) (string, int,
 		m = map[string]string{}
 		p := j.Registry + prefix + "/"
 		err := j.Live.Range(ctx, p, etcdscan.PrefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
+			if d, err := decode.Meta(kv.Value); err == nil && d.Encryption != nil {
+				j.encrypted[prefix]++
+			}
 			id, err := j.uidOf(ctx, kv)
 			if err != nil {
 				// A plaintext value that does not decode is no object to

@@ -47,6 +47,22 @@ func Manifest(o *Object, withStatus bool) (*unstructured.Unstructured, error) {
 	if !withStatus {
 		delete(u.Object, "status")
 	}
+	switch {
+	case u.GetKind() == "PersistentVolume" && u.GetAPIVersion() == "v1":
+		// The claim it names was another object: its UID and version
+		// would keep the volume Released (and, with Delete, deleted).
+		unstructured.RemoveNestedField(u.Object, "spec", "claimRef", "uid")
+		unstructured.RemoveNestedField(u.Object, "spec", "claimRef", "resourceVersion")
+	case u.GetKind() == "Job" && u.GetAPIVersion() == "batch/v1":
+		// The selector and labels the API server generated from the old UID.
+		if manual, _, _ := unstructured.NestedBool(u.Object, "spec", "manualSelector"); !manual {
+			unstructured.RemoveNestedField(u.Object, "spec", "selector")
+			for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid"} {
+				unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "labels", l)
+				unstructured.RemoveNestedField(u.Object, "metadata", "labels", l)
+			}
+		}
+	}
 	if u.GetKind() == "Service" && u.GetAPIVersion() == "v1" {
 		if ip, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ip != "None" {
 			unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
@@ -59,13 +75,9 @@ func Manifest(o *Object, withStatus bool) (*unstructured.Unstructured, error) {
 // CRDResource is the resource a recovered CustomResourceDefinition
 // defines, at its storage version.
 func CRDResource(o *Object) (catalog.Resource, error) {
-	var crd apiextensionsv1.CustomResourceDefinition
-	raw, err := json.Marshal(o.Obj)
-	if err == nil {
-		err = json.Unmarshal(raw, &crd)
-	}
-	if err != nil || crd.Spec.Group == "" || crd.Spec.Names.Plural == "" {
-		return catalog.Resource{}, fmt.Errorf("%s is not a readable CustomResourceDefinition (%v)", o.Key, err)
+	crd, err := crdOf(o)
+	if err != nil {
+		return catalog.Resource{}, err
 	}
 	r := catalog.Resource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Kind: crd.Spec.Names.Kind, Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, Custom: true}
 	for _, v := range crd.Spec.Versions {
@@ -77,4 +89,18 @@ func CRDResource(o *Object) (catalog.Resource, error) {
 		r.Version = crd.Spec.Versions[0].Name
 	}
 	return r, nil
+}
+
+// crdOf reads a selected CustomResourceDefinition, whatever type decoding
+// gave it.
+func crdOf(o *Object) (*apiextensionsv1.CustomResourceDefinition, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	raw, err := json.Marshal(o.Obj)
+	if err == nil {
+		err = json.Unmarshal(raw, &crd)
+	}
+	if err != nil || crd.Spec.Group == "" || crd.Spec.Names.Plural == "" {
+		return nil, fmt.Errorf("%s is not a readable CustomResourceDefinition (%v)", o.Key, err)
+	}
+	return &crd, nil
 }

@@ -2,14 +2,19 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -386,5 +391,101 @@ func TestWriteComparesWhatWasJudged(t *testing.T) {
 	b, err := repair.ReadBackup(path)
 	if err != nil || b.Action != repair.ActionRecover || len(b.Entries) != 3 {
 		t.Fatalf("backup %+v %v", b, err)
+	}
+}
+
+// TestImpactsOfWritingBack: what writing an object back sets off, each
+// refused until accepted.
+func TestImpactsOfWritingBack(t *testing.T) {
+	ready := true
+	svc := func(name string) *corev1.Service {
+		return &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("u-" + name)},
+			Spec: corev1.ServiceSpec{ClusterIP: "None"}}
+	}
+	apiService := func(name, service string) *apiregistrationv1.APIService {
+		return &apiregistrationv1.APIService{TypeMeta: metav1.TypeMeta{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService"}, ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("u-" + name)},
+			Spec: apiregistrationv1.APIServiceSpec{Group: "metrics.k8s.io", Version: "v1beta1", Service: &apiregistrationv1.ServiceReference{Namespace: "a", Name: service}}}
+	}
+	before := map[string]runtime.Object{
+		reg + "namespaces/a":                               nsObj("a", "u-a"),
+		reg + "services/specs/a/up":                        svc("up"),
+		reg + "services/specs/a/down":                      svc("down"),
+		reg + "apiregistration.k8s.io/apiservices/v1.up":   apiService("v1.up", "up"),
+		reg + "apiregistration.k8s.io/apiservices/v1.down": apiService("v1.down", "down"),
+		reg + "apiregistration.k8s.io/apiservices/v1.gone": apiService("v1.gone", "gone"),
+		reg + "endpointslices/a/up-x": &discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "a", Name: "up-x", UID: "u-es", Labels: map[string]string{discoveryv1.LabelServiceName: "up"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}},
+		reg + "minions/n1": &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "u-n1"}},
+		reg + "certificatesigningrequests/csr1": &certificatesv1.CertificateSigningRequest{TypeMeta: metav1.TypeMeta{APIVersion: "certificates.k8s.io/v1", Kind: "CertificateSigningRequest"},
+			ObjectMeta: metav1.ObjectMeta{Name: "csr1", UID: "u-csr"}, Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: "kubernetes.io/kube-apiserver-client"},
+			Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}}}},
+		reg + "services/specs/a/ip": &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ip", UID: "u-ip"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.9", ClusterIPs: []string{"10.0.0.9"}}},
+		reg + "ipaddresses/10.0.0.9": &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "10.0.0.9", UID: "u-addr"}},
+	}
+	after := map[string]runtime.Object{}
+	for _, k := range []string{"apiregistration.k8s.io/apiservices/v1.up", "apiregistration.k8s.io/apiservices/v1.down", "apiregistration.k8s.io/apiservices/v1.gone", "minions/n1", "certificatesigningrequests/csr1", "services/specs/a/ip"} {
+		after[reg+k] = nil
+	}
+	w := newWorld(t, before, after)
+	got := w.judge(Selection{Keys: []string{reg + "apiregistration.k8s.io/apiservices/", reg + "minions/n1", reg + "certificatesigningrequests/csr1", reg + "services/specs/a/ip"}})
+	tests := []struct {
+		key    string
+		action Action
+		detail string
+	}{
+		{"apiregistration.k8s.io/apiservices/v1.up", Recover, ""},
+		{"apiregistration.k8s.io/apiservices/v1.down", Refused, "Service a/down, which has no ready endpoint"},
+		{"apiregistration.k8s.io/apiservices/v1.gone", Refused, "Service a/gone, which is gone"},
+		{"minions/n1", Refused, string(PodsCreated)},
+		{"certificatesigningrequests/csr1", Refused, string(CredentialRevived)},
+		{"services/specs/a/ip", Refused, "its cluster IP 10.0.0.9 is allocated now"},
+	}
+	for _, tc := range tests {
+		o := got[reg+tc.key]
+		if o == nil || o.Action != tc.action || !strings.Contains(o.Detail, tc.detail) {
+			t.Errorf("%s: %+v, want %s (%s)", tc.key, o, tc.action, tc.detail)
+		}
+	}
+}
+
+// TestPlaintextWhereTheClusterEncrypts: without the cluster's encryption
+// config, a plaintext value beside encrypted live ones is refused.
+func TestPlaintextWhereTheClusterEncrypts(t *testing.T) {
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "s", UID: "u-s"}}
+	w := newRawWorld(t, map[string]runtime.Object{reg + "namespaces/a": nsObj("a", "u-a"), reg + "secrets/a/s": secret},
+		map[string]runtime.Object{reg + "secrets/a/s": nil}, nil, map[string]string{reg + "secrets/a/other": "k8s:enc:aescbc:v1:key1:\x01\x02"})
+	got := w.judge(Selection{Keys: []string{reg + "secrets/a/s"}})
+	if o := got[reg+"secrets/a/s"]; o.Action != Refused || !strings.Contains(o.Detail, "live values under secrets/ are encrypted") {
+		t.Errorf("%s (%s), want refused: plaintext where the cluster encrypts", o.Action, o.Detail)
+	}
+}
+
+// TestManifestDropsWhatTheOldUIDMade: a Job's generated selector and a
+// PersistentVolume's claim UID would tie the manifest to objects gone.
+func TestManifestDropsWhatTheOldUIDMade(t *testing.T) {
+	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "j", UID: "u-j", Labels: map[string]string{"batch.kubernetes.io/controller-uid": "u-j", "app": "x"}},
+		Spec: batchv1.JobSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "u-j"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"batch.kubernetes.io/controller-uid": "u-j", "controller-uid": "u-j", "app": "x"}}}}}
+	pv := &corev1.PersistentVolume{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}, ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: "u-pv"},
+		Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "a", Name: "c", UID: "u-c", ResourceVersion: "7"}}}
+	w := newWorld(t, map[string]runtime.Object{reg + "jobs/a/j": job, reg + "persistentvolumes/pv": pv}, nil)
+	objs, err := Select(context.Background(), w.src, Selection{Registry: reg}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		u, err := Manifest(o, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(u.Object)
+		if strings.Contains(string(raw), "u-j") || strings.Contains(string(raw), "u-c") || strings.Contains(string(raw), `"resourceVersion"`) {
+			t.Errorf("%s keeps what the old UIDs made: %s", o.Key, raw)
+		}
+		if !strings.Contains(string(raw), `"app":"x"`) && o.Parsed.Prefix == "jobs" {
+			t.Errorf("the Job's own labels were dropped: %s", raw)
+		}
 	}
 }
