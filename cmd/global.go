@@ -129,6 +129,8 @@ type readSession struct {
 	// why says why view is nil.
 	why   string
 	close func()
+	// quiet leaves out the progress line (serve scans in the background).
+	quiet bool
 }
 
 // openRead opens the keyspace, --encryption-provider-config and the API

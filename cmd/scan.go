@@ -138,7 +138,7 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	if rs.view != nil {
 		served, err := rs.view.Catalog(ctx)
 		if err != nil {
-			return nil, err
+			return nil, &apiError{err}
 		}
 		opts.API, opts.Served, opts.ServerVersion = rs.view, served, rs.view.ServerVersion
 		view := rs.view
@@ -158,7 +158,11 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 		// Offline there is no etcd to leave a core to.
 		opts.DecodeWorkers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
-	progress, doneProgress := scanProgress(g.errOut)
+	var progress func(read, total int)
+	doneProgress := func() {}
+	if !rs.quiet {
+		progress, doneProgress = scanProgress(g.errOut)
+	}
 	opts.Progress = progress
 	rep, err := etcdscan.Scan(ctx, rs.store, opts)
 	doneProgress()
@@ -170,3 +174,9 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	}
 	return rep, nil
 }
+
+// apiError is an error of the API server's discovery.
+type apiError struct{ err error }
+
+func (e *apiError) Error() string { return e.err.Error() }
+func (e *apiError) Unwrap() error { return e.err }

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Config holds what etcdctl calls its global flags.
@@ -27,6 +28,9 @@ type Config struct {
 	InsecureSkipVerify bool
 	DialTimeout        time.Duration
 	CommandTimeout     time.Duration
+	// DialOptions are added to the client's gRPC options (serve counts
+	// requests and bytes with a stats handler).
+	DialOptions []grpc.DialOption
 }
 
 // ClientConfig builds a clientv3 configuration, loading and checking the TLS files.
@@ -40,7 +44,7 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 	if len(eps) == 0 {
 		return clientv3.Config{}, errors.New("no etcd endpoint: pass --endpoints or set ETCDCTL_ENDPOINTS")
 	}
-	cfg := clientv3.Config{Endpoints: eps, DialTimeout: c.DialTimeout, Logger: zap.NewNop()}
+	cfg := clientv3.Config{Endpoints: eps, DialTimeout: c.DialTimeout, Logger: zap.NewNop(), DialOptions: c.DialOptions}
 	if c.User != "" {
 		name, password, ok := strings.Cut(c.User, ":")
 		if !ok || name == "" {

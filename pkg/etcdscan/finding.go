@@ -158,6 +158,20 @@ type Report struct {
 	// Dangling are the references of live objects into what is gone (or
 	// down), found by pkg/dangling.
 	Dangling []DanglingRef `json:"dangling"`
+	// Terminating lists every namespace in Terminating at the scan's
+	// revision, stuck or not yet, with how long it has been.
+	Terminating []TerminatingNamespace `json:"terminating,omitempty"`
+}
+
+// TerminatingNamespace is a namespace whose deletion has started.
+type TerminatingNamespace struct {
+	Name string `json:"name"`
+	// Since is how long ago its deletion started.
+	Since time.Duration `json:"since"`
+	// Finalizers are what still holds it ("spec:kubernetes" for spec.finalizers).
+	Finalizers []string `json:"finalizers,omitempty"`
+	// Objects counts the keys still stored in it.
+	Objects int `json:"objects"`
 }
 
 // Ghosts returns the number of findings that are ghosts.

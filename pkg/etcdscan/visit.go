@@ -236,6 +236,11 @@ func (s *scan) finishNamespaces() {
 		for _, sf := range t.ns.Spec.Finalizers {
 			fins = append(fins, "spec:"+string(sf))
 		}
+		objects := 0
+		for _, n := range s.perNS[t.ns.Name] {
+			objects += n
+		}
+		s.rep.Terminating = append(s.rep.Terminating, TerminatingNamespace{Name: t.ns.Name, Since: t.since, Finalizers: fins, Objects: objects})
 		if len(fins) == 0 || t.since < s.opts.TerminatingAfter {
 			continue
 		}

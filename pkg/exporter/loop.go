@@ -1,0 +1,116 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// CycleError is a failed cycle with the reason it is counted under.
+type CycleError struct {
+	Reason string
+	Err    error
+}
+
+func (e *CycleError) Error() string { return e.Err.Error() }
+func (e *CycleError) Unwrap() error { return e.Err }
+
+// ReasonOf returns the reason a cycle error is counted under: a
+// CycleError's own, timeout for a deadline, scan otherwise.
+func ReasonOf(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ReasonTimeout
+	}
+	var ce *CycleError
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return ReasonScan
+}
+
+// Loop runs a scan every Interval, with jitter, and hands each result to
+// Collector. It never stops on a failed cycle: the error is counted and
+// logged and the last good values stay.
+type Loop struct {
+	// Scan runs one cycle. It must only read.
+	Scan func(ctx context.Context) (*etcdscan.Report, error)
+	// Interval is the time between the starts of two cycles; Jitter is the
+	// largest fraction of it added or taken away at random (0.1: ±10%).
+	Interval time.Duration
+	Jitter   float64
+	// Timeout bounds one cycle.
+	Timeout time.Duration
+	// NamespaceLimit caps the namespace label values (see Summarize).
+	NamespaceLimit int
+	Collector      *Collector
+	// Meter, when set, is the shared etcd client's: each cycle's cost is
+	// what it counted during the cycle.
+	Meter *EtcdMeter
+	Log   *slog.Logger
+	// Cycled, when set, is told after every cycle (for tests and the demo).
+	Cycled func(err error)
+}
+
+// Run runs cycles until ctx is done, the first one at once.
+func (l *Loop) Run(ctx context.Context) {
+	for {
+		err := l.Once(ctx)
+		if l.Cycled != nil {
+			l.Cycled(err)
+		}
+		t := time.NewTimer(l.next())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// next is the wait before the next cycle.
+func (l *Loop) next() time.Duration {
+	j := l.Jitter * (2*rand.Float64() - 1)
+	return time.Duration(float64(l.Interval) * (1 + j))
+}
+
+// Once runs one cycle and records it.
+func (l *Loop) Once(ctx context.Context) error {
+	var before Cost
+	if l.Meter != nil {
+		before = l.Meter.Total()
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, l.Timeout)
+	rep, err := l.Scan(cctx)
+	cancel()
+	took := time.Since(start)
+	var cost Cost
+	if l.Meter != nil {
+		cost = l.Meter.Total().Sub(before)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// Shutting down: not a failure of the cycle.
+			return ctx.Err()
+		}
+		reason := ReasonOf(err)
+		l.Collector.Failed(reason, took, cost)
+		l.Log.Error("scan failed; the metrics keep the last good values", "reason", reason, "err", err.Error(), "took", took.Round(time.Millisecond).String())
+		return fmt.Errorf("scan cycle: %w", err)
+	}
+	snap := Summarize(rep, l.NamespaceLimit)
+	l.Collector.Succeeded(snap, took, cost, time.Now())
+	ghosts := 0
+	for _, n := range snap.Ghosts {
+		ghosts += n
+	}
+	l.Log.Info("scan done", "revision", rep.Revision, "keys", rep.ScannedKeys, "findings", len(rep.Findings), "ghosts", ghosts,
+		"dangling", len(rep.Dangling), "took", took.Round(time.Millisecond).String(), "etcd_requests", cost.Requests, "etcd_received_bytes", cost.ReceivedBytes)
+	return nil
+}

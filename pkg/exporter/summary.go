@@ -1,0 +1,148 @@
+// Package exporter turns scan reports into Prometheus metrics: counts of
+// ghosts, suspects, dangling references and terminating namespaces, which
+// checks could be made, and what each scan cycle cost. It keeps label
+// cardinality bounded: no object names, and namespaces beyond a limit share
+// the label value "other".
+package exporter
+
+import (
+	"sort"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// OtherNamespace is the namespace label of every namespace beyond the limit.
+const OtherNamespace = "other"
+
+// DefaultNamespaceLimit is how many namespaces get a label value of their own.
+const DefaultNamespaceLimit = 100
+
+// ObjectKey labels one regghost_objects series.
+type ObjectKey struct {
+	Class     etcdscan.Class
+	Resource  string
+	Namespace string
+}
+
+// DanglingKey labels one regghost_dangling_references series.
+type DanglingKey struct {
+	// Kind is the referring object's kind (APIService, ValidatingWebhookConfiguration...).
+	Kind            string
+	State           etcdscan.DanglingState
+	TargetNamespace string
+}
+
+// CheckState is whether one check of a scan could be made.
+type CheckState struct {
+	Name string
+	Done bool
+}
+
+// Snapshot is what one scan found, as counts: the values every series of a
+// cycle is built from. A new snapshot replaces the last one whole, so a
+// purged ghost's series disappears.
+type Snapshot struct {
+	// Objects counts findings by their most severe class (each object once).
+	Objects map[ObjectKey]int
+	// Classes counts findings under every class they carry.
+	Classes map[ObjectKey]int
+	// Ghosts and SingleWitness count ghosts per namespace, and the ghosts
+	// only one witness stands behind.
+	Ghosts        map[string]int
+	SingleWitness map[string]int
+	Dangling      map[DanglingKey]int
+	// Terminating is each terminating namespace's age in seconds (the
+	// oldest for the other bucket), and TerminatingObjects the keys left in it.
+	Terminating        map[string]float64
+	TerminatingObjects map[string]int
+	// Checks are the scan's checks, in the report's order.
+	Checks []CheckState
+	// APIWitness is set when the API server was a witness of the scan.
+	APIWitness   bool
+	KeysScanned  int
+	InternalKeys int
+	Revision     int64
+}
+
+// Summarize counts a report. Namespaces are ranked by how much they hold
+// (findings, dangling references pointing into them, terminating) and only
+// the first limit keep their name; the rest are counted as "other". A limit
+// of 0 or less keeps no name.
+func Summarize(rep *etcdscan.Report, limit int) *Snapshot {
+	ns := namespaceLabels(rep, limit)
+	s := &Snapshot{
+		Objects: map[ObjectKey]int{}, Classes: map[ObjectKey]int{},
+		Ghosts: map[string]int{}, SingleWitness: map[string]int{},
+		Dangling: map[DanglingKey]int{}, Terminating: map[string]float64{}, TerminatingObjects: map[string]int{},
+		APIWitness: rep.APIWitness, KeysScanned: rep.ScannedKeys, InternalKeys: rep.InternalKeys, Revision: rep.Revision,
+	}
+	for i := range rep.Findings {
+		f := &rep.Findings[i]
+		if len(f.Classes) == 0 {
+			continue
+		}
+		n := ns(f.Namespace)
+		s.Objects[ObjectKey{Class: f.Classes[0], Resource: f.Resource, Namespace: n}]++
+		for _, c := range f.Classes {
+			s.Classes[ObjectKey{Class: c, Resource: f.Resource, Namespace: n}]++
+		}
+		if f.Ghost {
+			s.Ghosts[n]++
+			if f.SingleWitness {
+				s.SingleWitness[n]++
+			}
+		}
+	}
+	for _, d := range rep.Dangling {
+		s.Dangling[DanglingKey{Kind: d.Kind, State: d.State, TargetNamespace: ns(d.TargetNamespace)}]++
+	}
+	for _, t := range rep.Terminating {
+		n := ns(t.Name)
+		s.Terminating[n] = max(s.Terminating[n], t.Since.Seconds())
+		s.TerminatingObjects[n] += t.Objects
+	}
+	for _, c := range rep.Checks {
+		s.Checks = append(s.Checks, CheckState{Name: c.Name, Done: c.Done})
+	}
+	return s
+}
+
+// namespaceLabels returns the label value of each namespace: its name for
+// the limit namespaces holding the most, "other" for the rest. The empty
+// namespace (cluster-scoped objects) is always itself.
+func namespaceLabels(rep *etcdscan.Report, limit int) func(string) string {
+	weight := map[string]int{}
+	for i := range rep.Findings {
+		if n := rep.Findings[i].Namespace; n != "" {
+			weight[n]++
+		}
+	}
+	for _, d := range rep.Dangling {
+		if d.TargetNamespace != "" {
+			weight[d.TargetNamespace]++
+		}
+	}
+	for _, t := range rep.Terminating {
+		weight[t.Name]++
+	}
+	names := make([]string, 0, len(weight))
+	for n := range weight {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if weight[names[i]] != weight[names[j]] {
+			return weight[names[i]] > weight[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	keep := map[string]bool{}
+	for i := 0; i < len(names) && i < limit; i++ {
+		keep[names[i]] = true
+	}
+	return func(n string) string {
+		if n == "" || keep[n] {
+			return n
+		}
+		return OtherNamespace
+	}
+}

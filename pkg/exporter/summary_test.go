@@ -1,0 +1,158 @@
+package exporter
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+func finding(ns, resource string, ghost, single bool, classes ...etcdscan.Class) etcdscan.Finding {
+	return etcdscan.Finding{Namespace: ns, Resource: resource, Classes: classes, Ghost: ghost, SingleWitness: single}
+}
+
+func TestSummarize(t *testing.T) {
+	orphan, stuck := etcdscan.ClassOrphanedNamespace, etcdscan.ClassStuckTerminating
+	rep := &etcdscan.Report{
+		ScannedKeys: 42, Revision: 7, APIWitness: true,
+		Findings: []etcdscan.Finding{
+			finding("kb-system", "pods", true, false, orphan, stuck),
+			finding("kb-system", "pods", true, false, orphan),
+			finding("kb-system", "configmaps", true, true, orphan),
+			finding("small", "pods", false, false, stuck),
+			finding("", "widgets.example.com", true, false, etcdscan.ClassUnservedType),
+		},
+		Dangling: []etcdscan.DanglingRef{
+			{Kind: "APIService", State: etcdscan.DanglingGone, TargetNamespace: "kb-system"},
+			{Kind: "ClusterRoleBinding", State: etcdscan.DanglingGone, TargetNamespace: "gone-2"},
+		},
+		Terminating: []etcdscan.TerminatingNamespace{{Name: "small", Since: 90 * time.Second, Objects: 3}},
+		Checks:      []etcdscan.Check{{Name: "api server witness", Done: true}, {Name: "namespaces", Done: false}},
+	}
+	tests := []struct {
+		name  string
+		limit int
+		want  *Snapshot
+	}{
+		{name: "every namespace named", limit: 10, want: &Snapshot{
+			Objects: map[ObjectKey]int{
+				{orphan, "pods", "kb-system"}: 2, {orphan, "configmaps", "kb-system"}: 1,
+				{stuck, "pods", "small"}: 1, {etcdscan.ClassUnservedType, "widgets.example.com", ""}: 1,
+			},
+			Classes: map[ObjectKey]int{
+				{orphan, "pods", "kb-system"}: 2, {stuck, "pods", "kb-system"}: 1, {orphan, "configmaps", "kb-system"}: 1,
+				{stuck, "pods", "small"}: 1, {etcdscan.ClassUnservedType, "widgets.example.com", ""}: 1,
+			},
+			Ghosts:        map[string]int{"kb-system": 3, "": 1},
+			SingleWitness: map[string]int{"kb-system": 1},
+			Dangling: map[DanglingKey]int{
+				{"APIService", etcdscan.DanglingGone, "kb-system"}: 1, {"ClusterRoleBinding", etcdscan.DanglingGone, "gone-2"}: 1,
+			},
+			Terminating:        map[string]float64{"small": 90},
+			TerminatingObjects: map[string]int{"small": 3},
+			Checks:             []CheckState{{"api server witness", true}, {"namespaces", false}},
+			APIWitness:         true, KeysScanned: 42, Revision: 7,
+		}},
+		{name: "one namespace named, the rest other", limit: 1, want: &Snapshot{
+			Objects: map[ObjectKey]int{
+				{orphan, "pods", "kb-system"}: 2, {orphan, "configmaps", "kb-system"}: 1,
+				{stuck, "pods", OtherNamespace}: 1, {etcdscan.ClassUnservedType, "widgets.example.com", ""}: 1,
+			},
+			Classes: map[ObjectKey]int{
+				{orphan, "pods", "kb-system"}: 2, {stuck, "pods", "kb-system"}: 1, {orphan, "configmaps", "kb-system"}: 1,
+				{stuck, "pods", OtherNamespace}: 1, {etcdscan.ClassUnservedType, "widgets.example.com", ""}: 1,
+			},
+			Ghosts:        map[string]int{"kb-system": 3, "": 1},
+			SingleWitness: map[string]int{"kb-system": 1},
+			Dangling: map[DanglingKey]int{
+				{"APIService", etcdscan.DanglingGone, "kb-system"}: 1, {"ClusterRoleBinding", etcdscan.DanglingGone, OtherNamespace}: 1,
+			},
+			Terminating:        map[string]float64{OtherNamespace: 90},
+			TerminatingObjects: map[string]int{OtherNamespace: 3},
+			Checks:             []CheckState{{"api server witness", true}, {"namespaces", false}},
+			APIWitness:         true, KeysScanned: 42, Revision: 7,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Summarize(rep, tt.limit)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Summarize:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCollectorKeepsLastGoodValues: a failed cycle counts its error and
+// leaves the last good snapshot; the next good one replaces it whole.
+func TestCollectorKeepsLastGoodValues(t *testing.T) {
+	c := NewCollector(nil)
+	if c.Ready() {
+		t.Fatal("ready before any scan")
+	}
+	ghosts := &etcdscan.Report{Findings: []etcdscan.Finding{finding("kb-system", "pods", true, false, etcdscan.ClassOrphanedNamespace)}}
+	steps := []struct {
+		name string
+		do   func()
+		want string
+	}{
+		{name: "good cycle with a ghost", do: func() { c.Succeeded(Summarize(ghosts, 10), time.Second, Cost{}, time.Unix(100, 0)) }, want: `
+regghost_last_scan_success 1
+regghost_last_scan_success_timestamp_seconds 100
+regghost_objects{class="orphaned-namespace",namespace="kb-system",resource="pods"} 1
+regghost_scan_errors_total{reason="api"} 0
+regghost_scan_errors_total{reason="etcd"} 0
+regghost_scan_errors_total{reason="scan"} 0
+regghost_scan_errors_total{reason="timeout"} 0
+`},
+		{name: "failed cycle keeps it", do: func() { c.Failed(ReasonEtcd, time.Second, Cost{}) }, want: `
+regghost_last_scan_success 0
+regghost_last_scan_success_timestamp_seconds 100
+regghost_objects{class="orphaned-namespace",namespace="kb-system",resource="pods"} 1
+regghost_scan_errors_total{reason="api"} 0
+regghost_scan_errors_total{reason="etcd"} 1
+regghost_scan_errors_total{reason="scan"} 0
+regghost_scan_errors_total{reason="timeout"} 0
+`},
+		{name: "good cycle after purge drops the series", do: func() { c.Succeeded(Summarize(&etcdscan.Report{}, 10), time.Second, Cost{}, time.Unix(200, 0)) }, want: `
+regghost_last_scan_success 1
+regghost_last_scan_success_timestamp_seconds 200
+regghost_scan_errors_total{reason="api"} 0
+regghost_scan_errors_total{reason="etcd"} 1
+regghost_scan_errors_total{reason="scan"} 0
+regghost_scan_errors_total{reason="timeout"} 0
+`},
+	}
+	for _, s := range steps {
+		s.do()
+		names := []string{"regghost_objects", "regghost_scan_errors_total", "regghost_last_scan_success", "regghost_last_scan_success_timestamp_seconds"}
+		if got := samples(t, c, names...); got != strings.TrimSpace(s.want) {
+			t.Errorf("%s:\n got:\n%s\nwant:\n%s", s.name, got, strings.TrimSpace(s.want))
+		}
+		if !c.Ready() {
+			t.Errorf("%s: not ready after a good cycle", s.name)
+		}
+	}
+}
+
+// samples is the text exposition of the named metrics without its HELP and
+// TYPE lines.
+func samples(t *testing.T, c *Collector, names ...string) string {
+	t.Helper()
+	out, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
