@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/exporter"
+)
+
+const (
+	chartDir      = "../deploy/helm/regghost"
+	rulesFile     = chartDir + "/files/regghost-rules.yaml"
+	dashboardFile = chartDir + "/files/regghost-dashboard.json"
+)
+
+// TestServeExportsToPrometheus runs regghost serve beside a real etcd and
+// kube-apiserver and a real Prometheus scraping it (basic auth through the
+// exporter-toolkit web config), with the chart's alert rules loaded:
+//   - every class of finding scan reports is a series with scan's count, every
+//     check scan makes is exported with whether it could be made, dangling
+//     references and terminating namespaces too;
+//   - serve writes nothing to etcd across cycles;
+//   - after a namespace is force-deleted, the PromQL query for its ghosts
+//     returns their count and the ghost alert fires; after purge the query
+//     returns nothing;
+//   - the dangling-APIService alert fires; every dashboard query parses.
+func TestServeExportsToPrometheus(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	plantGhosts(t, c)
+	// A namespace in Terminating: without kube-controller-manager nothing
+	// finishes its deletion.
+	c.createNamespace(t, "leaving")
+	c.createConfigMap(t, "leaving", "left")
+	mustNoErr(t, "delete namespace leaving", c.kube.CoreV1().Namespaces().Delete(context.Background(), "leaving", metav1.DeleteOptions{}))
+
+	dir := t.TempDir()
+	s := c.startServe(t, dir, "--interval", "1s", "--terminating-after", "1ns")
+
+	t.Run("the endpoint asks for the password", func(t *testing.T) {
+		for _, path := range []string{"/metrics", "/healthz"} {
+			if code, _, err := s.get(path, false); err != nil || code != http.StatusUnauthorized {
+				t.Errorf("%s without the password: %d %v, want 401", path, code, err)
+			}
+		}
+		if code, body, err := s.get("/healthz", true); err != nil || code != http.StatusOK {
+			t.Errorf("/healthz: %d %v %s", code, err, body)
+		}
+	})
+
+	t.Run("serve writes nothing", func(t *testing.T) {
+		before := c.state(t)
+		s.waitCycles(t, 3)
+		c.assertUnchanged(t, "three serve cycles", before)
+	})
+
+	rules, err := os.ReadFile(rulesFile)
+	mustNoErr(t, "read rules", err)
+	mustNoErr(t, "write rules", os.WriteFile(filepath.Join(dir, "rules.yml"), shortenFor(rules), 0o600))
+	p := startPrometheus(t, dir, fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: regghost
+    basic_auth: {username: %s, password: %s}
+    static_configs: [{targets: ["%s"]}]
+`, s.user, s.password, s.addr))
+
+	t.Run("the alert rules load", func(t *testing.T) {
+		waitFor(t, 30*time.Second, "rules loaded", func() error {
+			got, err := p.rules(t)
+			if err != nil {
+				return err
+			}
+			for _, want := range []string{"RegghostGhostsFound", "RegghostNamespaceStuckTerminating", "RegghostDanglingAPIService", "RegghostScanFailing", "RegghostScanStale", "RegghostWitnessCheckMissing"} {
+				h, ok := got[want]
+				if !ok {
+					return fmt.Errorf("rule %s not loaded (loaded: %v)", want, got)
+				}
+				if strings.HasPrefix(h, "err") {
+					return fmt.Errorf("rule %s: %s", want, h)
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("every class, check and terminating namespace of scan is in Prometheus", func(t *testing.T) {
+		rep, _ := c.scanJSON(t, "--terminating-after", "1ns")
+		want := exporter.Summarize(rep, exporter.DefaultNamespaceLimit)
+		classes := map[etcdscan.Class]bool{}
+		for _, f := range rep.Findings {
+			classes[f.Classes[0]] = true
+		}
+		if len(classes) < 6 {
+			t.Fatalf("the scenario has only the classes %v", classes)
+		}
+		waitFor(t, 60*time.Second, "Prometheus holds scan's counts", func() error {
+			if err := samePromSeries(p, "regghost_objects", []string{"class", "resource", "namespace"}, objectSeries(want.Objects)); err != nil {
+				return err
+			}
+			if err := samePromSeries(p, "regghost_object_classes", []string{"class", "resource", "namespace"}, objectSeries(want.Classes)); err != nil {
+				return err
+			}
+			checks := map[string]float64{}
+			for _, c := range want.Checks {
+				checks[c.Name] = 0
+				if c.Done {
+					checks[c.Name] = 1
+				}
+			}
+			if err := samePromSeries(p, "regghost_check_done", []string{"check"}, checks); err != nil {
+				return err
+			}
+			if v, ok, err := p.value(`regghost_namespace_terminating_seconds{namespace="leaving"}`); err != nil || !ok || v <= 0 {
+				return fmt.Errorf("terminating seconds of leaving: %v %v %v", v, ok, err)
+			}
+			if v, ok, err := p.value(`regghost_api_witness`); err != nil || !ok || v != 1 {
+				return fmt.Errorf("regghost_api_witness: %v %v %v", v, ok, err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a force-deleted namespace's ghosts are counted, then gone after purge", func(t *testing.T) {
+		c.createNamespace(t, "late")
+		c.createPod(t, "late", "p1")
+		c.createConfigMap(t, "late", "cm1")
+		c.createSecret(t, "late", "s1")
+		const ghostsOfLate = `sum(regghost_ghosts{namespace="late"})`
+		c.forceDelete(t, "/registry/namespaces/late")
+		waitFor(t, 60*time.Second, "ghosts of late in Prometheus", func() error {
+			v, ok, err := p.value(ghostsOfLate)
+			if err != nil || !ok || v != 3 {
+				return fmt.Errorf("%s = %v (present %v, %v), want 3", ghostsOfLate, v, ok, err)
+			}
+			v, ok, err = p.value(`sum(regghost_objects{namespace="late", class="orphaned-namespace"})`)
+			if err != nil || !ok || v != 3 {
+				return fmt.Errorf("orphaned-namespace objects of late = %v (present %v, %v), want 3", v, ok, err)
+			}
+			return nil
+		})
+		waitFor(t, 60*time.Second, "the ghost alert fires for late", func() error {
+			return firing(p, "RegghostGhostsFound", "namespace", "late")
+		})
+		root := filepath.Join(t.TempDir(), "backups")
+		if _, errOut, code := c.regghost(t, "", "purge", "--namespace", "late", "--backup-dir", root, "--confirm", "--yes"); code != 0 {
+			t.Fatalf("purge: exit %d: %s", code, errOut)
+		}
+		waitFor(t, 60*time.Second, "no ghosts of late in Prometheus", func() error {
+			for _, q := range []string{ghostsOfLate, `regghost_objects{namespace="late"}`} {
+				if got, err := p.query(q); err != nil || len(got) != 0 {
+					return fmt.Errorf("%s = %v (%v), want nothing", q, got, err)
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("a dangling APIService is exported and alerted on", func(t *testing.T) {
+		c.createNamespace(t, "metrics-ns")
+		c.createHeadlessService(t, "metrics-ns", "metrics")
+		c.createAggregatedAPI(t, "custom.metrics.example.com", "v1beta1", "metrics-ns", "metrics", nil)
+		c.forceDelete(t, "/registry/namespaces/metrics-ns")
+		c.forceDelete(t, "/registry/services/specs/metrics-ns/metrics")
+		waitFor(t, 60*time.Second, "the dangling APIService in Prometheus", func() error {
+			v, ok, err := p.value(`regghost_dangling_references{kind="APIService", state="gone", target_namespace="metrics-ns"}`)
+			if err != nil || !ok || v != 1 {
+				return fmt.Errorf("dangling APIService into metrics-ns = %v (present %v, %v), want 1", v, ok, err)
+			}
+			return nil
+		})
+		waitFor(t, 60*time.Second, "the dangling APIService alert fires", func() error {
+			return firing(p, "RegghostDanglingAPIService", "target_namespace", "metrics-ns")
+		})
+	})
+
+	t.Run("every dashboard query parses", func(t *testing.T) {
+		exprs := grafanaExprs(t, dashboardFile)
+		if len(exprs) < 10 {
+			t.Fatalf("the dashboard has %d queries", len(exprs))
+		}
+		for _, e := range exprs {
+			if _, err := p.query(e); err != nil {
+				t.Errorf("dashboard query: %v", err)
+			}
+		}
+	})
+}
+
+// firing returns nil once alert is firing with label = value.
+func firing(p *promServer, alert, label, value string) error {
+	q := fmt.Sprintf(`ALERTS{alertname=%q, alertstate="firing", %s=%q}`, alert, label, value)
+	got, err := p.query(q)
+	if err != nil {
+		return err
+	}
+	if len(got) == 0 {
+		all, _ := p.query(`ALERTS`)
+		return fmt.Errorf("%s: nothing (alerts: %v)", q, all)
+	}
+	return nil
+}
+
+// objectSeries keys object counts the way samePromSeries does.
+func objectSeries(m map[exporter.ObjectKey]int) map[string]float64 {
+	out := map[string]float64{}
+	for k, n := range m {
+		out[strings.Join([]string{string(k.Class), k.Resource, k.Namespace}, "|")] = float64(n)
+	}
+	return out
+}
+
+// samePromSeries compares every series of metric in Prometheus, keyed by
+// the labels joined with "|", with want.
+func samePromSeries(p *promServer, metric string, labels []string, want map[string]float64) error {
+	got, err := p.query(metric)
+	if err != nil {
+		return err
+	}
+	have := map[string]float64{}
+	for _, s := range got {
+		var parts []string
+		for _, l := range labels {
+			parts = append(parts, s.Metric[l])
+		}
+		have[strings.Join(parts, "|")] = s.Value
+	}
+	var diff []string
+	for k, v := range want {
+		if have[k] != v {
+			diff = append(diff, fmt.Sprintf("%s: %s, want %s", k, fmtValue(have, k), strconv.FormatFloat(v, 'g', -1, 64)))
+		}
+	}
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: %g, not in scan's report", k, have[k]))
+		}
+	}
+	if len(diff) > 0 {
+		sort.Strings(diff)
+		return fmt.Errorf("%s differs from scan:\n%s", metric, strings.Join(diff, "\n"))
+	}
+	return nil
+}
+
+func fmtValue(m map[string]float64, k string) string {
+	if v, ok := m[k]; ok {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return "absent"
+}
