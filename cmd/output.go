@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
@@ -47,7 +48,56 @@ func reportOutput(rep *etcdscan.Report) output {
 	}
 	return output{doc: rep, rows: rows, human: func(w io.Writer, wide, noHeaders bool) error {
 		return printReport(w, rep, wide, noHeaders)
-	}}
+	}, json: func(w io.Writer) error { return writeReportJSON(w, rep) }}
+}
+
+// writeReportJSON writes rep as the JSON printer does (marshalled, indented
+// by four spaces), one finding at a time: a report of many findings is never
+// held in memory as one document, nor twice.
+func writeReportJSON(w io.Writer, rep *etcdscan.Report) error {
+	shallow := *rep
+	shallow.Findings = nil
+	raw, err := json.Marshal(&shallow)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	var doc bytes.Buffer
+	if err := json.Indent(&doc, raw, "", "    "); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	marker := []byte(`"findings": null`)
+	i := bytes.Index(doc.Bytes(), marker)
+	if i < 0 {
+		return fmt.Errorf("encode output: no findings field")
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(doc.Bytes()[:i])
+	if len(rep.Findings) == 0 {
+		bw.WriteString(`"findings": []`)
+	} else {
+		bw.WriteString("\"findings\": [\n")
+		var one bytes.Buffer
+		for j := range rep.Findings {
+			raw, err := json.Marshal(&rep.Findings[j])
+			if err != nil {
+				return fmt.Errorf("encode output: %w", err)
+			}
+			one.Reset()
+			if err := json.Indent(&one, raw, "        ", "    "); err != nil {
+				return fmt.Errorf("encode output: %w", err)
+			}
+			bw.WriteString("        ")
+			bw.Write(one.Bytes())
+			if j < len(rep.Findings)-1 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n")
+		}
+		bw.WriteString("    ]")
+	}
+	bw.Write(doc.Bytes()[i+len(marker):])
+	bw.WriteString("\n")
+	return bw.Flush()
 }
 
 // tableWidth is what the default scan table is laid out for.
@@ -333,6 +383,10 @@ func escapeCells(cells []string) []string {
 	return safe
 }
 
+// tableChunk is how many rows Render lays out at a time (a variable for
+// the test that compares chunks with one table).
+var tableChunk = 512
+
 // Render writes the table.
 func (t *table) Render() error {
 	width, full := layoutOf(t.out)
@@ -377,51 +431,86 @@ func (t *table) Render() error {
 		}
 		return out
 	}
-	// Rows go through one tablewriter table in kubectl's layout (its
-	// columns shared by every row); the comment lines (a reason said once
-	// above its rows) are put between its lines.
-	var tb bytes.Buffer
-	tw := newTableWriter(&tb)
-	if len(t.header) > 0 {
-		tw.Header(cutRow(t.header))
+	// Rows go through tablewriter in kubectl's layout a chunk at a time, so
+	// that a table of many rows is never held whole as text: each chunk
+	// starts with a ruler row whose cells are exactly the columns' widths,
+	// which makes every chunk lay its columns out as one table of all rows
+	// would; the ruler's line is dropped. The comment lines (a reason said
+	// once above its rows) are put between the rows.
+	out := bufio.NewWriter(t.out)
+	ruler := make([]string, n)
+	for i := range ruler {
+		ruler[i] = strings.Repeat("x", widths[i])
 	}
-	comments := map[int][]string{}
-	rows := 0
-	for _, l := range t.lines {
-		if l.isComment {
-			comments[rows] = append(comments[rows], wrap(l.comment, width-2)...)
-			continue
+	header := len(t.header) > 0
+	var chunk [][]string
+	var above [][]string
+	var pending []string
+	flush := func() error {
+		if len(chunk) == 0 && !header {
+			return nil
 		}
-		if err := tw.Append(cutRow(l.cells)); err != nil {
+		var tb bytes.Buffer
+		tw := newTableWriter(&tb)
+		if header {
+			tw.Header(cutRow(t.header))
+		}
+		if err := tw.Append(ruler); err != nil {
 			return err
 		}
-		rows++
-	}
-	if len(t.header) > 0 || rows > 0 {
+		for _, row := range chunk {
+			if err := tw.Append(row); err != nil {
+				return err
+			}
+		}
 		if err := tw.Render(); err != nil {
 			return err
 		}
+		var lines []string
+		for _, line := range strings.SplitAfter(tb.String(), "\n") {
+			if line != "" {
+				lines = append(lines, strings.TrimRight(line, " \n"))
+			}
+		}
+		if header && len(lines) > 0 {
+			out.WriteString(lines[0] + "\n")
+			lines = lines[1:]
+		}
+		header = false
+		if len(lines) > 0 {
+			lines = lines[1:] // the ruler
+		}
+		for i := range chunk {
+			for _, c := range above[i] {
+				out.WriteString("# " + c + "\n")
+			}
+			if i < len(lines) {
+				out.WriteString(lines[i] + "\n")
+			}
+		}
+		chunk, above = chunk[:0], above[:0]
+		return nil
 	}
-	var lines []string
-	for _, line := range strings.SplitAfter(tb.String(), "\n") {
-		if line != "" {
-			lines = append(lines, strings.TrimRight(line, " \n"))
+	for _, l := range t.lines {
+		if l.isComment {
+			pending = append(pending, wrap(l.comment, width-2)...)
+			continue
+		}
+		chunk, above = append(chunk, cutRow(l.cells)), append(above, pending)
+		pending = nil
+		if len(chunk) == tableChunk {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
-	var b strings.Builder
-	if len(t.header) > 0 && len(lines) > 0 {
-		b.WriteString(lines[0] + "\n")
-		lines = lines[1:]
+	if err := flush(); err != nil {
+		return err
 	}
-	for i := 0; i <= rows; i++ {
-		for _, c := range comments[i] {
-			b.WriteString("# " + c + "\n")
-		}
-		if i < len(lines) {
-			b.WriteString(lines[i] + "\n")
-		}
+	for _, c := range pending {
+		out.WriteString("# " + c + "\n")
 	}
-	if _, err := io.WriteString(t.out, b.String()); err != nil {
+	if err := out.Flush(); err != nil {
 		return err
 	}
 	if t.cut && !t.quiet {

@@ -132,6 +132,9 @@ type output struct {
 	rows []row
 	// human writes the table or wide form.
 	human func(w io.Writer, wide, noHeaders bool) error
+	// json, when set, writes -o json as the JSON printer would, without
+	// holding the whole document in memory.
+	json func(w io.Writer) error
 }
 
 // print writes o in the format -o chose. Everything goes through a writer
@@ -150,6 +153,12 @@ func (p *printFlags) print(w io.Writer, o output) error {
 	if p.output == "name" {
 		for _, r := range o.rows {
 			fmt.Fprintln(sw, escapeCell(r.name))
+		}
+		return sw.flush()
+	}
+	if p.output == "json" && o.json != nil {
+		if err := o.json(sw); err != nil {
+			return err
 		}
 		return sw.flush()
 	}

@@ -24,8 +24,9 @@ type confirmation struct {
 	enc     *decode.Encryption
 	probe   bool
 	// f is the finding so far of a probe: it is recorded only when the API
-	// server proves the value unreadable.
-	f Finding
+	// server proves the value unreadable. Nil for the others, so that a
+	// scan with many findings does not hold a copy of each.
+	f *Finding
 }
 
 var (
@@ -156,7 +157,7 @@ func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
 				local = "KMS values cannot be decrypted without the KMS plugin"
 			}
 			reason := fmt.Sprintf("encrypted with %s key %q and the API server cannot decrypt it: %s", c.enc.Provider, c.enc.KeyName, a.said)
-			f := s.record(c.f)
+			f := s.record(*c.f)
 			f.add(ClassEncryptedUnknown, reason)
 			answer, how, said := s.everyAPIServer(ctx, c, asked, a.said)
 			f.addEvidence(ClassEncryptedUnknown, WitnessAPIServer, how, answer, said)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -191,6 +192,8 @@ type scan struct {
 	census map[string]map[string]int
 	// atRev is "at revision N", said of every finding.
 	atRev string
+	// strs holds the strings findings share (see intern).
+	strs map[string]string
 }
 
 // catalogSource says where the scan learns which types exist.
@@ -272,10 +275,13 @@ func WalkNamespace(ctx context.Context, store Store, registry, ns string, keysOn
 }
 
 // record returns the finding for a key, creating it from f the first time.
+// Its strings that many findings share (a reason, a witness's answer, the
+// namespace key an orphan's verdict rests on) are kept once.
 func (s *scan) record(f Finding) *Finding {
 	if i, ok := s.index[f.Key]; ok {
 		return &s.rep.Findings[i]
 	}
+	s.internFinding(&f)
 	s.index[f.Key] = len(s.rep.Findings)
 	s.rep.Findings = append(s.rep.Findings, f)
 	return &s.rep.Findings[len(s.rep.Findings)-1]
@@ -306,4 +312,41 @@ func (s *scan) finish(ctx context.Context) error {
 	}
 	s.rep.Checks = append(s.rep.Checks, s.typesCheck(), s.namespacesCheck(), s.encryptionCheck(), s.apiCheck())
 	return nil
+}
+
+// intern returns the one copy of x the scan keeps. A scan whose findings
+// are many (a whole namespace force-deleted) says the same sentences of
+// each: kept once, a finding costs little more than its key.
+func (s *scan) intern(x string) string {
+	if y, ok := s.strs[x]; ok {
+		return y
+	}
+	if s.strs == nil {
+		s.strs = map[string]string{}
+	}
+	s.strs[x] = x
+	return x
+}
+
+// internFinding interns the strings of f other findings may share; those
+// naming f itself (its key or name) are its own and left alone.
+func (s *scan) internFinding(f *Finding) {
+	shared := func(x string) string {
+		if x == "" || (f.Name != "" && strings.Contains(x, f.Name)) {
+			return x
+		}
+		return s.intern(x)
+	}
+	f.Resource, f.APIVersion, f.Kind, f.Namespace = s.intern(f.Resource), s.intern(f.APIVersion), s.intern(f.Kind), s.intern(f.Namespace)
+	f.Format, f.Encryption = s.intern(f.Format), s.intern(f.Encryption)
+	for i := range f.Reasons {
+		f.Reasons[i] = shared(f.Reasons[i])
+	}
+	for i := range f.Evidence {
+		e := &f.Evidence[i]
+		e.Asked, e.Said = shared(e.Asked), shared(e.Said)
+	}
+	for i := range f.Absent {
+		f.Absent[i] = shared(f.Absent[i])
+	}
 }

@@ -164,7 +164,8 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 	}
 	if ask.res != nil && (len(ask.classes) > 0 || ask.probe) {
 		if ask.probe {
-			ask.f = f
+			probe := f
+			ask.f = &probe
 		}
 		s.confirm = append(s.confirm, ask)
 	}
