@@ -36,6 +36,8 @@ func main() {
 	flag.BoolVar(&offline, "offline", true, "also measure the db-file commands on a snapshot of the first server")
 	flag.IntVar(&largeKeys, "large-keys", 300_000, "keys of the large-file case (0: skip it)")
 	flag.IntVar(&largePad, "large-pad", 14_000, "bytes added to each object of the large-file case")
+	flag.IntVar(&findingsKeys, "findings-keys", 100_000, "keys of the all-findings case, every one a ghost (0: skip it)")
+	flag.IntVar(&exporterCycles, "exporter-cycles", 20, "regghost serve cycles measured on the first server (0: skip them)")
 	flag.BoolVar(&serve, "serve", false, "load the first -etcd server, print its endpoint and keep it running (for profiling by hand)")
 	servers := flag.String("etcd", "3.7,3.5", "etcd releases to measure side by side, each a server built from the module proxy: 3.7, 3.6, 3.5 (empty: none, the large file alone)")
 	flag.Parse()
@@ -67,6 +69,8 @@ var serve bool
 var (
 	offline             bool
 	largeKeys, largePad int
+	// findingsKeys sizes the all-findings case; exporterCycles the serve run.
+	findingsKeys, exporterCycles int
 )
 
 // etcdTools names the tool module and tool of each etcd release.
@@ -97,7 +101,7 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 	var tables strings.Builder
 	for _, v := range servers {
 		if strings.TrimSpace(v) == "" {
-			continue // -etcd= measures the large file alone
+			continue // -etcd= measures the offline cases alone
 		}
 		tool, ok := etcdTools[strings.TrimSpace(v)]
 		if !ok {
@@ -106,6 +110,13 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 		table, err := runOn(tool, t, loadSpec{keys: keys, namespaces: namespaces, ghosts: ghosts}, pageSize)
 		if err != nil {
 			return fmt.Errorf("etcd %s: %w", v, err)
+		}
+		tables.WriteString(table)
+	}
+	if findingsKeys > 0 {
+		table, err := findingsTable(t, findingsKeys)
+		if err != nil {
+			return fmt.Errorf("all-findings file: %w", err)
 		}
 		tables.WriteString(table)
 	}
@@ -217,6 +228,13 @@ func runOn(tool [2]string, t tools, spec loadSpec, pageSize int) (string, error)
 	}
 	table := render(e.version, spec.keys, idle, results)
 	fmt.Print(table)
+	if exporterCycles > 0 && tool[1] == "etcd" {
+		ex, err := exporterTable(ctx, e, t, spec.keys, exporterCycles)
+		if err != nil {
+			return "", fmt.Errorf("serve: %w", err)
+		}
+		table += ex
+	}
 	if offline && tool[1] == "etcd" {
 		off, err := offlineTable(ctx, e, t, spec.keys, "Offline, the same keyspace")
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -136,4 +137,59 @@ func renderOffline(title string, size int64, keys int, rs []offlineResult) strin
 		fmt.Fprintf(&b, "| %s | %.3fs | %.2fx | %d MiB | %d MiB |\n", r.name, r.wall.Seconds(), r.wall.Seconds()/base, r.maxRSSKiB>>10, r.anonKiB>>10)
 	}
 	return b.String()
+}
+
+// findingsTable loads a fresh etcd 3.7 with keys objects every one of which
+// is a finding (a third in a namespace that is gone, a third of a CRD that is
+// gone, a third corrupt), and measures scan --db on its snapshot: a report
+// with that many findings must stay bounded in memory.
+func findingsTable(t tools, keys int) (string, error) {
+	ctx := context.Background()
+	// Two namespaces of no objects but their keys, and the two every cluster has.
+	e, err := loadEtcd(ctx, etcdTools["3.7"], loadSpec{keys: keys + 4, namespaces: 2, ghosts: keys})
+	if err != nil {
+		return "", err
+	}
+	defer e.close()
+	file := filepath.Join(e.dir, "findings.db")
+	if err := exec.Command(t.etcdctl, "--endpoints", e.ep, "--command-timeout", "30m", "snapshot", "save", file).Run(); err != nil {
+		return "", fmt.Errorf("snapshot save %s: %w", file, err)
+	}
+	defer os.Remove(file)
+	st, err := os.Stat(file)
+	if err != nil {
+		return "", err
+	}
+	var rs []offlineResult
+	runs := []struct {
+		name string
+		args []string
+	}{
+		{"etcdutl snapshot status", []string{t.etcdutl, "snapshot", "status", file, "-w", "json"}},
+		{"regghost scan --db -o json (every key a finding)", []string{t.regghost, "scan", "--db", file, "-o", "json"}},
+		{"regghost scan --db (table)", []string{t.regghost, "scan", "--db", file}},
+	}
+	// BENCH_BASELINE names another regghost binary (an earlier commit's)
+	// measured on the same file, for a before and after.
+	if base := os.Getenv("BENCH_BASELINE"); base != "" {
+		runs = append(runs, struct {
+			name string
+			args []string
+		}{"baseline " + filepath.Base(base) + ": scan --db -o json", []string{base, "scan", "--db", file, "-o", "json"}},
+			struct {
+				name string
+				args []string
+			}{"baseline " + filepath.Base(base) + ": scan --db (table)", []string{base, "scan", "--db", file}})
+	}
+	for _, r := range runs {
+		res, err := measureOffline(r.name, r.args)
+		if err != nil {
+			return "", err
+		}
+		rs = append(rs, res)
+		fmt.Printf("  %-55s %8s  rss %5d MiB  anon %5d MiB\n", res.name, res.wall.Round(time.Millisecond), res.maxRSSKiB>>10, res.anonKiB>>10)
+	}
+	table := renderOffline("Offline, every key a finding", st.Size(), keys, rs)
+	fmt.Print(table)
+	return table, nil
 }
