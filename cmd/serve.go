@@ -72,7 +72,7 @@ configuration (TLS, basic auth) for the endpoint.`,
 	f := c.Flags()
 	f.StringVar(&o.listen, "listen-address", DefaultListenAddress, "address to serve /metrics, /healthz and /readyz on")
 	f.StringVar(&o.webConfig, "web-config-file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth for the endpoint")
-	f.DurationVar(&o.interval, "interval", 10*time.Minute, "time between the starts of two scans")
+	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
 	f.Int64Var(&o.reads.pageSize, "page-size", o.reads.pageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")

@@ -117,6 +117,26 @@ echo "the only copy" > "$VOLDIR/precious.db"
 echo "claim kb-system/data is bound to $PV"
 echo "its data is in $VOLDIR"
 
+echo "==> starting regghost serve (the read-only exporter Prometheus scrapes) every 2s on 127.0.0.1:$((APIPORT + 1))"
+METRICS=http://127.0.0.1:$((APIPORT + 1))/metrics
+bin/regghost serve --interval 2s --listen-address "127.0.0.1:$((APIPORT + 1))" >"$DIR/serve.log" 2>&1 &
+pids+=($!)
+# exporter waits for two more scan cycles, then prints the exporter's lines
+# about kb-system.
+exporter() {
+  local n0 n
+  n0=$(curl -sf "$METRICS" | awk '$1 == "regghost_scans_total" {print $2}')
+  for _ in $(seq 1 60); do
+    n=$(curl -sf "$METRICS" | awk '$1 == "regghost_scans_total" {print $2}')
+    [ -n "$n" ] && [ -n "$n0" ] && [ "$n" -ge $((n0 + 2)) ] && break
+    [ -z "$n0" ] && n0=$n
+    sleep 0.5
+  done
+  echo; echo "\$ curl -s $METRICS | grep -E '^regghost_(objects|ghosts|dangling_references)\{.*kb-system|^regghost_(last_scan_success|keys_scanned) '"
+  curl -sf "$METRICS" | grep -E '^regghost_(objects|ghosts|dangling_references)\{.*kb-system|^regghost_(last_scan_success|keys_scanned) ' || true
+}
+exporter
+
 echo "==> the incident: someone force-deletes the namespace key and the CRD key straight from etcd"
 # etcdctl del prints how many keys it deleted: not part of the story.
 "$ETCDCTL_BIN" del /registry/namespaces/kb-system >/dev/null
@@ -128,6 +148,8 @@ sleep 2
 run() { echo; echo "\$ $*"; "$@" </dev/null || echo "(exit code $?)"; }
 R=bin/regghost
 run $R scan
+echo; echo "==> the exporter's numbers for kb-system (what Prometheus would scrape and alert on)"
+exporter
 echo; echo "\$ $R scan --namespace kb-system -o json > $DIR/plan.json"
 $R scan --namespace kb-system -o json > "$DIR/plan.json" || true
 echo "($(grep -c '"key"' "$DIR/plan.json") findings written; review them, then purge exactly those with --from)"
@@ -138,6 +160,8 @@ if $R purge --help >/dev/null 2>&1; then
   run $R purge --namespace kb-system --from "$DIR/plan.json" --confirm --yes
   run $R purge --namespace kb-system --from "$DIR/plan.json" --confirm --yes --retain-volumes
   echo; echo "\$ cat $VOLDIR/precious.db   # the volume and its data are still there"; cat "$VOLDIR/precious.db"
+  echo; echo "==> the exporter after the purge: kb-system's series are gone"
+  exporter
   run $R backup ls
   run $R scan --namespace kb-system
   backup=$(ls -d "$DIR"/backups/*/ | head -1)

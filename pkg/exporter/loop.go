@@ -39,7 +39,8 @@ func ReasonOf(err error) string {
 type Loop struct {
 	// Scan runs one cycle. It must only read.
 	Scan func(ctx context.Context) (*etcdscan.Report, error)
-	// Interval is the time between the starts of two cycles; Jitter is the
+	// Interval is the wait from the end of one cycle to the start of the
+	// next, so cycles never overlap and etcd gets its pause; Jitter is the
 	// largest fraction of it added or taken away at random (0.1: ±10%).
 	Interval time.Duration
 	Jitter   float64
