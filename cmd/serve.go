@@ -189,9 +189,14 @@ func (s *serveSource) cycle(ctx context.Context) (*etcdscan.Report, error) {
 		s.dec, s.decLoaded = dec, true
 	}
 	view, why := s.api()
-	store, err := etcdscan.NewEtcdStore(ctx, s.cli, s.o.reads.pageSize)
+	// Pinning the revision is the cycle's first read: bounded by the dial
+	// timeout, an etcd that went away fails the cycle at once rather than
+	// at --command-timeout.
+	pctx, cancel := context.WithTimeout(ctx, 2*g.etcd.DialTimeout)
+	store, err := etcdscan.NewEtcdStore(pctx, s.cli, s.o.reads.pageSize)
+	cancel()
 	if err != nil {
-		return nil, s.etcdOrTimeout(ctx, err)
+		return nil, &exporter.CycleError{Reason: exporter.ReasonEtcd, Err: err}
 	}
 	if !s.o.reads.stream {
 		store.DisableStreaming()

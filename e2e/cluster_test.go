@@ -42,6 +42,8 @@ type cluster struct {
 	// eventsURL and eventsEtcd are the second etcd of clusterOptions.eventsEtcd.
 	eventsURL  string
 	eventsEtcd *clientv3.Client
+	// etcdProc is the single etcd's process (to freeze it).
+	etcdProc *process
 }
 
 type clusterOptions struct {
@@ -169,7 +171,7 @@ func (c *cluster) startEtcd(t *testing.T, name string) (string, *clientv3.Client
 	if name != "e2e" {
 		dataDir = filepath.Join(c.dir, name+"-data")
 	}
-	startProcess(t, name, filepath.Join(c.dir, name+".log"), c.etcdBin,
+	proc := startProcess(t, name, filepath.Join(c.dir, name+".log"), c.etcdBin,
 		"--name", name, "--data-dir", dataDir,
 		"--listen-client-urls", url, "--advertise-client-urls", url,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -177,6 +179,9 @@ func (c *cluster) startEtcd(t *testing.T, name string) (string, *clientv3.Client
 		"--cert-file", c.pki.ServerCert, "--key-file", c.pki.ServerKey,
 		"--trusted-ca-file", c.pki.CA, "--client-cert-auth",
 		"--log-level", "warn", "--quota-backend-bytes", strconv.Itoa(1<<30))
+	if name == "e2e" {
+		c.etcdProc = proc
+	}
 	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
 	if err != nil {
 		t.Fatal(err)

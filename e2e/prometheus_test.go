@@ -157,7 +157,11 @@ func (c *cluster) startServe(t *testing.T, dir string, args ...string) *servePro
 	mustNoErr(t, "write web config", os.WriteFile(webConfig, []byte("basic_auth_users:\n  "+s.user+": "+string(hash)+"\n"), 0o600))
 	full := append([]string{"serve", "--listen-address", s.addr, "--web-config-file", webConfig}, args...)
 	full = append(full, c.etcdArgs()...)
-	full = append(full, "--kubeconfig", c.kubeconfig)
+	if c.kubeconfig != "" {
+		full = append(full, "--kubeconfig", c.kubeconfig)
+	} else {
+		full = append(full, "--no-api")
+	}
 	startProcess(t, "regghost serve", filepath.Join(dir, "serve.log"), bins.regghost, full...)
 	waitFor(t, 60*time.Second, "regghost serve ready", func() error {
 		code, body, err := s.get("/readyz", true)

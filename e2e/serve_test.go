@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,4 +261,58 @@ func fmtValue(m map[string]float64, k string) string {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
 	return "absent"
+}
+
+// TestServeKeepsLastValuesWhenEtcdStops: while etcd does not answer (its
+// process frozen), every cycle fails under reason etcd and /metrics keeps
+// the last good values; serve does not exit, and once etcd answers again
+// the next cycle sees what changed.
+func TestServeKeepsLastValuesWhenEtcdStops(t *testing.T) {
+	c := startCluster(t, clusterOptions{noAPIServer: true})
+	c.put(t, "/registry/namespaces/default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"5b0c7f36-6a2b-4c1e-9d3e-1f2a3b4c5d6e"}}`))
+	orphan := func(name string) {
+		c.put(t, "/registry/configmaps/gone/"+name, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","namespace":"gone","uid":"uid-`+name+`"}}`))
+	}
+	orphan("a")
+	s := c.startServe(t, t.TempDir(), "--interval", "200ms", "--dial-timeout", "1s", "--command-timeout", "10s")
+	const objects = `regghost_objects{class="orphaned-namespace",namespace="gone",resource="configmaps"}`
+	if v, ok := s.metric(t, objects); !ok || v != 1 {
+		t.Fatalf("%s = %v (present %v), want 1", objects, v, ok)
+	}
+
+	mustNoErr(t, "freeze etcd", syscall.Kill(c.etcdProc.cmd.Process.Pid, syscall.SIGSTOP))
+	frozen := true
+	defer func() {
+		if frozen {
+			_ = syscall.Kill(c.etcdProc.cmd.Process.Pid, syscall.SIGCONT)
+		}
+	}()
+	waitFor(t, 60*time.Second, "a failed cycle counted under etcd", func() error {
+		if v, _ := s.metric(t, `regghost_scan_errors_total{reason="etcd"}`); v < 1 {
+			return fmt.Errorf("etcd errors %v", v)
+		}
+		if v, _ := s.metric(t, "regghost_last_scan_success"); v != 0 {
+			return fmt.Errorf("regghost_last_scan_success %v", v)
+		}
+		return nil
+	})
+	if v, ok := s.metric(t, objects); !ok || v != 1 {
+		t.Errorf("after a failed cycle %s = %v (present %v), want the last good 1", objects, v, ok)
+	}
+	if code, _, err := s.get("/readyz", true); err != nil || code != http.StatusOK {
+		t.Errorf("/readyz after a failed cycle: %d %v, want 200 (the last good values are served)", code, err)
+	}
+
+	mustNoErr(t, "thaw etcd", syscall.Kill(c.etcdProc.cmd.Process.Pid, syscall.SIGCONT))
+	frozen = false
+	orphan("b")
+	waitFor(t, 60*time.Second, "a good cycle after etcd is back", func() error {
+		if v, _ := s.metric(t, objects); v != 2 {
+			return fmt.Errorf("%s = %v, want 2", objects, v)
+		}
+		if v, _ := s.metric(t, "regghost_last_scan_success"); v != 1 {
+			return fmt.Errorf("regghost_last_scan_success %v", v)
+		}
+		return nil
+	})
 }

@@ -21,14 +21,14 @@ func (e *CycleError) Error() string { return e.Err.Error() }
 func (e *CycleError) Unwrap() error { return e.Err }
 
 // ReasonOf returns the reason a cycle error is counted under: a
-// CycleError's own, timeout for a deadline, scan otherwise.
+// CycleError's own, else timeout for a deadline, else scan.
 func ReasonOf(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return ReasonTimeout
-	}
 	var ce *CycleError
 	if errors.As(err, &ce) {
 		return ce.Reason
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ReasonTimeout
 	}
 	return ReasonScan
 }
