@@ -60,11 +60,33 @@ type safeWriter struct {
 
 func (s *safeWriter) Write(p []byte) (int, error) {
 	n := len(p)
-	data := append(s.pending, p...)
+	data := p
+	if len(s.pending) > 0 {
+		data = append(s.pending, p...)
+	}
 	s.pending = nil
 	if len(data) > 0 && data[len(data)-1] == 0xc2 {
 		s.pending = []byte{0xc2}
 		data = data[:len(data)-1]
+	}
+	// The text up to the first byte that may need escaping goes out as it
+	// is: most output has none.
+	clean := 0
+	for clean < len(data) {
+		c := data[clean]
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c == 0xc2 {
+			break
+		}
+		clean++
+	}
+	if clean > 0 {
+		if _, err := s.w.Write(data[:clean]); err != nil {
+			return 0, err
+		}
+		data = data[clean:]
+		if len(data) == 0 {
+			return n, nil
+		}
 	}
 	out := make([]byte, 0, min(len(data)+64, 64<<10))
 	for i := 0; i < len(data); i++ {
