@@ -121,15 +121,16 @@ echo "==> starting regghost serve (the read-only exporter Prometheus scrapes) ev
 METRICS=http://127.0.0.1:$((APIPORT + 1))/metrics
 bin/regghost serve --interval 2s --listen-address "127.0.0.1:$((APIPORT + 1))" >"$DIR/serve.log" 2>&1 &
 pids+=($!)
+for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$((APIPORT + 1))/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
+scans() { curl -sf "$METRICS" 2>/dev/null | awk '$1 == "regghost_scans_total" {print $2}' || true; }
 # exporter waits for two more scan cycles, then prints the exporter's lines
 # about kb-system.
 exporter() {
   local n0 n
-  n0=$(curl -sf "$METRICS" | awk '$1 == "regghost_scans_total" {print $2}')
-  for _ in $(seq 1 60); do
-    n=$(curl -sf "$METRICS" | awk '$1 == "regghost_scans_total" {print $2}')
-    [ -n "$n" ] && [ -n "$n0" ] && [ "$n" -ge $((n0 + 2)) ] && break
-    [ -z "$n0" ] && n0=$n
+  n0=$(scans); n0=${n0:-0}
+  for _ in $(seq 1 120); do
+    n=$(scans); n=${n:-0}
+    [ "$n" -ge $((n0 + 2)) ] && break
     sleep 0.5
   done
   echo; echo "\$ curl -s $METRICS | grep -E '^regghost_(objects|ghosts|dangling_references)\{.*kb-system|^regghost_(last_scan_success|keys_scanned) '"
@@ -160,7 +161,7 @@ if $R purge --help >/dev/null 2>&1; then
   run $R purge --namespace kb-system --from "$DIR/plan.json" --confirm --yes
   run $R purge --namespace kb-system --from "$DIR/plan.json" --confirm --yes --retain-volumes
   echo; echo "\$ cat $VOLDIR/precious.db   # the volume and its data are still there"; cat "$VOLDIR/precious.db"
-  echo; echo "==> the exporter after the purge: kb-system's series are gone"
+  echo; echo "==> the exporter after the purge: kb-system's ghosts are gone (the retained volume still points at the purged claim)"
   exporter
   run $R backup ls
   run $R scan --namespace kb-system
