@@ -279,6 +279,15 @@ func TestServeKeepsLastValuesWhenEtcdStops(t *testing.T) {
 	if v, ok := s.metric(t, objects); !ok || v != 1 {
 		t.Fatalf("%s = %v (present %v), want 1", objects, v, ok)
 	}
+	// Without the API server the second witness is missing, and says so.
+	for _, series := range []string{`regghost_check_done{check="api server witness"}`, "regghost_api_witness"} {
+		if v, ok := s.metric(t, series); !ok || v != 0 {
+			t.Errorf("%s = %v (present %v), want 0: the API server was not asked", series, v, ok)
+		}
+	}
+	if v, ok := s.metric(t, `regghost_single_witness_ghosts{namespace="gone"}`); !ok || v != 1 {
+		t.Errorf("single-witness ghosts of gone = %v (present %v), want 1", v, ok)
+	}
 
 	mustNoErr(t, "freeze etcd", syscall.Kill(c.etcdProc.cmd.Process.Pid, syscall.SIGSTOP))
 	frozen := true
