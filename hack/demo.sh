@@ -149,6 +149,8 @@ sleep 2
 run() { echo; echo "\$ $*"; "$@" </dev/null || echo "(exit code $?)"; }
 R=bin/regghost
 run $R scan
+echo; echo "==> when were the ghosts made? etcd's history of the namespace: its key's delete, and what was left in it"
+run $R history --namespace kb-system
 echo; echo "==> the exporter's numbers for kb-system (what Prometheus would scrape and alert on)"
 exporter
 echo; echo "\$ $R scan --namespace kb-system -o json > $DIR/plan.json"
