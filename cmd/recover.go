@@ -275,7 +275,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return err
 	}
 	reader.Types = types
-	jo := recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated}
+	jo := recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated, Decoders: decs}
 	if err := recovery.Judge(ctx, objs, jo); err != nil {
 		return err
 	}

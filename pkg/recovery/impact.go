@@ -222,10 +222,11 @@ func (j *judge) serviceState(ctx context.Context, ns, name string) (string, erro
 		return "is gone", err
 	}
 	p := j.Registry + "endpointslices/" + ns + "/"
-	ready := false
+	ready, unread := false, 0
 	err = j.Live.Range(ctx, p, etcdscan.PrefixEnd(p), false, func(kv *mvccpb.KeyValue) error {
 		obj, _, err := decode.Typed(kv.Value)
 		if err != nil {
+			unread++
 			return nil
 		}
 		es, ok := obj.(*discoveryv1.EndpointSlice)
@@ -242,7 +243,10 @@ func (j *judge) serviceState(ctx context.Context, ns, name string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("read the live EndpointSlices of %s: %w", ns, err)
 	}
-	if !ready {
+	switch {
+	case !ready && unread > 0:
+		return fmt.Sprintf("has no ready endpoint that can be read here (%d EndpointSlices of %s cannot be)", unread, ns), nil
+	case !ready:
 		return "has no ready endpoint", nil
 	}
 	return "", nil

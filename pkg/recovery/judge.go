@@ -83,6 +83,8 @@ type Options struct {
 	// IntoRecreated writes objects into a namespace or CRD deleted and
 	// created again since the source (refused without it).
 	IntoRecreated bool
+	// Decoders read the source's values (those Select used).
+	Decoders Decoders
 }
 
 // judge holds what a Judge run learned of the live cluster.
@@ -267,9 +269,15 @@ func (j *judge) witness(ctx context.Context, key, what, wayOut string) (Verdict,
 	if m.GetDeletionTimestamp() != nil {
 		return refused("%s is being deleted: the object would go with it", what), nil
 	}
-	if was, err := j.sourceUID(ctx, key); err != nil {
+	was, why, err := j.sourceUID(ctx, key)
+	if err != nil {
 		return Verdict{}, err
-	} else if was != "" && was != string(m.GetUID()) && !j.IntoRecreated {
+	}
+	switch {
+	case j.IntoRecreated:
+	case why != "":
+		return refused("%s in the source cannot be read (%s): whether it was created again since cannot be told; %s writes the object anyway", what, why, IntoRecreatedFlag), nil
+	case was != "" && was != string(m.GetUID()):
 		return refused("%s was deleted and created again since the source (UID %s, now %s): the object would join one it never belonged to; %s writes it there anyway", what, was, m.GetUID(), IntoRecreatedFlag), nil
 	}
 	return Verdict{Needs: []Need{{Key: key, What: what, CreateRevision: kv.CreateRevision}}}, nil
@@ -279,24 +287,33 @@ func (j *judge) witness(ctx context.Context, key, what, wayOut string) (Verdict,
 // since the source.
 const IntoRecreatedFlag = "--into-recreated"
 
-// sourceUID is the UID of key in the source ("" when the source lacks it
-// or it cannot be read there).
-func (j *judge) sourceUID(ctx context.Context, key string) (string, error) {
+// sourceUID is the UID of key in the source: "" when the source lacks it;
+// why says why it cannot be read there (decrypted with the source's
+// decoders when encrypted).
+func (j *judge) sourceUID(ctx context.Context, key string) (uid, why string, err error) {
 	if j.Source == nil {
-		return "", nil
+		return "", "", nil
 	}
 	kv, err := j.Source.Get(ctx, key)
 	if err != nil {
-		return "", fmt.Errorf("read %s in the source: %w", key, err)
+		return "", "", fmt.Errorf("read %s in the source: %w", key, err)
 	}
 	if kv == nil {
-		return "", nil
+		return "", "", nil
 	}
-	d, err := decode.Meta(kv.Value)
-	if err != nil || d.Encryption != nil {
-		return "", nil
+	if o := j.byKey[key]; o != nil && o.Meta != nil {
+		return string(o.Meta.Meta.UID), "", nil
 	}
-	return string(d.Meta.UID), nil
+	o := &Object{Key: key, Value: kv.Value}
+	if o.Parsed, err = etcdscan.ParseKey(j.Registry, key); err != nil {
+		return "", err.Error(), nil
+	}
+	o.Resource = catalog.Release().ResourceFor(o.Parsed.Prefix)
+	o.decode(ctx, j.Registry, j.Decoders)
+	if o.Unreadable != "" {
+		return "", o.Unreadable, nil
+	}
+	return string(o.Meta.Meta.UID), "", nil
 }
 
 // encryptedLive counts the live values under prefix that are encrypted.

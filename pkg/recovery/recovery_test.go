@@ -489,3 +489,22 @@ func TestManifestDropsWhatTheOldUIDMade(t *testing.T) {
 		}
 	}
 }
+
+// TestNamespaceUnreadableInTheSource: whether the live namespace is the
+// one the object belonged to cannot be told when the source's copy cannot
+// be read; refused, unless --into-recreated.
+func TestNamespaceUnreadableInTheSource(t *testing.T) {
+	w := newRawWorld(t, map[string]runtime.Object{reg + "configmaps/a/c": cm("a", "c", "u1", nil)}, map[string]runtime.Object{reg + "configmaps/a/c": nil},
+		map[string]string{reg + "namespaces/a": "k8s\x00\x0a\x02garbage"}, nil)
+	if _, err := w.kv.Put(context.Background(), reg+"namespaces/a", etcdtest.Encode(t, nsObj("a", "u-a"))); err != nil {
+		t.Fatal(err)
+	}
+	w.live, _ = etcdscan.NewEtcdStore(context.Background(), w.kv, 100)
+	for _, into := range []bool{false, true} {
+		got := w.judgeWith(Selection{Keys: []string{reg + "configmaps/a/c"}}, Options{IntoRecreated: into})
+		o := got[reg+"configmaps/a/c"]
+		if into && o.Action != Recover || !into && (o.Action != Refused || !strings.Contains(o.Detail, "namespace a in the source cannot be read")) {
+			t.Errorf("into-recreated %v: %s (%s)", into, o.Action, o.Detail)
+		}
+	}
+}
