@@ -90,11 +90,16 @@ func (s *Store) load() error {
 		return err
 	}
 	s.txs = []*bolt.Tx{tx}
-	id, err := identityOf(s.path, tx.ID())
-	if err != nil {
+	// An unzipped copy is removed as soon as it is open (see OpenFile): it
+	// has no path to stat, and no index.
+	var id identity
+	if s.noIndex {
+		s.size = tx.Size()
+	} else if id, err = identityOf(s.path, tx.ID()); err != nil {
 		return err
+	} else {
+		s.size = id.size
 	}
-	s.size = id.size
 	b := tx.Bucket(schema.Key.Name())
 	if b == nil {
 		return errors.New("no key bucket: not an etcd v3 database")

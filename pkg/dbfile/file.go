@@ -59,7 +59,7 @@ func (i Info) String() string {
 	}
 	s += fmt.Sprintf(", taken %s (from %s)", i.Time.UTC().Format(time.RFC3339), i.TimeSource)
 	if i.Zipped {
-		s += fmt.Sprintf("; unzipped to %s, removed when done", i.DBPath)
+		s += fmt.Sprintf("; unzipped to %s, removed once open", i.DBPath)
 	}
 	return s
 }
@@ -110,6 +110,10 @@ func OpenFile(path string) (f *File, err error) {
 		return nil, fmt.Errorf("db file %s is not a readable etcd database: %v", path, oneLine(err))
 	}
 	f.db = db
+	// The unzipped copy holds every Secret of the snapshot: it is removed
+	// now, while bbolt holds it open and mapped, so nothing is left behind
+	// however the command ends (a signal, a closed pipe).
+	f.removeTmp()
 	defer func() {
 		if r := recover(); r != nil {
 			f.Close()

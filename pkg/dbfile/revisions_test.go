@@ -68,6 +68,11 @@ func TestRevisionsHoldEveryRevisionSinceCompaction(t *testing.T) {
 			}
 			s, info, err := OpenSnapshot(p)
 			do(err)
+			// The copy is gone while the file is still read: a command
+			// killed now leaves nothing behind.
+			if _, err := os.Stat(info.DBPath); info.Zipped && !os.IsNotExist(err) {
+				t.Errorf("unzipped copy %s is on disk while open: %v", info.DBPath, err)
+			}
 			if info.Revision != last || info.CompactRevision != compacted || s.Revision() != last {
 				t.Errorf("info %+v, store revision %d; want revision %d compacted at %d", info, s.Revision(), last, compacted)
 			}

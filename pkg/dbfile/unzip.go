@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
 )
 
@@ -45,14 +46,33 @@ func unzipSnapshot(path string) (string, error) {
 	need := zf.UncompressedSize64
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err == nil {
-		if free := fs.Bavail * uint64(fs.Bsize); free < need+need/20 {
-			return "", fmt.Errorf("zip %s unzips to %d MiB but %s has %d MiB free: set TMPDIR to a larger disk, or unzip it yourself", path, need>>20, dir, free>>20)
+		// A control-plane node must keep room: kubelet evicts pods below
+		// 10% free, and etcd may share the filesystem.
+		free, total := fs.Bavail*uint64(fs.Bsize), fs.Blocks*uint64(fs.Bsize)
+		keep := max(total/10, 1<<30)
+		if free < need+keep {
+			return "", fmt.Errorf("zip %s unzips to %d MiB but %s has %d MiB free and must keep %d MiB: set TMPDIR to a larger disk, or unzip it yourself", path, need>>20, dir, free>>20, keep>>20)
 		}
 	}
 	out, err := os.CreateTemp(dir, "regghost-snapshot-*.db")
 	if err != nil {
 		return "", fmt.Errorf("unzip %s: %w", path, err)
 	}
+	// A signal while unzipping removes the partial copy, then ends the
+	// process as the signal would have.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	defer func() { signal.Stop(sigs); close(done) }()
+	go func() {
+		select {
+		case sig := <-sigs:
+			os.Remove(out.Name())
+			signal.Reset(sig)
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+		case <-done:
+		}
+	}()
 	rc, err := zf.Open()
 	if err == nil {
 		// archive/zip checks the CRC and the size at the end of the copy.

@@ -207,7 +207,9 @@ func (b *builder) write(ctx context.Context, key string, kv *mvccpb.KeyValue) Ev
 	if k, err := etcdscan.ParseKey(b.sel.Registry, key); err == nil {
 		ev.Resource, ev.Namespace, ev.Name = k.Prefix, k.Namespace, k.Name
 	}
-	if kv.Version == 1 {
+	// kine reports version 0 for every write: its create is the write
+	// whose create and mod revisions are the same.
+	if kv.Version == 1 || kv.CreateRevision == kv.ModRevision {
 		ev.Type = Created
 	}
 	if b.opts.Decode == nil {
