@@ -137,9 +137,13 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	}()
 	log.Info("serving metrics", "address", ln.Addr().String(), "interval", o.interval.String())
 	looped := make(chan struct{})
-	go func() { loop.Run(ctx); close(looped) }()
+	lctx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
+	go func() { loop.Run(lctx); close(looped) }()
 	select {
 	case err = <-served:
+		// The endpoint is gone: scanning on would serve nobody.
+		stopLoop()
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = srv.Shutdown(sctx)
@@ -163,6 +167,8 @@ type serveSource struct {
 	// decLoaded is set once the encryption config was read.
 	decLoaded bool
 	view      *apiview.View
+	// etcdFailures counts the cycles in a row etcd failed.
+	etcdFailures int
 }
 
 func (s *serveSource) close() {
@@ -173,6 +179,30 @@ func (s *serveSource) close() {
 
 // cycle is one scan at a fresh revision on the shared clients.
 func (s *serveSource) cycle(ctx context.Context) (*etcdscan.Report, error) {
+	rep, err := s.scanOnce(ctx)
+	var ce *exporter.CycleError
+	switch {
+	case err == nil:
+		s.etcdFailures = 0
+	case errors.As(err, &ce) && ce.Reason == exporter.ReasonEtcd:
+		// etcd refused the client for cycles in a row: its certificates
+		// may have been rotated, or its endpoints changed. The next cycle
+		// connects afresh, reading the files (and the encryption config)
+		// again.
+		if s.etcdFailures++; s.etcdFailures >= reconnectAfter && s.cli != nil {
+			s.cli.Close()
+			s.cli, s.decLoaded, s.etcdFailures = nil, false, 0
+		}
+	}
+	return rep, err
+}
+
+// reconnectAfter is how many cycles in a row etcd must fail before serve
+// connects to it afresh.
+const reconnectAfter = 3
+
+// scanOnce is one scan at a fresh revision on the shared clients.
+func (s *serveSource) scanOnce(ctx context.Context) (*etcdscan.Report, error) {
 	g := s.g
 	if s.cli == nil {
 		cli, err := g.connect(ctx)

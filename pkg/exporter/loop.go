@@ -75,6 +75,17 @@ func (l *Loop) next() time.Duration {
 	return time.Duration(float64(l.Interval) * (1 + j))
 }
 
+// scan runs l.Scan, a panic in it turned into the cycle's error: the
+// exporter outlives a scan's bug.
+func (l *Loop) scan(ctx context.Context) (rep *etcdscan.Report, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rep, err = nil, &CycleError{Reason: ReasonScan, Err: fmt.Errorf("scan panicked: %v", r)}
+		}
+	}()
+	return l.Scan(ctx)
+}
+
 // Once runs one cycle and records it.
 func (l *Loop) Once(ctx context.Context) error {
 	var before Cost
@@ -83,7 +94,12 @@ func (l *Loop) Once(ctx context.Context) error {
 	}
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, l.Timeout)
-	rep, err := l.Scan(cctx)
+	rep, err := l.scan(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// The cycle's own deadline, whatever shape the error took on the
+		// way (a rate limiter's, gRPC's DeadlineExceeded).
+		err = &CycleError{Reason: ReasonTimeout, Err: err}
+	}
 	cancel()
 	took := time.Since(start)
 	var cost Cost

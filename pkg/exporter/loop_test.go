@@ -71,3 +71,33 @@ func containsLine(text, line string) bool {
 	}
 	return false
 }
+
+// TestLoopReasonsOfRealFailures: a cycle that runs out of its own time is
+// a timeout whatever error the scan returned (a rate limiter's, gRPC's),
+// and a scan that panics fails its cycle instead of the exporter.
+func TestLoopReasonsOfRealFailures(t *testing.T) {
+	steps := []struct {
+		name string
+		scan func(ctx context.Context) (*etcdscan.Report, error)
+		want string
+	}{
+		{"the cycle's deadline, seen by a rate limiter", func(ctx context.Context) (*etcdscan.Report, error) {
+			<-ctx.Done()
+			return nil, errors.New("rate: Wait(n=640) would exceed context deadline")
+		}, ReasonTimeout},
+		{"a panic", func(context.Context) (*etcdscan.Report, error) { panic("a bug") }, ReasonScan},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			c := NewCollector(nil)
+			l := &Loop{Collector: c, Timeout: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Scan: s.scan}
+			if err := l.Once(context.Background()); err == nil {
+				t.Fatal("the cycle did not fail")
+			}
+			want := fmt.Sprintf(`regghost_scan_errors_total{reason=%q} 1`, s.want)
+			if got := samples(t, c, "regghost_scan_errors_total"); !containsLine(got, want) {
+				t.Errorf("want %s in\n%s", want, got)
+			}
+		})
+	}
+}

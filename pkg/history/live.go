@@ -35,6 +35,9 @@ func FromEtcd(ctx context.Context, cli *clientv3.Client, sel Selection, o Option
 		return nil, fmt.Errorf("read etcd's revision: %w", err)
 	}
 	h := &History{Selection: sel, Source: "etcd", From: o.From, Revision: resp.Header.Revision}
+	if o.From > h.Revision {
+		return nil, fmt.Errorf("--rev %d is ahead of etcd's current revision %d", o.From, h.Revision)
+	}
 	h.Start = max(o.From, 1)
 	b := newBuilder(h, o)
 	if sel.Namespace != "" {

@@ -2,9 +2,12 @@ package history
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/regghost/regghost/internal/etcdtest"
 )
 
 // TestWriteTellsCreatesFromUpdates: etcd counts versions; kine reports 0
@@ -28,5 +31,15 @@ func TestWriteTellsCreatesFromUpdates(t *testing.T) {
 				t.Errorf("%s, want %s", ev.Type, tc.want)
 			}
 		})
+	}
+}
+
+// TestRevisionAheadIsRefused: a live history from a revision etcd has not
+// reached is an error, not a backwards range.
+func TestRevisionAheadIsRefused(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	_, err := FromEtcd(context.Background(), cli, Selection{Registry: "/registry/", Key: "/registry/configmaps/a/c"}, Options{From: 99999999})
+	if err == nil || !strings.Contains(err.Error(), "is ahead of etcd's current revision") {
+		t.Errorf("err %v", err)
 	}
 }
