@@ -99,7 +99,7 @@ func TestChartLintsAndRenders(t *testing.T) {
 			if _, ok := objs["Secret"]; ok != tt.webConfig {
 				t.Errorf("web config Secret rendered: %v, want %v", ok, tt.webConfig)
 			}
-			for _, want := range []string{"- serve", "node-role.kubernetes.io/control-plane", "hostNetwork: true", "readOnly: true", "--node-root=/host"} {
+			for _, want := range []string{"- serve", "node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "operator: Exists", "type: Recreate", "hostNetwork: true", "readOnly: true", "--node-root=/host"} {
 				if !strings.Contains(deployment, want) {
 					t.Errorf("the Deployment lacks %q:\n%s", want, deployment)
 				}
