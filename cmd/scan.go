@@ -80,17 +80,23 @@ func (o *scanOptions) validate() error {
 	if err := o.print.validate(); err != nil {
 		return err
 	}
-	if o.reads.pageSize <= 0 || o.reads.pageSize > 10000 {
-		return usageError("--page-size must be between 1 and 10000, got %d", o.reads.pageSize)
+	return validateScanSettings(o.reads, o.terminatingAfter, o.apiCheckLimit)
+}
+
+// validateScanSettings checks the flags of a scan's reads and verdicts
+// (scan and serve).
+func validateScanSettings(reads readSettings, terminatingAfter time.Duration, apiCheckLimit int) error {
+	if reads.pageSize <= 0 || reads.pageSize > 10000 {
+		return usageError("--page-size must be between 1 and 10000, got %d", reads.pageSize)
 	}
-	if o.reads.maxKeysPerSecond < 0 {
-		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", o.reads.maxKeysPerSecond)
+	if reads.maxKeysPerSecond < 0 {
+		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.maxKeysPerSecond)
 	}
-	if o.terminatingAfter <= 0 {
-		return usageError("--terminating-after must be positive, got %s", o.terminatingAfter)
+	if terminatingAfter <= 0 {
+		return usageError("--terminating-after must be positive, got %s", terminatingAfter)
 	}
-	if o.apiCheckLimit < 1 {
-		return usageError("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", o.apiCheckLimit)
+	if apiCheckLimit < 1 {
+		return usageError("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", apiCheckLimit)
 	}
 	return nil
 }

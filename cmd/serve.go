@@ -96,17 +96,8 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	if o.namespaceLimit < 0 {
 		return usageError("--namespace-label-limit must be 0 or more, got %d", o.namespaceLimit)
 	}
-	if o.reads.pageSize <= 0 || o.reads.pageSize > 10000 {
-		return usageError("--page-size must be between 1 and 10000, got %d", o.reads.pageSize)
-	}
-	if o.reads.maxKeysPerSecond < 0 {
-		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", o.reads.maxKeysPerSecond)
-	}
-	if o.terminatingAfter <= 0 {
-		return usageError("--terminating-after must be positive, got %s", o.terminatingAfter)
-	}
-	if o.apiCheckLimit < 1 {
-		return usageError("--api-check-limit must be at least 1, got %d", o.apiCheckLimit)
+	if err := validateScanSettings(o.reads, o.terminatingAfter, o.apiCheckLimit); err != nil {
+		return err
 	}
 	if o.webConfig != "" {
 		if err := web.Validate(o.webConfig); err != nil {
