@@ -18,7 +18,7 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
-		Short: "Put back every key of a purge backup that is absent now (dry run without --confirm)",
+		Short: "Put back every key of a purge backup that is absent now, or undo a recovery (dry run without --confirm)",
 		Long: `restore verifies the backup's checksum, then writes back each key that does not
 exist now, with a transaction that compares mod_revision == 0: it never
 overwrites a key. A key that already holds the backed-up bytes is reported as
@@ -32,7 +32,12 @@ revision). Written there, the key would join another namespace or CRD of the
 same name, the resurrected incident. Such keys are reported as refused with
 the reason, and the exit code is 1; --into-recreated writes them there
 anyway. Keys whose namespace is still absent are written back as the purge
-found them (the undo). The witnesses are compared again inside each write.`,
+found them (the undo). The witnesses are compared again inside each write.
+
+The backup of a recovery (regghost recover) is undone instead: each key the
+recovery wrote is deleted while it still holds what was written, at that
+revision, and a recovered namespace or CRD last, only when nothing is left in
+it.`,
 		Example: `  regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system
   regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system --confirm`,
 		Args: cobra.ExactArgs(1),
