@@ -13,20 +13,6 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
-// fillEncryption encrypts Secrets with aescbc, as kube-apiserver's
-// --encryption-provider-config on the node.
-const fillEncryption = `apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: [secrets]
-    providers:
-      - aescbc:
-          keys:
-            - name: key1
-              secret: c2VjcmV0IGlzIHNlY3VyZSwgb3IgaXMgaXQ/IDEyMzQ=
-      - identity: {}
-`
-
 // kubeadmNode lays out a kubeadm node root whose kube-apiserver static pod
 // names an etcd that does not answer, TLS files that do not exist, the
 // prefix /kubernetes.io and an encryption config: only the prefix and the
@@ -79,7 +65,7 @@ func runWithEnv(t *testing.T, env []string, args ...string) (stdout, stderr stri
 func TestDiscoveryFillsWhatEnvLeavesOut(t *testing.T) {
 	dir := t.TempDir()
 	encPath := filepath.Join(dir, "enc.yaml")
-	mustNoErr(t, "write", os.WriteFile(encPath, []byte(fillEncryption), 0o600))
+	mustNoErr(t, "write", os.WriteFile(encPath, []byte(encryptionConfig), 0o600))
 	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--encryption-provider-config", encPath, "--etcd-prefix", "/kubernetes.io"}})
 	c.createNamespace(t, "app")
 	c.createSecret(t, "app", "db")

@@ -13,20 +13,6 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
-// currentEncryption is the config every kube-apiserver should have: Secrets
-// encrypted with aescbc key1.
-const currentEncryption = `apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: [secrets]
-    providers:
-      - aescbc:
-          keys:
-            - name: key1
-              secret: c2VjcmV0IGlzIHNlY3VyZSwgb3IgaXMgaXQ/IDEyMzQ=
-      - identity: {}
-`
-
 // TestHAControlPlaneStaleEncryptionConfig runs two real kube-apiservers on
 // one etcd, as an HA control plane whose second member kept an old
 // encryption config. Asked through the stale one, "the API server cannot
@@ -36,7 +22,7 @@ resources:
 func TestHAControlPlaneStaleEncryptionConfig(t *testing.T) {
 	dir := t.TempDir()
 	current := filepath.Join(dir, "current.yaml")
-	mustNoErr(t, "write", os.WriteFile(current, []byte(currentEncryption), 0o600))
+	mustNoErr(t, "write", os.WriteFile(current, []byte(encryptionConfig), 0o600))
 	stale := filepath.Join(dir, "stale.yaml")
 	mustNoErr(t, "write", os.WriteFile(stale, []byte(staleEncryption), 0o600))
 	port := freePort(t)

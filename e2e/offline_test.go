@@ -13,6 +13,8 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
+// encryptionConfig encrypts Secrets with aescbc key1 (identity reads the
+// rest): the config of the e2e clusters that encrypt at rest.
 const encryptionConfig = `apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
