@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // ReadBackTimeout bounds the read-back of one key after writes.
@@ -45,4 +47,13 @@ func (r *readBacks) do(read func(ctx context.Context) error) error {
 	}
 	r.failed = 0
 	return nil
+}
+
+// get reads key back, sending the read again while etcd is paused.
+func (r *readBacks) get(kv clientv3.KV, key string) (resp *clientv3.GetResponse, err error) {
+	err = r.do(func(ctx context.Context) (err error) {
+		resp, err = getRetrying(ctx, kv, key)
+		return err
+	})
+	return resp, err
 }

@@ -132,11 +132,7 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []Entry, resul
 		if r.Outcome == Refused {
 			continue
 		}
-		var resp *clientv3.GetResponse
-		err := rb.do(func(ctx context.Context) (err error) {
-			resp, err = getRetrying(ctx, kv, e.Key)
-			return err
-		})
+		resp, err := rb.get(kv, e.Key)
 		if err != nil {
 			failed++
 			if first == nil {

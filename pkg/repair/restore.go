@@ -193,11 +193,7 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 		if r.Outcome != Restored && r.Outcome != Conflict && r.Outcome != NotAttempted {
 			continue
 		}
-		var resp *clientv3.GetResponse
-		err := rb.do(func(ctx context.Context) (err error) {
-			resp, err = getRetrying(ctx, kv, e.Key)
-			return err
-		})
+		resp, err := rb.get(kv, e.Key)
 		if err != nil {
 			fail(e.Key, err)
 			switch r.Outcome {
