@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -85,21 +82,11 @@ func exporterTable(ctx context.Context, e *loadedEtcd, t tools, keys, cycles int
 
 // scrape reads the unlabelled samples of a /metrics page.
 func scrape(url string) (map[string]float64, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 || strings.HasPrefix(f[0], "#") || strings.Contains(f[0], "{") {
-			continue
+	err := eachSample(url, func(line, name string, v float64) {
+		if !strings.Contains(name, "{") {
+			m[name] = v
 		}
-		v, _ := strconv.ParseFloat(f[1], 64)
-		m[f[0]] = v
-	}
-	return m, sc.Err()
+	})
+	return m, err
 }

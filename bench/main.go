@@ -465,29 +465,38 @@ func p99(l []time.Duration) time.Duration {
 
 // metrics reads etcd's Range count and bytes sent to clients.
 func metrics(ep string) (map[string]float64, error) {
-	resp, err := http.Get(ep + "/metrics")
+	m := map[string]float64{}
+	err := eachSample(ep+"/metrics", func(line, name string, v float64) {
+		switch {
+		case strings.HasPrefix(name, "grpc_server_handled_total{") && (strings.Contains(line, `grpc_method="Range"`) || strings.Contains(line, `grpc_method="RangeStream"`)):
+			m["ranges"] += v
+		case name == "etcd_network_client_grpc_sent_bytes_total":
+			m["sent"] = v
+		}
+	})
+	return m, err
+}
+
+// eachSample calls fn with each sample of a /metrics page: the line, its
+// name with labels, and its value. Comments are skipped.
+func eachSample(url string, fn func(line, name string, v float64)) error {
+	resp, err := http.Get(url)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	m := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		f := strings.Fields(line)
-		if len(f) != 2 {
+		if len(f) != 2 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
 		v, _ := strconv.ParseFloat(f[1], 64)
-		switch {
-		case strings.HasPrefix(line, "grpc_server_handled_total{") && (strings.Contains(line, `grpc_method="Range"`) || strings.Contains(line, `grpc_method="RangeStream"`)):
-			m["ranges"] += v
-		case strings.HasPrefix(line, "etcd_network_client_grpc_sent_bytes_total "):
-			m["sent"] = v
-		}
+		fn(line, f[0], v)
 	}
-	return m, sc.Err()
+	return sc.Err()
 }
 
 func render(version string, keys int, idle time.Duration, rs []result) string {
