@@ -304,12 +304,11 @@ func (j *judge) sourceUID(ctx context.Context, key string) (uid, why string, err
 	if o := j.byKey[key]; o != nil && o.Meta != nil {
 		return string(o.Meta.Meta.UID), "", nil
 	}
-	o := &Object{Key: key, Value: kv.Value}
-	if o.Parsed, err = etcdscan.ParseKey(j.Registry, key); err != nil {
+	k, err := etcdscan.ParseKey(j.Registry, key)
+	if err != nil {
 		return "", err.Error(), nil
 	}
-	o.Resource = catalog.Release().ResourceFor(o.Parsed.Prefix)
-	o.decode(ctx, j.Registry, j.Decoders)
+	o := readObject(ctx, kv, k, catalog.Release().ResourceFor(k.Prefix), j.Decoders)
 	if o.Unreadable != "" {
 		return "", o.Unreadable, nil
 	}

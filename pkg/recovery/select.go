@@ -112,8 +112,7 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 			return nil
 		}
 		res, _ := types.Resource(k.Prefix)
-		o := &Object{Key: key, Value: append([]byte(nil), kv.Value...), ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Lease: kv.Lease, Parsed: k, Resource: res}
-		o.decode(ctx, sel.Registry, decs)
+		o := readObject(ctx, kv, k, res, decs)
 		if !sel.keep(o, named) {
 			return nil
 		}
@@ -154,8 +153,7 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 				return nil
 			}
 			res, _ := types.Resource(k.Prefix)
-			c := &Object{Key: key, Value: append([]byte(nil), kv.Value...), ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Lease: kv.Lease, Parsed: k, Resource: res}
-			c.decode(ctx, sel.Registry, decs)
+			c := readObject(ctx, kv, k, res, decs)
 			if (sel.Namespace == "" || k.Namespace == sel.Namespace) && sel.matchLabels(c) {
 				byKey[key] = c
 			}
@@ -210,7 +208,15 @@ func sortedObjects(m map[string]*Object) []*Object {
 }
 
 // decode decodes o's value, decrypting it with the first decrypter that can.
-func (o *Object) decode(ctx context.Context, registry string, decs Decoders) {
+// readObject is the object stored in kv (its value copied out of the
+// source), decoded.
+func readObject(ctx context.Context, kv *mvccpb.KeyValue, k etcdscan.Key, res catalog.Resource, decs Decoders) *Object {
+	o := &Object{Key: string(kv.Key), Value: append([]byte(nil), kv.Value...), ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Lease: kv.Lease, Parsed: k, Resource: res}
+	o.decode(ctx, decs)
+	return o
+}
+
+func (o *Object) decode(ctx context.Context, decs Decoders) {
 	switch {
 	case o.Parsed.Prefix == namespacesPrefix:
 		o.Stage = StageNamespaces
