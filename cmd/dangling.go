@@ -142,6 +142,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if err != nil {
 		return err
 	}
+	rep.Close() // only its dangling references are read
 	fixes, refused := dangling.PlanFixes(rep.Dangling, dangling.PlanOptions{AcceptManaged: o.acceptManaged, AcceptSingleWitness: o.singleWitness})
 	plan := func(w io.Writer) {
 		printDangling(w, rep.Dangling)

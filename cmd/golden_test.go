@@ -146,7 +146,18 @@ func normalize(s string, repl map[string]string) string {
 // code with testdata/golden/*.golden (go test ./cmd -run TestGolden -update
 // rewrites them). It also checks that the default scan table fits 120
 // columns and that nothing from etcd reaches the terminal unescaped.
-func TestGolden(t *testing.T) {
+func TestGolden(t *testing.T) { testGolden(t) }
+
+// TestGoldenSpilled runs the golden steps with every scan's findings
+// spilled to disk from the first one: a report too large for memory must
+// print byte for byte what one held in memory prints.
+func TestGoldenSpilled(t *testing.T) {
+	spillAfter = 1
+	defer func() { spillAfter = 0 }()
+	testGolden(t)
+}
+
+func testGolden(t *testing.T) {
 	clock = func() time.Time { return goldenNow }
 	defer func() { clock = time.Now }()
 	cli, ep := etcdtest.Start(t)

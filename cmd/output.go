@@ -18,6 +18,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/spill"
 )
 
 // printStructured writes v as indented JSON or YAML.
@@ -39,14 +40,12 @@ func printStructured(out io.Writer, format string, v any) error {
 
 // reportOutput is scan's output in every form -o can ask for.
 func reportOutput(rep *etcdscan.Report) output {
-	if rep.Findings == nil {
+	if rep.Findings == nil && !rep.Spilled() {
 		rep.Findings = []etcdscan.Finding{}
 	}
-	rows := make([]row, len(rep.Findings))
-	for i := range rep.Findings {
-		rows[i] = row{name: rep.Findings[i].Key, obj: &rep.Findings[i]}
-	}
-	return output{doc: rep, rows: rows, human: func(w io.Writer, wide, noHeaders bool) error {
+	return output{doc: rep, eachRow: func(fn func(row) error) error {
+		return rep.Each(func(f *etcdscan.Finding) error { return fn(row{name: f.Key, obj: f}) })
+	}, human: func(w io.Writer, wide, noHeaders bool) error {
 		return printReport(w, rep, wide, noHeaders)
 	}, json: func(w io.Writer) error { return writeReportJSON(w, rep) }}
 }
@@ -55,8 +54,7 @@ func reportOutput(rep *etcdscan.Report) output {
 // by four spaces), one finding at a time: a report of many findings is never
 // held in memory as one document, nor twice.
 func writeReportJSON(w io.Writer, rep *etcdscan.Report) error {
-	shallow := *rep
-	shallow.Findings = nil
+	shallow := rep.Header()
 	raw, err := json.Marshal(&shallow)
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
@@ -72,13 +70,14 @@ func writeReportJSON(w io.Writer, rep *etcdscan.Report) error {
 	}
 	bw := bufio.NewWriter(w)
 	bw.Write(doc.Bytes()[:i])
-	if len(rep.Findings) == 0 {
+	if rep.Len() == 0 {
 		bw.WriteString(`"findings": []`)
 	} else {
 		bw.WriteString("\"findings\": [\n")
 		var one bytes.Buffer
-		for j := range rep.Findings {
-			raw, err := json.Marshal(&rep.Findings[j])
+		first := true
+		err := rep.Each(func(f *etcdscan.Finding) error {
+			raw, err := json.Marshal(f)
 			if err != nil {
 				return fmt.Errorf("encode output: %w", err)
 			}
@@ -86,14 +85,18 @@ func writeReportJSON(w io.Writer, rep *etcdscan.Report) error {
 			if err := json.Indent(&one, raw, "        ", "    "); err != nil {
 				return fmt.Errorf("encode output: %w", err)
 			}
+			if !first {
+				bw.WriteString(",\n")
+			}
+			first = false
 			bw.WriteString("        ")
 			bw.Write(one.Bytes())
-			if j < len(rep.Findings)-1 {
-				bw.WriteString(",")
-			}
-			bw.WriteString("\n")
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		bw.WriteString("    ]")
+		bw.WriteString("\n    ]")
 	}
 	bw.Write(doc.Bytes()[i+len(marker):])
 	bw.WriteString("\n")
@@ -109,23 +112,34 @@ const tableWidth = 120
 // group. Wide adds the witnesses, revision, key and full reason to each row.
 func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) error {
 	now := clock()
-	if len(rep.Findings) > 0 {
+	if rep.Len() > 0 {
+		// The rows of a report too large for memory wait in a spill file
+		// of their own until the columns' widths are known.
+		lines, done, err := reportLines(rep)
+		if err != nil {
+			return err
+		}
+		defer done()
 		if wide {
 			hdr := []string{"NAMESPACE", "KIND", "NAME", "CLASS", "WITNESSES", "AGE", "REVISION", "KEY", "REASON"}
 			if noHeaders {
 				hdr = nil
 			}
 			t := newTable(out, hdr...)
-			for _, f := range rep.Findings {
-				if err := t.Append([]string{orDash(f.Namespace), kindOf(&f), f.Name, classList(&f), shortWitnesses(&f), age(now, f.Created), fmt.Sprint(f.ModRevision), f.Key, f.Reason()}); err != nil {
-					return err
-				}
+			if lines != nil {
+				t.lines = &spilledLines{f: lines}
+			}
+			err := rep.Each(func(f *etcdscan.Finding) error {
+				return t.Append([]string{orDash(f.Namespace), kindOf(f), f.Name, classList(f), shortWitnesses(f), age(now, f.Created), fmt.Sprint(f.ModRevision), f.Key, f.Reason()})
+			})
+			if err != nil {
+				return err
 			}
 			if err := t.Render(); err != nil {
 				return err
 			}
-		} else {
-			printGrouped(out, rep, now, noHeaders)
+		} else if err := printGrouped(out, rep, lines, now, noHeaders); err != nil {
+			return err
 		}
 	}
 	printDangling(out, rep.Dangling)
@@ -134,17 +148,9 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 		scope = "namespace " + rep.Namespace
 	}
 	fmt.Fprintf(out, "\nScanned %d keys under %s (%s) at etcd revision %d.\n", rep.ScannedKeys, escapeCell(rep.Prefix), scope, rep.Revision)
-	printNamespaceSummary(out, rep)
-	ghosts, suspects, single := 0, 0, 0
-	for _, f := range rep.Findings {
-		if f.Ghost {
-			ghosts++
-		} else {
-			suspects++
-		}
-		if f.SingleWitness {
-			single++
-		}
+	ghosts, suspects, single, err := printNamespaceSummary(out, rep)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "Ghosts: %d%s\n", ghosts, classCounts(rep, true))
 	if single > 0 {
@@ -168,13 +174,30 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 	return nil
 }
 
+// reportLines is a spill file for the table rows of a report whose
+// findings are spilled (nil for one held in memory), and what removes it.
+func reportLines(rep *etcdscan.Report) (*spill.File, func(), error) {
+	if !rep.Spilled() {
+		return nil, func() {}, nil
+	}
+	f, err := spill.Open("")
+	if err != nil {
+		return nil, nil, fmt.Errorf("lay out %d findings: %w", rep.Len(), err)
+	}
+	return f, func() { f.Close() }, nil
+}
+
 // printGrouped writes the default table: findings grouped by their reason,
 // the reason wrapped to the table's width above each group, columns aligned
-// across groups.
-func printGrouped(out io.Writer, rep *etcdscan.Report, now time.Time, noHeaders bool) {
-	_ = groupedTable(out, rep.Findings, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "AGE"}, noHeaders, func(f *etcdscan.Finding) []string {
+// across groups. lines, when set, holds the rows instead of memory.
+func printGrouped(out io.Writer, rep *etcdscan.Report, lines *spill.File, now time.Time, noHeaders bool) error {
+	t, err := groupedTableOf(out, rep.Each, lines, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "AGE"}, noHeaders, func(f *etcdscan.Finding) []string {
 		return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), age(now, f.Created)}
-	}).Render()
+	})
+	if err != nil {
+		return err
+	}
+	return t.Render()
 }
 
 // markedClass is the CLASS cell: a single-witness ghost carries a *.
@@ -189,26 +212,54 @@ func markedClass(f *etcdscan.Finding) string {
 // reason: each reason once, wrapped, as a comment line above its rows.
 // The caller renders it.
 func groupedTable(out io.Writer, findings []etcdscan.Finding, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) *table {
-	var order []string
-	groups := map[string][][]string{}
-	for i := range findings {
-		reason := findings[i].Reason()
-		if _, ok := groups[reason]; !ok {
-			order = append(order, reason)
+	t, _ := groupedTableOf(out, func(fn func(*etcdscan.Finding) error) error {
+		for i := range findings {
+			if err := fn(&findings[i]); err != nil {
+				return err
+			}
 		}
-		groups[reason] = append(groups[reason], cells(&findings[i]))
-	}
+		return nil
+	}, nil, header, noHeaders, cells)
+	return t
+}
+
+// groupedTableOf is groupedTable over the findings each gives. With lines
+// set, the groups are kept in that spill file instead of memory.
+func groupedTableOf(out io.Writer, each func(func(*etcdscan.Finding) error) error, lines *spill.File, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) (*table, error) {
 	if noHeaders {
 		header = nil
 	}
 	t := newTable(out, header...)
+	if lines != nil {
+		g := &groupedLines{f: lines}
+		t.lines = g
+		err := each(func(f *etcdscan.Finding) error {
+			row := escapeCells(cells(f))
+			t.measure(row)
+			return g.addRow(escapeCell(f.Reason()), row)
+		})
+		return t, err
+	}
+	var order []string
+	groups := map[string][][]string{}
+	err := each(func(f *etcdscan.Finding) error {
+		reason := f.Reason()
+		if _, ok := groups[reason]; !ok {
+			order = append(order, reason)
+		}
+		groups[reason] = append(groups[reason], cells(f))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	for _, reason := range order {
 		t.comment(reason)
 		for _, row := range groups[reason] {
 			_ = t.Append(row)
 		}
 	}
-	return t
+	return t, nil
 }
 
 // emptyFirst moves the empty reason (rows that need no comment line above
@@ -218,14 +269,14 @@ func emptyFirst(reasons []string) {
 }
 
 // printNamespaceSummary writes how many ghosts and suspects each namespace
-// holds, by class.
-func printNamespaceSummary(out io.Writer, rep *etcdscan.Report) {
+// holds, by class, and returns the totals.
+func printNamespaceSummary(out io.Writer, rep *etcdscan.Report) (ghosts, suspects, single int, err error) {
 	type counts struct {
 		ghosts, suspects int
 		classes          map[etcdscan.Class]int
 	}
 	byNS := map[string]*counts{}
-	for _, f := range rep.Findings {
+	err = rep.Each(func(f *etcdscan.Finding) error {
 		ns := f.Namespace
 		if ns == "" {
 			ns = "(cluster-scoped)"
@@ -237,13 +288,19 @@ func printNamespaceSummary(out io.Writer, rep *etcdscan.Report) {
 		}
 		if f.Ghost {
 			c.ghosts++
+			ghosts++
 		} else {
 			c.suspects++
+			suspects++
+		}
+		if f.SingleWitness {
+			single++
 		}
 		c.classes[f.Classes[0]]++
-	}
-	if len(byNS) == 0 {
-		return
+		return nil
+	})
+	if err != nil || len(byNS) == 0 {
+		return ghosts, suspects, single, err
 	}
 	t := newTable(out, "NAMESPACE", "GHOSTS", "SUSPECTS", "BY CLASS")
 	for _, ns := range sortedKeys(byNS) {
@@ -256,7 +313,7 @@ func printNamespaceSummary(out io.Writer, rep *etcdscan.Report) {
 		}
 		_ = t.Append([]string{ns, fmt.Sprint(c.ghosts), fmt.Sprint(c.suspects), strings.Join(parts, ", ")})
 	}
-	_ = t.Render()
+	return ghosts, suspects, single, t.Render()
 }
 
 func kindOf(f *etcdscan.Finding) string {
@@ -322,7 +379,11 @@ func age(now time.Time, t *time.Time) string {
 type table struct {
 	out    io.Writer
 	header []string
-	lines  []tableLine
+	// lines holds the rows and comment lines (in memory unless the table
+	// is one row per finding of a report too large for memory).
+	lines lineStore
+	// natural is the width of each column's widest cell, header included.
+	natural []int
 	// first are the columns cut first, in order (nil: the last column).
 	first []int
 	// cut is set by Render when it cut a cell, widths to the width of
@@ -355,7 +416,19 @@ const (
 
 // newTable returns a table with the given header (none when empty).
 func newTable(out io.Writer, header ...string) *table {
-	return &table{out: out, header: escapeCells(header)}
+	t := &table{out: out, header: escapeCells(header), lines: &memLines{}}
+	t.measure(t.header)
+	return t
+}
+
+// measure widens the columns to hold cells.
+func (t *table) measure(cells []string) {
+	for len(t.natural) < len(cells) {
+		t.natural = append(t.natural, 0)
+	}
+	for i, c := range cells {
+		t.natural[i] = max(t.natural[i], textWidth(c))
+	}
 }
 
 // cutFirst sets the columns cut first, in order.
@@ -366,13 +439,14 @@ func (t *table) cutFirst(cols ...int) *table {
 
 // Append adds a row, every cell escaped.
 func (t *table) Append(cells []string) error {
-	t.lines = append(t.lines, tableLine{cells: escapeCells(cells)})
-	return nil
+	l := tableLine{cells: escapeCells(cells)}
+	t.measure(l.cells)
+	return t.lines.add(l)
 }
 
 // comment adds a comment line above the rows that follow, escaped.
 func (t *table) comment(text string) {
-	t.lines = append(t.lines, tableLine{comment: escapeCell(text), isComment: true})
+	_ = t.lines.add(tableLine{comment: escapeCell(text), isComment: true})
 }
 
 func escapeCells(cells []string) []string {
@@ -390,18 +464,10 @@ var tableChunk = 512
 // Render writes the table.
 func (t *table) Render() error {
 	width, full := layoutOf(t.out)
-	n := len(t.header)
-	for _, l := range t.lines {
-		n = max(n, len(l.cells))
-	}
-	natural, least := make([]int, n), make([]int, n)
+	n := len(t.natural)
+	natural, least := append([]int(nil), t.natural...), make([]int, n)
 	for i, h := range t.header {
-		natural[i], least[i] = textWidth(h), textWidth(h)
-	}
-	for _, l := range t.lines {
-		for i, c := range l.cells {
-			natural[i] = max(natural[i], textWidth(c))
-		}
+		least[i] = textWidth(h)
 	}
 	widths := natural
 	first := t.first
@@ -491,18 +557,20 @@ func (t *table) Render() error {
 		chunk, above = chunk[:0], above[:0]
 		return nil
 	}
-	for _, l := range t.lines {
+	err := t.lines.each(func(l tableLine) error {
 		if l.isComment {
 			pending = append(pending, wrap(l.comment, width-2)...)
-			continue
+			return nil
 		}
 		chunk, above = append(chunk, cutRow(l.cells)), append(above, pending)
 		pending = nil
 		if len(chunk) == tableChunk {
-			if err := flush(); err != nil {
-				return err
-			}
+			return flush()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := flush(); err != nil {
 		return err

@@ -130,11 +130,26 @@ type output struct {
 	doc any
 	// rows are its lines for name and custom-columns.
 	rows []row
+	// eachRow, when set, gives the rows one at a time instead.
+	eachRow func(fn func(row) error) error
 	// human writes the table or wide form.
 	human func(w io.Writer, wide, noHeaders bool) error
 	// json, when set, writes -o json as the JSON printer would, without
 	// holding the whole document in memory.
 	json func(w io.Writer) error
+}
+
+// each calls fn with every row.
+func (o output) each(fn func(row) error) error {
+	if o.eachRow != nil {
+		return o.eachRow(fn)
+	}
+	for _, r := range o.rows {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // print writes o in the format -o chose. Everything goes through a writer
@@ -151,8 +166,12 @@ func (p *printFlags) print(w io.Writer, o output) error {
 		return sw.flush()
 	}
 	if p.output == "name" {
-		for _, r := range o.rows {
-			fmt.Fprintln(sw, escapeCell(r.name))
+		err := o.each(func(r row) error {
+			_, err := fmt.Fprintln(sw, escapeCell(r.name))
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		return sw.flush()
 	}
@@ -169,12 +188,16 @@ func (p *printFlags) print(w io.Writer, o output) error {
 	var obj runtime.Object
 	if strings.HasPrefix(p.output, "custom-columns") {
 		list := &unstructured.UnstructuredList{Object: map[string]any{}}
-		for _, r := range o.rows {
+		err := o.each(func(r row) error {
 			m, err := toMap(r.obj)
 			if err != nil {
 				return err
 			}
 			list.Items = append(list.Items, unstructured.Unstructured{Object: m})
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		obj = list
 	} else {

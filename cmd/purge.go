@@ -223,6 +223,7 @@ func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repai
 		return nil, nil, err
 	}
 	plan, err := repair.NewPlan(rep, sel)
+	rep.Close() // the plan holds what it needs
 	if err != nil {
 		return nil, nil, err
 	}

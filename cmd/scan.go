@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -116,6 +118,7 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 	if err != nil {
 		return err
 	}
+	defer rep.Close()
 	if err := o.print.print(out, reportOutput(rep)); err != nil {
 		return err
 	}
@@ -137,10 +140,35 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads r
 	return rs.scan(ctx, g, namespace, terminatingAfter, apiCheckLimit)
 }
 
+// spillAfter is how many findings a scan keeps in memory before it spills
+// them to the temporary directory ($TMPDIR): REGGHOST_SPILL_AFTER, or
+// etcdscan's default. The golden tests run every command spilled too.
+var spillAfter int
+
+// spillAfterEnv names the variable that sets spillAfter.
+const spillAfterEnv = "REGGHOST_SPILL_AFTER"
+
+// spillSetting is spillAfter, read from the environment when not set.
+func spillSetting() (int, error) {
+	v, ok := os.LookupEnv(spillAfterEnv)
+	if spillAfter > 0 || !ok || v == "" {
+		return spillAfter, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, usageError("%s=%q: must be a whole number of findings, at least 1", spillAfterEnv, v)
+	}
+	return n, nil
+}
+
 // scan runs one scan over the session's keyspace.
 func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace string, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
+	spill, err := spillSetting()
+	if err != nil {
+		return nil, err
+	}
 	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, APIUnavailable: rs.why,
-		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, Now: clock}
+		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, Now: clock, SpillAfter: spill}
 	if rs.view != nil {
 		served, err := rs.view.Catalog(ctx)
 		if err != nil {
@@ -176,6 +204,7 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	if err := rs.findDangling(ctx, g, rep); err != nil {
+		rep.Close()
 		return nil, err
 	}
 	return rep, nil

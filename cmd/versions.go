@@ -53,11 +53,16 @@ func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out 
 	if err != nil {
 		return err
 	}
+	defer rep.Close()
 	var findings []etcdscan.Finding
-	for _, f := range rep.Findings {
+	err = rep.Each(func(f *etcdscan.Finding) error {
 		if f.Has(etcdscan.ClassStoredVersion) {
-			findings = append(findings, f)
+			findings = append(findings, *f)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	rows := make([]row, len(findings))
 	for i := range findings {

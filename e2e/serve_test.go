@@ -99,13 +99,24 @@ scrape_configs:
 
 	t.Run("every class, check and terminating namespace of scan is in Prometheus", func(t *testing.T) {
 		rep, _ := c.scanJSON(t, "--terminating-after", "1ns")
-		want := exporter.Summarize(rep, exporter.DefaultNamespaceLimit)
+		want, err := exporter.Summarize(rep, exporter.DefaultNamespaceLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
 		classes := map[etcdscan.Class]bool{}
 		for _, f := range rep.Findings {
 			classes[f.Classes[0]] = true
 		}
 		if len(classes) < 6 {
 			t.Fatalf("the scenario has only the classes %v", classes)
+		}
+		// The same scan with its findings spilled to disk from the first
+		// one judges every finding alike, the API server's answers included.
+		t.Setenv("REGGHOST_SPILL_AFTER", "1")
+		spilled, _ := c.scanJSON(t, "--terminating-after", "1ns")
+		t.Setenv("REGGHOST_SPILL_AFTER", "")
+		if got, want := verdicts(spilled), verdicts(rep); got != want {
+			t.Fatalf("spilled scan's verdicts differ:\n%s\nin memory:\n%s", got, want)
 		}
 		waitFor(t, 60*time.Second, "Prometheus holds scan's counts", func() error {
 			if err := samePromSeries(p, "regghost_objects", []string{"class", "resource", "namespace"}, objectSeries(want.Objects)); err != nil {
@@ -324,4 +335,19 @@ func TestServeKeepsLastValuesWhenEtcdStops(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// verdicts is every finding's key, classes, witnesses and their answers,
+// one line each, in the report's order: what a scan judged, without the
+// durations its reasons say.
+func verdicts(rep *etcdscan.Report) string {
+	var b strings.Builder
+	for _, f := range rep.Findings {
+		fmt.Fprintf(&b, "%s %v ghost=%v single=%v", f.Key, f.Classes, f.Ghost, f.SingleWitness)
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, " %s/%s:%s", e.Class, e.Witness, e.Answer)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -38,8 +38,9 @@ func (s *scan) namespacesCheck() Check {
 	return Check{Name: "namespaces", Done: true, Note: "namespace keys read at revision " + fmt.Sprint(s.rep.Revision)}
 }
 
-// encryptionCheck reports what became of encrypted values.
-func (s *scan) encryptionCheck() Check {
+// encryptionCheck reports what became of encrypted values; classes counts
+// the findings of each class.
+func (s *scan) encryptionCheck(classes map[Class]int) Check {
 	total := 0
 	for _, n := range s.rep.Encrypted {
 		total += n
@@ -52,7 +53,7 @@ func (s *scan) encryptionCheck() Check {
 		c.Note = fmt.Sprintf("%d encrypted, %d decrypted with --encryption-provider-config; the rest read back through the API server", total, s.rep.Decrypted)
 	case s.opts.Decrypter != nil:
 		c.Note = fmt.Sprintf("%d encrypted, %d decrypted with --encryption-provider-config", total, s.rep.Decrypted)
-		if undecided := total - s.rep.Decrypted - s.countClass(ClassEncryptedUnknown); undecided > 0 {
+		if undecided := total - s.rep.Decrypted - classes[ClassEncryptedUnknown]; undecided > 0 {
 			c.Done = false
 			c.Note += fmt.Sprintf("; %d (kms) could not be judged without the API server", undecided)
 		}
@@ -64,14 +65,4 @@ func (s *scan) encryptionCheck() Check {
 		c.Note = fmt.Sprintf("%d encrypted values not judged: no --encryption-provider-config and no API server", total)
 	}
 	return c
-}
-
-func (s *scan) countClass(c Class) int {
-	n := 0
-	for _, f := range s.rep.Findings {
-		if f.Has(c) {
-			n++
-		}
-	}
-	return n
 }

@@ -51,15 +51,14 @@ func (t *apiTally) note(e Evidence) {
 // confirmWithAPI asks the API server about every ghost verdict etcd made:
 // the namespace of each orphaned object, the CRD of each unserved custom
 // resource, and each undecodable, undecryptable or mis-keyed object.
-func (s *scan) confirmWithAPI(ctx context.Context) {
+func (s *scan) confirmWithAPI(ctx context.Context) error {
 	if s.opts.API == nil {
-		return
+		return nil
 	}
 	tally := &apiTally{why: map[string]int{}}
 	nsAnswers := map[string]Evidence{}
 	crdAnswers := map[string]Evidence{}
-	for i := range s.rep.Findings {
-		f := &s.rep.Findings[i]
+	err := s.found.each(func(f *Finding) error {
 		if f.Has(ClassOrphanedNamespace) {
 			e, ok := nsAnswers[f.Namespace]
 			if !ok {
@@ -82,25 +81,41 @@ func (s *scan) confirmWithAPI(ctx context.Context) {
 				f.addEvidence(ClassUnservedType, e.Witness, e.Asked, e.Answer, e.Said)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	for i, c := range s.confirm {
-		if i >= s.opts.APICheckLimit {
-			s.unconfirmed += len(s.confirm) - i
-			for _, c := range s.confirm[i:] {
-				if c.probe {
-					s.unprobed++
-				}
-				if j, ok := s.index[c.key]; ok {
-					for _, cl := range c.classes {
-						s.rep.Findings[j].addEvidence(cl, WitnessAPIServer, "-", NoEvidence, fmt.Sprintf("not asked: over --api-check-limit %d", s.opts.APICheckLimit))
-					}
-				}
-			}
-			break
+	for _, c := range s.confirm {
+		if err := s.askObject(ctx, c, tally); err != nil {
+			return err
 		}
-		s.askObject(ctx, c, tally)
 	}
 	s.apiTally = tally
+	return nil
+}
+
+// queueConfirmation keeps ask for the API server, up to --api-check-limit
+// of them; past it, f's classes say they were not asked.
+func (s *scan) queueConfirmation(ask confirmation, f *Finding) {
+	if ask.res == nil || (len(ask.classes) == 0 && !ask.probe) || s.opts.API == nil {
+		return
+	}
+	if len(s.confirm) >= s.opts.APICheckLimit {
+		s.unconfirmed++
+		if ask.probe {
+			s.unprobed++
+		}
+		for _, cl := range ask.classes {
+			f.addEvidence(cl, WitnessAPIServer, "-", NoEvidence, fmt.Sprintf("not asked: over --api-check-limit %d", s.opts.APICheckLimit))
+		}
+		return
+	}
+	if ask.probe {
+		probe := *f
+		ask.f = &probe
+	}
+	s.confirm = append(s.confirm, ask)
 }
 
 // answerFrom returns the answer a witness gave about class c.
@@ -144,7 +159,7 @@ func (s *scan) askCRD(ctx context.Context, prefix, crdName string) Evidence {
 
 // askObject reads one object through the API server and records what that
 // says about each class etcd gave it.
-func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
+func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) error {
 	asked := fmt.Sprintf("GET %s %s", c.res.GroupResource(), nsName(c.ns, c.name))
 	m, err := s.opts.API.Get(ctx, *c.res, c.ns, c.name)
 	a := readAnswer(err, c.enc)
@@ -157,24 +172,21 @@ func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
 				local = "KMS values cannot be decrypted without the KMS plugin"
 			}
 			reason := fmt.Sprintf("encrypted with %s key %q and the API server cannot decrypt it: %s", c.enc.Provider, c.enc.KeyName, a.said)
-			f := s.record(*c.f)
-			f.add(ClassEncryptedUnknown, reason)
 			answer, how, said := s.everyAPIServer(ctx, c, asked, a.said)
-			f.addEvidence(ClassEncryptedUnknown, WitnessAPIServer, how, answer, said)
-			f.addEvidence(ClassEncryptedUnknown, WitnessEncryptionConfig, "--encryption-provider-config", NoEvidence, local)
+			return s.record(*c.f, func(f *Finding) {
+				f.add(ClassEncryptedUnknown, reason)
+				f.addEvidence(ClassEncryptedUnknown, WitnessAPIServer, how, answer, said)
+				f.addEvidence(ClassEncryptedUnknown, WitnessEncryptionConfig, "--encryption-provider-config", NoEvidence, local)
+			})
 		case apiRead:
 		default:
 			tally.noEvidence++
 			tally.why[a.said]++
 			s.unprobed++
 		}
-		return
+		return nil
 	}
-	j, ok := s.index[c.key]
-	if !ok {
-		return
-	}
-	f := &s.rep.Findings[j]
+	var evidence []Evidence
 	for _, cl := range c.classes {
 		e := Evidence{Class: cl, Witness: WitnessAPIServer, Asked: asked, Answer: NoEvidence, Said: a.said}
 		switch {
@@ -192,9 +204,14 @@ func (s *scan) askObject(ctx context.Context, c confirmation, tally *apiTally) {
 		case a.kind == apiCannotDecode && (cl == ClassUndecodable || cl == ClassKeyMismatch):
 			e.Answer = Confirms
 		}
-		tally.note(e)
-		f.addEvidence(cl, e.Witness, e.Asked, e.Answer, e.Said)
+		evidence = append(evidence, e)
 	}
+	return s.update(c.key, func(f *Finding) {
+		for _, e := range evidence {
+			tally.note(e)
+			f.addEvidence(e.Class, e.Witness, e.Asked, e.Answer, e.Said)
+		}
+	})
 }
 
 // everyAPIServer asks each kube-apiserver of an HA control plane to read

@@ -1,6 +1,7 @@
 package etcdscan
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -161,6 +162,10 @@ type Report struct {
 	// Terminating lists every namespace in Terminating at the scan's
 	// revision, stuck or not yet, with how long it has been.
 	Terminating []TerminatingNamespace `json:"terminating,omitempty"`
+	// spilled holds the findings, spilledN of them, when they were too
+	// many to keep in memory; Findings is nil then.
+	spilled  *findingStore
+	spilledN int
 }
 
 // TerminatingNamespace is a namespace whose deletion has started.
@@ -177,10 +182,109 @@ type TerminatingNamespace struct {
 // Ghosts returns the number of findings that are ghosts.
 func (r *Report) Ghosts() int {
 	n := 0
+	if r.spilled != nil {
+		// A finding is a ghost when its most severe class is one.
+		for _, c := range Classes {
+			if c.Ghost() {
+				n += r.Summary[c]
+			}
+		}
+		return n
+	}
 	for _, f := range r.Findings {
 		if f.Ghost {
 			n++
 		}
 	}
 	return n
+}
+
+// take makes the findings of st the report's: sorted in memory, ghosts
+// first, or left in the spill file, which Each reads in the same order.
+func (r *Report) take(st *findingStore) {
+	if !st.spilled() {
+		r.Findings = st.mem
+		sort.SliceStable(r.Findings, func(i, j int) bool {
+			a, b := r.Findings[i], r.Findings[j]
+			if a.Ghost != b.Ghost {
+				return a.Ghost
+			}
+			return a.Key < b.Key
+		})
+		return
+	}
+	r.Findings, r.spilled, r.spilledN = nil, st, st.n
+}
+
+// Each calls fn with every finding, ghosts first, each group in key order.
+// A report with more findings than a scan keeps in memory reads them from
+// its spill file, one at a time: what fn is given is valid only during
+// the call.
+func (r *Report) Each(fn func(*Finding) error) error {
+	if r.spilled == nil {
+		for i := range r.Findings {
+			if err := fn(&r.Findings[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, ghosts := range []bool{true, false} {
+		err := r.spilled.read(func(f *Finding) error {
+			if f.Ghost != ghosts {
+				return nil
+			}
+			return fn(f)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Len is the number of findings.
+func (r *Report) Len() int {
+	if r.spilled != nil {
+		return r.spilledN
+	}
+	return len(r.Findings)
+}
+
+// Spilled reports whether the findings are in a spill file rather than in
+// Findings (read them with Each).
+func (r *Report) Spilled() bool { return r.spilled != nil }
+
+// Close releases the spill file of a report with many findings; Each
+// cannot be called after it.
+func (r *Report) Close() error {
+	if r.spilled == nil {
+		return nil
+	}
+	err := r.spilled.close()
+	r.spilled = nil
+	return err
+}
+
+// Header is the report without its findings: what a writer of many
+// findings prints around them.
+func (r *Report) Header() Report {
+	h := *r
+	h.Findings, h.spilled, h.spilledN = nil, nil, 0
+	return h
+}
+
+// MarshalJSON writes the report with every finding, read back from the
+// spill file when there is one (into memory: -o json streams them instead).
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	if r.spilled == nil {
+		return json.Marshal((*plain)(r))
+	}
+	all := Report(r.Header())
+	all.Findings = make([]Finding, 0, r.spilledN)
+	if err := r.Each(func(f *Finding) error { all.Findings = append(all.Findings, *f); return nil }); err != nil {
+		return nil, err
+	}
+	return json.Marshal((*plain)(&all))
 }

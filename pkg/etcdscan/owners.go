@@ -121,7 +121,9 @@ func (s *scan) checkOwners(ctx context.Context) error {
 		}
 		f := s.findingOf(kv, obj)
 		reason := "every owner is gone: " + strings.Join(missing, "; ")
-		s.record(f).add(ClassDanglingOwner, reason)
+		if err := s.record(f, func(f *Finding) { f.add(ClassDanglingOwner, reason) }); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -111,7 +111,11 @@ func (s *scan) resurrectedChains(ctx context.Context) error {
 			if marked[o.key] {
 				continue
 			}
-			if i, ok := s.index[o.key]; ok && s.rep.Findings[i].Has(ClassResurrected) {
+			f, err := s.found.get(o.key)
+			if err != nil {
+				return err
+			}
+			if f != nil && f.Has(ClassResurrected) {
 				marked[o.key] = true
 				continue
 			}
@@ -140,7 +144,9 @@ func (s *scan) resurrectedChains(ctx context.Context) error {
 			if refs := obj.Meta.OwnerReferences; owner < len(refs) {
 				reason = fmt.Sprintf("created since by its resurrected owner %s %s (uid %s)", refs[owner].Kind, refs[owner].Name, refs[owner].UID)
 			}
-			s.record(s.findingOf(kv, obj)).add(ClassResurrected, reason)
+			if err := s.record(s.findingOf(kv, obj), func(f *Finding) { f.add(ClassResurrected, reason) }); err != nil {
+				return err
+			}
 			s.resurrected.addFingerprint(o.uid)
 			marked[o.key] = true
 			changed = true

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/regghost/regghost/internal/etcdtest"
 )
 
@@ -19,6 +21,40 @@ import (
 // owner created since; objects created in the new namespace are not.
 func TestResurrected(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	plantResurrected(t, cli)
+	for _, ns := range []string{"", "app"} {
+		store, err := NewEtcdStore(ctx, cli, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Scan(ctx, store, Options{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, f := range rep.Findings {
+			if f.Has(ClassResurrected) && !f.Ghost {
+				got[f.Key] = true
+			} else {
+				t.Errorf("namespace %q: unexpected finding %s %v", ns, f.Key, f.Classes)
+			}
+		}
+		for _, k := range []string{"/registry/replicasets/app/web", "/registry/pods/app/web-old", "/registry/configmaps/app/old", "/registry/pods/app/web-new", "/registry/secrets/app/sealed"} {
+			if !got[k] {
+				t.Errorf("namespace %q: %s is not reported resurrected", ns, k)
+			}
+		}
+		if len(got) != 5 {
+			t.Errorf("namespace %q: resurrected %v", ns, got)
+		}
+	}
+}
+
+// plantResurrected writes namespace app, created again after its objects,
+// and namespace copy, a key-by-key copy whose creation times are in order.
+func plantResurrected(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
 	ctx := context.Background()
 	yes := true
 	rs := &appsv1.ReplicaSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", UID: "8c1c1f9e-0b7e-4c1a-9a3e-1d3e0f6b2a01"}}
@@ -65,32 +101,6 @@ func TestResurrected(t *testing.T) {
 		}
 		if _, err := cli.Put(ctx, s.key, value); err != nil {
 			t.Fatal(err)
-		}
-	}
-	for _, ns := range []string{"", "app"} {
-		store, err := NewEtcdStore(ctx, cli, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Scan(ctx, store, Options{Namespace: ns})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]bool{}
-		for _, f := range rep.Findings {
-			if f.Has(ClassResurrected) && !f.Ghost {
-				got[f.Key] = true
-			} else {
-				t.Errorf("namespace %q: unexpected finding %s %v", ns, f.Key, f.Classes)
-			}
-		}
-		for _, k := range []string{"/registry/replicasets/app/web", "/registry/pods/app/web-old", "/registry/configmaps/app/old", "/registry/pods/app/web-new", "/registry/secrets/app/sealed"} {
-			if !got[k] {
-				t.Errorf("namespace %q: %s is not reported resurrected", ns, k)
-			}
-		}
-		if len(got) != 5 {
-			t.Errorf("namespace %q: resurrected %v", ns, got)
 		}
 	}
 }

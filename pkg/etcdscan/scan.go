@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -78,6 +77,12 @@ type Options struct {
 	// the scan's range were read, and the range's size (0 when the store
 	// cannot count it).
 	Progress func(read, total int)
+	// SpillAfter is how many findings are kept in memory before they move
+	// to a spill file (DefaultSpillAfter when 0).
+	SpillAfter int
+	// SpillDir is where a spill file is made (the temporary directory
+	// when empty).
+	SpillDir string
 }
 
 // Scan walks the keyspace in store and returns what it found.
@@ -103,15 +108,29 @@ func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.SpillAfter <= 0 {
+		opts.SpillAfter = DefaultSpillAfter
+	}
 	s := &scan{
 		opts: opts, store: store, now: opts.Now(),
 		rep: &Report{
 			Revision: store.Revision(), Prefix: opts.Prefix, Namespace: opts.Namespace,
 			Catalog: catalogSource(opts), Encrypted: map[string]int{}, Summary: map[Class]int{},
 		},
-		index: map[string]int{}, perNS: map[string]map[string]int{}, uids: newUIDSet(),
+		found: newFindingStore(opts.SpillAfter, opts.SpillDir), perNS: map[string]map[string]int{}, uids: newUIDSet(),
 		atRev: fmt.Sprintf("at revision %d", store.Revision()),
 	}
+	rep, err := s.run(ctx)
+	if err != nil {
+		s.found.close()
+		return nil, err
+	}
+	return rep, nil
+}
+
+// run is Scan once its options are checked.
+func (s *scan) run(ctx context.Context) (*Report, error) {
+	store, opts := s.store, s.opts
 	if err := s.loadNamespaces(ctx); err != nil {
 		return nil, err
 	}
@@ -147,8 +166,8 @@ type scan struct {
 	store Store
 	now   time.Time
 	rep   *Report
-	// index maps a key to its finding in rep.Findings.
-	index map[string]int
+	// found holds the findings by key until the report takes them.
+	found *findingStore
 	// namespaces holds the names of every namespace key.
 	namespaces map[string]bool
 	// nsCreated is each namespace key's create revision; nsTimes caches
@@ -274,43 +293,63 @@ func WalkNamespace(ctx context.Context, store Store, registry, ns string, keysOn
 	}
 }
 
-// record returns the finding for a key, creating it from f the first time.
-// Its strings that many findings share (a reason, a witness's answer, the
-// namespace key an orphan's verdict rests on) are kept once.
-func (s *scan) record(f Finding) *Finding {
-	if i, ok := s.index[f.Key]; ok {
-		return &s.rep.Findings[i]
+// record stores finding f, or, when its key has a finding already, keeps
+// that one; then fn, when set, amends it. The strings of a new finding that
+// many findings share (a reason, a witness's answer, the namespace key an
+// orphan's verdict rests on) are kept once.
+func (s *scan) record(f Finding, fn func(*Finding)) error {
+	g, err := s.found.get(f.Key)
+	if err != nil {
+		return err
 	}
-	s.internFinding(&f)
-	s.index[f.Key] = len(s.rep.Findings)
-	s.rep.Findings = append(s.rep.Findings, f)
-	return &s.rep.Findings[len(s.rep.Findings)-1]
+	if g == nil {
+		s.internFinding(&f)
+		g = &f
+	}
+	if fn != nil {
+		fn(g)
+	}
+	return s.found.put(g)
+}
+
+// update amends the finding of key, if there is one.
+func (s *scan) update(key string, fn func(*Finding)) error {
+	f, err := s.found.get(key)
+	if err != nil || f == nil {
+		return err
+	}
+	fn(f)
+	return s.found.put(f)
 }
 
 func (s *scan) finish(ctx context.Context) error {
-	s.finishNamespaces()
+	if err := s.finishNamespaces(); err != nil {
+		return err
+	}
 	if err := s.resurrectedChains(ctx); err != nil {
 		return err
 	}
 	if err := s.checkOwners(ctx); err != nil {
 		return err
 	}
-	s.confirmWithAPI(ctx)
-	for i := range s.rep.Findings {
-		s.rep.Findings[i].settle()
+	if err := s.confirmWithAPI(ctx); err != nil {
+		return err
+	}
+	classes := map[Class]int{}
+	err := s.found.each(func(f *Finding) error {
+		f.settle()
+		s.rep.Summary[f.Classes[0]]++
+		for _, c := range f.Classes {
+			classes[c]++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	s.finishVersions()
-	sort.SliceStable(s.rep.Findings, func(i, j int) bool {
-		a, b := s.rep.Findings[i], s.rep.Findings[j]
-		if a.Ghost != b.Ghost {
-			return a.Ghost
-		}
-		return a.Key < b.Key
-	})
-	for _, f := range s.rep.Findings {
-		s.rep.Summary[f.Classes[0]]++
-	}
-	s.rep.Checks = append(s.rep.Checks, s.typesCheck(), s.namespacesCheck(), s.encryptionCheck(), s.apiCheck())
+	s.rep.take(s.found)
+	s.rep.Checks = append(s.rep.Checks, s.typesCheck(), s.namespacesCheck(), s.encryptionCheck(classes), s.apiCheck())
 	return nil
 }
 
@@ -324,9 +363,15 @@ func (s *scan) intern(x string) string {
 	if s.strs == nil {
 		s.strs = map[string]string{}
 	}
-	s.strs[x] = x
+	if len(s.strs) < maxInterned && !s.found.spilled() {
+		s.strs[x] = x
+	}
 	return x
 }
+
+// maxInterned bounds the strings kept by intern: sentences that differ per
+// finding must not make it grow with the findings.
+const maxInterned = 4096
 
 // internFinding interns the strings of f other findings may share; those
 // naming f itself (its key or name) are its own and left alone.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,30 +33,7 @@ func namespace(name string) *corev1.Namespace {
 func TestScanEmbedded(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	puts := map[string]string{
-		"/registry/namespaces/default":    encode(t, namespace("default")),
-		"/registry/namespaces/ns10":       encode(t, namespace("ns10")),
-		"/registry/pods/ns1/a":            encode(t, pod("ns1", "a")),
-		"/registry/pods/ns1/b":            encode(t, pod("ns1", "b")),
-		"/registry/pods/ns10/c":           encode(t, pod("ns10", "c")),
-		"/registry/pods/ns10/wrong":       encode(t, pod("ns10", "other")),
-		"/registry/configmaps/ns1/junk":   "\x00\x01garbage",
-		"/registry/ranges/serviceips":     "internal",
-		"/registry/example.com/things/x1": `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"x1"}}`,
-	}
-	// Namespaces first: an object stored before its namespace is resurrected.
-	keys := make([]string, 0, len(puts))
-	for k := range puts {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		return strings.HasPrefix(keys[i], "/registry/namespaces/") && !strings.HasPrefix(keys[j], "/registry/namespaces/")
-	})
-	for _, k := range keys {
-		if _, err := cli.Put(ctx, k, puts[k]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	plantEmbedded(t, cli)
 	tests := []struct {
 		name      string
 		namespace string
@@ -198,6 +176,38 @@ func TestScanOfflineVerdictsAreSingleWitness(t *testing.T) {
 	for _, c := range rep.Checks {
 		if c.Name == "api server witness" && c.Done {
 			t.Errorf("report says the API server witness was asked: %+v", c)
+		}
+	}
+}
+
+// plantEmbedded writes namespace ns1's objects without their namespace key,
+// ns10 with a mis-keyed pod, an undecodable value and a custom resource
+// whose CRD is gone.
+func plantEmbedded(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	ctx := context.Background()
+	puts := map[string]string{
+		"/registry/namespaces/default":    encode(t, namespace("default")),
+		"/registry/namespaces/ns10":       encode(t, namespace("ns10")),
+		"/registry/pods/ns1/a":            encode(t, pod("ns1", "a")),
+		"/registry/pods/ns1/b":            encode(t, pod("ns1", "b")),
+		"/registry/pods/ns10/c":           encode(t, pod("ns10", "c")),
+		"/registry/pods/ns10/wrong":       encode(t, pod("ns10", "other")),
+		"/registry/configmaps/ns1/junk":   "\x00\x01garbage",
+		"/registry/ranges/serviceips":     "internal",
+		"/registry/example.com/things/x1": `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"x1"}}`,
+	}
+	// Namespaces first: an object stored before its namespace is resurrected.
+	keys := make([]string, 0, len(puts))
+	for k := range puts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return strings.HasPrefix(keys[i], "/registry/namespaces/") && !strings.HasPrefix(keys[j], "/registry/namespaces/")
+	})
+	for _, k := range keys {
+		if _, err := cli.Put(ctx, k, puts[k]); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

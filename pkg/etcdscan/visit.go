@@ -49,8 +49,7 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 			f.addEvidence(ClassUnservedType, WitnessAPIServer, "discovery of "+s.opts.API.Address(), Confirms,
 				"every resource it serves is stored at <prefix>/<name> or <prefix>/<namespace>/<name>")
 		}
-		s.record(f)
-		return nil
+		return s.record(f, nil)
 	}
 	f.Namespace, f.Name = k.Namespace, k.Name
 	resources := v.resources
@@ -159,15 +158,9 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 		}
 		s.noteResurrected(ctx, &f, k.Namespace, kv.CreateRevision, created)
 	}
+	s.queueConfirmation(ask, &f)
 	if len(f.Classes) > 0 {
-		s.record(f)
-	}
-	if ask.res != nil && (len(ask.classes) > 0 || ask.probe) {
-		if ask.probe {
-			probe := f
-			ask.f = &probe
-		}
-		s.confirm = append(s.confirm, ask)
+		return s.record(f, nil)
 	}
 	return nil
 }
@@ -231,7 +224,7 @@ func (s *scan) noteTerminatingNamespace(f Finding, value []byte, since time.Dura
 }
 
 // finishNamespaces reports namespaces stuck in Terminating with what blocks them.
-func (s *scan) finishNamespaces() {
+func (s *scan) finishNamespaces() error {
 	for _, t := range s.terminatingNS {
 		fins := append([]string{}, t.ns.Finalizers...)
 		for _, sf := range t.ns.Spec.Finalizers {
@@ -254,10 +247,12 @@ func (s *scan) finishNamespaces() {
 				parts = append(parts, string(c.Type)+": "+c.Message)
 			}
 		}
-		f := t.f
-		f.add(ClassStuckTerminating, strings.Join(parts, "; "))
-		s.record(f).add(ClassStuckTerminating, f.Reasons[len(f.Reasons)-1])
+		reason := strings.Join(parts, "; ")
+		if err := s.record(t.f, func(f *Finding) { f.add(ClassStuckTerminating, reason) }); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 func scopeMismatch(r catalog.Resource, k Key) string {

@@ -116,13 +116,21 @@ func (l *Loop) Once(ctx context.Context) error {
 		l.Log.Error("scan failed; the metrics keep the last good values", "reason", reason, "err", err.Error(), "took", took.Round(time.Millisecond).String())
 		return fmt.Errorf("scan cycle: %w", err)
 	}
-	snap := Summarize(rep, l.NamespaceLimit)
+	findings := rep.Len()
+	snap, err := Summarize(rep, l.NamespaceLimit)
+	// The counts are all a cycle keeps: a report's spill file goes now.
+	rep.Close()
+	if err != nil {
+		l.Collector.Failed(ReasonScan, took, cost)
+		l.Log.Error("scan failed; the metrics keep the last good values", "reason", ReasonScan, "err", err.Error(), "took", took.Round(time.Millisecond).String())
+		return fmt.Errorf("scan cycle: %w", err)
+	}
 	l.Collector.Succeeded(snap, took, cost, time.Now())
 	ghosts := 0
 	for _, n := range snap.Ghosts {
 		ghosts += n
 	}
-	l.Log.Info("scan done", "revision", rep.Revision, "keys", rep.ScannedKeys, "findings", len(rep.Findings), "ghosts", ghosts,
+	l.Log.Info("scan done", "revision", rep.Revision, "keys", rep.ScannedKeys, "findings", findings, "ghosts", ghosts,
 		"dangling", len(rep.Dangling), "took", took.Round(time.Millisecond).String(), "etcd_requests", cost.Requests, "etcd_received_bytes", cost.ReceivedBytes)
 	return nil
 }

@@ -6,6 +6,7 @@
 package exporter
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -68,18 +69,20 @@ type Snapshot struct {
 // (findings, dangling references pointing into them, terminating) and only
 // the first limit keep their name; the rest are counted as "other". A limit
 // of 0 or less keeps no name.
-func Summarize(rep *etcdscan.Report, limit int) *Snapshot {
-	ns := namespaceLabels(rep, limit)
+func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
+	ns, err := namespaceLabels(rep, limit)
+	if err != nil {
+		return nil, err
+	}
 	s := &Snapshot{
 		Objects: map[ObjectKey]int{}, Classes: map[ObjectKey]int{},
 		Ghosts: map[string]int{}, SingleWitness: map[string]int{},
 		Dangling: map[DanglingKey]int{}, Terminating: map[string]float64{}, TerminatingObjects: map[string]int{},
 		APIWitness: rep.APIWitness, KeysScanned: rep.ScannedKeys, InternalKeys: rep.InternalKeys, Revision: rep.Revision,
 	}
-	for i := range rep.Findings {
-		f := &rep.Findings[i]
+	err = rep.Each(func(f *etcdscan.Finding) error {
 		if len(f.Classes) == 0 {
-			continue
+			return nil
 		}
 		n := ns(f.Namespace)
 		s.Objects[ObjectKey{Class: f.Classes[0], Resource: f.Resource, Namespace: n}]++
@@ -92,6 +95,10 @@ func Summarize(rep *etcdscan.Report, limit int) *Snapshot {
 				s.SingleWitness[n]++
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read findings: %w", err)
 	}
 	for _, d := range rep.Dangling {
 		s.Dangling[DanglingKey{Kind: d.Kind, State: d.State, TargetNamespace: ns(d.TargetNamespace)}]++
@@ -104,18 +111,22 @@ func Summarize(rep *etcdscan.Report, limit int) *Snapshot {
 	for _, c := range rep.Checks {
 		s.Checks = append(s.Checks, CheckState{Name: c.Name, Done: c.Done})
 	}
-	return s
+	return s, nil
 }
 
 // namespaceLabels returns the label value of each namespace: its name for
 // the limit namespaces holding the most, "other" for the rest. The empty
 // namespace (cluster-scoped objects) is always itself.
-func namespaceLabels(rep *etcdscan.Report, limit int) func(string) string {
+func namespaceLabels(rep *etcdscan.Report, limit int) (func(string) string, error) {
 	weight := map[string]int{}
-	for i := range rep.Findings {
-		if n := rep.Findings[i].Namespace; n != "" {
-			weight[n]++
+	err := rep.Each(func(f *etcdscan.Finding) error {
+		if f.Namespace != "" {
+			weight[f.Namespace]++
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read findings: %w", err)
 	}
 	for _, d := range rep.Dangling {
 		if d.TargetNamespace != "" {
@@ -144,5 +155,5 @@ func namespaceLabels(rep *etcdscan.Report, limit int) func(string) string {
 			return n
 		}
 		return OtherNamespace
-	}
+	}, nil
 }

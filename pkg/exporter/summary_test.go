@@ -80,7 +80,10 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Summarize(rep, tt.limit)
+			got, err := Summarize(rep, tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Summarize:\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -101,7 +104,7 @@ func TestCollectorKeepsLastGoodValues(t *testing.T) {
 		do   func()
 		want string
 	}{
-		{name: "good cycle with a ghost", do: func() { c.Succeeded(Summarize(ghosts, 10), time.Second, Cost{}, time.Unix(100, 0)) }, want: `
+		{name: "good cycle with a ghost", do: func() { c.Succeeded(mustSummarize(t, ghosts), time.Second, Cost{}, time.Unix(100, 0)) }, want: `
 regghost_last_scan_success 1
 regghost_last_scan_success_timestamp_seconds 100
 regghost_objects{class="orphaned-namespace",namespace="kb-system",resource="pods"} 1
@@ -119,7 +122,7 @@ regghost_scan_errors_total{reason="etcd"} 1
 regghost_scan_errors_total{reason="scan"} 0
 regghost_scan_errors_total{reason="timeout"} 0
 `},
-		{name: "good cycle after purge drops the series", do: func() { c.Succeeded(Summarize(&etcdscan.Report{}, 10), time.Second, Cost{}, time.Unix(200, 0)) }, want: `
+		{name: "good cycle after purge drops the series", do: func() { c.Succeeded(mustSummarize(t, &etcdscan.Report{}), time.Second, Cost{}, time.Unix(200, 0)) }, want: `
 regghost_last_scan_success 1
 regghost_last_scan_success_timestamp_seconds 200
 regghost_scan_errors_total{reason="api"} 0
@@ -155,4 +158,14 @@ func samples(t *testing.T, c *Collector, names ...string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// mustSummarize is Summarize with a limit of 10 namespaces, or the test fails.
+func mustSummarize(t *testing.T, rep *etcdscan.Report) *Snapshot {
+	t.Helper()
+	s, err := Summarize(rep, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -179,9 +179,23 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 		}
 	}
 	p := &Plan{Prefix: rep.Prefix, Revision: rep.Revision, Scope: scope(sel), AcceptSingleWitness: sel.AcceptSingleWitness}
+	// Only the findings of the keys asked for are kept: a report may hold
+	// more findings than memory (etcdscan spills them).
 	byKey := map[string]etcdscan.Finding{}
-	for _, f := range rep.Findings {
-		byKey[f.Key] = f
+	if len(sel.Keys) > 0 {
+		wanted := map[string]bool{}
+		for _, k := range sel.Keys {
+			wanted[k] = true
+		}
+		err := rep.Each(func(f *etcdscan.Finding) error {
+			if wanted[f.Key] {
+				byKey[f.Key] = *f
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	allowed := func(f etcdscan.Finding) bool {
 		if f.Has(etcdscan.ClassDisputed) {
@@ -223,10 +237,14 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 			}
 		}
 	} else {
-		for _, f := range rep.Findings {
-			if f.Namespace == sel.Namespace && allowed(f) {
-				p.Targets = append(p.Targets, f)
+		err := rep.Each(func(f *etcdscan.Finding) error {
+			if f.Namespace == sel.Namespace && allowed(*f) {
+				p.Targets = append(p.Targets, *f)
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if sel.Reviewed != nil {
@@ -263,9 +281,10 @@ func (p *Plan) restrictTo(sel Selector) error {
 		now[f.Key] = f
 	}
 	var kept []etcdscan.Finding
-	for _, r := range reviewed.Findings {
+	err := reviewed.Each(func(rf *etcdscan.Finding) error {
+		r := *rf
 		if !inSelection(r) {
-			continue
+			return nil
 		}
 		f, ok := now[r.Key]
 		switch {
@@ -279,6 +298,10 @@ func (p *Plan) restrictTo(sel Selector) error {
 		default:
 			kept = append(kept, f)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	p.Targets = kept
 	return nil
