@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -307,7 +308,26 @@ func (f *finder) apiService(kv *mvccpb.KeyValue, obj map[string]any) error {
 	gv := str(obj, "spec", "group") + "/" + str(obj, "spec", "version")
 	f.add(kv, obj, etcdscan.DanglingRef{Kind: "APIService", Field: "spec.service", Target: "service " + ns + "/" + name, TargetNamespace: ns, State: state, Why: why, SingleWitness: single,
 		Consequence: "discovery of " + gv + " fails: every namespace deletion in the cluster hangs (NamespaceDeletionDiscoveryFailure) and the garbage collector stalls",
-		Fix:         "delete APIService " + str(obj, "metadata", "name") + " through the API server"})
+		Fix:         "delete APIService " + str(obj, "metadata", "name") + " through the API server", Since: unavailableSince(obj)})
+	return nil
+}
+
+// unavailableSince is when an APIService's Available condition turned
+// False (kube-aggregator's availability controller sets it when its Service
+// or endpoints go), or nil.
+func unavailableSince(obj map[string]any) *time.Time {
+	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if str(cm, "type") != "Available" || str(cm, "status") != "False" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, str(cm, "lastTransitionTime"))
+		if err != nil {
+			return nil
+		}
+		return &t
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,5 +123,34 @@ func TestLiveTargetsAreNotDangling(t *testing.T) {
 	refs, _, err := Find(ctx, store, Options{Registry: "/registry/", Reader: &objread.Reader{Registry: "/registry/"}, API: finds{}})
 	if err != nil || len(refs) != 0 {
 		t.Errorf("references %+v (%v), want none: the API server finds the namespace", refs, err)
+	}
+}
+
+func TestUnavailableSince(t *testing.T) {
+	cond := func(status, at string) map[string]any {
+		return map[string]any{"status": map[string]any{"conditions": []any{
+			map[string]any{"type": "Available", "status": status, "lastTransitionTime": at, "reason": "ServiceNotFound"},
+		}}}
+	}
+	tests := []struct {
+		name string
+		obj  map[string]any
+		want string
+	}{
+		{"unavailable", cond("False", "2026-11-30T08:00:00Z"), "2026-11-30T08:00:00Z"},
+		{"available", cond("True", "2026-11-30T08:00:00Z"), ""},
+		{"no status", map[string]any{}, ""},
+		{"unreadable time", cond("False", "yesterday"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if s := unavailableSince(tt.obj); s != nil {
+				got = s.UTC().Format(time.RFC3339)
+			}
+			if got != tt.want {
+				t.Errorf("unavailableSince = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -1,5 +1,7 @@
 package etcdscan
 
+import "time"
+
 // DanglingState says whether what a reference points at is gone or down.
 type DanglingState string
 
@@ -44,6 +46,10 @@ type DanglingRef struct {
 	// ManagedBy names who would re-create or adopt the referring object
 	// (Helm, Argo CD, Flux), from its labels and annotations.
 	ManagedBy []string `json:"managedBy,omitempty"`
+	// Since is when it is known to have dangled from: the time an
+	// APIService's Available condition turned False. serve sets it to when
+	// it first saw the reference when the object does not say.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // DanglingGoneCount counts the references whose target is gone.

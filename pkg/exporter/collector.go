@@ -41,6 +41,9 @@ var (
 	descDangling = prometheus.NewDesc("regghost_dangling_references",
 		"References of live objects (APIServices, webhooks, bindings, volumes) into a namespace or Service that is gone or down.",
 		[]string{"kind", "state", "target_namespace"}, nil)
+	descDanglingAge = prometheus.NewDesc("regghost_dangling_reference_age_seconds",
+		"How long the oldest reference of each series has dangled, as of the last good scan: since its APIService's Available condition turned False, else since this exporter first saw it.",
+		[]string{"kind", "state", "target_namespace"}, nil)
 	descTerminating = prometheus.NewDesc("regghost_namespace_terminating_seconds",
 		"How long each namespace has been Terminating (the oldest, for the other bucket).",
 		[]string{"namespace"}, nil)
@@ -134,7 +137,7 @@ func (c *Collector) Ready() bool {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descClasses, descGhosts, descSingle, descDangling, descTerminating,
+	for _, d := range []*prometheus.Desc{descObjects, descClasses, descGhosts, descSingle, descDangling, descDanglingAge, descTerminating,
 		descTerminatingObjects, descCheck, descAPIWitness, descKeys, descRevision, descDuration, descLastSuccess, descLastOK,
 		descErrors, descScans, descCycleRequests, descCycleReceived, descRequests, descReceived, descSent, descBuild} {
 		ch <- d
@@ -188,6 +191,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range s.Dangling {
 		gauge(descDangling, float64(n), k.Kind, string(k.State), k.TargetNamespace)
+		if since, ok := s.DanglingSince[k]; ok {
+			gauge(descDanglingAge, max(0, c.lastSuccess.Sub(since).Seconds()), k.Kind, string(k.State), k.TargetNamespace)
+		}
 	}
 	for ns, sec := range s.Terminating {
 		gauge(descTerminating, sec, ns)

@@ -53,6 +53,8 @@ type Loop struct {
 	// what it counted during the cycle.
 	Meter *EtcdMeter
 	Log   *slog.Logger
+	// dangling dates the dangling references across cycles.
+	dangling danglingClock
 }
 
 // Run runs cycles until ctx is done, the first one at once.
@@ -117,6 +119,8 @@ func (l *Loop) Once(ctx context.Context) error {
 		return fmt.Errorf("scan cycle: %w", err)
 	}
 	findings := rep.Len()
+	end := time.Now()
+	l.dangling.date(rep.Dangling, end)
 	snap, err := Summarize(rep, l.NamespaceLimit)
 	// The counts are all a cycle keeps: a report's spill file goes now.
 	rep.Close()
@@ -125,7 +129,7 @@ func (l *Loop) Once(ctx context.Context) error {
 		l.Log.Error("scan failed; the metrics keep the last good values", "reason", ReasonScan, "err", err.Error(), "took", took.Round(time.Millisecond).String())
 		return fmt.Errorf("scan cycle: %w", err)
 	}
-	l.Collector.Succeeded(snap, took, cost, time.Now())
+	l.Collector.Succeeded(snap, took, cost, end)
 	ghosts := 0
 	for _, n := range snap.Ghosts {
 		ghosts += n

@@ -8,6 +8,7 @@ package exporter
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
@@ -52,6 +53,9 @@ type Snapshot struct {
 	Ghosts        map[string]int
 	SingleWitness map[string]int
 	Dangling      map[DanglingKey]int
+	// DanglingSince is when the oldest reference of each series is known
+	// to have dangled from (references with no date are left out).
+	DanglingSince map[DanglingKey]time.Time
 	// Terminating is each terminating namespace's age in seconds (the
 	// oldest for the other bucket), and TerminatingObjects the keys left in it.
 	Terminating        map[string]float64
@@ -77,7 +81,7 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 	s := &Snapshot{
 		Objects: map[ObjectKey]int{}, Classes: map[ObjectKey]int{},
 		Ghosts: map[string]int{}, SingleWitness: map[string]int{},
-		Dangling: map[DanglingKey]int{}, Terminating: map[string]float64{}, TerminatingObjects: map[string]int{},
+		Dangling: map[DanglingKey]int{}, DanglingSince: map[DanglingKey]time.Time{}, Terminating: map[string]float64{}, TerminatingObjects: map[string]int{},
 		APIWitness: rep.APIWitness, KeysScanned: rep.ScannedKeys, InternalKeys: rep.InternalKeys, Revision: rep.Revision,
 	}
 	err = rep.Each(func(f *etcdscan.Finding) error {
@@ -101,7 +105,13 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 		return nil, fmt.Errorf("read findings: %w", err)
 	}
 	for _, d := range rep.Dangling {
-		s.Dangling[DanglingKey{Kind: d.Kind, State: d.State, TargetNamespace: ns(d.TargetNamespace)}]++
+		k := DanglingKey{Kind: d.Kind, State: d.State, TargetNamespace: ns(d.TargetNamespace)}
+		s.Dangling[k]++
+		if d.Since != nil {
+			if old, ok := s.DanglingSince[k]; !ok || d.Since.Before(old) {
+				s.DanglingSince[k] = *d.Since
+			}
+		}
 	}
 	for _, t := range rep.Terminating {
 		n := ns(t.Name)

@@ -18,6 +18,7 @@ func finding(ns, resource string, ghost, single bool, classes ...etcdscan.Class)
 
 func TestSummarize(t *testing.T) {
 	orphan, stuck := etcdscan.ClassOrphanedNamespace, etcdscan.ClassStuckTerminating
+	unavailable := time.Unix(1000, 0)
 	rep := &etcdscan.Report{
 		ScannedKeys: 42, Revision: 7, APIWitness: true,
 		Findings: []etcdscan.Finding{
@@ -28,6 +29,7 @@ func TestSummarize(t *testing.T) {
 			finding("", "widgets.example.com", true, false, etcdscan.ClassUnservedType),
 		},
 		Dangling: []etcdscan.DanglingRef{
+			{Kind: "APIService", State: etcdscan.DanglingGone, TargetNamespace: "kb-system", Since: &unavailable},
 			{Kind: "APIService", State: etcdscan.DanglingGone, TargetNamespace: "kb-system"},
 			{Kind: "ClusterRoleBinding", State: etcdscan.DanglingGone, TargetNamespace: "gone-2"},
 		},
@@ -51,8 +53,9 @@ func TestSummarize(t *testing.T) {
 			Ghosts:        map[string]int{"kb-system": 3, "": 1},
 			SingleWitness: map[string]int{"kb-system": 1},
 			Dangling: map[DanglingKey]int{
-				{"APIService", etcdscan.DanglingGone, "kb-system"}: 1, {"ClusterRoleBinding", etcdscan.DanglingGone, "gone-2"}: 1,
+				{"APIService", etcdscan.DanglingGone, "kb-system"}: 2, {"ClusterRoleBinding", etcdscan.DanglingGone, "gone-2"}: 1,
 			},
+			DanglingSince:      map[DanglingKey]time.Time{{"APIService", etcdscan.DanglingGone, "kb-system"}: unavailable},
 			Terminating:        map[string]float64{"small": 90},
 			TerminatingObjects: map[string]int{"small": 3},
 			Checks:             []CheckState{{"api server witness", true}, {"namespaces", false}},
@@ -70,8 +73,9 @@ func TestSummarize(t *testing.T) {
 			Ghosts:        map[string]int{"kb-system": 3, "": 1},
 			SingleWitness: map[string]int{"kb-system": 1},
 			Dangling: map[DanglingKey]int{
-				{"APIService", etcdscan.DanglingGone, "kb-system"}: 1, {"ClusterRoleBinding", etcdscan.DanglingGone, OtherNamespace}: 1,
+				{"APIService", etcdscan.DanglingGone, "kb-system"}: 2, {"ClusterRoleBinding", etcdscan.DanglingGone, OtherNamespace}: 1,
 			},
+			DanglingSince:      map[DanglingKey]time.Time{{"APIService", etcdscan.DanglingGone, "kb-system"}: unavailable},
 			Terminating:        map[string]float64{OtherNamespace: 90},
 			TerminatingObjects: map[string]int{OtherNamespace: 3},
 			Checks:             []CheckState{{"api server witness", true}, {"namespaces", false}},
