@@ -3,7 +3,7 @@ package cmd
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/regghost/regghost/pkg/spill"
@@ -29,30 +29,58 @@ func (m *memLines) each(fn func(tableLine) error) error {
 	return nil
 }
 
-// spilledLine is a tableLine as a spill file holds it.
-type spilledLine struct {
-	Cells   []string `json:"c,omitempty"`
-	Comment *string  `json:"m,omitempty"`
-}
-
+// encodeLine writes a line as a spill file holds it: 1 and the comment, or
+// 0 and the cells, each string its length and bytes.
 func encodeLine(l tableLine) []byte {
-	s := spilledLine{Cells: l.cells}
+	str := func(b []byte, x string) []byte { return append(binary.AppendUvarint(b, uint64(len(x))), x...) }
 	if l.isComment {
-		s.Comment = &l.comment
+		return str([]byte{1}, l.comment)
 	}
-	b, _ := json.Marshal(s) // strings only: cannot fail
+	b := binary.AppendUvarint([]byte{0}, uint64(len(l.cells)))
+	for _, c := range l.cells {
+		b = str(b, c)
+	}
 	return b
 }
 
+var errLine = errors.New("read spilled table line: record cut short")
+
 func decodeLine(raw []byte) (tableLine, error) {
-	var s spilledLine
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return tableLine{}, fmt.Errorf("read spilled table line: %w", err)
+	str := func() (string, bool) {
+		n, k := binary.Uvarint(raw)
+		if k <= 0 || n > uint64(len(raw)-k) {
+			return "", false
+		}
+		s := string(raw[k : k+int(n)])
+		raw = raw[k+int(n):]
+		return s, true
 	}
-	if s.Comment != nil {
-		return tableLine{comment: *s.Comment, isComment: true}, nil
+	if len(raw) == 0 {
+		return tableLine{}, errLine
 	}
-	return tableLine{cells: s.Cells}, nil
+	kind := raw[0]
+	raw = raw[1:]
+	if kind == 1 {
+		c, ok := str()
+		if !ok {
+			return tableLine{}, errLine
+		}
+		return tableLine{comment: c, isComment: true}, nil
+	}
+	n, k := binary.Uvarint(raw)
+	if k <= 0 || n > uint64(len(raw)) {
+		return tableLine{}, errLine
+	}
+	raw = raw[k:]
+	cells := make([]string, n)
+	for i := range cells {
+		c, ok := str()
+		if !ok {
+			return tableLine{}, errLine
+		}
+		cells[i] = c
+	}
+	return tableLine{cells: cells}, nil
 }
 
 // spilledLines keeps a table's lines in a spill file, in the order they

@@ -2,6 +2,7 @@ package etcdscan
 
 import (
 	"encoding/json"
+	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -166,6 +167,7 @@ type Report struct {
 	// many to keep in memory; Findings is nil then.
 	spilled  *findingStore
 	spilledN int
+	closed   bool
 }
 
 // TerminatingNamespace is a namespace whose deletion has started.
@@ -221,6 +223,9 @@ func (r *Report) take(st *findingStore) {
 // its spill file, one at a time: what fn is given is valid only during
 // the call.
 func (r *Report) Each(fn func(*Finding) error) error {
+	if r.closed {
+		return errors.New("the report's findings were read after it was closed")
+	}
 	if r.spilled == nil {
 		for i := range r.Findings {
 			if err := fn(&r.Findings[i]); err != nil {
@@ -229,18 +234,7 @@ func (r *Report) Each(fn func(*Finding) error) error {
 		}
 		return nil
 	}
-	for _, ghosts := range []bool{true, false} {
-		err := r.spilled.read(func(f *Finding) error {
-			if f.Ghost != ghosts {
-				return nil
-			}
-			return fn(f)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.spilled.read(fn)
 }
 
 // Len is the number of findings.
@@ -262,7 +256,7 @@ func (r *Report) Close() error {
 		return nil
 	}
 	err := r.spilled.close()
-	r.spilled = nil
+	r.spilled, r.closed = nil, true
 	return err
 }
 

@@ -1,7 +1,6 @@
 package etcdscan
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/regghost/regghost/pkg/spill"
@@ -13,8 +12,13 @@ import (
 // about 1.4 KB, so the findings of a scan stay under 30 MiB.
 const DefaultSpillAfter = 20000
 
-// spillBucket is the spill file's bucket of findings, by key.
-const spillBucket = "findings"
+// The spill file's buckets: the findings by key while the scan runs, then,
+// once their verdicts are settled, the report's order (ghosts first, each
+// group by key).
+const (
+	findingsBucket = "findings"
+	reportBucket   = "report"
+)
 
 // findingStore holds a scan's findings by key: in memory up to limit of
 // them, then in a spill file.
@@ -22,9 +26,13 @@ type findingStore struct {
 	mem   []Finding
 	index map[string]int
 	file  *spill.File
-	n     int
-	limit int
-	dir   string
+	dict  *sharedStrings
+	// settled is set once the findings are in the report's order.
+	settled bool
+	n       int
+	limit   int
+	dir     string
+	buf     []byte
 }
 
 func newFindingStore(limit int, dir string) *findingStore {
@@ -43,22 +51,22 @@ func (st *findingStore) get(key string) (*Finding, error) {
 		}
 		return nil, nil
 	}
-	raw, err := st.file.Get(spillBucket, key)
+	raw, err := st.file.Get(findingsBucket, key)
 	if err != nil || raw == nil {
 		return nil, err
 	}
-	return decodeFinding(key, raw)
+	return decodeFinding(key, raw, st.dict)
 }
 
 // put stores f, new or changed.
 func (st *findingStore) put(f *Finding) error {
 	if st.file != nil {
-		if old, err := st.file.Get(spillBucket, f.Key); err != nil {
+		if old, err := st.file.Get(findingsBucket, f.Key); err != nil {
 			return err
 		} else if old == nil {
 			st.n++
 		}
-		return st.write(f)
+		return st.write(findingsBucket, f.Key, f)
 	}
 	if i, ok := st.index[f.Key]; ok {
 		if &st.mem[i] != f {
@@ -81,9 +89,9 @@ func (st *findingStore) spill() error {
 	if err != nil {
 		return fmt.Errorf("more than %d findings: %w", st.limit, err)
 	}
-	st.file = file
+	st.file, st.dict = file, newSharedStrings()
 	for i := range st.mem {
-		if err := st.write(&st.mem[i]); err != nil {
+		if err := st.write(findingsBucket, st.mem[i].Key, &st.mem[i]); err != nil {
 			return err
 		}
 	}
@@ -91,15 +99,12 @@ func (st *findingStore) spill() error {
 	return nil
 }
 
-func (st *findingStore) write(f *Finding) error {
-	raw, err := json.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("spill finding %s: %w", f.Key, err)
-	}
-	return st.file.Put(spillBucket, f.Key, raw)
+func (st *findingStore) write(bucket, key string, f *Finding) error {
+	st.buf = encodeFinding(st.buf[:0], f, st.dict)
+	return st.file.Put(bucket, key, st.buf)
 }
 
-// each calls fn with every finding: in the order they were found when in
+// each calls fn with every finding, in the order they were found when in
 // memory, in key order from the spill file. A change fn makes is kept.
 func (st *findingStore) each(fn func(*Finding) error) error {
 	if st.file == nil {
@@ -110,25 +115,56 @@ func (st *findingStore) each(fn func(*Finding) error) error {
 		}
 		return nil
 	}
-	return st.file.Each(spillBucket, func(key string, raw []byte) error {
-		f, err := decodeFinding(key, raw)
+	return st.file.Each(findingsBucket, func(key string, raw []byte) error {
+		f, err := decodeFinding(key, raw, st.dict)
 		if err != nil {
 			return err
 		}
 		if err := fn(f); err != nil {
 			return err
 		}
-		return st.write(f)
+		return st.write(findingsBucket, key, f)
 	})
 }
 
-// read calls fn with every finding, read only (no write back).
-func (st *findingStore) read(fn func(*Finding) error) error {
+// settle calls fn with every finding for the last time, then puts them in
+// the report's order: ghosts first, each group by key. No finding may be
+// recorded or changed after it.
+func (st *findingStore) settle(fn func(*Finding)) error {
 	if st.file == nil {
-		return st.each(fn)
+		for i := range st.mem {
+			fn(&st.mem[i])
+		}
+		st.settled = true
+		return nil
 	}
-	return st.file.Each(spillBucket, func(key string, raw []byte) error {
-		f, err := decodeFinding(key, raw)
+	err := st.file.Each(findingsBucket, func(key string, raw []byte) error {
+		f, err := decodeFinding(key, raw, st.dict)
+		if err != nil {
+			return err
+		}
+		fn(f)
+		order := "1"
+		if f.Ghost {
+			order = "0"
+		}
+		return st.write(reportBucket, order+key, f)
+	})
+	if err != nil {
+		return err
+	}
+	st.settled = true
+	return st.file.Drop(findingsBucket)
+}
+
+// read calls fn with every settled finding in the report's order, read
+// only: what fn is given is valid during the call.
+func (st *findingStore) read(fn func(*Finding) error) error {
+	if !st.settled {
+		return fmt.Errorf("findings read before their verdicts settled")
+	}
+	return st.file.Each(reportBucket, func(key string, raw []byte) error {
+		f, err := decodeFinding(key[1:], raw, st.dict)
 		if err != nil {
 			return err
 		}
@@ -141,12 +177,4 @@ func (st *findingStore) close() error {
 		return nil
 	}
 	return st.file.Close()
-}
-
-func decodeFinding(key string, raw []byte) (*Finding, error) {
-	var f Finding
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("read spilled finding %s: %w", key, err)
-	}
-	return &f, nil
 }

@@ -336,13 +336,12 @@ func (s *scan) finish(ctx context.Context) error {
 		return err
 	}
 	classes := map[Class]int{}
-	err := s.found.each(func(f *Finding) error {
+	err := s.found.settle(func(f *Finding) {
 		f.settle()
 		s.rep.Summary[f.Classes[0]]++
 		for _, c := range f.Classes {
 			classes[c]++
 		}
-		return nil
 	})
 	if err != nil {
 		return err

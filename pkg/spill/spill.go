@@ -139,6 +139,23 @@ func (f *File) Each(bucket string, fn func(key string, value []byte) error) erro
 	}
 }
 
+// Drop removes bucket and everything in it; its pages are reused.
+func (f *File) Drop(bucket string) error {
+	if err := f.flush(); err != nil {
+		return err
+	}
+	err := f.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(bucket)) == nil {
+			return nil
+		}
+		return tx.DeleteBucket([]byte(bucket))
+	})
+	if err != nil {
+		return fmt.Errorf("write spill file in %s: %w", f.dir, err)
+	}
+	return nil
+}
+
 // flush commits the pending writes.
 func (f *File) flush() error {
 	if f.npending == 0 {

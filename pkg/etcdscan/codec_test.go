@@ -1,0 +1,81 @@
+package etcdscan
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fullFinding has every field set, so that a field the codec forgets fails
+// the round trip.
+func fullFinding(i int) Finding {
+	created := time.Unix(1.8e9, 123456789)
+	return Finding{
+		Key: fmt.Sprintf("/registry/pods/ns/p%d", i), Resource: "pods", APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: fmt.Sprintf("p%d", i),
+		Classes: []Class{ClassOrphanedNamespace, ClassStuckTerminating}, Reasons: []string{"namespace ns does not exist", fmt.Sprintf("deleted %dm ago", i)},
+		Ghost: true, SingleWitness: true,
+		Evidence: []Evidence{{Class: ClassOrphanedNamespace, Witness: WitnessEtcd, Asked: "key /registry/namespaces/ns", Answer: Confirms, Said: "no key"},
+			{Class: ClassOrphanedNamespace, Witness: WitnessAPIServer, Asked: "GET namespaces/ns", Answer: NoEvidence, Said: fmt.Sprintf("timeout %d", i)}},
+		Absent: []string{"/registry/namespaces/ns"}, UID: fmt.Sprintf("uid-%d", i), Format: "protobuf", Encryption: "aescbc/key1",
+		CreateRevision: int64(i), ModRevision: -int64(i) - 1, Created: &created,
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	v := reflect.ValueOf(fullFinding(1))
+	for i := range v.NumField() {
+		if v.Type().Field(i).IsExported() && v.Field(i).IsZero() {
+			t.Fatalf("fullFinding leaves %s unset: the round trip would not check it", v.Type().Field(i).Name)
+		}
+	}
+	dict := newSharedStrings()
+	// More distinct shared strings than the dictionary holds: the last
+	// ones are written whole.
+	for i := range maxShared + 50 {
+		f := fullFinding(i)
+		got, err := decodeFinding(f.Key, encodeFinding(nil, &f, dict), dict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Created.Equal(*f.Created) {
+			t.Fatalf("finding %d: created %v, want %v", i, got.Created, f.Created)
+		}
+		got.Created = f.Created
+		if !reflect.DeepEqual(*got, f) {
+			t.Fatalf("finding %d round trip:\n got %+v\nwant %+v", i, *got, f)
+		}
+	}
+	if len(dict.strs) != maxShared {
+		t.Fatalf("dictionary holds %d strings, want %d", len(dict.strs), maxShared)
+	}
+	bare := Finding{Key: "/registry/x", Classes: []Class{ClassUndecodable}, Reasons: []string{"r"}}
+	got, err := decodeFinding(bare.Key, encodeFinding(nil, &bare, dict), dict)
+	if err != nil || !reflect.DeepEqual(*got, bare) {
+		t.Fatalf("bare finding round trip: %+v, %v", got, err)
+	}
+}
+
+// TestCodecRefusesDamage: a cut, lengthened or foreign record is an error,
+// never a panic or a finding made up.
+func TestCodecRefusesDamage(t *testing.T) {
+	dict := newSharedStrings()
+	f := fullFinding(7)
+	raw := encodeFinding(nil, &f, dict)
+	for n := range len(raw) {
+		if _, err := decodeFinding(f.Key, raw[:n], dict); err == nil {
+			t.Fatalf("a record cut to %d of %d bytes decodes", n, len(raw))
+		}
+	}
+	if _, err := decodeFinding(f.Key, append(raw, 0), dict); err == nil || !strings.Contains(err.Error(), "left over") {
+		t.Fatalf("a lengthened record: %v", err)
+	}
+	other := append([]byte{codecVersion + 1}, raw[1:]...)
+	if _, err := decodeFinding(f.Key, other, dict); err == nil {
+		t.Fatal("a record of another layout decodes")
+	}
+	if _, err := decodeFinding(f.Key, raw, newSharedStrings()); err == nil {
+		t.Fatal("a record decodes against another file's dictionary")
+	}
+}
