@@ -196,6 +196,15 @@ scrape_configs:
 		waitFor(t, 60*time.Second, "the dangling APIService alert fires", func() error {
 			return firing(p, "RegghostDanglingAPIService", "target_namespace", "metrics-ns")
 		})
+		// Dated from the APIService's Available=False transition (or the
+		// first cycle that saw it): a later cycle finds it older.
+		waitFor(t, 60*time.Second, "the dangling APIService ages", func() error {
+			v, ok, err := p.value(`regghost_dangling_reference_age_seconds{kind="APIService", state="gone", target_namespace="metrics-ns"}`)
+			if err != nil || !ok || v <= 0 {
+				return fmt.Errorf("age of the dangling APIService into metrics-ns = %v (present %v, %v), want more than 0", v, ok, err)
+			}
+			return nil
+		})
 	})
 
 	t.Run("every dashboard query parses", func(t *testing.T) {

@@ -167,6 +167,9 @@ func (f *File) flush() error {
 			if err != nil {
 				return err
 			}
+			// Written mostly in key order: full pages, not bbolt's half
+			// full ones, which suit random inserts.
+			b.FillPercent = 0.95
 			// In key order: bbolt appends sorted writes without splitting pages.
 			for _, k := range slices.Sorted(maps.Keys(kvs)) {
 				if err := b.Put([]byte(k), kvs[k]); err != nil {
