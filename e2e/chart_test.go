@@ -99,7 +99,8 @@ func TestChartLintsAndRenders(t *testing.T) {
 			if _, ok := objs["Secret"]; ok != tt.webConfig {
 				t.Errorf("web config Secret rendered: %v, want %v", ok, tt.webConfig)
 			}
-			for _, want := range []string{"- serve", "node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "operator: Exists", "type: Recreate", "hostNetwork: true", "readOnly: true", "--node-root=/host"} {
+			for _, want := range []string{"- serve", "node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "operator: Exists", "type: Recreate", "hostNetwork: true", "readOnly: true", "--node-root=/host",
+				"mountPath: /tmp", "emptyDir: {}"} {
 				if !strings.Contains(deployment, want) {
 					t.Errorf("the Deployment lacks %q:\n%s", want, deployment)
 				}
@@ -144,9 +145,24 @@ func TestStaticPodManifest(t *testing.T) {
 			t.Errorf("serve has no flag %s", name)
 		}
 	}
+	// The node's files are read only; the one thing written is a spill
+	// file of findings, in an emptyDir at /tmp ($TMPDIR), since the root
+	// file system is read-only.
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	tmp := false
 	for _, m := range pod.Spec.Containers[0].VolumeMounts {
-		if !m.ReadOnly {
+		v := volumes[m.Name]
+		switch {
+		case v.EmptyDir != nil && m.MountPath == "/tmp":
+			tmp = true
+		case !m.ReadOnly:
 			t.Errorf("volume %s is mounted read-write", m.Name)
 		}
+	}
+	if !tmp {
+		t.Errorf("no writable /tmp for a scan's spilled findings (the root file system is read-only)")
 	}
 }
