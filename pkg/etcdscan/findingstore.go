@@ -33,6 +33,9 @@ type findingStore struct {
 	limit   int
 	dir     string
 	buf     []byte
+	// last is the greatest key in the spill file: the walk finds keys in
+	// order, so a key past it needs no lookup.
+	last string
 }
 
 func newFindingStore(limit int, dir string) *findingStore {
@@ -51,6 +54,9 @@ func (st *findingStore) get(key string) (*Finding, error) {
 		}
 		return nil, nil
 	}
+	if key > st.last {
+		return nil, nil
+	}
 	raw, err := st.file.Get(findingsBucket, key)
 	if err != nil || raw == nil {
 		return nil, err
@@ -61,7 +67,10 @@ func (st *findingStore) get(key string) (*Finding, error) {
 // put stores f, new or changed.
 func (st *findingStore) put(f *Finding) error {
 	if st.file != nil {
-		if old, err := st.file.Get(findingsBucket, f.Key); err != nil {
+		if f.Key > st.last {
+			st.n++
+			st.last = f.Key
+		} else if old, err := st.file.Get(findingsBucket, f.Key); err != nil {
 			return err
 		} else if old == nil {
 			st.n++
@@ -94,6 +103,7 @@ func (st *findingStore) spill() error {
 		if err := st.write(findingsBucket, st.mem[i].Key, &st.mem[i]); err != nil {
 			return err
 		}
+		st.last = max(st.last, st.mem[i].Key)
 	}
 	st.mem, st.index = nil, nil
 	return nil
