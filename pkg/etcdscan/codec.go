@@ -122,24 +122,15 @@ type decoder struct {
 
 var errShort = errors.New("record cut short")
 
-func (d *decoder) uint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	x, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errShort
-		return 0
-	}
-	d.b = d.b[n:]
-	return x
-}
+func (d *decoder) uint() uint64 { return varint(d, binary.Uvarint) }
+func (d *decoder) int() int64   { return varint(d, binary.Varint) }
 
-func (d *decoder) int() int64 {
+// varint reads one variable-length number with read.
+func varint[T uint64 | int64](d *decoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	x, n := binary.Varint(d.b)
+	x, n := read(d.b)
 	if n <= 0 {
 		d.err = errShort
 		return 0
