@@ -149,8 +149,8 @@ func normalize(s string, repl map[string]string) string {
 func TestGolden(t *testing.T) { testGolden(t) }
 
 // TestGoldenSpilled runs the golden steps with every scan's findings
-// spilled to disk from the first one: a report too large for memory must
-// print byte for byte what one held in memory prints.
+// spilled to disk as soon as there are two: a report too large for memory
+// must print byte for byte what one held in memory prints.
 func TestGoldenSpilled(t *testing.T) {
 	spillAfter = 1
 	defer func() { spillAfter = 0 }()

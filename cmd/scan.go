@@ -100,7 +100,8 @@ func validateScanSettings(reads readSettings, terminatingAfter time.Duration, ap
 	if apiCheckLimit < 1 {
 		return usageError("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", apiCheckLimit)
 	}
-	return nil
+	_, err := spillSetting()
+	return err
 }
 
 func validateNamespace(ns string) error {
@@ -203,10 +204,18 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
+	// The report's spill file goes unless it is returned, even on a panic
+	// (serve recovers from one and scans again).
+	returned := false
+	defer func() {
+		if !returned {
+			rep.Close()
+		}
+	}()
 	if err := rs.findDangling(ctx, g, rep); err != nil {
-		rep.Close()
 		return nil, err
 	}
+	returned = true
 	return rep, nil
 }
 

@@ -110,8 +110,8 @@ scrape_configs:
 		if len(classes) < 6 {
 			t.Fatalf("the scenario has only the classes %v", classes)
 		}
-		// The same scan with its findings spilled to disk from the first
-		// one judges every finding alike, the API server's answers included.
+		// The same scan with its findings spilled to disk as soon as there
+		// are two judges every finding alike, the API server's answers included.
 		t.Setenv("REGGHOST_SPILL_AFTER", "1")
 		spilled, _ := c.scanJSON(t, "--terminating-after", "1ns")
 		t.Setenv("REGGHOST_SPILL_AFTER", "")

@@ -140,12 +140,18 @@ func varint[T uint64 | int64](d *decoder, read func([]byte) (T, int)) T {
 }
 
 func (d *decoder) bool() bool {
-	if d.err != nil || len(d.b) == 0 {
+	if d.err != nil {
+		return false
+	}
+	if len(d.b) == 0 {
 		d.err = errShort
 		return false
 	}
 	x := d.b[0]
 	d.b = d.b[1:]
+	if x > 1 {
+		d.err = fmt.Errorf("%d is not a boolean", x)
+	}
 	return x == 1
 }
 

@@ -24,10 +24,12 @@ func fullFinding(i int) Finding {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	v := reflect.ValueOf(fullFinding(1))
-	for i := range v.NumField() {
-		if v.Type().Field(i).IsExported() && v.Field(i).IsZero() {
-			t.Fatalf("fullFinding leaves %s unset: the round trip would not check it", v.Type().Field(i).Name)
+	full := fullFinding(1)
+	for _, v := range []reflect.Value{reflect.ValueOf(full), reflect.ValueOf(full.Evidence[0])} {
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && v.Field(i).IsZero() {
+				t.Fatalf("fullFinding leaves %s.%s unset: the round trip would not check it", v.Type().Name(), v.Type().Field(i).Name)
+			}
 		}
 	}
 	dict := newSharedStrings()

@@ -249,15 +249,15 @@ func (r *Report) Len() int {
 // Findings (read them with Each).
 func (r *Report) Spilled() bool { return r.spilled != nil }
 
-// Close releases the spill file of a report with many findings; Each
-// cannot be called after it.
+// Close releases the spill file of a report with many findings. Each
+// fails after it, and MarshalJSON of a spilled report (Len, Ghosts and
+// Summary still answer).
 func (r *Report) Close() error {
-	if r.spilled == nil {
+	if r.closed {
 		return nil
 	}
-	err := r.spilled.close()
-	r.spilled, r.closed = nil, true
-	return err
+	r.closed = true
+	return r.spilled.close()
 }
 
 // Header is the report without its findings: what a writer of many
@@ -274,6 +274,9 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	type plain Report
 	if r.spilled == nil {
 		return json.Marshal((*plain)(r))
+	}
+	if r.closed {
+		return nil, errors.New("the report's findings were written out after it was closed")
 	}
 	all := Report(r.Header())
 	all.Findings = make([]Finding, 0, r.spilledN)

@@ -1,6 +1,8 @@
 package etcdscan
 
 import (
+	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	"github.com/regghost/regghost/pkg/spill"
@@ -33,9 +35,27 @@ type findingStore struct {
 	limit   int
 	dir     string
 	buf     []byte
-	// last is the greatest key in the spill file: the walk finds keys in
-	// order, so a key past it needs no lookup.
+	// last is the greatest key in the spill file: a key past it needs no
+	// lookup (a walk of the whole keyspace finds keys in order, so most do).
 	last string
+}
+
+// errSettled refuses a finding recorded after the report was put in order.
+var errSettled = errors.New("a finding recorded after the verdicts settled")
+
+// longKey is how long an etcd key may be to be its spill file key as it is.
+const longKey = spill.MaxKey - 2 - sha256.Size
+
+// fileKey is the spill file's key of an etcd key: the key itself, or, for
+// one longer than bbolt takes (etcd allows keys up to its request size),
+// its start and its sha256. Such keys are listed by their start; the
+// finding holds the whole key.
+func fileKey(key string) string {
+	if len(key) <= longKey {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return key[:longKey] + string(sum[:])
 }
 
 func newFindingStore(limit int, dir string) *findingStore {
@@ -57,7 +77,7 @@ func (st *findingStore) get(key string) (*Finding, error) {
 	if key > st.last {
 		return nil, nil
 	}
-	raw, err := st.file.Get(findingsBucket, key)
+	raw, err := st.file.Get(findingsBucket, fileKey(key))
 	if err != nil || raw == nil {
 		return nil, err
 	}
@@ -66,16 +86,19 @@ func (st *findingStore) get(key string) (*Finding, error) {
 
 // put stores f, new or changed.
 func (st *findingStore) put(f *Finding) error {
+	if st.settled {
+		return errSettled
+	}
 	if st.file != nil {
 		if f.Key > st.last {
 			st.n++
 			st.last = f.Key
-		} else if old, err := st.file.Get(findingsBucket, f.Key); err != nil {
+		} else if old, err := st.file.Get(findingsBucket, fileKey(f.Key)); err != nil {
 			return err
 		} else if old == nil {
 			st.n++
 		}
-		return st.write(findingsBucket, f.Key, f)
+		return st.write(findingsBucket, fileKey(f.Key), f)
 	}
 	if i, ok := st.index[f.Key]; ok {
 		if &st.mem[i] != f {
@@ -100,7 +123,7 @@ func (st *findingStore) spill() error {
 	}
 	st.file, st.dict = file, newSharedStrings()
 	for i := range st.mem {
-		if err := st.write(findingsBucket, st.mem[i].Key, &st.mem[i]); err != nil {
+		if err := st.write(findingsBucket, fileKey(st.mem[i].Key), &st.mem[i]); err != nil {
 			return err
 		}
 		st.last = max(st.last, st.mem[i].Key)
@@ -158,7 +181,7 @@ func (st *findingStore) settle(fn func(*Finding)) error {
 		if f.Ghost {
 			order = "0"
 		}
-		return st.write(reportBucket, order+key, f)
+		return st.write(reportBucket, order+key, f) // key is a file key: room for order
 	})
 	if err != nil {
 		return err

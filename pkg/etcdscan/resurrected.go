@@ -104,19 +104,13 @@ func (s *scan) resurrectedChains(ctx context.Context) error {
 	if len(s.resurrected.ids) == 0 {
 		return nil
 	}
-	marked := map[string]bool{}
+	// marked is by index in s.owned: a byte per owned object, whatever
+	// the number of findings.
+	marked := make([]bool, len(s.owned))
 	for changed := true; changed; {
 		changed = false
-		for _, o := range s.owned {
-			if marked[o.key] {
-				continue
-			}
-			f, err := s.found.get(o.key)
-			if err != nil {
-				return err
-			}
-			if f != nil && f.Has(ClassResurrected) {
-				marked[o.key] = true
+		for i, o := range s.owned {
+			if marked[i] {
 				continue
 			}
 			owner := -1
@@ -127,6 +121,14 @@ func (s *scan) resurrectedChains(ctx context.Context) error {
 				}
 			}
 			if owner < 0 {
+				continue
+			}
+			f, err := s.found.get(o.key)
+			if err != nil {
+				return err
+			}
+			if f != nil && f.Has(ClassResurrected) {
+				marked[i] = true
 				continue
 			}
 			kv, err := s.store.Get(ctx, o.key)
@@ -148,7 +150,7 @@ func (s *scan) resurrectedChains(ctx context.Context) error {
 				return err
 			}
 			s.resurrected.addFingerprint(o.uid)
-			marked[o.key] = true
+			marked[i] = true
 			changed = true
 		}
 	}

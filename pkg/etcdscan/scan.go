@@ -86,7 +86,7 @@ type Options struct {
 }
 
 // Scan walks the keyspace in store and returns what it found.
-func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
+func Scan(ctx context.Context, store Store, opts Options) (rep *Report, err error) {
 	if opts.Prefix == "" {
 		opts.Prefix = "/registry/"
 	}
@@ -120,12 +120,14 @@ func Scan(ctx context.Context, store Store, opts Options) (*Report, error) {
 		found: newFindingStore(opts.SpillAfter, opts.SpillDir), perNS: map[string]map[string]int{}, uids: newUIDSet(),
 		atRev: fmt.Sprintf("at revision %d", store.Revision()),
 	}
-	rep, err := s.run(ctx)
-	if err != nil {
-		s.found.close()
-		return nil, err
-	}
-	return rep, nil
+	// The spill file goes unless a report takes it, even on a panic (serve
+	// recovers from one and scans again).
+	defer func() {
+		if rep == nil {
+			s.found.close()
+		}
+	}()
+	return s.run(ctx)
 }
 
 // run is Scan once its options are checked.

@@ -14,8 +14,10 @@ type danglingClock struct {
 	first map[string]time.Time
 }
 
+// danglingID names a reference, whatever its state: one whose Service went
+// from down to gone has dangled since it went down.
 func danglingID(d etcdscan.DanglingRef) string {
-	return d.Key + "\x00" + d.Field + "\x00" + d.Target + "\x00" + string(d.State)
+	return d.Key + "\x00" + d.Field + "\x00" + d.Target
 }
 
 // date sets Since on every reference of a good cycle that ended at now: the

@@ -6,6 +6,7 @@ package spill
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -26,6 +27,12 @@ type File struct {
 	// next read, so that the entries it copied out can be overlaid with them.
 	iterating int
 }
+
+// ErrClosed is what a closed File answers.
+var ErrClosed = errors.New("spill file used after it was closed")
+
+// MaxKey is the longest key a bucket takes (bbolt's limit).
+const MaxKey = bolt.MaxKeySize
 
 // writeBatch is how many writes one transaction commits; readBatch how many
 // entries Each copies out of one read transaction.
@@ -55,6 +62,12 @@ func Open(dir string) (*File, error) {
 
 // Put sets key to value in bucket (value is copied).
 func (f *File) Put(bucket, key string, value []byte) error {
+	if f.db == nil {
+		return ErrClosed
+	}
+	if len(key) == 0 || len(key) > MaxKey {
+		return fmt.Errorf("spill file in %s: a key of %d bytes (1 to %d)", f.dir, len(key), MaxKey)
+	}
 	b := f.pending[bucket]
 	if b == nil {
 		b = map[string][]byte{}
@@ -72,6 +85,9 @@ func (f *File) Put(bucket, key string, value []byte) error {
 
 // Get returns the value of key in bucket, or nil when there is none.
 func (f *File) Get(bucket, key string) ([]byte, error) {
+	if f.db == nil {
+		return nil, ErrClosed
+	}
 	if v, ok := f.pending[bucket][key]; ok {
 		return v, nil
 	}
@@ -89,9 +105,13 @@ func (f *File) Get(bucket, key string) ([]byte, error) {
 }
 
 // Each calls fn for every entry of bucket in key order. fn may Put: no
-// transaction is open while it runs, and a value it writes is seen by the
-// entries after it.
+// transaction is open while it runs, and a new value it writes for a key
+// of the bucket is what that key's turn sees. A key fn adds may not be
+// seen (no caller adds keys while iterating), nor may fn call Each.
 func (f *File) Each(bucket string, fn func(key string, value []byte) error) error {
+	if f.db == nil {
+		return ErrClosed
+	}
 	type entry struct{ k, v []byte }
 	var after []byte
 	started := false
@@ -141,6 +161,9 @@ func (f *File) Each(bucket string, fn func(key string, value []byte) error) erro
 
 // Drop removes bucket and everything in it; its pages are reused.
 func (f *File) Drop(bucket string) error {
+	if f.db == nil {
+		return ErrClosed
+	}
 	if err := f.flush(); err != nil {
 		return err
 	}
@@ -158,6 +181,9 @@ func (f *File) Drop(bucket string) error {
 
 // flush commits the pending writes.
 func (f *File) flush() error {
+	if f.db == nil {
+		return ErrClosed
+	}
 	if f.npending == 0 {
 		return nil
 	}

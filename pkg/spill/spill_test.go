@@ -112,3 +112,34 @@ func TestOpenRefusesMissingDir(t *testing.T) {
 		t.Fatalf("Open(%s) = %v, want an error naming the directory", dir, err)
 	}
 }
+
+// TestRefusals: a closed file, and keys bbolt cannot take, are errors,
+// never a panic.
+func TestRefusals(t *testing.T) {
+	f, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Put("b", strings.Repeat("k", MaxKey+1), nil); err == nil || !strings.Contains(err.Error(), "a key of") {
+		t.Fatalf("Put of a key past %d bytes: %v", MaxKey, err)
+	}
+	if err := f.Put("b", "", nil); err == nil {
+		t.Fatal("Put of an empty key succeeds")
+	}
+	if err := f.Put("b", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"Put":  func() error { return f.Put("b", "k", nil) },
+		"Get":  func() error { _, err := f.Get("b", "k"); return err },
+		"Each": func() error { return f.Each("b", func(string, []byte) error { return nil }) },
+		"Drop": func() error { return f.Drop("b") },
+	} {
+		if err := op(); err != ErrClosed {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
