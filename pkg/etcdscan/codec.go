@@ -15,8 +15,14 @@ import (
 // number; a finding's own strings (its key, name and UID) are written whole.
 
 // maxShared bounds the dictionary: sentences that differ per finding must
-// not make it grow with the findings.
-const maxShared = 4096
+// not make it grow with the findings. A string is admitted the second time
+// it is written, so that one-off sentences (a key's own "value of <key>")
+// do not fill it; maxCandidates bounds the strings seen once, forgotten
+// all together when there are that many.
+const (
+	maxShared     = 4096
+	maxCandidates = 16384
+)
 
 // codecVersion starts every record, so a record from another layout is
 // refused rather than misread.
@@ -26,9 +32,36 @@ const codecVersion = 1
 type sharedStrings struct {
 	ids  map[string]uint64
 	strs []string
+	// once holds strings written whole once, not yet admitted.
+	once map[string]struct{}
 }
 
-func newSharedStrings() *sharedStrings { return &sharedStrings{ids: map[string]uint64{}} }
+func newSharedStrings() *sharedStrings {
+	return &sharedStrings{ids: map[string]uint64{}, once: map[string]struct{}{}}
+}
+
+// id returns the number of s in the dictionary, admitting it when it is
+// seen for the second time and there is room.
+func (d *sharedStrings) id(s string) (uint64, bool) {
+	if id, ok := d.ids[s]; ok {
+		return id, true
+	}
+	if len(d.strs) >= maxShared {
+		return 0, false
+	}
+	if _, again := d.once[s]; !again {
+		if len(d.once) >= maxCandidates {
+			clear(d.once)
+		}
+		d.once[s] = struct{}{}
+		return 0, false
+	}
+	delete(d.once, s)
+	id := uint64(len(d.strs))
+	d.ids[s] = id
+	d.strs = append(d.strs, s)
+	return id, true
+}
 
 type encoder struct {
 	b    []byte
@@ -55,13 +88,7 @@ func (e *encoder) own(s string) {
 // shared writes a string by its number in the dictionary (number + 1), or
 // whole when the dictionary is full (0 and the string).
 func (e *encoder) shared(s string) {
-	id, ok := e.dict.ids[s]
-	if !ok && len(e.dict.strs) < maxShared {
-		id, ok = uint64(len(e.dict.strs)), true
-		e.dict.ids[s] = id
-		e.dict.strs = append(e.dict.strs, s)
-	}
-	if ok {
+	if id, ok := e.dict.id(s); ok {
 		e.uint(id + 1)
 		return
 	}

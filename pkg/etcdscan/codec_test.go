@@ -33,10 +33,11 @@ func TestCodecRoundTrip(t *testing.T) {
 		}
 	}
 	dict := newSharedStrings()
-	// More distinct shared strings than the dictionary holds: the last
-	// ones are written whole.
-	for i := range maxShared + 50 {
-		f := fullFinding(i)
+	// The sentences every finding shares are admitted to the dictionary,
+	// the one-offs ("deleted 3m ago", "timeout 3") are not; then strings
+	// seen twice fill it, and those past it are written whole.
+	roundTrip := func(i int, f Finding) {
+		t.Helper()
 		got, err := decodeFinding(f.Key, encodeFinding(nil, &f, dict), dict)
 		if err != nil {
 			t.Fatal(err)
@@ -48,6 +49,20 @@ func TestCodecRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(*got, f) {
 			t.Fatalf("finding %d round trip:\n got %+v\nwant %+v", i, *got, f)
 		}
+	}
+	for i := range 100 {
+		roundTrip(i, fullFinding(i))
+	}
+	if _, ok := dict.ids["timeout 7"]; ok || len(dict.strs) > 20 {
+		t.Fatalf("one-off strings admitted: the dictionary holds %d: %q", len(dict.strs), dict.strs)
+	}
+	if _, ok := dict.ids["namespace ns does not exist"]; !ok {
+		t.Fatalf("a shared reason is not in the dictionary: %q", dict.strs)
+	}
+	for i := range 2 * (maxShared + 50) {
+		f := fullFinding(i)
+		f.Reasons[1] = fmt.Sprintf("shared by two %d", i/2)
+		roundTrip(i, f)
 	}
 	if len(dict.strs) != maxShared {
 		t.Fatalf("dictionary holds %d strings, want %d", len(dict.strs), maxShared)
