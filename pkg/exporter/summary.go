@@ -74,21 +74,24 @@ type Snapshot struct {
 // the first limit keep their name; the rest are counted as "other". A limit
 // of 0 or less keeps no name.
 func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
-	ns, err := namespaceLabels(rep, limit)
-	if err != nil {
-		return nil, err
-	}
 	s := &Snapshot{
 		Objects: map[ObjectKey]int{}, Classes: map[ObjectKey]int{},
 		Ghosts: map[string]int{}, SingleWitness: map[string]int{},
 		Dangling: map[DanglingKey]int{}, DanglingSince: map[DanglingKey]time.Time{}, Terminating: map[string]float64{}, TerminatingObjects: map[string]int{},
 		APIWitness: rep.APIWitness, KeysScanned: rep.ScannedKeys, InternalKeys: rep.InternalKeys, Revision: rep.Revision,
 	}
-	err = rep.Each(func(f *etcdscan.Finding) error {
+	// The findings are read once (a spilled report reads them from disk),
+	// counted by namespace name; the names become labels once every
+	// namespace's weight is known.
+	weight := map[string]int{}
+	err := rep.Each(func(f *etcdscan.Finding) error {
+		n := f.Namespace
+		if n != "" {
+			weight[n]++
+		}
 		if len(f.Classes) == 0 {
 			return nil
 		}
-		n := ns(f.Namespace)
 		s.Objects[ObjectKey{Class: f.Classes[0], Resource: f.Resource, Namespace: n}]++
 		for _, c := range f.Classes {
 			s.Classes[ObjectKey{Class: c, Resource: f.Resource, Namespace: n}]++
@@ -104,6 +107,10 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read findings: %w", err)
 	}
+	ns := namespaceLabels(rep, weight, limit)
+	labelled := func(k ObjectKey) ObjectKey { k.Namespace = ns(k.Namespace); return k }
+	s.Objects, s.Classes = relabel(s.Objects, labelled), relabel(s.Classes, labelled)
+	s.Ghosts, s.SingleWitness = relabel(s.Ghosts, ns), relabel(s.SingleWitness, ns)
 	for _, d := range rep.Dangling {
 		k := DanglingKey{Kind: d.Kind, State: d.State, TargetNamespace: ns(d.TargetNamespace)}
 		s.Dangling[k]++
@@ -124,20 +131,20 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 	return s, nil
 }
 
+// relabel sums the counts of m under the keys label gives.
+func relabel[K comparable](m map[K]int, label func(K) K) map[K]int {
+	out := make(map[K]int, len(m))
+	for k, n := range m {
+		out[label(k)] += n
+	}
+	return out
+}
+
 // namespaceLabels returns the label value of each namespace: its name for
 // the limit namespaces holding the most, "other" for the rest. The empty
-// namespace (cluster-scoped objects) is always itself.
-func namespaceLabels(rep *etcdscan.Report, limit int) (func(string) string, error) {
-	weight := map[string]int{}
-	err := rep.Each(func(f *etcdscan.Finding) error {
-		if f.Namespace != "" {
-			weight[f.Namespace]++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read findings: %w", err)
-	}
+// namespace (cluster-scoped objects) is always itself. weight holds the
+// findings of each namespace.
+func namespaceLabels(rep *etcdscan.Report, weight map[string]int, limit int) func(string) string {
 	for _, d := range rep.Dangling {
 		if d.TargetNamespace != "" {
 			weight[d.TargetNamespace]++
@@ -165,5 +172,5 @@ func namespaceLabels(rep *etcdscan.Report, limit int) (func(string) string, erro
 			return n
 		}
 		return OtherNamespace
-	}, nil
+	}
 }
