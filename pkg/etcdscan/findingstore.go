@@ -148,11 +148,7 @@ func (st *findingStore) each(fn func(*Finding) error) error {
 		}
 		return nil
 	}
-	return st.file.Each(findingsBucket, func(key string, raw []byte) error {
-		f, err := decodeFinding(key, raw, st.dict)
-		if err != nil {
-			return err
-		}
+	return st.decoded(findingsBucket, func(key string, f *Finding) error {
 		if err := fn(f); err != nil {
 			return err
 		}
@@ -165,17 +161,11 @@ func (st *findingStore) each(fn func(*Finding) error) error {
 // recorded or changed after it.
 func (st *findingStore) settle(fn func(*Finding)) error {
 	if st.file == nil {
-		for i := range st.mem {
-			fn(&st.mem[i])
-		}
+		err := st.each(func(f *Finding) error { fn(f); return nil })
 		st.settled = true
-		return nil
+		return err
 	}
-	err := st.file.Each(findingsBucket, func(key string, raw []byte) error {
-		f, err := decodeFinding(key, raw, st.dict)
-		if err != nil {
-			return err
-		}
+	err := st.decoded(findingsBucket, func(key string, f *Finding) error {
 		fn(f)
 		order := "1"
 		if f.Ghost {
@@ -196,12 +186,22 @@ func (st *findingStore) read(fn func(*Finding) error) error {
 	if !st.settled {
 		return fmt.Errorf("findings read before their verdicts settled")
 	}
-	return st.file.Each(reportBucket, func(key string, raw []byte) error {
-		f, err := decodeFinding(key[1:], raw, st.dict)
+	return st.decoded(reportBucket, func(_ string, f *Finding) error { return fn(f) })
+}
+
+// decoded calls fn with every finding of a bucket of the spill file, in
+// key order, with its key in the bucket.
+func (st *findingStore) decoded(bucket string, fn func(key string, f *Finding) error) error {
+	return st.file.Each(bucket, func(key string, raw []byte) error {
+		name := key
+		if bucket == reportBucket {
+			name = key[1:] // the order
+		}
+		f, err := decodeFinding(name, raw, st.dict)
 		if err != nil {
 			return err
 		}
-		return fn(f)
+		return fn(key, f)
 	})
 }
 
