@@ -231,12 +231,12 @@ func groupedTableOf(out io.Writer, each func(func(*etcdscan.Finding) error) erro
 	}
 	t := newTable(out, header...)
 	if lines != nil {
-		g := &groupedLines{f: lines}
-		t.lines = g
+		// Every row under its reason: the spill file keeps each reason's
+		// rows together, the reason said once.
+		t.lines = &groupedLines{f: lines}
 		err := each(func(f *etcdscan.Finding) error {
-			row := escapeCells(cells(f))
-			t.measure(row)
-			return g.addRow(escapeCell(f.Reason()), row)
+			t.comment(f.Reason())
+			return t.Append(cells(f))
 		})
 		return t, err
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 
 	"github.com/regghost/regghost/pkg/spill"
 )
@@ -110,53 +109,66 @@ func (s *spilledLines) each(fn func(tableLine) error) error {
 
 // groupedLines keeps a grouped table's rows in a spill file, by group: a
 // group is the rows of one reason, in the order its first row came, said
-// once as a comment line above them. Only a digest of each reason is
-// looked up, so that memory does not grow with the reasons either.
+// once as a comment line above them. A comment line picks the group of the
+// rows added after it. Only a digest of each reason is looked up, so that
+// memory does not grow with the reasons either.
 type groupedLines struct {
-	f              *spill.File
-	groups, rows   uint64
-	lastReason     string
-	lastGroup      uint64
-	haveLastReason bool
+	f            *spill.File
+	groups, rows uint64
+	// group is the current group (0 before the first comment), reason its
+	// comment.
+	group  uint64
+	reason string
+	// err is a failure to pick a group (table.comment returns none): the
+	// next add or each returns it.
+	err error
 }
 
 const groupsBucket = "groups"
 
-// addRow adds a row of cells under reason (escaped already).
-func (g *groupedLines) addRow(reason string, cells []string) error {
-	group := g.lastGroup
-	if !g.haveLastReason || reason != g.lastReason {
-		digest := sha256.Sum256([]byte(reason))
-		v, err := g.f.Get(groupsBucket, string(digest[:16]))
-		if err != nil {
-			return err
-		}
-		if v != nil {
-			group = binary.BigEndian.Uint64(v)
-		} else {
-			g.groups++
-			group = g.groups
-			if err := g.f.Put(groupsBucket, string(digest[:16]), binary.BigEndian.AppendUint64(nil, group)); err != nil {
-				return err
-			}
-			if err := g.f.Put(linesBucket, lineKey(group, 0), encodeLine(tableLine{comment: reason, isComment: true})); err != nil {
-				return err
-			}
-		}
-		g.lastReason, g.lastGroup, g.haveLastReason = reason, group, true
+func (g *groupedLines) add(l tableLine) error {
+	if g.err != nil {
+		return g.err
+	}
+	if l.isComment {
+		g.err = g.pick(l.comment)
+		return g.err
 	}
 	g.rows++
-	return g.f.Put(linesBucket, lineKey(group, g.rows), encodeLine(tableLine{cells: cells}))
+	return g.f.Put(linesBucket, lineKey(g.group, g.rows), encodeLine(l))
+}
+
+// pick makes reason's group the current one, new after every other when
+// it has none yet.
+func (g *groupedLines) pick(reason string) error {
+	if g.group != 0 && reason == g.reason {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(reason))
+	digest := string(sum[:16])
+	v, err := g.f.Get(groupsBucket, digest)
+	if err != nil {
+		return err
+	}
+	if v != nil {
+		g.group, g.reason = binary.BigEndian.Uint64(v), reason
+		return nil
+	}
+	g.groups++
+	g.group, g.reason = g.groups, reason
+	if err := g.f.Put(groupsBucket, digest, binary.BigEndian.AppendUint64(nil, g.group)); err != nil {
+		return err
+	}
+	return g.f.Put(linesBucket, lineKey(g.group, 0), encodeLine(tableLine{comment: reason, isComment: true}))
 }
 
 func lineKey(group, row uint64) string {
 	return string(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, group), row))
 }
 
-func (g *groupedLines) add(l tableLine) error {
-	return fmt.Errorf("a grouped table's lines are added by addRow")
-}
-
 func (g *groupedLines) each(fn func(tableLine) error) error {
+	if g.err != nil {
+		return g.err
+	}
 	return (&spilledLines{f: g.f}).each(fn)
 }
