@@ -3,7 +3,7 @@ package cmd
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
+	"fmt"
 
 	"github.com/regghost/regghost/pkg/spill"
 )
@@ -28,58 +28,37 @@ func (m *memLines) each(fn func(tableLine) error) error {
 	return nil
 }
 
-// encodeLine writes a line as a spill file holds it: 1 and the comment, or
-// 0 and the cells, each string its length and bytes.
+// encodeLine writes a line as a spill file holds it: true and the
+// comment, or false and the cells.
 func encodeLine(l tableLine) []byte {
-	str := func(b []byte, x string) []byte { return append(binary.AppendUvarint(b, uint64(len(x))), x...) }
+	var r spill.Record
+	r.Bool(l.isComment)
 	if l.isComment {
-		return str([]byte{1}, l.comment)
+		r.String(l.comment)
+		return r.B
 	}
-	b := binary.AppendUvarint([]byte{0}, uint64(len(l.cells)))
+	r.Uint(uint64(len(l.cells)))
 	for _, c := range l.cells {
-		b = str(b, c)
+		r.String(c)
 	}
-	return b
+	return r.B
 }
 
-var errLine = errors.New("read spilled table line: record cut short")
-
 func decodeLine(raw []byte) (tableLine, error) {
-	str := func() (string, bool) {
-		n, k := binary.Uvarint(raw)
-		if k <= 0 || n > uint64(len(raw)-k) {
-			return "", false
+	r := spill.NewReader(raw)
+	var l tableLine
+	if l.isComment = r.Bool(); l.isComment {
+		l.comment = r.String()
+	} else {
+		l.cells = make([]string, r.Count())
+		for i := range l.cells {
+			l.cells[i] = r.String()
 		}
-		s := string(raw[k : k+int(n)])
-		raw = raw[k+int(n):]
-		return s, true
 	}
-	if len(raw) == 0 {
-		return tableLine{}, errLine
+	if err := r.Err(); err != nil {
+		return tableLine{}, fmt.Errorf("read spilled table line: %w", err)
 	}
-	kind := raw[0]
-	raw = raw[1:]
-	if kind == 1 {
-		c, ok := str()
-		if !ok {
-			return tableLine{}, errLine
-		}
-		return tableLine{comment: c, isComment: true}, nil
-	}
-	n, k := binary.Uvarint(raw)
-	if k <= 0 || n > uint64(len(raw)) {
-		return tableLine{}, errLine
-	}
-	raw = raw[k:]
-	cells := make([]string, n)
-	for i := range cells {
-		c, ok := str()
-		if !ok {
-			return tableLine{}, errLine
-		}
-		cells[i] = c
-	}
-	return tableLine{cells: cells}, nil
+	return l, nil
 }
 
 // spilledLines keeps a table's lines in a spill file, in the order they
