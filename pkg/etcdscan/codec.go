@@ -2,6 +2,7 @@ package etcdscan
 
 import (
 	"fmt"
+	"hash/maphash"
 	"time"
 
 	"github.com/regghost/regghost/pkg/spill"
@@ -13,12 +14,16 @@ import (
 // witness's answer, a resource) are written once into a dictionary kept in
 // memory beside the file, up to maxShared of them, and referred to by
 // number; a finding's own strings (its key, name and UID) are written whole.
+// A string is admitted once a second finding writes it: one finding writes
+// its own sentences several times (a reason is also its witness's answer,
+// and a finding is written again as its verdicts settle), and those must
+// not fill the dictionary.
 
 // maxShared bounds the dictionary: sentences that differ per finding must
-// not make it grow with the findings. A string is admitted the second time
-// it is written, so that one-off sentences (a key's own "value of <key>")
-// do not fill it; maxCandidates bounds the strings seen once, forgotten
-// all together when there are that many.
+// not make it grow with the findings. A string is admitted when a second
+// finding writes it, so that one-off sentences (a key's own "value of
+// <key>") do not fill it; maxCandidates bounds the strings seen in one
+// finding only, forgotten all together when there are that many.
 const (
 	maxShared     = 4096
 	maxCandidates = 16384
@@ -32,28 +37,33 @@ const codecVersion = 1
 type sharedStrings struct {
 	ids  map[string]uint64
 	strs []string
-	// once holds strings written whole once, not yet admitted.
-	once map[string]struct{}
+	// once holds strings written whole by one finding only, not yet
+	// admitted, with the hash of that finding's key.
+	once map[string]uint64
+	seed maphash.Seed
 }
 
 func newSharedStrings() *sharedStrings {
-	return &sharedStrings{ids: map[string]uint64{}, once: map[string]struct{}{}}
+	return &sharedStrings{ids: map[string]uint64{}, once: map[string]uint64{}, seed: maphash.MakeSeed()}
 }
 
-// id returns the number of s in the dictionary, admitting it when it is
-// seen for the second time and there is room.
-func (d *sharedStrings) id(s string) (uint64, bool) {
+// owner names the finding of key among those that write strings.
+func (d *sharedStrings) owner(key string) uint64 { return maphash.String(d.seed, key) }
+
+// id returns the number of s in the dictionary, admitting it when a finding
+// other than owner wrote it before and there is room.
+func (d *sharedStrings) id(s string, owner uint64) (uint64, bool) {
 	if id, ok := d.ids[s]; ok {
 		return id, true
 	}
 	if len(d.strs) >= maxShared {
 		return 0, false
 	}
-	if _, again := d.once[s]; !again {
-		if len(d.once) >= maxCandidates {
+	if first, seen := d.once[s]; !seen || first == owner {
+		if !seen && len(d.once) >= maxCandidates {
 			clear(d.once)
 		}
-		d.once[s] = struct{}{}
+		d.once[s] = owner
 		return 0, false
 	}
 	delete(d.once, s)
@@ -65,13 +75,14 @@ func (d *sharedStrings) id(s string) (uint64, bool) {
 
 type encoder struct {
 	spill.Record
-	dict *sharedStrings
+	dict  *sharedStrings
+	owner uint64
 }
 
 // shared writes a string by its number in the dictionary (number + 1), or
 // whole when it is not in it (0 and the string).
 func (e *encoder) shared(s string) {
-	if id, ok := e.dict.id(s); ok {
+	if id, ok := e.dict.id(s, e.owner); ok {
 		e.Uint(id + 1)
 		return
 	}
@@ -88,7 +99,7 @@ func (e *encoder) sharedList(xs []string) {
 
 // encodeFinding appends f to b.
 func encodeFinding(b []byte, f *Finding, dict *sharedStrings) []byte {
-	e := &encoder{Record: spill.Record{B: append(b, codecVersion)}, dict: dict}
+	e := &encoder{Record: spill.Record{B: append(b, codecVersion)}, dict: dict, owner: dict.owner(f.Key)}
 	e.String(f.Key)
 	e.shared(f.Resource)
 	e.shared(f.APIVersion)
