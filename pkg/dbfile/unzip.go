@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/regghost/regghost/pkg/diskroom"
 )
 
 // isZip reports whether path starts as a zip archive does.
@@ -44,15 +46,8 @@ func unzipSnapshot(path string) (string, error) {
 	zf := files[0]
 	dir := os.TempDir()
 	need := zf.UncompressedSize64
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err == nil {
-		// A control-plane node must keep room: kubelet evicts pods below
-		// 10% free, and etcd may share the filesystem.
-		free, total := fs.Bavail*uint64(fs.Bsize), fs.Blocks*uint64(fs.Bsize)
-		keep := max(total/10, 1<<30)
-		if free < need+keep {
-			return "", fmt.Errorf("zip %s unzips to %d MiB but %s has %d MiB free and must keep %d MiB: set TMPDIR to a larger disk, or unzip it yourself", path, need>>20, dir, free>>20, keep>>20)
-		}
+	if room, err := diskroom.Of(dir); err == nil && !room.Fits(need) {
+		return "", fmt.Errorf("zip %s unzips to %d MiB but %s: set TMPDIR to a larger disk, or unzip it yourself", path, need>>20, room)
 	}
 	out, err := os.CreateTemp(dir, "regghost-snapshot-*.db")
 	if err != nil {

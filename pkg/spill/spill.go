@@ -14,7 +14,16 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/regghost/regghost/pkg/diskroom"
 )
+
+// roomOf reads the free space of a spill file's disk (tests replace it).
+var roomOf = diskroom.Of
+
+// growth is what a spill file may add between two looks at its disk's
+// free space: a batch of writes and the file's growth in bbolt's steps.
+const growth = 64 << 20
 
 // File is one spill file. It is used from one goroutine.
 type File struct {
@@ -42,9 +51,14 @@ const (
 )
 
 // Open creates a spill file in dir (the temporary directory when empty).
+// It refuses to start, and a File refuses to grow, when the disk is close to
+// full: a tenth of it and 1 GiB stay free for kubelet and etcd.
 func Open(dir string) (*File, error) {
 	if dir == "" {
 		dir = os.TempDir()
+	}
+	if err := checkRoom(dir); err != nil {
+		return nil, err
 	}
 	d, err := os.MkdirTemp(dir, "regghost-spill-")
 	if err != nil {
@@ -187,6 +201,9 @@ func (f *File) flush() error {
 	if f.npending == 0 {
 		return nil
 	}
+	if err := checkRoom(f.dir); err != nil {
+		return err
+	}
 	err := f.db.Update(func(tx *bolt.Tx) error {
 		for name, kvs := range f.pending {
 			b, err := tx.CreateBucketIfNotExists([]byte(name))
@@ -209,6 +226,19 @@ func (f *File) flush() error {
 		return fmt.Errorf("write spill file in %s: %w", f.dir, err)
 	}
 	f.pending, f.npending = map[string]map[string][]byte{}, 0
+	return nil
+}
+
+// checkRoom refuses to write to dir when its disk has no room for what a
+// spill file adds before the next look.
+func checkRoom(dir string) error {
+	room, err := roomOf(dir)
+	if err != nil {
+		return fmt.Errorf("spill to %s: %w", dir, err)
+	}
+	if !room.Fits(growth) {
+		return fmt.Errorf("spill to %s: %s; set TMPDIR to a larger disk", dir, room)
+	}
 	return nil
 }
 

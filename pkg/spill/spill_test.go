@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/regghost/regghost/pkg/diskroom"
 )
 
 func TestPutGetEach(t *testing.T) {
@@ -141,5 +143,43 @@ func TestRefusals(t *testing.T) {
 		if err := op(); err != ErrClosed {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
+	}
+}
+
+// TestRoomRefused: a spill file is not started, and does not grow, on a
+// disk that would keep less than its reserve; what it holds stays readable.
+func TestRoomRefused(t *testing.T) {
+	full := false
+	roomOf = func(dir string) (diskroom.Room, error) {
+		if full {
+			return diskroom.Room{Dir: dir, Free: 900 << 20, Keep: 1 << 30}, nil
+		}
+		return diskroom.Room{Dir: dir, Free: 100 << 30, Keep: 1 << 30}, nil
+	}
+	defer func() { roomOf = diskroom.Of }()
+	dir := t.TempDir()
+	f, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range writeBatch - 1 {
+		if err := f.Put("b", fmt.Sprintf("k%06d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full = true
+	err = f.Put("b", "last", []byte("v"))
+	if err == nil || !strings.Contains(err.Error(), "has 900 MiB free and must keep 1024 MiB") || !strings.Contains(err.Error(), "TMPDIR") {
+		t.Fatalf("a write past the reserve: %v", err)
+	}
+	if v, err := f.Get("b", "k000000"); err != nil || string(v) != "v" {
+		t.Fatalf("after the refusal: %q, %v", v, err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "must keep") {
+		t.Fatalf("a spill file opened on a full disk: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("a refused spill file left %v", left)
 	}
 }
