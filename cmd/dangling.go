@@ -105,7 +105,7 @@ changed. Objects Helm, Argo CD or Flux track are refused unless --accept-managed
   regghost dangling -n kb-system --confirm`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := validateNamespace(o.namespace); err != nil {
+			if err := validateScanInput(o.namespace); err != nil {
 				return err
 			}
 			if err := o.print.validate(); err != nil {

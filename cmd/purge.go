@@ -63,7 +63,7 @@ and a line per key is appended to audit.log in the backup directory.`,
   regghost purge /registry/pods/kb-system/p1 --confirm`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.keys = args
-			if err := validateNamespace(o.namespace); err != nil {
+			if err := validateScanInput(o.namespace); err != nil {
 				return err
 			}
 			if err := o.print.validate(); err != nil {

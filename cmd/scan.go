@@ -76,7 +76,7 @@ whose ServiceAccount is gone, PersistentVolumes whose claim is gone; see
 }
 
 func (o *scanOptions) validate() error {
-	if err := validateNamespace(o.namespace); err != nil {
+	if err := validateScanInput(o.namespace); err != nil {
 		return err
 	}
 	if err := o.print.validate(); err != nil {
@@ -99,6 +99,15 @@ func validateScanSettings(reads readSettings, terminatingAfter time.Duration, ap
 	}
 	if apiCheckLimit < 1 {
 		return usageError("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", apiCheckLimit)
+	}
+	return nil
+}
+
+// validateScanInput checks what every command that scans is given besides
+// its flags: the namespace and the spill setting, before it connects.
+func validateScanInput(ns string) error {
+	if err := validateNamespace(ns); err != nil {
+		return err
 	}
 	_, err := spillSetting()
 	return err

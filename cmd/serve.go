@@ -96,6 +96,9 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	if o.namespaceLimit < 0 {
 		return usageError("--namespace-label-limit must be 0 or more, got %d", o.namespaceLimit)
 	}
+	if err := validateScanInput(""); err != nil {
+		return err
+	}
 	if err := validateScanSettings(o.reads, o.terminatingAfter, o.apiCheckLimit); err != nil {
 		return err
 	}

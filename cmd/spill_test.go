@@ -7,10 +7,10 @@ import (
 )
 
 // TestSpillSettingRefused: a REGGHOST_SPILL_AFTER that is not a count of
-// findings stops scan and serve before they connect: one line, exit 2,
-// nothing on stdout.
+// findings stops every command that scans before it connects: one line,
+// exit 2, nothing on stdout.
 func TestSpillSettingRefused(t *testing.T) {
-	for _, cmd := range []string{"scan", "serve"} {
+	for _, cmd := range []string{"scan", "serve", "purge", "versions", "dangling"} {
 		for _, v := range []string{"abc", "0", "-3", "1.5"} {
 			t.Run(cmd+" "+v, func(t *testing.T) {
 				t.Setenv(spillAfterEnv, v)

@@ -34,7 +34,7 @@ with the migration step. They are recoverable: purge never takes them unless
   regghost versions -n lab -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := validateNamespace(o.namespace); err != nil {
+			if err := validateScanInput(o.namespace); err != nil {
 				return err
 			}
 			if err := o.print.validate(); err != nil {
