@@ -90,10 +90,12 @@ func (e *encoder) shared(s string) {
 	e.String(s)
 }
 
-func (e *encoder) sharedList(xs []string) {
+// writeShared writes a list of strings (or of a string type: classes) as
+// its length and each by shared.
+func writeShared[T ~string](e *encoder, xs []T) {
 	e.Uint(uint64(len(xs)))
 	for _, x := range xs {
-		e.shared(x)
+		e.shared(string(x))
 	}
 }
 
@@ -106,11 +108,8 @@ func encodeFinding(b []byte, f *Finding, dict *sharedStrings) []byte {
 	e.shared(f.Kind)
 	e.shared(f.Namespace)
 	e.String(f.Name)
-	e.Uint(uint64(len(f.Classes)))
-	for _, c := range f.Classes {
-		e.shared(string(c))
-	}
-	e.sharedList(f.Reasons)
+	writeShared(e, f.Classes)
+	writeShared(e, f.Reasons)
 	e.Bool(f.Ghost)
 	e.Bool(f.SingleWitness)
 	e.Uint(uint64(len(f.Evidence)))
@@ -121,7 +120,7 @@ func encodeFinding(b []byte, f *Finding, dict *sharedStrings) []byte {
 		e.shared(string(ev.Answer))
 		e.shared(ev.Said)
 	}
-	e.sharedList(f.Absent)
+	writeShared(e, f.Absent)
 	e.String(f.UID)
 	e.shared(f.Format)
 	e.shared(f.Encryption)
@@ -152,14 +151,15 @@ func (d *decoder) shared() string {
 	return d.dict.strs[id-1]
 }
 
-func (d *decoder) sharedList() []string {
+// readShared reads a list written by writeShared; an empty one is nil.
+func readShared[T ~string](d *decoder) []T {
 	n := d.Count()
 	if n == 0 {
 		return nil
 	}
-	xs := make([]string, n)
+	xs := make([]T, n)
 	for i := range xs {
-		xs[i] = d.shared()
+		xs[i] = T(d.shared())
 	}
 	return xs
 }
@@ -174,13 +174,8 @@ func decodeFinding(key string, raw []byte, dict *sharedStrings) (*Finding, error
 	f.Key = d.String()
 	f.Resource, f.APIVersion, f.Kind, f.Namespace = d.shared(), d.shared(), d.shared(), d.shared()
 	f.Name = d.String()
-	if n := d.Count(); n > 0 {
-		f.Classes = make([]Class, n)
-		for i := range f.Classes {
-			f.Classes[i] = Class(d.shared())
-		}
-	}
-	f.Reasons = d.sharedList()
+	f.Classes = readShared[Class](d)
+	f.Reasons = readShared[string](d)
 	f.Ghost, f.SingleWitness = d.Bool(), d.Bool()
 	if n := d.Count(); n > 0 {
 		f.Evidence = make([]Evidence, n)
@@ -188,7 +183,7 @@ func decodeFinding(key string, raw []byte, dict *sharedStrings) (*Finding, error
 			f.Evidence[i] = Evidence{Class: Class(d.shared()), Witness: Witness(d.shared()), Asked: d.shared(), Answer: Answer(d.shared()), Said: d.shared()}
 		}
 	}
-	f.Absent = d.sharedList()
+	f.Absent = readShared[string](d)
 	f.UID = d.String()
 	f.Format, f.Encryption = d.shared(), d.shared()
 	f.CreateRevision, f.ModRevision = d.Int(), d.Int()
