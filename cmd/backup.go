@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/backup"
 )
 
 func newBackupCmd() *cobra.Command {
@@ -24,7 +24,7 @@ func newBackupCmd() *cobra.Command {
 			if err := lsPrint.validate(); err != nil {
 				return err
 			}
-			list, err := repair.ListBackups(dir)
+			list, err := backup.ListBackups(dir)
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ func newBackupCmd() *cobra.Command {
 			if err := showPrint.validate(); err != nil {
 				return err
 			}
-			b, err := repair.ReadBackup(args[0])
+			b, err := backup.ReadBackup(args[0])
 			if err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ func newBackupCmd() *cobra.Command {
 // printBackupList writes the backups, one a row. The default table leaves
 // out CREATED and SCOPE, which the directory name starts with and ends with
 // (-o wide has them): the path, which restore takes, is then seldom cut.
-func printBackupList(out io.Writer, list []repair.BackupSummary, noHeaders bool) error {
+func printBackupList(out io.Writer, list []backup.BackupSummary, noHeaders bool) error {
 	_, wide := layoutOf(out)
 	hdr := []string{"BACKUP", "KEYS", "SNAPSHOT REV", "STATUS"}
 	if wide {
@@ -80,12 +80,12 @@ func printBackupList(out io.Writer, list []repair.BackupSummary, noHeaders bool)
 	for _, s := range list {
 		created, scope, keys, rev, status := "-", "-", "-", "-", s.Status
 		switch s.Status {
-		case repair.BackupUnusable:
+		case backup.BackupUnusable:
 			status = "unusable: " + s.Detail
-		case repair.BackupUnfinished:
+		case backup.BackupUnfinished:
 			status = "UNFINISHED: " + s.Detail
 		}
-		if s.Status != repair.BackupUnusable {
+		if s.Status != backup.BackupUnusable {
 			created, scope, keys = s.Created.Format("2006-01-02 15:04:05Z"), s.Scope, fmt.Sprint(s.Keys)
 			if s.SnapshotRevision != 0 {
 				rev = fmt.Sprint(s.SnapshotRevision)
@@ -104,7 +104,7 @@ func printBackupList(out io.Writer, list []repair.BackupSummary, noHeaders bool)
 // snapshot, and its keys grouped by the reason they were deleted, each
 // reason once, wrapped, above its keys, as scan does (-o wide: a REASON
 // column instead).
-func printBackup(out io.Writer, b *repair.Backup, noHeaders bool) error {
+func printBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
 	_, wide := layoutOf(out)
 	if !noHeaders {
 		printWrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok",
@@ -123,7 +123,7 @@ func printBackup(out io.Writer, b *repair.Backup, noHeaders bool) error {
 		hdr = nil
 	}
 	t := newTable(out, hdr...)
-	cells := func(e repair.Entry) []string {
+	cells := func(e backup.Entry) []string {
 		return []string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), orDash(strings.Join(e.Classes, ","))}
 	}
 	if wide {
@@ -133,7 +133,7 @@ func printBackup(out io.Writer, b *repair.Backup, noHeaders bool) error {
 		return t.Render()
 	}
 	var order []string
-	byReason := map[string][]repair.Entry{}
+	byReason := map[string][]backup.Entry{}
 	for _, e := range b.Entries {
 		if _, ok := byReason[e.Reason]; !ok {
 			order = append(order, e.Reason)

@@ -11,7 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // TestWritersRefuseADBFile: --db reads a file offline; purge, and unstick
@@ -71,7 +71,7 @@ func goldenSnapshot(t *testing.T) (*clientv3.Client, string, string) {
 	cli, ep := etcdtest.Start(t)
 	plantGolden(t, cli)
 	db := filepath.Join(t.TempDir(), "snapshot.db")
-	if _, err := repair.SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, db); err != nil {
+	if _, err := snapshot.SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, db); err != nil {
 		t.Fatal(err)
 	}
 	return cli, ep, db

@@ -14,9 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // defaultBackupRoot is where purge keeps snapshots and backups.
@@ -79,8 +82,8 @@ and a line per key is appended to audit.log in the backup directory.`,
 	f.BoolVar(&o.confirm, "confirm", false, "really delete (without it purge is a dry run)")
 	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where snapshots and backups go (env REGGHOST_BACKUP_DIR)")
-	f.IntVar(&o.batchSize, "batch-size", repair.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
-	f.Float64Var(&o.rate, "rate", repair.DefaultRate, "delete transactions per second")
+	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
+	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
 	o.print = newPrintFlags(true, "table")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
 	o.print.addFlags(c)
@@ -175,7 +178,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock,
-		Pacing: repair.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
+		Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
 			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
@@ -423,7 +426,7 @@ func keys(n int) string {
 // printResults writes the outcome of each key, in order. DETAIL is cut to
 // fit; each detail cut is written whole below the table, on lines of its
 // own under its outcome and key (or how many keys share it), wrapped.
-func printResults(out io.Writer, results []repair.Result) {
+func printResults(out io.Writer, results []etcdwrite.Result) {
 	if len(results) == 0 {
 		return
 	}
@@ -437,7 +440,7 @@ func printResults(out io.Writer, results []repair.Result) {
 		return
 	}
 	type group struct {
-		outcome repair.Outcome
+		outcome etcdwrite.Outcome
 		detail  string
 		keys    []string
 	}
@@ -477,7 +480,7 @@ func purgeResultOutput(res *repair.PurgeResult) output {
 }
 
 // resultRows are the keys of a repair with their outcome.
-func resultRows(results []repair.Result) []row {
+func resultRows(results []etcdwrite.Result) []row {
 	rows := make([]row, len(results))
 	for i := range results {
 		rows[i] = row{name: results[i].Key, obj: &results[i]}
@@ -497,11 +500,11 @@ func printPurgeResult(out io.Writer, res *repair.PurgeResult) error {
 	fmt.Fprintln(out)
 	printResults(out, res.Results)
 	fmt.Fprintln(out)
-	printWrapped(out, fmt.Sprintf("Deleted %d of %d planned keys. Audit log: %s", res.Deleted, res.Planned, filepath.Join(res.Dir, repair.AuditFile)))
+	printWrapped(out, fmt.Sprintf("Deleted %d of %d planned keys. Audit log: %s", res.Deleted, res.Planned, filepath.Join(res.Dir, backup.AuditFile)))
 	printLabeledCommand(out, "Undo these deletes:", "regghost restore "+res.Dir+" --confirm")
 	if res.Snapshot != nil {
 		fmt.Fprintln(out, "Disaster path (whole cluster; stop every kube-apiserver first):")
-		command, note, _ := strings.Cut(repair.DisasterRestoreCommand(res.Snapshot), "   # ")
+		command, note, _ := strings.Cut(snapshot.DisasterRestoreCommand(res.Snapshot), "   # ")
 		if note != "" {
 			printPara(out, "  # ", "  # ", note)
 		}

@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/recovery"
-	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/resolve"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 type recoverOptions struct {
@@ -189,8 +191,8 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 // source opens the objects' source: the snapshot file, or the live etcd at
 // --rev (then also returned as the live client's owner).
 func (o *recoverOptions) source(ctx context.Context, g *globalOptions) (recovery.Source, string, func(), error) {
-	if o.snapshot != "" && repair.IsLogical(o.snapshot) {
-		info, entries, err := repair.ReadLogical(o.snapshot)
+	if o.snapshot != "" && snapshot.IsLogical(o.snapshot) {
+		info, entries, err := snapshot.ReadLogical(o.snapshot)
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("read %s: %w", o.snapshot, err)
 		}
@@ -328,37 +330,37 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if err := rejudge(ctx, objs, jo, live); err != nil {
 		return err
 	}
-	dir, err := repair.NewBackupDir(o.backupDir, "recover", time.Now())
+	dir, err := backup.NewBackupDir(o.backupDir, "recover", time.Now())
 	if err != nil {
 		return err
 	}
-	header := repair.Backup{Created: time.Now().UTC(), Scope: "recover from " + from, Prefix: g.prefix, ScanRevision: live.Revision()}
+	header := backup.Backup{Created: time.Now().UTC(), Scope: "recover from " + from, Prefix: g.prefix, ScanRevision: live.Revision()}
 	if len(cli.Endpoints()) > 0 {
 		header.Endpoint = cli.Endpoints()[0]
 		if st, err := cli.Status(ctx, header.Endpoint); err == nil {
 			header.ClusterID = fmt.Sprintf("%x", st.Header.ClusterId)
 		}
 	}
-	wo := recovery.WriteOptions{Dir: dir, Header: header, Pacing: repair.Pacing{Stop: stop}}
+	wo := recovery.WriteOptions{Dir: dir, Header: header, Pacing: etcdwrite.Pacing{Stop: stop}}
 	if view != nil {
 		wo.Served = func(ctx context.Context, crd *recovery.Object) error { return waitServed(ctx, view, crd, o.servedWait) }
 	}
 	results, _, werr := recovery.Write(ctx, cli, objs, wo)
 	if results != nil {
-		if aerr := repair.AppendAudit(dir, "recover", results); aerr != nil && werr == nil {
+		if aerr := backup.AppendAudit(dir, "recover", results); aerr != nil && werr == nil {
 			werr = aerr
 		}
 	}
 	n := 0
 	for _, r := range results {
-		if r.Outcome == repair.Recovered {
+		if r.Outcome == etcdwrite.Recovered {
 			n++
 		}
 	}
 	fmt.Fprintln(out)
 	printResults(&safeWriter{w: out}, results)
 	fmt.Fprintln(out)
-	printWrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, dir, filepath.Join(dir, repair.AuditFile)))
+	printWrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, dir, filepath.Join(dir, backup.AuditFile)))
 	printLabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+dir+" --confirm")
 	if werr != nil {
 		return werr
@@ -383,13 +385,13 @@ func loadTypes(ctx context.Context, live etcdscan.Store, g *globalOptions, view 
 // printRecoveryPlan lists each chosen object with what recover does with
 // it; a detail cut to fit is written whole below the table.
 func printRecoveryPlan(w io.Writer, objs []*recovery.Object) {
-	rows := make([]repair.Result, len(objs))
+	rows := make([]etcdwrite.Result, len(objs))
 	for i, obj := range objs {
 		detail := obj.Detail
 		if len(obj.Notes) > 0 {
 			detail = strings.TrimPrefix(detail+"; ", "; ") + strings.Join(obj.Notes, "; ")
 		}
-		rows[i] = repair.Result{Key: obj.Key, Outcome: repair.Outcome(obj.Action), Detail: detail}
+		rows[i] = etcdwrite.Result{Key: obj.Key, Outcome: etcdwrite.Outcome(obj.Action), Detail: detail}
 	}
 	printResults(w, rows)
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/repair"
 )
 
@@ -79,11 +81,11 @@ type restoreFlags struct {
 }
 
 func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFlags, in io.Reader, out io.Writer) error {
-	b, err := repair.ReadBackup(path)
+	b, err := backup.ReadBackup(path)
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
 	}
-	if b.Action == repair.ActionRecover {
+	if b.Action == backup.ActionRecover {
 		return undoRecovery(ctx, g, b, path, backupDirOf(path), f, in, out)
 	}
 	return restoreBackup(ctx, g, b, path, backupDirOf(path), f, in, out)
@@ -91,7 +93,7 @@ func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFla
 
 // restoreBackup writes back b's absent keys (a dry run without confirm) and
 // appends what it did to the audit log in auditDir.
-func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
+func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
 	if auditDir == "" {
 		auditDir = filepath.Dir(path)
 	}
@@ -108,28 +110,28 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 	if err != nil {
 		return err
 	}
-	show := func(out io.Writer, results []repair.Result) {
+	show := func(out io.Writer, results []etcdwrite.Result) {
 		if !f.summary {
 			printResults(out, results)
 			return
 		}
-		var shown []repair.Result
-		count := map[repair.Outcome]int{}
+		var shown []etcdwrite.Result
+		count := map[etcdwrite.Outcome]int{}
 		for _, r := range results {
 			count[r.Outcome]++
-			if r.Outcome != repair.AlreadyPresent && r.Outcome != repair.Conflict {
+			if r.Outcome != etcdwrite.AlreadyPresent && r.Outcome != etcdwrite.Conflict {
 				shown = append(shown, r)
 			}
 		}
 		printResults(out, shown)
-		printWrapped(out, fmt.Sprintf("%d keys present with the snapshot's bytes and %d present with other bytes are left alone.", count[repair.AlreadyPresent], count[repair.Conflict]))
+		printWrapped(out, fmt.Sprintf("%d keys present with the snapshot's bytes and %d present with other bytes are left alone.", count[etcdwrite.AlreadyPresent], count[etcdwrite.Conflict]))
 	}
 	todo, refused := 0, 0
 	for _, r := range plan {
 		switch r.Outcome {
-		case repair.WouldRestore:
+		case etcdwrite.WouldRestore:
 			todo++
-		case repair.Refused:
+		case etcdwrite.Refused:
 			refused++
 		}
 	}
@@ -176,10 +178,10 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		return err
 	}
 	defer doneWriting()
-	opts.DryRun, opts.Pacing = false, repair.Pacing{Stop: stop}
+	opts.DryRun, opts.Pacing = false, etcdwrite.Pacing{Stop: stop}
 	results, err := repair.RestoreWith(ctx, cli, b, opts)
 	if results != nil {
-		if aerr := repair.AppendAudit(auditDir, "restore", results); aerr != nil && err == nil {
+		if aerr := backup.AppendAudit(auditDir, "restore", results); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
@@ -193,9 +195,9 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 		refused = 0
 		for _, r := range results {
 			switch r.Outcome {
-			case repair.Restored, repair.RestoredWithoutVolume:
+			case etcdwrite.Restored, etcdwrite.RestoredWithoutVolume:
 				n++
-			case repair.Refused:
+			case etcdwrite.Refused:
 				refused++
 			}
 		}
@@ -219,11 +221,11 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *repair.Backup, path
 
 // refusedErr fails a run that left keys refused by the witness rule: their
 // namespace or CRD was created again since the purge.
-func refusedErr(results []repair.Result) error {
+func refusedErr(results []etcdwrite.Result) error {
 	n := 0
-	var first repair.Result
+	var first etcdwrite.Result
 	for _, r := range results {
-		if r.Outcome == repair.Refused {
+		if r.Outcome == etcdwrite.Refused {
 			if n == 0 {
 				first = r
 			}
@@ -237,24 +239,24 @@ func refusedErr(results []repair.Result) error {
 }
 
 // stillPresentErr fails a run whose writes did not all stick.
-func stillPresentErr(results []repair.Result) error {
+func stillPresentErr(results []etcdwrite.Result) error {
 	for _, r := range results {
-		if r.Outcome == repair.StillPresent {
+		if r.Outcome == etcdwrite.StillPresent {
 			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
 		}
 	}
 	return nil
 }
 
-func conflictErr(results []repair.Result) error {
+func conflictErr(results []etcdwrite.Result) error {
 	if err := refusedErr(results); err != nil {
 		return err
 	}
 	for _, r := range results {
-		if r.Outcome == repair.Conflict || r.Outcome == repair.StillPresent || r.Outcome == repair.Unverified {
+		if r.Outcome == etcdwrite.Conflict || r.Outcome == etcdwrite.StillPresent || r.Outcome == etcdwrite.Unverified {
 			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
 		}
-		if r.Outcome == repair.RestoredWithoutVolume {
+		if r.Outcome == etcdwrite.RestoredWithoutVolume {
 			return &exitError{code: ExitError, err: fmt.Errorf("a claim was restored without its volume (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
 		}
 	}
@@ -264,13 +266,13 @@ func conflictErr(results []repair.Result) error {
 // backupSession opens etcd for writing a backup's keys, and refuses a
 // backup of another etcd cluster unless otherCluster (nothing says what
 // was not done).
-func backupSession(ctx context.Context, g *globalOptions, b *repair.Backup, otherCluster bool, nothing string) (context.Context, *clientv3.Client, func(), error) {
+func backupSession(ctx context.Context, g *globalOptions, b *backup.Backup, otherCluster bool, nothing string) (context.Context, *clientv3.Client, func(), error) {
 	ctx, cli, done, err := g.session(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if !otherCluster {
-		if err := repair.CheckCluster(ctx, cli, b); err != nil {
+		if err := backup.CheckCluster(ctx, cli, b); err != nil {
 			done()
 			return nil, nil, nil, fmt.Errorf("%w; %s", err, nothing)
 		}

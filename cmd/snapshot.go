@@ -9,7 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 func newSnapshotCmd(g *globalOptions) *cobra.Command {
@@ -29,7 +30,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			cfg.Endpoints = cli.Endpoints()
-			info, ep, err := repair.TakeSnapshot(ctx, cli, cfg, args[0], 0)
+			info, ep, err := snapshot.TakeSnapshot(ctx, cli, cfg, args[0], 0)
 			if err != nil {
 				return err
 			}
@@ -41,7 +42,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 		Short: "Verify a snapshot file: trailing sha256 and bbolt consistency (a logical snapshot: every line and its sha256)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			info, err := repair.VerifySnapshot(args[0])
+			info, err := snapshot.VerifySnapshot(args[0])
 			if err != nil {
 				return err
 			}
@@ -91,12 +92,12 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 			if _, err := os.Stat(args[0]); err != nil {
 				return fmt.Errorf("snapshot: %w", err)
 			}
-			if !repair.IsLogical(args[0]) {
+			if !snapshot.IsLogical(args[0]) {
 				return fmt.Errorf("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path)", args[0], args[0])
 			}
-			b, err := repair.BackupFromLogicalPurge(args[0], prefix, allAbsent)
-			if errors.Is(err, repair.ErrNoPurgeBackup) {
-				return fmt.Errorf("%w; by default snapshot restore writes back only the keys its purge deleted, as that backup names them; %s writes back every key of the snapshot absent now; nothing was restored", err, repair.AllAbsentFlag)
+			b, err := snapshot.BackupFromLogicalPurge(args[0], prefix, allAbsent)
+			if errors.Is(err, snapshot.ErrNoPurgeBackup) {
+				return fmt.Errorf("%w; by default snapshot restore writes back only the keys its purge deleted, as that backup names them; %s writes back every key of the snapshot absent now; nothing was restored", err, snapshot.AllAbsentFlag)
 			}
 			if err != nil {
 				return fmt.Errorf("%w; nothing was restored", err)
@@ -114,7 +115,7 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
 	c.Flags().StringVar(&prefix, "prefix", "", "restore only the keys under this prefix (default: every key the purge deleted; with --all-absent every key of the snapshot)")
-	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(repair.AllAbsentFlag, "--"), false,
+	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(snapshot.AllAbsentFlag, "--"), false,
 		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")
 	addIntoRecreatedFlag(c, &intoRecreated)
 	p.addFlags(c)
@@ -124,7 +125,7 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 // describeSnapshot says what a verified snapshot holds, in two lines (its
 // path apart, so that it is written whole): its size, revision and keys,
 // then its sha256.
-func describeSnapshot(info *repair.SnapshotInfo) []string {
+func describeSnapshot(info *backup.SnapshotInfo) []string {
 	if info.Format == "logical" {
 		return []string{fmt.Sprintf("logical snapshot (%s has no snapshot RPC): %d bytes, revision %d, %d keys (verified)",
 			info.Datastore, info.Size, info.Revision, info.TotalKeys), "sha256 " + info.SHA256}
@@ -135,7 +136,7 @@ func describeSnapshot(info *repair.SnapshotInfo) []string {
 
 // printSnapshot writes heading followed by the snapshot's path (on the
 // next line when they do not fit together), then what it holds, indented.
-func printSnapshot(out io.Writer, heading string, info *repair.SnapshotInfo) {
+func printSnapshot(out io.Writer, heading string, info *backup.SnapshotInfo) {
 	printWrapped(out, heading+info.Path)
 	for _, l := range describeSnapshot(info) {
 		printPara(out, "  ", "    ", l)

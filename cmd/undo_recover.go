@@ -6,12 +6,14 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/repair"
 )
 
 // undoRecovery deletes what a recovery wrote (restore of a recovery's
 // backup): each key only while it holds what the recovery wrote.
-func undoRecovery(ctx context.Context, g *globalOptions, b *repair.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
+func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
 	if auditDir == "" {
 		auditDir = filepath.Dir(path)
 	}
@@ -20,7 +22,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *repair.Backup, path,
 		return err
 	}
 	defer done()
-	plan, err := repair.UndoRecover(ctx, cli, b, true, repair.Pacing{})
+	plan, err := repair.UndoRecover(ctx, cli, b, true, etcdwrite.Pacing{})
 	if err != nil {
 		return err
 	}
@@ -55,15 +57,15 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *repair.Backup, path,
 		return err
 	}
 	defer doneWriting()
-	results, err := repair.UndoRecover(ctx, cli, b, false, repair.Pacing{Stop: stop})
+	results, err := repair.UndoRecover(ctx, cli, b, false, etcdwrite.Pacing{Stop: stop})
 	if results != nil {
-		if aerr := repair.AppendAudit(auditDir, "undo-recover", results); aerr != nil && err == nil {
+		if aerr := backup.AppendAudit(auditDir, "undo-recover", results); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
 	n := 0
 	for _, r := range results {
-		if r.Outcome == repair.Deleted {
+		if r.Outcome == etcdwrite.Deleted {
 			n++
 		}
 	}

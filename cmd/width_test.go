@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
 )
@@ -153,9 +154,9 @@ func TestResultsKeepOrder(t *testing.T) {
 	pv, claim := "/registry/persistentvolumes/pvc-8730bc07-1390-4a1e-9e63-c8346b2f7c94", "/registry/persistentvolumeclaims/kb-system/data"
 	detail := "reclaim policy Delete -> Retain through the API server (resourceVersion 86 -> 95); the original is in the backup"
 	var b bytes.Buffer
-	printResults(&laidOut{Writer: &b, width: tableWidth}, []repair.Result{
-		{Key: pv, Outcome: repair.Retained, Detail: detail},
-		{Key: claim, Outcome: repair.Deleted},
+	printResults(&laidOut{Writer: &b, width: tableWidth}, []etcdwrite.Result{
+		{Key: pv, Outcome: etcdwrite.Retained, Detail: detail},
+		{Key: claim, Outcome: etcdwrite.Deleted},
 	})
 	lines := strings.Split(b.String(), "\n")
 	if !strings.HasPrefix(lines[1], pv+"  retained") || !strings.HasPrefix(lines[2], claim+" ") {

@@ -11,14 +11,14 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // writerLock returns the taking of the etcd lock for a write phase, which
 // prints a warning when the lock cannot be had at all.
 func writerLock(cli *clientv3.Client, what string, errOut io.Writer) func(ctx context.Context) (func(), error) {
 	return func(ctx context.Context) (func(), error) {
-		unlock, warning, err := repair.Lock(ctx, cli, what, repair.WithLockNotices(errOut))
+		unlock, warning, err := etcdwrite.Lock(ctx, cli, what, etcdwrite.WithLockNotices(errOut))
 		if err != nil {
 			return nil, err
 		}
@@ -39,7 +39,7 @@ func startWriting(ctx context.Context, lock func(context.Context) (func(), error
 	unlock := func() {}
 	if lock != nil {
 		if unlock, err = lock(ctx); err != nil {
-			if errors.Is(err, repair.ErrLocked) {
+			if errors.Is(err, etcdwrite.ErrLocked) {
 				return nil, nil, &exitError{code: ExitError, err: fmt.Errorf("%w; nothing was changed", err)}
 			}
 			return nil, nil, err

@@ -20,8 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/repair"
 )
 
 // The tests of this file leave live objects pointing into what a
@@ -161,14 +161,14 @@ func (c *cluster) danglingDryRun(t *testing.T, args ...string) *danglingDoc {
 }
 
 // backupHolding returns the backup directory under root that holds key.
-func backupHolding(t *testing.T, root, key string) (string, *repair.Backup) {
+func backupHolding(t *testing.T, root, key string) (string, *backup.Backup) {
 	t.Helper()
 	entries, err := os.ReadDir(root)
-	mustNoErr(t, "read backup root", err)
+	mustNoErr(t, "read backupDir root", err)
 	var seen []string
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
-		b, err := repair.ReadBackup(dir)
+		b, err := backup.ReadBackup(dir)
 		if err != nil {
 			seen = append(seen, e.Name()+": "+err.Error())
 			continue
@@ -184,7 +184,7 @@ func backupHolding(t *testing.T, root, key string) (string, *repair.Backup) {
 	return "", nil
 }
 
-func backupEntry(b *repair.Backup, key string) *repair.Entry {
+func backupEntry(b *backup.Backup, key string) *backup.Entry {
 	for i := range b.Entries {
 		if b.Entries[i].Key == key {
 			return &b.Entries[i]
@@ -241,7 +241,7 @@ func TestDanglingAPIServiceUnsticksANamespace(t *testing.T) {
 	})
 
 	root := filepath.Join(t.TempDir(), "backups")
-	var backup string
+	var backupDir string
 	t.Run("unstick deletes the APIService and the namespace finishes", func(t *testing.T) {
 		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app", "--confirm", "--yes", "--backup-dir", root)
 		if code != 0 {
@@ -259,14 +259,14 @@ func TestDanglingAPIServiceUnsticksANamespace(t *testing.T) {
 		if _, err := c.dyn.Resource(apiServiceGVR).Get(ctx, apiName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("APIService %s after unstick: %v, want not found", apiName, err)
 		}
-		backup, _ = backupHolding(t, root, apiKey)
+		backupDir, _ = backupHolding(t, root, apiKey)
 	})
 
 	t.Run("restore puts the APIService back", func(t *testing.T) {
-		if backup == "" {
+		if backupDir == "" {
 			t.Skip("no backup of the APIService")
 		}
-		out, errOut, code := c.regghost(t, "", "restore", backup, "--confirm", "--yes")
+		out, errOut, code := c.regghost(t, "", "restore", backupDir, "--confirm", "--yes")
 		if code != 0 {
 			t.Fatalf("restore: exit %d: %s\n%s", code, errOut, out)
 		}
@@ -469,7 +469,7 @@ func TestDanglingWebhookBlocksACreate(t *testing.T) {
 	})
 
 	root := filepath.Join(t.TempDir(), "backups")
-	var backup string
+	var backupDir string
 	t.Run("dangling --confirm deletes guard and trims mixed", func(t *testing.T) {
 		out, errOut, code := c.regghost(t, "", "dangling", "--confirm", "--yes", "--backup-dir", root)
 		if code != 0 {
@@ -495,7 +495,7 @@ func TestDanglingWebhookBlocksACreate(t *testing.T) {
 		if !strings.Contains(filepath.Base(dir), "dangling") {
 			t.Errorf("backup directory %s is not named <timestamp>-dangling-...", dir)
 		}
-		b, err := repair.ReadBackup(dir)
+		b, err := backup.ReadBackup(dir)
 		mustNoErr(t, "read backup", err)
 		if e := backupEntry(b, guardKey); e == nil || e.Rewritten != 0 {
 			t.Errorf("backup entry of %s: %+v, want a deleted key", guardKey, e)
@@ -503,7 +503,7 @@ func TestDanglingWebhookBlocksACreate(t *testing.T) {
 		if e := backupEntry(b, mixedKey); e == nil || e.Rewritten == 0 {
 			t.Errorf("backup entry of %s: %+v, want a rewritten key", mixedKey, e)
 		}
-		backup = dir
+		backupDir = dir
 	})
 
 	t.Run("the create succeeds", func(t *testing.T) {
@@ -517,10 +517,10 @@ func TestDanglingWebhookBlocksACreate(t *testing.T) {
 	})
 
 	t.Run("restore puts both configurations back", func(t *testing.T) {
-		if backup == "" {
+		if backupDir == "" {
 			t.Skip("no backup")
 		}
-		out, errOut, code := c.regghost(t, "", "restore", backup, "--confirm", "--yes")
+		out, errOut, code := c.regghost(t, "", "restore", backupDir, "--confirm", "--yes")
 		if code != 0 {
 			t.Fatalf("restore: exit %d: %s\n%s", code, errOut, out)
 		}
@@ -642,7 +642,7 @@ func TestDanglingBindingSubjectComesBack(t *testing.T) {
 		if _, err := c.kube.RbacV1().RoleBindings("ops").Get(ctx, "ci-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("ops/ci-reader after the fix: %v, want not found", err)
 		}
-		b, err := repair.ReadBackup(onlyBackupDir(t, root))
+		b, err := backup.ReadBackup(onlyBackupDir(t, root))
 		mustNoErr(t, "read backup", err)
 		if e := backupEntry(b, crbKey); e == nil || e.Rewritten == 0 {
 			t.Errorf("backup entry of %s: %+v, want a rewritten key", crbKey, e)

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/repair"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -240,7 +240,7 @@ func (c *cluster) startSlowPurge(t *testing.T, root string, args ...string) (cmd
 	cmd.Stdout, cmd.Stderr = out, errOut
 	mustNoErr(t, "start purge", cmd.Start())
 	waitFor(t, 60*time.Second, "the first delete", func() error {
-		logs, _ := filepath.Glob(filepath.Join(root, "*", repair.AuditFile))
+		logs, _ := filepath.Glob(filepath.Join(root, "*", backup.AuditFile))
 		for _, l := range logs {
 			if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"outcome":"deleted"`)) {
 				return nil

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
-	"github.com/regghost/regghost/pkg/repair"
 )
 
 // TestWritersRefuseADBFile: purge, and unstick with --confirm, refuse --db
@@ -98,7 +98,7 @@ func TestRetainVolumesOnlyForClaimsThatGo(t *testing.T) {
 		if p := policy(); p != corev1.PersistentVolumeReclaimDelete {
 			t.Errorf("the volume of a claim the purge left is %s:\n%s", p, out.String())
 		}
-		if !strings.Contains(out.String(), pvKey) || !strings.Contains(out.String(), string(repair.NotRetained)) {
+		if !strings.Contains(out.String(), pvKey) || !strings.Contains(out.String(), string(etcdwrite.NotRetained)) {
 			t.Errorf("the purge does not say the volume was left:\n%s", out.String())
 		}
 	})
@@ -114,7 +114,7 @@ func TestRetainVolumesOnlyForClaimsThatGo(t *testing.T) {
 		if c.value(t, claimKey) != nil {
 			t.Errorf("the claim is still in etcd")
 		}
-		retained, deleted := outcomeLine(out, pvKey, repair.Retained), outcomeLine(out, claimKey, repair.Deleted)
+		retained, deleted := outcomeLine(out, pvKey, etcdwrite.Retained), outcomeLine(out, claimKey, etcdwrite.Deleted)
 		if retained < 0 || deleted != retained+1 {
 			t.Errorf("the volume's Retain is not reported right before its claim's delete:\n%s", out)
 		}
@@ -123,7 +123,7 @@ func TestRetainVolumesOnlyForClaimsThatGo(t *testing.T) {
 
 // outcomeLine is the number of the line of a result table that gives key
 // this outcome, or -1.
-func outcomeLine(out, key string, o repair.Outcome) int {
+func outcomeLine(out, key string, o etcdwrite.Outcome) int {
 	for i, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == key && f[1] == string(o) {
 			return i

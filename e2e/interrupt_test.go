@@ -9,7 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // TestInterruptedPurgeAndConcurrentWriters: a SIGINT in the middle of a
@@ -33,7 +34,7 @@ func TestInterruptedPurgeAndConcurrentWriters(t *testing.T) {
 		t.Fatalf("interrupted purge: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
 	dir := onlyBackupDir(t, root)
-	audit, _ := os.ReadFile(filepath.Join(dir, repair.AuditFile))
+	audit, _ := os.ReadFile(filepath.Join(dir, backup.AuditFile))
 	deleted := strings.Count(string(audit), `"outcome":"deleted"`)
 	if deleted == 0 || deleted == 6 {
 		t.Errorf("%d of 6 deleted; the interrupt did not land in the middle", deleted)
@@ -49,7 +50,7 @@ func TestInterruptedPurgeAndConcurrentWriters(t *testing.T) {
 	}
 
 	// Someone else is writing: restore waits for nobody and refuses.
-	unlock, _, err := repair.Lock(context.Background(), c.etcd, "regghost purge namespace other")
+	unlock, _, err := etcdwrite.Lock(context.Background(), c.etcd, "regghost purge namespace other")
 	mustNoErr(t, "take the lock", err)
 	_, stderr, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes")
 	if code != 1 || !strings.Contains(stderr, "another regghost is writing") || !strings.Contains(stderr, "regghost purge namespace other") {

@@ -13,10 +13,9 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // startKine runs kine over SQLite with TLS and client certificates, the
@@ -71,11 +70,11 @@ func TestKine(t *testing.T) {
 		t.Errorf("purge did not say it runs without the lock: %s", errOut)
 	}
 	dir := onlyBackupDir(t, root)
-	snap := filepath.Join(dir, repair.LogicalSnapshotFile)
+	snap := filepath.Join(dir, snapshot.LogicalSnapshotFile)
 	if !strings.Contains(out, "regghost snapshot restore "+snap+" --confirm") {
 		t.Errorf("the disaster path does not name the logical snapshot:\n%s", out)
 	}
-	if _, err := os.Stat(filepath.Join(dir, repair.SnapshotFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, snapshot.SnapshotFile)); err == nil {
 		t.Error("an etcd snapshot file was written from kine")
 	}
 	for _, k := range ghosts {
@@ -87,7 +86,7 @@ func TestKine(t *testing.T) {
 		t.Errorf("snapshot status: exit %d: %s%s", code, out, errOut)
 	}
 	// The logical snapshot holds the whole keyspace, not one page of it.
-	_, entries, err := repair.ReadLogical(snap)
+	_, entries, err := snapshot.ReadLogical(snap)
 	mustNoErr(t, "read the logical snapshot", err)
 	inSnap := map[string]bool{}
 	for _, e := range entries {

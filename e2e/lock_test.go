@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // TestRestoreWaitsOutAKilledPurge: a purge killed with SIGKILL while it
@@ -30,7 +30,7 @@ func TestRestoreWaitsOutAKilledPurge(t *testing.T) {
 	killed := cmd.Process.Pid
 
 	// The killed purge still holds the lock: its lease runs until its TTL.
-	resp, err := c.etcd.Get(context.Background(), repair.LockHolderKey)
+	resp, err := c.etcd.Get(context.Background(), etcdwrite.LockHolderKey)
 	mustNoErr(t, "read the lock holder", err)
 	if len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), fmt.Sprintf("regghost purge namespace crash (pid %d on ", killed)) {
 		t.Fatalf("the killed purge does not hold the lock: %v\npurge stderr:\n%s", resp.Kvs, errOut.String())
@@ -46,7 +46,7 @@ func TestRestoreWaitsOutAKilledPurge(t *testing.T) {
 	if !strings.Contains(stderr, why) || !strings.Contains(stderr, "for its lease to expire\n") {
 		t.Errorf("restore's stderr does not say why it waited (want %q):\n%s", why, stderr)
 	}
-	if took > time.Duration(repair.LockTTL+15)*time.Second {
+	if took > time.Duration(etcdwrite.LockTTL+15)*time.Second {
 		t.Errorf("restore waited %s, more than the lease's TTL", took)
 	}
 	for i := 0; i < 6; i++ {
@@ -54,7 +54,7 @@ func TestRestoreWaitsOutAKilledPurge(t *testing.T) {
 			t.Errorf("cm%d is not back", i)
 		}
 	}
-	if resp, err := c.etcd.Get(context.Background(), repair.LockHolderKey); err != nil || len(resp.Kvs) != 0 {
+	if resp, err := c.etcd.Get(context.Background(), etcdwrite.LockHolderKey); err != nil || len(resp.Kvs) != 0 {
 		t.Errorf("the lock is still held after the restore: %v %v", resp.Kvs, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/backup"
 )
 
 // member is one etcd member of a multi-member cluster.
@@ -156,7 +156,7 @@ func TestThreeMemberCluster(t *testing.T) {
 				t.Errorf("cm%d is still in etcd", i)
 			}
 		}
-		audit, _ := os.ReadFile(filepath.Join(onlyBackupDir(t, root), repair.AuditFile))
+		audit, _ := os.ReadFile(filepath.Join(onlyBackupDir(t, root), backup.AuditFile))
 		if n := strings.Count(string(audit), `"outcome":"deleted"`); n < 6 {
 			t.Errorf("the audit log has %d deletes, want an outcome for all 6:\n%s", n, audit)
 		}

@@ -16,8 +16,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // dump returns every key and value under /registry/ with the current revision.
@@ -161,7 +162,7 @@ func TestPurgeAndRestore(t *testing.T) {
 			t.Errorf("kb-system2/p1 (a namespace sharing the prefix) was touched: %v", err)
 		}
 		dir = onlyBackupDir(t, root)
-		b, err := repair.ReadBackup(dir)
+		b, err := backup.ReadBackup(dir)
 		mustNoErr(t, "read backup", err)
 		if b.Count != 5 {
 			t.Errorf("backup holds %d keys, want 5", b.Count)
@@ -171,14 +172,14 @@ func TestPurgeAndRestore(t *testing.T) {
 				t.Errorf("backup of %s is not the stored bytes", e.Key)
 			}
 		}
-		snap := filepath.Join(dir, repair.SnapshotFile)
+		snap := filepath.Join(dir, snapshot.SnapshotFile)
 		if _, _, code := runBinary(t, "", "snapshot", "status", snap); code != 0 {
 			t.Errorf("regghost snapshot status %s failed", snap)
 		}
 		if out, err := exec.Command(bins.etcdutl, "snapshot", "status", snap, "-w", "json").CombinedOutput(); err != nil {
 			t.Errorf("etcdutl snapshot status: %v: %s", err, out)
 		}
-		audit, err := os.ReadFile(filepath.Join(dir, repair.AuditFile))
+		audit, err := os.ReadFile(filepath.Join(dir, backup.AuditFile))
 		mustNoErr(t, "read audit log", err)
 		if n := strings.Count(string(audit), `"outcome":"deleted"`); n != 5 {
 			t.Errorf("audit log has %d deletes, want 5:\n%s", n, audit)
@@ -187,7 +188,7 @@ func TestPurgeAndRestore(t *testing.T) {
 
 	t.Run("the printed disaster command restores the snapshot", func(t *testing.T) {
 		dataDir := filepath.Join(t.TempDir(), "restored")
-		out, err := exec.Command(bins.etcdutl, "snapshot", "restore", filepath.Join(dir, repair.SnapshotFile),
+		out, err := exec.Command(bins.etcdutl, "snapshot", "restore", filepath.Join(dir, snapshot.SnapshotFile),
 			"--data-dir", dataDir, "--bump-revision", "1000000000", "--mark-compacted").CombinedOutput()
 		if err != nil {
 			t.Errorf("etcdutl snapshot restore: %v: %s", err, out)
@@ -360,9 +361,9 @@ func TestRestoreRefusesDamagedBackups(t *testing.T) {
 		t.Fatalf("purge: exit %d: %s", code, errOut)
 	}
 	dir := onlyBackupDir(t, root)
-	good, err := os.ReadFile(filepath.Join(dir, repair.BackupFile))
+	good, err := os.ReadFile(filepath.Join(dir, backup.BackupFile))
 	mustNoErr(t, "read backup", err)
-	var b repair.Backup
+	var b backup.Backup
 	mustNoErr(t, "decode backup", json.Unmarshal(good, &b))
 	b.Entries[0].Value = append(b.Entries[0].Value, 'x')
 	tampered, _ := json.Marshal(b)

@@ -11,21 +11,23 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // restoreOutcomes runs a restore command with -o json and returns each key's
 // outcome and detail, with the exit code and stderr.
-func (c *cluster) restoreOutcomes(t *testing.T, args ...string) (map[string]repair.Result, string, int) {
+func (c *cluster) restoreOutcomes(t *testing.T, args ...string) (map[string]etcdwrite.Result, string, int) {
 	t.Helper()
 	out, errOut, code := c.regghost(t, "", append(args, "-o", "json")...)
 	var doc struct {
-		Results []repair.Result `json:"results"`
+		Results []etcdwrite.Result `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v: exit %d, output is not JSON: %v\n%s\n%s", args, code, err, out, errOut)
 	}
-	m := map[string]repair.Result{}
+	m := map[string]etcdwrite.Result{}
 	for _, r := range doc.Results {
 		m[r.Key] = r
 	}
@@ -35,14 +37,14 @@ func (c *cluster) restoreOutcomes(t *testing.T, args ...string) (map[string]repa
 // assertRefused checks that every key was refused because namespace
 // kb-system was created again, and that stderr says so in one line naming
 // the flag.
-func assertRefused(t *testing.T, what string, got map[string]repair.Result, keys []string, errOut string, code int) {
+func assertRefused(t *testing.T, what string, got map[string]etcdwrite.Result, keys []string, errOut string, code int) {
 	t.Helper()
 	if code != 1 {
 		t.Errorf("%s: exit %d, want 1", what, code)
 	}
 	for _, k := range keys {
 		r := got[k]
-		if r.Outcome != repair.Refused || !strings.Contains(r.Detail, "namespace kb-system (/registry/namespaces/kb-system, create revision") ||
+		if r.Outcome != etcdwrite.Refused || !strings.Contains(r.Detail, "namespace kb-system (/registry/namespaces/kb-system, create revision") ||
 			!strings.Contains(r.Detail, "was created again since the purge") || !strings.Contains(r.Detail, repair.IntoRecreatedFlag) {
 			t.Errorf("%s: %s: %s (%s), want refused: namespace kb-system created again, naming %s", what, k, r.Outcome, r.Detail, repair.IntoRecreatedFlag)
 		}
@@ -120,7 +122,7 @@ func TestRestoreRefusesARecreatedNamespace(t *testing.T) {
 			t.Fatalf("purge %s: exit %d: %s\n%s", key, code, errOut, out)
 		}
 		got, errOut, code := c.restoreOutcomes(t, "restore", onlyBackupDir(t, root), "--confirm", "--yes")
-		if code != 0 || got[key].Outcome != repair.Restored || !bytes.Equal(c.value(t, key), stuck) {
+		if code != 0 || got[key].Outcome != etcdwrite.Restored || !bytes.Equal(c.value(t, key), stuck) {
 			t.Errorf("exit %d: %+v: %s", code, got[key], errOut)
 		}
 	})
@@ -143,8 +145,8 @@ func TestKineSnapshotRestoreWritesThePurgesKeys(t *testing.T) {
 		t.Fatalf("purge: exit %d: %s\n%s", code, errOut, out)
 	}
 	dir := onlyBackupDir(t, root)
-	snap := filepath.Join(dir, repair.LogicalSnapshotFile)
-	if !strings.Contains(out, "regghost snapshot restore "+snap+" --confirm") || !strings.Contains(out, "this purge's own keys") || !strings.Contains(out, repair.AllAbsentFlag) {
+	snap := filepath.Join(dir, snapshot.LogicalSnapshotFile)
+	if !strings.Contains(out, "regghost snapshot restore "+snap+" --confirm") || !strings.Contains(out, "this purge's own keys") || !strings.Contains(out, snapshot.AllAbsentFlag) {
 		t.Errorf("the disaster path does not say it writes back the purge's own keys:\n%s", out)
 	}
 	// Kubernetes deletes an object on its own after the snapshot.
@@ -156,7 +158,7 @@ func TestKineSnapshotRestoreWritesThePurgesKeys(t *testing.T) {
 		t.Fatalf("snapshot restore dry run: exit %d: %s", code, errOut)
 	}
 	for _, k := range ghosts {
-		if got[k].Outcome != repair.WouldRestore {
+		if got[k].Outcome != etcdwrite.WouldRestore {
 			t.Errorf("%s: %+v, want would-restore", k, got[k])
 		}
 	}
@@ -164,18 +166,18 @@ func TestKineSnapshotRestoreWritesThePurgesKeys(t *testing.T) {
 		t.Errorf("the default restore plans %d keys (%s among them: %v), want the purge's %d", len(got), deleted, ok, len(ghosts))
 	}
 
-	alone := filepath.Join(t.TempDir(), repair.LogicalSnapshotFile)
+	alone := filepath.Join(t.TempDir(), snapshot.LogicalSnapshotFile)
 	data, err := os.ReadFile(snap)
 	mustNoErr(t, "read snapshot", err)
 	mustNoErr(t, "copy snapshot", os.WriteFile(alone, data, 0o600))
 	_, errOut, code = c.regghost(t, "", "snapshot", "restore", alone, "--confirm", "--yes")
-	if code != 1 || !strings.Contains(errOut, "no purge backup beside the snapshot") || !strings.Contains(errOut, repair.AllAbsentFlag) ||
+	if code != 1 || !strings.Contains(errOut, "no purge backup beside the snapshot") || !strings.Contains(errOut, snapshot.AllAbsentFlag) ||
 		!strings.Contains(errOut, "nothing was restored") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 		t.Errorf("a snapshot without its purge's backup: exit %d: %q", code, errOut)
 	}
-	got, errOut, code = c.restoreOutcomes(t, "snapshot", "restore", alone, repair.AllAbsentFlag)
-	if code != 0 || got[deleted].Outcome != repair.WouldRestore || got[ghosts[0]].Outcome != repair.WouldRestore {
-		t.Errorf("%s dry run: exit %d: %s: %+v, %s: %+v: %s", repair.AllAbsentFlag, code, deleted, got[deleted], ghosts[0], got[ghosts[0]], errOut)
+	got, errOut, code = c.restoreOutcomes(t, "snapshot", "restore", alone, snapshot.AllAbsentFlag)
+	if code != 0 || got[deleted].Outcome != etcdwrite.WouldRestore || got[ghosts[0]].Outcome != etcdwrite.WouldRestore {
+		t.Errorf("%s dry run: exit %d: %s: %+v, %s: %+v: %s", snapshot.AllAbsentFlag, code, deleted, got[deleted], ghosts[0], got[ghosts[0]], errOut)
 	}
 
 	c.createNamespace(t, "kb-system")

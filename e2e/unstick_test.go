@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/backup"
 )
 
 // TestUnstick runs the real namespace controller: a namespace held by a
@@ -72,7 +72,7 @@ func TestUnstick(t *testing.T) {
 		if c.value(t, "/registry/namespaces/app") != nil || c.value(t, "/registry/example.com/widgets/app/w1") != nil {
 			t.Error("the namespace or its widget is still in etcd")
 		}
-		b, err := repair.ReadBackup(onlyBackupDir(t, root))
+		b, err := backup.ReadBackup(onlyBackupDir(t, root))
 		mustNoErr(t, "read backup", err)
 		if b.Count != 1 || b.Entries[0].Key != "/registry/example.com/widgets/app/w1" {
 			t.Errorf("backup holds %+v", b.Entries)

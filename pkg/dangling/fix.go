@@ -17,17 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // Outcomes of a fix.
 const (
 	// Rewritten: the dangling entries were removed from the object, which
 	// stays (its other webhooks or subjects are live).
-	Rewritten repair.Outcome = "rewritten"
+	Rewritten etcdwrite.Outcome = "rewritten"
 	// FixFailed: the API server refused the change.
-	FixFailed repair.Outcome = "fix-failed"
+	FixFailed etcdwrite.Outcome = "fix-failed"
 )
 
 // ErrRefused is returned (wrapped) when nothing may be fixed.
@@ -148,9 +149,9 @@ type FixOptions struct {
 
 // Result is what Apply did.
 type Result struct {
-	Dir     string          `json:"dir"`
-	Backup  string          `json:"backup"`
-	Results []repair.Result `json:"results"`
+	Dir     string             `json:"dir"`
+	Backup  string             `json:"backup"`
+	Results []etcdwrite.Result `json:"results"`
 }
 
 // Apply makes the fixes through the API server: first a verified per-key
@@ -168,15 +169,15 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	ds, err := repair.DetectDatastore(ctx, o.Client)
+	ds, err := etcdwrite.DetectDatastore(ctx, o.Client)
 	if err != nil {
 		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was changed", err)
 	}
-	dir, err := repair.NewBackupDir(o.BackupRoot, o.Scope, o.Now())
+	dir, err := backup.NewBackupDir(o.BackupRoot, o.Scope, o.Now())
 	if err != nil {
 		return nil, err
 	}
-	entries := make([]repair.Entry, len(fixes))
+	entries := make([]backup.Entry, len(fixes))
 	for i, f := range fixes {
 		resp, err := o.Client.Get(ctx, f.Key)
 		if err != nil {
@@ -192,12 +193,12 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 		for _, r := range f.Refs {
 			why = append(why, r.Field+" -> "+r.Target)
 		}
-		entries[i] = repair.Entry{Key: f.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version,
+		entries[i] = backup.Entry{Key: f.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version,
 			Classes: []string{"dangling-reference"}, Reason: "dangling: " + strings.Join(why, "; ")}
 	}
-	backup := &repair.Backup{Created: o.Now().UTC(), Scope: o.Scope, Prefix: o.Registry, ClusterID: ds.ClusterID, Entries: entries}
+	bk := &backup.Backup{Created: o.Now().UTC(), Scope: o.Scope, Prefix: o.Registry, ClusterID: ds.ClusterID, Entries: entries}
 	res := &Result{Dir: dir}
-	if res.Backup, _, err = repair.WriteBackup(dir, backup); err != nil {
+	if res.Backup, _, err = backup.WriteBackup(dir, bk); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was changed", err)
 	}
@@ -212,21 +213,21 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 	if rewrote {
 		// The revisions the rewritten objects were left at let restore
 		// write them back; the backup is written again, verified.
-		backup.Entries = entries
-		if _, _, err := repair.WriteBackup(dir, backup); err != nil {
+		bk.Entries = entries
+		if _, _, err := backup.WriteBackup(dir, bk); err != nil {
 			return res, fmt.Errorf("record the rewritten revisions in the backup: %w (restore reports those objects as conflicts)", err)
 		}
 	}
 	for i, f := range fixes {
-		if res.Results[i].Outcome == repair.Deleted {
-			rctx, cancel := repair.ReadBackContext(ctx)
+		if res.Results[i].Outcome == etcdwrite.Deleted {
+			rctx, cancel := etcdwrite.ReadBackContext(ctx)
 			resp, err := o.Client.Get(rctx, f.Key, clientv3.WithCountOnly())
 			cancel()
 			switch {
 			case err != nil:
 				res.Results[i].Detail += fmt.Sprintf("; reading it back failed (%v)", err)
 			case resp.Count != 0:
-				res.Results[i] = repair.Result{Key: f.Key, Outcome: repair.StillPresent, Detail: "deleted through the API server, but its key is still in etcd (a finalizer?)"}
+				res.Results[i] = etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.StillPresent, Detail: "deleted through the API server, but its key is still in etcd (a finalizer?)"}
 			}
 		}
 	}
@@ -240,35 +241,35 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 
 // apply makes one fix and reads it back through the API server. It returns
 // the revision a rewritten object was left at.
-func apply(ctx context.Context, dyn dynamic.Interface, f Fix) (repair.Result, int64) {
+func apply(ctx context.Context, dyn dynamic.Interface, f Fix) (etcdwrite.Result, int64) {
 	gvr := fixable[f.Kind]
 	client := dyn.Resource(gvr).Namespace(f.Namespace)
 	rv := strconv.FormatInt(f.ModRevision, 10)
 	if f.Delete {
 		err := client.Delete(ctx, f.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("delete %s %s (preconditioned on resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
+			return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("delete %s %s (preconditioned on resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
 		}
-		return repair.Result{Key: f.Key, Outcome: repair.Deleted, Detail: fmt.Sprintf("%s %s deleted through the API server (resourceVersion %s)", f.Kind, f.Name, rv)}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.Deleted, Detail: fmt.Sprintf("%s %s deleted through the API server (resourceVersion %s)", f.Kind, f.Name, rv)}, 0
 	}
 	obj, err := client.Get(ctx, f.Name, metav1.GetOptions{})
 	if err != nil {
-		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("read %s %s: %v", f.Kind, f.Name, firstLine(err))}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("read %s %s: %v", f.Kind, f.Name, firstLine(err))}, 0
 	}
 	if obj.GetResourceVersion() != rv {
-		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("%s %s changed since it was reviewed (resourceVersion %s, reviewed %s); left alone", f.Kind, f.Name, obj.GetResourceVersion(), rv)}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("%s %s changed since it was reviewed (resourceVersion %s, reviewed %s); left alone", f.Kind, f.Name, obj.GetResourceVersion(), rv)}, 0
 	}
 	if err := strip(obj.Object, f); err != nil {
-		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: err.Error()}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: err.Error()}, 0
 	}
 	// Update carries the reviewed resourceVersion: the API server refuses
 	// it if the object changed in between.
 	got, err := client.Update(ctx, obj, metav1.UpdateOptions{})
 	if err != nil {
-		return repair.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("update %s %s (resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("update %s %s (resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
 	}
 	rev, _ := strconv.ParseInt(got.GetResourceVersion(), 10, 64)
-	return repair.Result{Key: f.Key, Outcome: Rewritten, Detail: fmt.Sprintf("removed %s through the API server (resourceVersion %s -> %s)", strings.Join(f.Remove, ", "), rv, got.GetResourceVersion())}, rev
+	return etcdwrite.Result{Key: f.Key, Outcome: Rewritten, Detail: fmt.Sprintf("removed %s through the API server (resourceVersion %s -> %s)", strings.Join(f.Remove, ", "), rv, got.GetResourceVersion())}, rev
 }
 
 // strip removes the named webhooks, or ServiceAccount subjects, from obj.

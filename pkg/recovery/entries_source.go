@@ -6,18 +6,18 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/backup"
 )
 
 // EntriesSource is a Source over keys held in memory, in key order: a
-// logical snapshot (kine's, see repair.SaveLogical) read whole.
+// logical snapshot (kine's, see snapshot.SaveLogical) read whole.
 type EntriesSource struct {
 	rev int64
 	kvs []*mvccpb.KeyValue
 }
 
 // NewEntriesSource serves entries as the keyspace at revision rev.
-func NewEntriesSource(rev int64, entries []repair.Entry) *EntriesSource {
+func NewEntriesSource(rev int64, entries []backup.Entry) *EntriesSource {
 	s := &EntriesSource{rev: rev, kvs: make([]*mvccpb.KeyValue, len(entries))}
 	for i, e := range entries {
 		s.kvs[i] = &mvccpb.KeyValue{Key: []byte(e.Key), Value: e.Value, CreateRevision: e.CreateRevision, ModRevision: e.ModRevision, Version: e.Version, Lease: e.Lease}

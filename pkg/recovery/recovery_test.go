@@ -17,9 +17,10 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/objread"
-	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/resolve"
 )
 
@@ -39,7 +40,7 @@ type world struct {
 	t    *testing.T
 	src  *etcdscan.EtcdStore
 	live *etcdscan.EtcdStore
-	kv   repair.KVLease
+	kv   etcdwrite.KVLease
 }
 
 // newWorld writes before, reads it as the source, then applies after
@@ -378,18 +379,18 @@ func TestWriteComparesWhatWasJudged(t *testing.T) {
 	if _, err := w.kv.Put(ctx, reg+"namespaces/a", etcdtest.Encode(t, nsObj("a", "u-a2"))); err != nil {
 		t.Fatal(err)
 	}
-	res, path, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: repair.Backup{Prefix: reg}})
+	res, path, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: backup.Backup{Prefix: reg}})
 	if err != nil || path == "" {
 		t.Fatal(path, err)
 	}
-	want := map[string]repair.Outcome{reg + "namespaces/b": repair.Recovered, reg + "configmaps/a/c": repair.Refused, reg + "configmaps/b/c": repair.Recovered}
+	want := map[string]etcdwrite.Outcome{reg + "namespaces/b": etcdwrite.Recovered, reg + "configmaps/a/c": etcdwrite.Refused, reg + "configmaps/b/c": etcdwrite.Recovered}
 	for _, r := range res {
 		if r.Outcome != want[r.Key] {
 			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[r.Key])
 		}
 	}
-	b, err := repair.ReadBackup(path)
-	if err != nil || b.Action != repair.ActionRecover || len(b.Entries) != 3 {
+	b, err := backup.ReadBackup(path)
+	if err != nil || b.Action != backup.ActionRecover || len(b.Entries) != 3 {
 		t.Fatalf("backup %+v %v", b, err)
 	}
 }

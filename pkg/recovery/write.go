@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/repair"
 )
 
@@ -13,8 +15,8 @@ type WriteOptions struct {
 	Dir string
 	// Header is the backup's scope, endpoint, cluster ID and the live
 	// revision the objects were judged at.
-	Header repair.Backup
-	Pacing repair.Pacing
+	Header backup.Backup
+	Pacing etcdwrite.Pacing
 	// Served waits until the API server serves the custom resources of a
 	// CRD just written (it is Established). nil: it cannot be waited for,
 	// and the custom resources of a CRD written now are refused.
@@ -28,7 +30,7 @@ type WriteOptions struct {
 // the keys are written. Every key is created only while absent, with the
 // keys it needs compared at their create revision (read just before its
 // stage). The results follow objs; objects not recovered get none.
-func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOptions) ([]repair.Result, string, error) {
+func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOptions) ([]etcdwrite.Result, string, error) {
 	var todo []*Object
 	for _, obj := range objs {
 		if obj.Action == Recover {
@@ -36,18 +38,18 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 		}
 	}
 	b := o.Header
-	b.Action = repair.ActionRecover
-	b.Entries = make([]repair.Entry, len(todo))
+	b.Action = backup.ActionRecover
+	b.Entries = make([]backup.Entry, len(todo))
 	for i, obj := range todo {
-		b.Entries[i] = repair.Entry{Key: obj.Key, Value: obj.Value, Lease: obj.Lease, Reason: "recovered from revision " + fmt.Sprint(obj.ModRevision) + " of the source"}
+		b.Entries[i] = backup.Entry{Key: obj.Key, Value: obj.Value, Lease: obj.Lease, Reason: "recovered from revision " + fmt.Sprint(obj.ModRevision) + " of the source"}
 	}
-	path, _, err := repair.WriteBackup(o.Dir, &b)
+	path, _, err := backup.WriteBackup(o.Dir, &b)
 	if err != nil {
 		return nil, "", fmt.Errorf("write the recovery's backup before writing anything: %w", err)
 	}
-	results := make([]repair.Result, len(todo))
+	results := make([]etcdwrite.Result, len(todo))
 	for i, obj := range todo {
-		results[i] = repair.Result{Key: obj.Key, Outcome: repair.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
+		results[i] = etcdwrite.Result{Key: obj.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
 	}
 	// notServed names the CRDs written now whose resources are not served;
 	// written holds the create revision of each key written by this run.
@@ -56,7 +58,7 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 	var werr error
 	for _, stage := range []Stage{StageNamespaces, StageCRDs, StageObjects} {
 		var idx []int
-		var entries []repair.Entry
+		var entries []backup.Entry
 		for i, obj := range todo {
 			if obj.Stage != stage {
 				continue
@@ -64,7 +66,7 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 			e := b.Entries[i]
 			why := needs(obj, &e, notServed, written)
 			if why != "" {
-				results[i] = repair.Result{Key: obj.Key, Outcome: repair.Refused, Detail: why}
+				results[i] = etcdwrite.Result{Key: obj.Key, Outcome: etcdwrite.Refused, Detail: why}
 				continue
 			}
 			idx = append(idx, i)
@@ -80,7 +82,7 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 		for j, i := range idx {
 			results[i] = res[j]
 			b.Entries[i] = entries[j]
-			if res[j].Outcome == repair.Recovered {
+			if res[j].Outcome == etcdwrite.Recovered {
 				written[entries[j].Key] = entries[j].CreateRevision
 			}
 		}
@@ -92,7 +94,7 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 			continue
 		}
 		for j, i := range idx {
-			if res[j].Outcome != repair.Recovered {
+			if res[j].Outcome != etcdwrite.Recovered {
 				continue
 			}
 			switch {
@@ -106,7 +108,7 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 		}
 	}
 	// The revisions each key was written at, for the undo.
-	if _, _, err := repair.WriteBackup(o.Dir, &b); err != nil && werr == nil {
+	if _, _, err := backup.WriteBackup(o.Dir, &b); err != nil && werr == nil {
 		werr = fmt.Errorf("record the written revisions in the backup (the backup written before still undoes the recovery): %w", err)
 	}
 	return results, path, werr
@@ -117,7 +119,7 @@ func Write(ctx context.Context, kv repair.KVLease, objs []*Object, o WriteOption
 // create revision it was judged at (a namespace created again since fails
 // the compare). A reason is returned when one was not written or is not
 // served.
-func needs(obj *Object, e *repair.Entry, notServed map[string]string, written map[string]int64) string {
+func needs(obj *Object, e *backup.Entry, notServed map[string]string, written map[string]int64) string {
 	for _, n := range obj.Needs {
 		if why := notServed[n.Key]; why != "" {
 			return n.What + ": " + why
@@ -128,7 +130,7 @@ func needs(obj *Object, e *repair.Entry, notServed map[string]string, written ma
 				return fmt.Sprintf("%s was not written by this recovery: the object would be a ghost; not written", n.What)
 			}
 		}
-		e.Present = append(e.Present, repair.Present{Key: n.Key, CreateRevision: rev, What: n.What})
+		e.Present = append(e.Present, backup.Present{Key: n.Key, CreateRevision: rev, What: n.What})
 	}
 	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decode"
 )
 
@@ -38,7 +39,7 @@ func TestRestoreReadsTheClaimsVolume(t *testing.T) {
 	if _, err := cli.Put(ctx, "/registry/persistentvolumes/pv1", sealedPrefix+etcdtest.Encode(t, pv)); err != nil {
 		t.Fatal(err)
 	}
-	b := &Backup{Prefix: "/registry/", Entries: []Entry{{Key: "/registry/persistentvolumeclaims/ns/data", Value: []byte(etcdtest.Encode(t, claim))}}}
+	b := &backup.Backup{Prefix: "/registry/", Entries: []backup.Entry{{Key: "/registry/persistentvolumeclaims/ns/data", Value: []byte(etcdtest.Encode(t, claim))}}}
 	tests := []struct {
 		name   string
 		reader ContentReader

@@ -7,35 +7,10 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
-
-// Outcome is what happened to one key.
-type Outcome string
-
-// Outcomes of deletes and restores.
-const (
-	Deleted        Outcome = "deleted"
-	SkippedChanged Outcome = "skipped-changed"
-	SkippedGone    Outcome = "skipped-gone"
-	StillPresent   Outcome = "still-present"
-	Restored       Outcome = "restored"
-	AlreadyPresent Outcome = "already-present"
-	Conflict       Outcome = "conflict"
-	WouldRestore   Outcome = "would-restore"
-	// NotAttempted is a key left alone because the run stopped before it.
-	NotAttempted Outcome = "not-attempted"
-	// RestoredWithoutVolume is a claim written back whose volume is gone.
-	RestoredWithoutVolume Outcome = "restored-without-volume"
-	// LeftAsIs is a backup entry restore does not write back by design.
-	LeftAsIs Outcome = "left-as-is"
-)
-
-// Result is the outcome for one key, with a sentence for humans.
-type Result struct {
-	Key     string  `json:"key"`
-	Outcome Outcome `json:"outcome"`
-	Detail  string  `json:"detail,omitempty"`
-}
 
 // GuardedDelete deletes each entry's key only if its mod revision is still
 // the one in the entry and every key whose absence made it a ghost (its
@@ -47,7 +22,7 @@ type Result struct {
 //
 // journal, when set, is told each key's outcome as its transaction returns,
 // and again when the read-back changes what it says.
-func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing, journal func(Result)) ([]Result, error) {
+func GuardedDelete(ctx context.Context, kv clientv3.KV, entries []backup.Entry, pacing etcdwrite.Pacing, journal func(etcdwrite.Result)) ([]etcdwrite.Result, error) {
 	return guardedDelete(ctx, kv, entries, pacing, journal, nil)
 }
 
@@ -64,21 +39,21 @@ type beforeDelete interface {
 
 // guardedDelete is GuardedDelete with before's work done right before the
 // transaction of each entry that needs it (deleteInSteps).
-func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing Pacing, journal func(Result), before beforeDelete) ([]Result, error) {
+func guardedDelete(ctx context.Context, kv clientv3.KV, entries []backup.Entry, pacing etcdwrite.Pacing, journal func(etcdwrite.Result), before beforeDelete) ([]etcdwrite.Result, error) {
 	if journal == nil {
-		journal = func(Result) {}
+		journal = func(etcdwrite.Result) {}
 	}
-	results := make([]Result, len(entries))
+	results := make([]etcdwrite.Result, len(entries))
 	for i, e := range entries {
-		results[i] = Result{Key: e.Key, Outcome: NotAttempted, Detail: "not attempted: the purge stopped before it"}
+		results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the purge stopped before it"}
 	}
 	// lost marks keys whose transaction was sent again after an error: the
 	// first try may have been applied with its reply lost.
 	lost := map[int]bool{}
 	// spec is the guarded run of the entries idx.
-	spec := func(idx []int) txnSpec {
-		return txnSpec{n: len(idx),
-			cmp: func(j int) []clientv3.Cmp {
+	spec := func(idx []int) etcdwrite.Spec {
+		return etcdwrite.Spec{N: len(idx),
+			Cmp: func(j int) []clientv3.Cmp {
 				e := entries[idx[j]]
 				cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.Key), "=", e.ModRevision)}
 				for _, a := range e.Absent {
@@ -86,11 +61,11 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 				}
 				return cmps
 			},
-			op:     func(j int) clientv3.Op { return clientv3.OpDelete(entries[idx[j]].Key) },
-			orElse: func(j int) []clientv3.Op { return []clientv3.Op{clientv3.OpGet(entries[idx[j]].Key)} },
+			Op:     func(j int) clientv3.Op { return clientv3.OpDelete(entries[idx[j]].Key) },
+			OrElse: func(j int) []clientv3.Op { return []clientv3.Op{clientv3.OpGet(entries[idx[j]].Key)} },
 			// Where a transaction takes one compare (kine), the witnesses are
 			// read just before the delete instead of inside it.
-			check: func(ctx context.Context, j int) (bool, error) {
+			Check: func(ctx context.Context, j int) (bool, error) {
 				for _, a := range entries[idx[j]].Absent {
 					resp, err := kv.Get(ctx, a)
 					if err != nil {
@@ -102,15 +77,15 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 				}
 				return true, nil
 			},
-			done: func(j int, ok bool, _ int64) {
+			Done: func(j int, ok bool, _ int64) {
 				i := idx[j]
-				results[i] = Result{Key: entries[i].Key, Outcome: Deleted, Detail: leaseNote(entries[i])}
+				results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.Deleted, Detail: leaseNote(entries[i])}
 				if !ok {
-					results[i] = Result{Key: entries[i].Key, Outcome: SkippedChanged}
+					results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.SkippedChanged}
 				}
 				journal(results[i])
 			},
-			uncertain: func(js []int) {
+			Uncertain: func(js []int) {
 				for _, j := range js {
 					lost[idx[j]] = true
 				}
@@ -122,7 +97,7 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 		for i := range all {
 			all[i] = i
 		}
-		err = guardedTxn(ctx, kv, pacing, spec(all))
+		err = etcdwrite.Run(ctx, kv, pacing, spec(all))
 	} else {
 		err = deleteInSteps(ctx, kv, pacing, len(entries), spec, before)
 	}
@@ -132,10 +107,10 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 	// been applied although its reply was lost. Each read-back has its own
 	// context: ctx may have run out, and a key that cannot be read back gets
 	// that as its outcome while the others are still read.
-	rb := &readBacks{ctx: ctx}
+	rb := &etcdwrite.ReadBacks{Ctx: ctx}
 	for i, r := range results {
 		var resp *clientv3.GetResponse
-		verr := rb.do(func(ctx context.Context) (err error) {
+		verr := rb.Do(func(ctx context.Context) (err error) {
 			resp, err = kv.Get(ctx, r.Key)
 			return err
 		})
@@ -145,26 +120,26 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 				err = fmt.Errorf("verify %s: %w", r.Key, verr)
 			}
 			switch r.Outcome {
-			case NotAttempted:
+			case etcdwrite.NotAttempted:
 				results[i].Detail = fmt.Sprintf("outcome unknown: the deletes stopped and the key could not be read back (%v); run `regghost scan` to see", verr)
-			case Deleted:
+			case etcdwrite.Deleted:
 				results[i].Detail = withNote(fmt.Sprintf("its transaction deleted it, but it could not be read back (%v)", verr), leaseNote(entries[i]))
-			case SkippedChanged:
+			case etcdwrite.SkippedChanged:
 				results[i].Detail = fmt.Sprintf("left alone: it or a key its verdict rests on changed since the scan; it could not be read back (%v)", verr)
 			}
-		case r.Outcome == NotAttempted && len(resp.Kvs) == 0:
-			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: withNote("gone when read back after the deletes stopped", leaseNote(entries[i]))}
-		case r.Outcome == NotAttempted:
+		case r.Outcome == etcdwrite.NotAttempted && len(resp.Kvs) == 0:
+			results[i] = etcdwrite.Result{Key: r.Key, Outcome: etcdwrite.Deleted, Detail: withNote("gone when read back after the deletes stopped", leaseNote(entries[i]))}
+		case r.Outcome == etcdwrite.NotAttempted:
 			results[i].Detail = "still present when read back after the deletes stopped; left alone"
-		case r.Outcome == Deleted && len(resp.Kvs) > 0:
-			results[i] = Result{Key: r.Key, Outcome: StillPresent, Detail: fmt.Sprintf("still in etcd at revision %d after the delete", resp.Kvs[0].ModRevision)}
-		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0 && lost[i]:
-			results[i] = Result{Key: r.Key, Outcome: Deleted, Detail: withNote("deleted by a try whose reply was lost (etcd paused); read back: gone", leaseNote(entries[i]))}
-		case r.Outcome == SkippedChanged && len(resp.Kvs) == 0:
-			results[i] = Result{Key: r.Key, Outcome: SkippedGone, Detail: "deleted by someone else since the scan"}
-		case r.Outcome == SkippedChanged && resp.Kvs[0].ModRevision != entries[i].ModRevision:
+		case r.Outcome == etcdwrite.Deleted && len(resp.Kvs) > 0:
+			results[i] = etcdwrite.Result{Key: r.Key, Outcome: etcdwrite.StillPresent, Detail: fmt.Sprintf("still in etcd at revision %d after the delete", resp.Kvs[0].ModRevision)}
+		case r.Outcome == etcdwrite.SkippedChanged && len(resp.Kvs) == 0 && lost[i]:
+			results[i] = etcdwrite.Result{Key: r.Key, Outcome: etcdwrite.Deleted, Detail: withNote("deleted by a try whose reply was lost (etcd paused); read back: gone", leaseNote(entries[i]))}
+		case r.Outcome == etcdwrite.SkippedChanged && len(resp.Kvs) == 0:
+			results[i] = etcdwrite.Result{Key: r.Key, Outcome: etcdwrite.SkippedGone, Detail: "deleted by someone else since the scan"}
+		case r.Outcome == etcdwrite.SkippedChanged && resp.Kvs[0].ModRevision != entries[i].ModRevision:
 			results[i].Detail = fmt.Sprintf("changed since the scan (mod revision %d, now %d); left alone", entries[i].ModRevision, resp.Kvs[0].ModRevision)
-		case r.Outcome == SkippedChanged:
+		case r.Outcome == etcdwrite.SkippedChanged:
 			results[i].Detail = "no longer a ghost: " + reappeared(rb, kv, entries[i].Absent) + " since the scan; left alone"
 		}
 		if results[i] != r {
@@ -181,20 +156,20 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []Entry, pacing 
 // work is never done for a delete that is not sent (after a stop, an error,
 // or the deadline). The entries between are batched as usual; the pace
 // holds across the steps.
-func deleteInSteps(ctx context.Context, kv clientv3.KV, pacing Pacing, n int, spec func([]int) txnSpec, before beforeDelete) error {
-	pacing = pacing.normalized()
+func deleteInSteps(ctx context.Context, kv clientv3.KV, pacing etcdwrite.Pacing, n int, spec func([]int) etcdwrite.Spec, before beforeDelete) error {
+	pacing = pacing.Normalized()
 	interval := time.Duration(float64(time.Second) / pacing.PerSecond)
 	var next time.Time // when the next transaction may be sent
-	send := func(idx []int, p Pacing) error {
+	send := func(idx []int, p etcdwrite.Pacing) error {
 		if len(idx) == 0 {
 			return nil
 		}
 		if err := pause(ctx, p.Stop, next); err != nil {
 			return err
 		}
-		err := guardedTxn(ctx, kv, p, spec(idx))
+		err := etcdwrite.Run(ctx, kv, p, spec(idx))
 		next = time.Now().Add(interval)
-		if err != nil && err != ErrInterrupted {
+		if err != nil && err != etcdwrite.ErrInterrupted {
 			return fmt.Errorf("deleting keys %d to %d of %d: %w", idx[0]+1, idx[len(idx)-1]+1, n, err)
 		}
 		return err
@@ -229,7 +204,7 @@ func deleteInSteps(ctx context.Context, kv clientv3.KV, pacing Pacing, n int, sp
 func pause(ctx context.Context, stop <-chan struct{}, t time.Time) error {
 	select {
 	case <-stop:
-		return ErrInterrupted
+		return etcdwrite.ErrInterrupted
 	default:
 	}
 	d := time.Until(t)
@@ -240,7 +215,7 @@ func pause(ctx context.Context, stop <-chan struct{}, t time.Time) error {
 	defer timer.Stop()
 	select {
 	case <-stop:
-		return ErrInterrupted
+		return etcdwrite.ErrInterrupted
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
@@ -260,11 +235,11 @@ func withNote(detail, note string) string {
 }
 
 // reappeared names the witness keys that exist again.
-func reappeared(rb *readBacks, kv clientv3.KV, absent []string) string {
+func reappeared(rb *etcdwrite.ReadBacks, kv clientv3.KV, absent []string) string {
 	var back []string
 	for _, a := range absent {
 		var resp *clientv3.GetResponse
-		err := rb.do(func(ctx context.Context) (err error) {
+		err := rb.Do(func(ctx context.Context) (err error) {
 			resp, err = kv.Get(ctx, a, clientv3.WithCountOnly())
 			return err
 		})
@@ -276,4 +251,13 @@ func reappeared(rb *readBacks, kv clientv3.KV, absent []string) string {
 		return "a key its verdict rests on changed"
 	}
 	return strings.Join(back, ", ") + " exists again"
+}
+
+// leaseNote is what a result says about a deleted key whose lease TTL was
+// not known: a restore cannot give it back the lease it had.
+func leaseNote(e backup.Entry) string {
+	if e.LeaseTTLUnknown == "" {
+		return ""
+	}
+	return "lease TTL unknown (" + e.LeaseTTLUnknown + "): a restore cannot give the key back the lease it had"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // leaseAnswer is a KVLease whose TimeToLive answers what a test says.
@@ -59,7 +60,7 @@ func TestLeaseTTLThatCannotBeRead(t *testing.T) {
 			}
 			plan := &Plan{Targets: []etcdscan.Finding{{Key: key, ModRevision: resp.Kvs[0].ModRevision, Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"r"}}}}
 			tt.answer.Client = cli
-			entries, _, err := readEntries(ctx, tt.answer, plan, Datastore{Name: "etcd"})
+			entries, _, err := readEntries(ctx, tt.answer, plan, etcdwrite.Datastore{Name: "etcd"})
 			if err != nil || len(entries) != 1 {
 				t.Fatalf("entries %+v: %v", entries, err)
 			}
@@ -67,8 +68,8 @@ func TestLeaseTTLThatCannotBeRead(t *testing.T) {
 			if e.Lease != int64(lease.ID) || e.LeaseTTL != tt.ttl || (tt.unknown == "") != (e.LeaseTTLUnknown == "") || !strings.Contains(e.LeaseTTLUnknown, tt.unknown) {
 				t.Fatalf("entry lease %x ttl %d unknown %q; want ttl %d unknown %q", e.Lease, e.LeaseTTL, e.LeaseTTLUnknown, tt.ttl, tt.unknown)
 			}
-			results, err := GuardedDelete(ctx, cli, entries, Pacing{PerSecond: 1000}, nil)
-			if err != nil || results[0].Outcome != Deleted {
+			results, err := GuardedDelete(ctx, cli, entries, etcdwrite.Pacing{PerSecond: 1000}, nil)
+			if err != nil || results[0].Outcome != etcdwrite.Deleted {
 				t.Fatalf("delete: %+v %v", results, err)
 			}
 			if said := strings.Contains(results[0].Detail, "lease TTL unknown"); said != (tt.unknown != "") {

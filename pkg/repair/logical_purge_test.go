@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // TestBackupFromLogicalPurge: restoring a purge's logical snapshot writes
@@ -23,12 +26,12 @@ func TestBackupFromLogicalPurge(t *testing.T) {
 	put(t, cli, "/registry/namespaces/live", "k8s\x00live")
 	other := put(t, cli, "/registry/pods/live/deleted-since", "k8s\x00deleted by a controller")
 	dir := t.TempDir()
-	snap := filepath.Join(dir, LogicalSnapshotFile)
-	info, err := SaveLogical(ctx, cli, Datastore{Name: "etcd"}, snap, other.ModRevision)
+	snap := filepath.Join(dir, snapshot.LogicalSnapshotFile)
+	info, err := snapshot.SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, snap, other.ModRevision)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := WriteBackup(dir, &Backup{Scope: "namespace gone", Prefix: "/registry/", ScanRevision: other.ModRevision, Snapshot: info, Entries: []Entry{ghost}}); err != nil {
+	if _, _, err := backup.WriteBackup(dir, &backup.Backup{Scope: "namespace gone", Prefix: "/registry/", ScanRevision: other.ModRevision, Snapshot: info, Entries: []backup.Entry{ghost}}); err != nil {
 		t.Fatal(err)
 	}
 	// The purge deletes the ghost; a controller deletes the other pod.
@@ -39,14 +42,14 @@ func TestBackupFromLogicalPurge(t *testing.T) {
 	}
 	// A snapshot without its purge's backup, and one beside the backup of
 	// another snapshot.
-	alone := filepath.Join(t.TempDir(), LogicalSnapshotFile)
+	alone := filepath.Join(t.TempDir(), snapshot.LogicalSnapshotFile)
 	copyFile(t, snap, alone)
 	elsewhere := t.TempDir()
-	mismatched := filepath.Join(elsewhere, LogicalSnapshotFile)
+	mismatched := filepath.Join(elsewhere, snapshot.LogicalSnapshotFile)
 	copyFile(t, snap, mismatched)
 	otherInfo := *info
 	otherInfo.SHA256 = strings.Repeat("0", 64)
-	if _, _, err := WriteBackup(elsewhere, &Backup{Scope: "namespace gone", Prefix: "/registry/", Snapshot: &otherInfo, Entries: []Entry{ghost}}); err != nil {
+	if _, _, err := backup.WriteBackup(elsewhere, &backup.Backup{Scope: "namespace gone", Prefix: "/registry/", Snapshot: &otherInfo, Entries: []backup.Entry{ghost}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -66,10 +69,10 @@ func TestBackupFromLogicalPurge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := BackupFromLogicalPurge(tt.path, "", tt.all)
+			b, err := snapshot.BackupFromLogicalPurge(tt.path, "", tt.all)
 			if tt.noBkErr {
-				if !errors.Is(err, ErrNoPurgeBackup) || strings.Contains(err.Error(), "\n") {
-					t.Errorf("err = %v, want one line: %v", err, ErrNoPurgeBackup)
+				if !errors.Is(err, snapshot.ErrNoPurgeBackup) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("err = %v, want one line: %v", err, snapshot.ErrNoPurgeBackup)
 				}
 				return
 			}
@@ -92,7 +95,7 @@ func TestBackupFromLogicalPurge(t *testing.T) {
 			}
 			would := 0
 			for _, r := range res {
-				if r.Outcome == WouldRestore {
+				if r.Outcome == etcdwrite.WouldRestore {
 					would++
 				}
 			}
@@ -106,7 +109,7 @@ func TestBackupFromLogicalPurge(t *testing.T) {
 	// again since refuses it, by default and with --all-absent.
 	put(t, cli, "/registry/namespaces/gone", "k8s\x00a new namespace gone")
 	for _, all := range []bool{false, true} {
-		b, err := BackupFromLogicalPurge(snap, "/registry/pods/gone/", all)
+		b, err := snapshot.BackupFromLogicalPurge(snap, "/registry/pods/gone/", all)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +117,7 @@ func TestBackupFromLogicalPurge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res) != 1 || res[0].Outcome != Refused || !strings.Contains(res[0].Detail, "absent when the purge deleted this key") {
+		if len(res) != 1 || res[0].Outcome != etcdwrite.Refused || !strings.Contains(res[0].Detail, "absent when the purge deleted this key") {
 			t.Errorf("all=%v: %+v, want the ghost refused by its recorded witness", all, res)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
@@ -34,7 +35,7 @@ type Plan struct {
 	Revision int64
 	Targets  []etcdscan.Finding
 	// Skipped are keys of the reviewed report that are left alone.
-	Skipped []Result
+	Skipped []etcdwrite.Result
 	// AcceptSingleWitness is Selector.AcceptSingleWitness.
 	AcceptSingleWitness bool
 	// Impact is what deleting each target sets in motion (SetImpact).
@@ -290,10 +291,10 @@ func (p *Plan) restrictTo(sel Selector) error {
 		switch {
 		case !ok:
 			if r.Ghost {
-				p.Skipped = append(p.Skipped, Result{Key: r.Key, Outcome: SkippedChanged, Detail: "no longer a ghost in this selection (or gone) since the reviewed scan; left alone"})
+				p.Skipped = append(p.Skipped, etcdwrite.Result{Key: r.Key, Outcome: etcdwrite.SkippedChanged, Detail: "no longer a ghost in this selection (or gone) since the reviewed scan; left alone"})
 			}
 		case f.ModRevision != r.ModRevision:
-			p.Skipped = append(p.Skipped, Result{Key: r.Key, Outcome: SkippedChanged,
+			p.Skipped = append(p.Skipped, etcdwrite.Result{Key: r.Key, Outcome: etcdwrite.SkippedChanged,
 				Detail: fmt.Sprintf("changed since the reviewed scan (mod revision %d, now %d); left alone", r.ModRevision, f.ModRevision)})
 		default:
 			kept = append(kept, f)

@@ -1,25 +1,25 @@
+// Package repair plans and runs a purge of ghost keys (revision-guarded
+// deletes, volumes set to Retain first) and the restore that puts a purge's
+// keys back.
 package repair
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
-
-// SnapshotFile is the name of the full snapshot inside a backup directory.
-const SnapshotFile = "snapshot.db"
 
 // PurgeOptions configure a purge.
 type PurgeOptions struct {
@@ -32,7 +32,7 @@ type PurgeOptions struct {
 	// Kube changes what must change through the API server before the
 	// deletes (a PV's reclaim policy); nil when it cannot be reached.
 	Kube   kubernetes.Interface
-	Pacing Pacing
+	Pacing etcdwrite.Pacing
 	// Lock, when set, is taken once the snapshot and backup are verified,
 	// before the first write, and released when the purge is done; a purge
 	// refused before that writes nothing to etcd, not even a lock.
@@ -45,12 +45,12 @@ type PurgeOptions struct {
 type PurgeResult struct {
 	Dir string `json:"dir"`
 	// Endpoint is the member the snapshot came from.
-	Endpoint string        `json:"endpoint"`
-	Backup   string        `json:"backup"`
-	Snapshot *SnapshotInfo `json:"snapshot"`
-	Results  []Result      `json:"results"`
-	Deleted  int           `json:"deleted"`
-	Planned  int           `json:"planned"`
+	Endpoint string               `json:"endpoint"`
+	Backup   string               `json:"backup"`
+	Snapshot *backup.SnapshotInfo `json:"snapshot"`
+	Results  []etcdwrite.Result   `json:"results"`
+	Deleted  int                  `json:"deleted"`
+	Planned  int                  `json:"planned"`
 }
 
 // Purge deletes the plan's targets. Before the first delete it writes and
@@ -73,11 +73,11 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	if retain && o.Kube == nil {
 		return nil, fmt.Errorf("%w; nothing was deleted", errNoKube)
 	}
-	dir, err := NewBackupDir(o.BackupRoot, plan.Scope, o.Now())
+	dir, err := backup.NewBackupDir(o.BackupRoot, plan.Scope, o.Now())
 	if err != nil {
 		return nil, err
 	}
-	ds, err := DetectDatastore(ctx, o.Client)
+	ds, err := etcdwrite.DetectDatastore(ctx, o.Client)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was deleted", err)
@@ -96,8 +96,8 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 		}
 		defer unlock()
 	}
-	all := append(append([]Result{}, plan.Skipped...), res.Results...)
-	var doomed []Entry
+	all := append(append([]etcdwrite.Result{}, plan.Skipped...), res.Results...)
+	var doomed []backup.Entry
 	for _, e := range b.Entries {
 		if e.Role == "" {
 			doomed = append(doomed, e)
@@ -106,13 +106,13 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	// The audit log is written as the purge goes: what happened before the
 	// deletes, then a line per key as its transaction returns, so a purge
 	// killed half-way leaves a trail.
-	if err := AppendAudit(dir, "purge", all); err != nil {
+	if err := backup.AppendAudit(dir, "purge", all); err != nil {
 		res.Results = all
 		return res, fmt.Errorf("%w; nothing was deleted", err)
 	}
 	var journalErr error
-	journal := func(r Result) {
-		if err := AppendAudit(dir, "purge", []Result{r}); err != nil && journalErr == nil {
+	journal := func(r etcdwrite.Result) {
+		if err := backup.AppendAudit(dir, "purge", []etcdwrite.Result{r}); err != nil && journalErr == nil {
 			journalErr = err
 		}
 	}
@@ -129,7 +129,7 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	}
 	results, err := guardedDelete(ctx, o.Client, doomed, o.Pacing, journal, before)
 	for _, r := range results {
-		if r.Outcome == Deleted {
+		if r.Outcome == etcdwrite.Deleted {
 			res.Deleted++
 		}
 	}
@@ -146,7 +146,7 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 
 // prepare writes the snapshot and backup and returns the result so far (with
 // the keys skipped before the snapshot) and the backup as read back from disk.
-func prepare(ctx context.Context, plan *Plan, o PurgeOptions, ds Datastore, dir string) (*PurgeResult, *Backup, error) {
+func prepare(ctx context.Context, plan *Plan, o PurgeOptions, ds etcdwrite.Datastore, dir string) (*PurgeResult, *backup.Backup, error) {
 	// Keys of a reviewed scan that were skipped count as planned: they are
 	// ghosts left behind.
 	res := &PurgeResult{Dir: dir, Planned: len(plan.Targets) + len(plan.Skipped)}
@@ -168,23 +168,23 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, ds Datastore, dir 
 	if err := checkSpace(ctx, o.Client, ds, dir, entries); err != nil {
 		return nil, nil, err
 	}
-	file := SnapshotFile
+	file := snapshot.SnapshotFile
 	if ds.Limited() {
-		file = LogicalSnapshotFile
+		file = snapshot.LogicalSnapshotFile
 	}
-	snap, ep, err := TakeSnapshot(ctx, o.Client, o.ClientConfig, filepath.Join(dir, file), plan.Revision)
+	snap, ep, err := snapshot.TakeSnapshot(ctx, o.Client, o.ClientConfig, filepath.Join(dir, file), plan.Revision)
 	if err != nil {
 		return nil, nil, err
 	}
 	res.Endpoint = ep
-	if err := SnapshotHolds(snap.Path, entries); err != nil {
+	if err := snapshot.SnapshotHolds(snap.Path, entries); err != nil {
 		return nil, nil, err
 	}
 	res.Snapshot = snap
 	// Every member of a cluster answers with its cluster ID: the one the
 	// datastore was detected with is the snapshot member's too.
-	var written *Backup
-	res.Backup, written, err = WriteBackup(dir, &Backup{
+	var written *backup.Backup
+	res.Backup, written, err = backup.WriteBackup(dir, &backup.Backup{
 		Created: o.Now().UTC(), Scope: plan.Scope, Prefix: plan.Prefix, Endpoint: ep, ClusterID: ds.ClusterID,
 		ScanRevision: plan.Revision, Snapshot: snap, Entries: entries,
 	})
@@ -196,21 +196,21 @@ func prepare(ctx context.Context, plan *Plan, o PurgeOptions, ds Datastore, dir 
 
 // readEntries reads each target's current key-value; keys changed or gone
 // since the scan are skipped.
-func readEntries(ctx context.Context, kv KVLease, plan *Plan, ds Datastore) ([]Entry, []Result, error) {
-	var entries []Entry
-	var skipped []Result
+func readEntries(ctx context.Context, kv etcdwrite.KVLease, plan *Plan, ds etcdwrite.Datastore) ([]backup.Entry, []etcdwrite.Result, error) {
+	var entries []backup.Entry
+	var skipped []etcdwrite.Result
 	for _, t := range plan.Targets {
 		resp, err := kv.Get(ctx, t.Key)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", t.Key, err)
 		}
 		if len(resp.Kvs) == 0 {
-			skipped = append(skipped, Result{Key: t.Key, Outcome: SkippedGone, Detail: "deleted by someone else since the scan"})
+			skipped = append(skipped, etcdwrite.Result{Key: t.Key, Outcome: etcdwrite.SkippedGone, Detail: "deleted by someone else since the scan"})
 			continue
 		}
 		cur := resp.Kvs[0]
 		if cur.ModRevision != t.ModRevision {
-			skipped = append(skipped, Result{Key: t.Key, Outcome: SkippedChanged,
+			skipped = append(skipped, etcdwrite.Result{Key: t.Key, Outcome: etcdwrite.SkippedChanged,
 				Detail: fmt.Sprintf("changed since the scan (mod revision %d, now %d); left alone", t.ModRevision, cur.ModRevision)})
 			continue
 		}
@@ -218,14 +218,14 @@ func readEntries(ctx context.Context, kv KVLease, plan *Plan, ds Datastore) ([]E
 		for i, c := range t.Classes {
 			classes[i] = string(c)
 		}
-		e := Entry{Key: t.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
+		e := backup.Entry{Key: t.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
 			Version: cur.Version, Lease: cur.Lease, Classes: classes, Reason: t.Reason(), Absent: t.Absent, Witnesses: t.Witnesses()}
 		switch {
 		case cur.Lease != 0 && ds.Limited():
 			// kine has no lease API: a key's lease is its TTL in seconds.
 			e.LeaseTTL = cur.Lease
 		case cur.Lease != 0:
-			e.LeaseTTL, e.LeaseTTLUnknown = LeaseTTL(ctx, kv, cur.Lease)
+			e.LeaseTTL, e.LeaseTTLUnknown = etcdwrite.LeaseTTL(ctx, kv, cur.Lease)
 		}
 		entries = append(entries, e)
 	}
@@ -234,8 +234,8 @@ func readEntries(ctx context.Context, kv KVLease, plan *Plan, ds Datastore) ([]E
 
 // readVolumes reads the PersistentVolumes to set to Retain, as backup
 // entries; one changed since the scan stops the purge.
-func readVolumes(ctx context.Context, kv clientv3.KV, vols []impact.Volume) ([]Entry, error) {
-	var out []Entry
+func readVolumes(ctx context.Context, kv clientv3.KV, vols []impact.Volume) ([]backup.Entry, error) {
+	var out []backup.Entry
 	for _, v := range vols {
 		resp, err := kv.Get(ctx, v.Key)
 		if err != nil {
@@ -245,51 +245,15 @@ func readVolumes(ctx context.Context, kv clientv3.KV, vols []impact.Volume) ([]E
 			return nil, fmt.Errorf("PersistentVolume %s changed since the scan; scan again", v.Name)
 		}
 		cur := resp.Kvs[0]
-		out = append(out, Entry{Key: v.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
-			Version: cur.Version, Lease: cur.Lease, Role: RoleRetainedVolume,
+		out = append(out, backup.Entry{Key: v.Key, Value: cur.Value, CreateRevision: cur.CreateRevision, ModRevision: cur.ModRevision,
+			Version: cur.Version, Lease: cur.Lease, Role: backup.RoleRetainedVolume,
 			Reason: "set to reclaim policy Retain (was " + v.ReclaimPolicy + ") before its claim was deleted"})
 	}
 	return out, nil
 }
 
-var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// makeBackupDir creates a new, empty backup directory for one purge.
-func NewBackupDir(root, scope string, now time.Time) (string, error) {
-	if root == "" {
-		return "", errors.New("no backup directory: pass --backup-dir")
-	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return "", fmt.Errorf("create backup directory %s: %w", root, err)
-	}
-	slug := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(scope), "-"), "-")
-	if len(slug) > 60 {
-		slug = slug[:60]
-	}
-	base := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+slug)
-	dir := base
-	// Two runs of the same scope in one second get directories of their own.
-	for n := 2; ; n++ {
-		err := os.Mkdir(dir, 0o700)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) || n > 100 {
-			return "", fmt.Errorf("create backup directory %s: %w", dir, err)
-		}
-		dir = fmt.Sprintf("%s-%d", base, n)
-	}
-	probe := filepath.Join(dir, ".probe")
-	if err := writeFileSync(probe, []byte("ok")); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("backup directory %s is not writable: %w", dir, err)
-	}
-	os.Remove(probe)
-	return dir, nil
-}
-
 // checkSpace refuses a purge whose snapshot and backup would not fit in dir.
-func checkSpace(ctx context.Context, cli *clientv3.Client, ds Datastore, dir string, entries []Entry) error {
+func checkSpace(ctx context.Context, cli *clientv3.Client, ds etcdwrite.Datastore, dir string, entries []backup.Entry) error {
 	var size int64
 	var errs []error
 	for _, ep := range cli.Endpoints() {

@@ -9,6 +9,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // flakyKV is a KV whose reads of some keys fail, and which can run a
@@ -62,7 +64,7 @@ func TestGuardedDeleteReadsEveryKeyBack(t *testing.T) {
 		name string
 		// setup returns the context and KV to delete with.
 		setup  func(ctx context.Context, cancel context.CancelFunc, kv clientv3.KV) (context.Context, clientv3.KV)
-		want   []Outcome
+		want   []etcdwrite.Outcome
 		detail []string
 	}{
 		{name: "the time ran out before the deletes",
@@ -70,58 +72,38 @@ func TestGuardedDeleteReadsEveryKeyBack(t *testing.T) {
 				cancel()
 				return ctx, kv
 			},
-			want:   []Outcome{NotAttempted, NotAttempted, NotAttempted},
+			want:   []etcdwrite.Outcome{etcdwrite.NotAttempted, etcdwrite.NotAttempted, etcdwrite.NotAttempted},
 			detail: []string{"still present when read back", "still present when read back", "still present when read back"}},
 		{name: "the time ran out right after the deletes",
 			setup: func(ctx context.Context, cancel context.CancelFunc, kv clientv3.KV) (context.Context, clientv3.KV) {
 				return ctx, flakyKV{KV: kv, afterTxn: cancel}
 			},
-			want:   []Outcome{Deleted, Deleted, Deleted},
+			want:   []etcdwrite.Outcome{etcdwrite.Deleted, etcdwrite.Deleted, etcdwrite.Deleted},
 			detail: []string{"", "", ""}},
 		{name: "one key cannot be read back",
 			setup: func(ctx context.Context, cancel context.CancelFunc, kv clientv3.KV) (context.Context, clientv3.KV) {
 				cancel()
 				return ctx, flakyKV{KV: kv, failReads: map[string]bool{keys[0]: true}}
 			},
-			want:   []Outcome{NotAttempted, NotAttempted, NotAttempted},
+			want:   []etcdwrite.Outcome{etcdwrite.NotAttempted, etcdwrite.NotAttempted, etcdwrite.NotAttempted},
 			detail: []string{"could not be read back (read refused)", "still present when read back", "still present when read back"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
-			var entries []Entry
+			var entries []backup.Entry
 			for _, k := range keys {
 				entries = append(entries, put(t, cli, k, "v"))
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			dctx, kv := tt.setup(ctx, cancel, cli)
-			results, err := GuardedDelete(dctx, kv, entries, Pacing{BatchSize: len(keys), PerSecond: 1000}, nil)
+			results, err := GuardedDelete(dctx, kv, entries, etcdwrite.Pacing{BatchSize: len(keys), PerSecond: 1000}, nil)
 			for i, r := range results {
 				if r.Outcome != tt.want[i] || !strings.Contains(r.Detail, tt.detail[i]) {
 					t.Errorf("%s: %s (%s), want %s (%s); err %v", r.Key, r.Outcome, r.Detail, tt.want[i], tt.detail[i], err)
 				}
 			}
 		})
-	}
-}
-
-// TestReadBacksGiveUpOnADeadEtcd: once etcd failed readBackFailLimit
-// read-backs in a row, the keys left fail at once, with the reason.
-func TestReadBacksGiveUpOnADeadEtcd(t *testing.T) {
-	rb := &readBacks{ctx: context.Background()}
-	calls := 0
-	fail := func(context.Context) error { calls++; return errors.New("no leader") }
-	for i := 0; i < readBackFailLimit+2; i++ {
-		err := rb.do(fail)
-		if err == nil {
-			t.Fatal("a failing read-back succeeded")
-		}
-		if i >= readBackFailLimit && !strings.Contains(err.Error(), "did not answer the last 3 read-backs (no leader)") {
-			t.Errorf("read-back %d: %v", i, err)
-		}
-	}
-	if calls != readBackFailLimit {
-		t.Errorf("%d read-backs sent, want %d", calls, readBackFailLimit)
 	}
 }

@@ -8,26 +8,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
-
-// ActionRecover marks a backup written by `regghost recover`: its entries
-// are the keys the recovery created. restore undoes it by deleting those
-// that nobody changed since.
-const ActionRecover = "recover"
-
-// Recovered is the outcome of a key a recovery created.
-const Recovered Outcome = "recovered"
-
-// Present is a key that must exist, as the same incarnation (create
-// revision), for a recovered key to be written: its namespace, its
-// CustomResourceDefinition. A recovered object without them is a ghost.
-type Present struct {
-	Key            string `json:"key"`
-	CreateRevision int64  `json:"createRevision"`
-	// What names it for reports ("namespace kb-system").
-	What string `json:"what,omitempty"`
-}
 
 // WriteRecovered creates each entry's key only while it is absent, with its
 // Present witnesses compared at their create revision in the same
@@ -36,22 +20,22 @@ type Present struct {
 // whose entry has a lease gets a new one of UnknownLeaseTTL (the source's
 // lease does not exist here). Every key is read back. entries[i].ModRevision
 // is set to the revision that wrote it.
-func WriteRecovered(ctx context.Context, kv KVLease, entries []Entry, pacing Pacing) ([]Result, error) {
-	results := make([]Result, len(entries))
+func WriteRecovered(ctx context.Context, kv etcdwrite.KVLease, entries []backup.Entry, pacing etcdwrite.Pacing) ([]etcdwrite.Result, error) {
+	results := make([]etcdwrite.Result, len(entries))
 	for i, e := range entries {
-		results[i] = Result{Key: e.Key, Outcome: NotAttempted, Detail: "not attempted: the recovery stopped before it"}
+		results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
 	}
 	if cli, ok := kv.(*clientv3.Client); ok {
-		if ds, err := DetectDatastore(ctx, cli); err == nil {
+		if ds, err := etcdwrite.DetectDatastore(ctx, cli); err == nil {
 			pacing = ds.Pacing(pacing)
 		}
 	}
 	var lease clientv3.LeaseID
 	for _, e := range entries {
 		if e.Lease != 0 {
-			resp, err := kv.Grant(ctx, UnknownLeaseTTL)
+			resp, err := kv.Grant(ctx, etcdwrite.UnknownLeaseTTL)
 			if err != nil {
-				return results, fmt.Errorf("grant a %ds lease for the recovered keys that had one: %w", UnknownLeaseTTL, err)
+				return results, fmt.Errorf("grant a %ds lease for the recovered keys that had one: %w", etcdwrite.UnknownLeaseTTL, err)
 			}
 			lease = resp.ID
 			break
@@ -74,43 +58,43 @@ func WriteRecovered(ctx context.Context, kv KVLease, entries []Entry, pacing Pac
 		return "", nil
 	}
 	late := map[int]string{}
-	err := guardedTxn(ctx, kv, pacing, txnSpec{n: len(entries),
-		cmp: func(i int) []clientv3.Cmp {
+	err := etcdwrite.Run(ctx, kv, pacing, etcdwrite.Spec{N: len(entries),
+		Cmp: func(i int) []clientv3.Cmp {
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entries[i].Key), "=", 0)}
 			for _, w := range entries[i].Present {
 				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(w.Key), "=", w.CreateRevision))
 			}
 			return cmps
 		},
-		op: func(i int) clientv3.Op {
+		Op: func(i int) clientv3.Op {
 			e := entries[i]
 			if e.Lease != 0 && lease != 0 {
 				return clientv3.OpPut(e.Key, string(e.Value), clientv3.WithLease(lease))
 			}
 			return clientv3.OpPut(e.Key, string(e.Value))
 		},
-		check: func(ctx context.Context, i int) (bool, error) {
+		Check: func(ctx context.Context, i int) (bool, error) {
 			why, err := witnessGone(ctx, i)
 			if why != "" {
 				late[i] = why
 			}
 			return why == "", err
 		},
-		done: func(i int, ok bool, rev int64) {
+		Done: func(i int, ok bool, rev int64) {
 			switch {
 			case ok:
 				entries[i].ModRevision, entries[i].CreateRevision, entries[i].Version = rev, rev, 1
-				results[i] = Result{Key: entries[i].Key, Outcome: Recovered}
+				results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.Recovered}
 				if entries[i].Lease != 0 {
-					results[i].Detail = fmt.Sprintf("with a new lease of %ds (kube-apiserver's default event TTL)", UnknownLeaseTTL)
+					results[i].Detail = fmt.Sprintf("with a new lease of %ds (kube-apiserver's default event TTL)", etcdwrite.UnknownLeaseTTL)
 				}
 			case late[i] != "":
-				results[i] = Result{Key: entries[i].Key, Outcome: Refused, Detail: late[i]}
+				results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.Refused, Detail: late[i]}
 			default:
-				results[i] = Result{Key: entries[i].Key, Outcome: Conflict, Detail: "created by someone else, or its namespace or CRD changed, during the recovery; left alone"}
+				results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.Conflict, Detail: "created by someone else, or its namespace or CRD changed, during the recovery; left alone"}
 			}
 		},
-		uncertain: func(idx []int) {
+		Uncertain: func(idx []int) {
 			for _, i := range idx {
 				lost[i] = true
 			}
@@ -123,42 +107,42 @@ func WriteRecovered(ctx context.Context, kv KVLease, entries []Entry, pacing Pac
 }
 
 // verifyRecovered reads every key back, each on a context of its own.
-func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []Entry, results []Result, lost map[int]bool, witnessGone func(context.Context, int) (string, error)) error {
-	rb := &readBacks{ctx: ctx}
+func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []backup.Entry, results []etcdwrite.Result, lost map[int]bool, witnessGone func(context.Context, int) (string, error)) error {
+	rb := &etcdwrite.ReadBacks{Ctx: ctx}
 	var first error
 	failed := 0
 	for i, e := range entries {
 		r := results[i]
-		if r.Outcome == Refused {
+		if r.Outcome == etcdwrite.Refused {
 			continue
 		}
-		resp, err := rb.get(kv, e.Key)
+		resp, err := rb.Get(kv, e.Key)
 		if err != nil {
 			failed++
 			if first == nil {
 				first = fmt.Errorf("%s: %w", e.Key, err)
 			}
-			results[i] = Result{Key: e.Key, Outcome: Unverified, Detail: fmt.Sprintf("%s; reading it back failed (%v): run the recovery again to see", r.Outcome, err)}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Unverified, Detail: fmt.Sprintf("%s; reading it back failed (%v): run the recovery again to see", r.Outcome, err)}
 			continue
 		}
 		holds := len(resp.Kvs) == 1 && bytes.Equal(resp.Kvs[0].Value, e.Value)
 		switch {
-		case r.Outcome == Recovered && holds:
-		case r.Outcome == Recovered && len(resp.Kvs) == 0:
-			results[i] = Result{Key: e.Key, Outcome: StillPresent, Detail: "written, and absent again right after the recovery (deleted by a controller?)"}
-		case r.Outcome == Recovered && resp.Kvs[0].CreateRevision == e.CreateRevision:
+		case r.Outcome == etcdwrite.Recovered && holds:
+		case r.Outcome == etcdwrite.Recovered && len(resp.Kvs) == 0:
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.StillPresent, Detail: "written, and absent again right after the recovery (deleted by a controller?)"}
+		case r.Outcome == etcdwrite.Recovered && resp.Kvs[0].CreateRevision == e.CreateRevision:
 			results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("recovered, then updated by someone else (now at mod revision %d)", resp.Kvs[0].ModRevision)
-		case r.Outcome == Recovered:
-			results[i] = Result{Key: e.Key, Outcome: Conflict, Detail: "deleted and created again by someone else right after the recovery; left alone"}
-		case holds && (r.Outcome == NotAttempted || lost[i]):
+		case r.Outcome == etcdwrite.Recovered:
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Conflict, Detail: "deleted and created again by someone else right after the recovery; left alone"}
+		case holds && (r.Outcome == etcdwrite.NotAttempted || lost[i]):
 			// Written by the transaction in flight, or by a try whose reply
 			// was lost.
 			entries[i].ModRevision, entries[i].CreateRevision, entries[i].Version = resp.Kvs[0].ModRevision, resp.Kvs[0].CreateRevision, resp.Kvs[0].Version
-			results[i] = Result{Key: e.Key, Outcome: Recovered, Detail: "written by a transaction whose reply was lost or that was in flight at the stop; read back: the snapshot's bytes"}
-		case r.Outcome == Conflict && len(resp.Kvs) == 0:
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Recovered, Detail: "written by a transaction whose reply was lost or that was in flight at the stop; read back: the snapshot's bytes"}
+		case r.Outcome == etcdwrite.Conflict && len(resp.Kvs) == 0:
 			var why string
-			if err := rb.do(func(ctx context.Context) (err error) { why, err = witnessGone(ctx, i); return err }); err == nil && why != "" {
-				results[i] = Result{Key: e.Key, Outcome: Refused, Detail: why}
+			if err := rb.Do(func(ctx context.Context) (err error) { why, err = witnessGone(ctx, i); return err }); err == nil && why != "" {
+				results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: why}
 			}
 		}
 	}
@@ -176,12 +160,12 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []Entry, resul
 // deleted (counted again right before): deleting it under any other object,
 // a key of the recovery left alone included, would make a ghost. With
 // dryRun nothing is deleted.
-func UndoRecover(ctx context.Context, kv clientv3.KV, b *Backup, dryRun bool, pacing Pacing) ([]Result, error) {
-	if b.Action != ActionRecover {
+func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dryRun bool, pacing etcdwrite.Pacing) ([]etcdwrite.Result, error) {
+	if b.Action != backup.ActionRecover {
 		return nil, fmt.Errorf("backup of scope %q is not a recovery's", b.Scope)
 	}
-	var results []Result
-	var todo, containers []Entry
+	var results []etcdwrite.Result
+	var todo, containers []backup.Entry
 	for i := len(b.Entries) - 1; i >= 0; i-- {
 		e := b.Entries[i]
 		resp, err := kv.Get(ctx, e.Key)
@@ -190,10 +174,10 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *Backup, dryRun bool, pa
 		}
 		switch {
 		case len(resp.Kvs) == 0:
-			results = append(results, Result{Key: e.Key, Outcome: SkippedGone, Detail: "already absent"})
+			results = append(results, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.SkippedGone, Detail: "already absent"})
 			continue
 		case !bytes.Equal(resp.Kvs[0].Value, e.Value) || (e.ModRevision != 0 && resp.Kvs[0].ModRevision != e.ModRevision):
-			results = append(results, Result{Key: e.Key, Outcome: SkippedChanged, Detail: fmt.Sprintf("changed since the recovery (now at mod revision %d); left alone", resp.Kvs[0].ModRevision)})
+			results = append(results, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.SkippedChanged, Detail: fmt.Sprintf("changed since the recovery (now at mod revision %d); left alone", resp.Kvs[0].ModRevision)})
 			continue
 		}
 		e.ModRevision = resp.Kvs[0].ModRevision
@@ -202,10 +186,10 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *Backup, dryRun bool, pa
 		} else {
 			todo = append(todo, e)
 		}
-		results = append(results, Result{Key: e.Key, Outcome: "would-delete"})
+		results = append(results, etcdwrite.Result{Key: e.Key, Outcome: "would-delete"})
 	}
-	set := func(rs []Result) {
-		byKey := map[string]Result{}
+	set := func(rs []etcdwrite.Result) {
+		byKey := map[string]etcdwrite.Result{}
 		for _, r := range rs {
 			byKey[r.Key] = r
 		}
@@ -235,12 +219,12 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *Backup, dryRun bool, pa
 	if err != nil {
 		return results, err
 	}
-	var empty []Entry
-	var refusedNow []Result
+	var empty []backup.Entry
+	var refusedNow []etcdwrite.Result
 	for _, e := range containers {
 		inside, what := containerOf(b.Prefix, e.Key)
 		if n := others[inside(e.Key)]; n > 0 {
-			refusedNow = append(refusedNow, Result{Key: e.Key, Outcome: Refused, Detail: fmt.Sprintf("%d objects are still in this %s (not the recovery's, or left alone above): deleting it would make them ghosts; left alone", n, what)})
+			refusedNow = append(refusedNow, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%d objects are still in this %s (not the recovery's, or left alone above): deleting it would make them ghosts; left alone", n, what)})
 			continue
 		}
 		empty = append(empty, e)

@@ -7,6 +7,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // TestWriteRecoveredAndUndo: a recovery creates keys only while absent and
@@ -31,18 +33,18 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(reg+"namespaces/b", "ns-b again")
-	needA := []Present{{Key: reg + "namespaces/a", CreateRevision: nsRev, What: "namespace a"}}
-	entries := []Entry{
+	needA := []backup.Present{{Key: reg + "namespaces/a", CreateRevision: nsRev, What: "namespace a"}}
+	entries := []backup.Entry{
 		{Key: reg + "configmaps/a/one", Value: []byte("one"), Present: needA},
 		{Key: reg + "configmaps/a/taken", Value: []byte("from the snapshot"), Present: needA},
-		{Key: reg + "configmaps/b/x", Value: []byte("x"), Present: []Present{{Key: reg + "namespaces/b", CreateRevision: oldNS, What: "namespace b"}}},
+		{Key: reg + "configmaps/b/x", Value: []byte("x"), Present: []backup.Present{{Key: reg + "namespaces/b", CreateRevision: oldNS, What: "namespace b"}}},
 		{Key: reg + "events/a/e", Value: []byte("event"), Lease: 42, Present: needA},
 	}
-	res, err := WriteRecovered(ctx, cli, entries, Pacing{})
+	res, err := WriteRecovered(ctx, cli, entries, etcdwrite.Pacing{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Outcome{Recovered, Conflict, Refused, Recovered}
+	want := []etcdwrite.Outcome{etcdwrite.Recovered, etcdwrite.Conflict, etcdwrite.Refused, etcdwrite.Recovered}
 	for i, r := range res {
 		if r.Outcome != want[i] {
 			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[i])
@@ -63,27 +65,27 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 
 	// The undo: namespace a was "recovered" too, and someone put an object
 	// of their own in it since; the event changed since.
-	b := &Backup{Prefix: reg, Action: ActionRecover, Entries: []Entry{
+	b := &backup.Backup{Prefix: reg, Action: backup.ActionRecover, Entries: []backup.Entry{
 		{Key: reg + "namespaces/a", Value: []byte("ns-a"), ModRevision: nsRev},
 		entries[0], entries[3],
 	}}
 	put(reg+"events/a/e", "changed")
-	plan, err := UndoRecover(ctx, cli, b, true, Pacing{})
+	plan, err := UndoRecover(ctx, cli, b, true, etcdwrite.Pacing{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPlan := map[string]Outcome{reg + "configmaps/a/one": "would-delete", reg + "events/a/e": SkippedChanged, reg + "namespaces/a": Refused}
+	wantPlan := map[string]etcdwrite.Outcome{reg + "configmaps/a/one": "would-delete", reg + "events/a/e": etcdwrite.SkippedChanged, reg + "namespaces/a": etcdwrite.Refused}
 	for _, r := range plan {
 		if r.Outcome != wantPlan[r.Key] {
 			t.Errorf("undo plan %s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, wantPlan[r.Key])
 		}
 	}
-	done, err := UndoRecover(ctx, cli, b, false, Pacing{})
+	done, err := UndoRecover(ctx, cli, b, false, etcdwrite.Pacing{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range done {
-		if r.Key == reg+"configmaps/a/one" && r.Outcome != Deleted {
+		if r.Key == reg+"configmaps/a/one" && r.Outcome != etcdwrite.Deleted {
 			t.Errorf("undo %s: %s (%s)", r.Key, r.Outcome, r.Detail)
 		}
 	}
@@ -102,18 +104,18 @@ func TestUndoKeepsANamespaceHoldingARecoveredKeyChangedSince(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
 	const reg = "/registry/"
-	entries := []Entry{{Key: reg + "namespaces/c", Value: []byte("ns-c")}, {Key: reg + "configmaps/c/x", Value: []byte("x")}}
-	if _, err := WriteRecovered(ctx, cli, entries, Pacing{}); err != nil {
+	entries := []backup.Entry{{Key: reg + "namespaces/c", Value: []byte("ns-c")}, {Key: reg + "configmaps/c/x", Value: []byte("x")}}
+	if _, err := WriteRecovered(ctx, cli, entries, etcdwrite.Pacing{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cli.Put(ctx, reg+"configmaps/c/x", "edited"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := UndoRecover(ctx, cli, &Backup{Prefix: reg, Action: ActionRecover, Entries: entries}, false, Pacing{})
+	res, err := UndoRecover(ctx, cli, &backup.Backup{Prefix: reg, Action: backup.ActionRecover, Entries: entries}, false, etcdwrite.Pacing{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Outcome{reg + "namespaces/c": Refused, reg + "configmaps/c/x": SkippedChanged}
+	want := map[string]etcdwrite.Outcome{reg + "namespaces/c": etcdwrite.Refused, reg + "configmaps/c/x": etcdwrite.SkippedChanged}
 	for _, r := range res {
 		if r.Outcome != want[r.Key] {
 			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[r.Key])

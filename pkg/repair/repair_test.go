@@ -15,11 +15,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
-func put(t *testing.T, cli *clientv3.Client, key, value string) Entry {
+func put(t *testing.T, cli *clientv3.Client, key, value string) backup.Entry {
 	t.Helper()
 	if _, err := cli.Put(context.Background(), key, value); err != nil {
 		t.Fatal(err)
@@ -29,12 +32,12 @@ func put(t *testing.T, cli *clientv3.Client, key, value string) Entry {
 		t.Fatal(err)
 	}
 	kv := resp.Kvs[0]
-	return Entry{Key: key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version}
+	return backup.Entry{Key: key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version}
 }
 
 func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
-	var entries []Entry
+	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/a/2", "/registry/pods/a/3", "/registry/pods/a/4"} {
 		entries = append(entries, put(t, cli, k, "v"))
 	}
@@ -44,12 +47,12 @@ func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	}
 	// Batches of 2 put the changed key in a batch whose compare fails, so the
 	// per-key fallback is exercised.
-	var journal []Result
-	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 2, PerSecond: 1000}, func(r Result) { journal = append(journal, r) })
+	var journal []etcdwrite.Result
+	results, err := GuardedDelete(context.Background(), cli, entries, etcdwrite.Pacing{BatchSize: 2, PerSecond: 1000}, func(r etcdwrite.Result) { journal = append(journal, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Outcome{Deleted, SkippedChanged, SkippedGone, Deleted}
+	want := []etcdwrite.Outcome{etcdwrite.Deleted, etcdwrite.SkippedChanged, etcdwrite.SkippedGone, etcdwrite.Deleted}
 	for i, r := range results {
 		if r.Outcome != want[i] {
 			t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want[i], r.Detail)
@@ -60,7 +63,7 @@ func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	}
 	// The journal heard each key as its transaction returned, and again
 	// when the read-back changed the story (a/3 was gone, not changed).
-	if len(journal) != 6 || journal[5].Key != "/registry/pods/a/3" || journal[5].Outcome != SkippedGone {
+	if len(journal) != 6 || journal[5].Key != "/registry/pods/a/3" || journal[5].Outcome != etcdwrite.SkippedGone {
 		t.Errorf("journal: %+v", journal)
 	}
 }
@@ -71,23 +74,23 @@ func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 // the same batch go.
 func TestGuardedDeleteRechecksTheWitness(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
-	var entries []Entry
+	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/b/1", "/registry/pods/a/2"} {
 		e := put(t, cli, k, "v")
 		e.Absent = []string{"/registry/namespaces/" + k[len("/registry/pods/"):len("/registry/pods/")+1]}
 		entries = append(entries, e)
 	}
 	put(t, cli, "/registry/namespaces/a", "recreated")
-	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 3, PerSecond: 1000}, nil)
+	results, err := GuardedDelete(context.Background(), cli, entries, etcdwrite.Pacing{BatchSize: 3, PerSecond: 1000}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Outcome{SkippedChanged, Deleted, SkippedChanged}
+	want := []etcdwrite.Outcome{etcdwrite.SkippedChanged, etcdwrite.Deleted, etcdwrite.SkippedChanged}
 	for i, r := range results {
 		if r.Outcome != want[i] {
 			t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want[i], r.Detail)
 		}
-		if r.Outcome == SkippedChanged && r.Detail != "no longer a ghost: /registry/namespaces/a exists again since the scan; left alone" {
+		if r.Outcome == etcdwrite.SkippedChanged && r.Detail != "no longer a ghost: /registry/namespaces/a exists again since the scan; left alone" {
 			t.Errorf("%s: detail %q", r.Key, r.Detail)
 		}
 	}
@@ -98,18 +101,18 @@ func TestGuardedDeleteRechecksTheWitness(t *testing.T) {
 // absent key must be split, not refused by etcd.
 func TestGuardedDeleteKeepsCompareCountUnderTheLimit(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
-	var entries []Entry
+	var entries []backup.Entry
 	for i := 0; i < 128; i++ {
 		e := put(t, cli, fmt.Sprintf("/registry/pods/ns%d/p", i), "v")
 		e.Absent = []string{fmt.Sprintf("/registry/namespaces/ns%d", i)}
 		entries = append(entries, e)
 	}
-	results, err := GuardedDelete(context.Background(), cli, entries, Pacing{BatchSize: 128, PerSecond: 1000}, nil)
+	results, err := GuardedDelete(context.Background(), cli, entries, etcdwrite.Pacing{BatchSize: 128, PerSecond: 1000}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range results {
-		if r.Outcome != Deleted {
+		if r.Outcome != etcdwrite.Deleted {
 			t.Fatalf("%s: %s (%s)", r.Key, r.Outcome, r.Detail)
 		}
 	}
@@ -123,9 +126,9 @@ func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, cli, "/registry/configmaps/x/b", "someone else")
-	backup := &Backup{Entries: []Entry{a, b}}
-	for round, want := range [][]Outcome{{Restored, Conflict}, {AlreadyPresent, Conflict}} {
-		results, err := Restore(context.Background(), cli, backup, Pacing{PerSecond: 1000}, false)
+	backup := &backup.Backup{Entries: []backup.Entry{a, b}}
+	for round, want := range [][]etcdwrite.Outcome{{etcdwrite.Restored, etcdwrite.Conflict}, {etcdwrite.AlreadyPresent, etcdwrite.Conflict}} {
+		results, err := Restore(context.Background(), cli, backup, etcdwrite.Pacing{PerSecond: 1000}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,8 +146,8 @@ func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
 
 func TestBackupRoundTripAndCorruption(t *testing.T) {
 	dir := t.TempDir()
-	b := &Backup{Scope: "namespace x", ClusterID: "c0ffee", Entries: []Entry{{Key: "/registry/pods/x/p", Value: []byte("k8s\x00\x01\x02"), ModRevision: 7}}}
-	path, _, err := WriteBackup(dir, b)
+	b := &backup.Backup{Scope: "namespace x", ClusterID: "c0ffee", Entries: []backup.Entry{{Key: "/registry/pods/x/p", Value: []byte("k8s\x00\x01\x02"), ModRevision: 7}}}
+	path, _, err := backup.WriteBackup(dir, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,16 +166,16 @@ func TestBackupRoundTripAndCorruption(t *testing.T) {
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), BackupFile)
+			p := filepath.Join(t.TempDir(), backup.BackupFile)
 			if err := os.WriteFile(p, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ReadBackup(p); !errors.Is(err, ErrCorruptBackup) {
+			if _, err := backup.ReadBackup(p); !errors.Is(err, backup.ErrCorruptBackup) {
 				t.Errorf("err = %v, want ErrCorruptBackup", err)
 			}
 		})
 	}
-	if back, err := ReadBackup(dir); err != nil || back.Count != 1 {
+	if back, err := backup.ReadBackup(dir); err != nil || back.Count != 1 {
 		t.Errorf("read back: %v %+v", err, back)
 	}
 }
@@ -181,22 +184,22 @@ func TestSnapshotSaveVerifyAndHolds(t *testing.T) {
 	cli, ep := etcdtest.Start(t)
 	e := put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02")
 	path := filepath.Join(t.TempDir(), "snap.db")
-	info, err := SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path)
+	info, err := snapshot.SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Revision < e.ModRevision || info.TotalKeys < 1 {
 		t.Errorf("snapshot info %+v", info)
 	}
-	if err := SnapshotHolds(path, []Entry{e}); err != nil {
+	if err := snapshot.SnapshotHolds(path, []backup.Entry{e}); err != nil {
 		t.Errorf("SnapshotHolds: %v", err)
 	}
 	stale := e
 	stale.ModRevision--
-	if err := SnapshotHolds(path, []Entry{stale}); err == nil {
+	if err := snapshot.SnapshotHolds(path, []backup.Entry{stale}); err == nil {
 		t.Error("a revision mismatch was not detected")
 	}
-	if _, err := SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path); err == nil {
+	if _, err := snapshot.SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path); err == nil {
 		t.Error("an existing snapshot was overwritten")
 	}
 	// A flipped byte or a cut file must fail verification.
@@ -206,7 +209,7 @@ func TestSnapshotSaveVerifyAndHolds(t *testing.T) {
 		if err := os.WriteFile(p, bad, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := VerifySnapshot(p); err == nil {
+		if _, err := snapshot.VerifySnapshot(p); err == nil {
 			t.Errorf("%s snapshot verified", name)
 		}
 	}
@@ -245,10 +248,10 @@ func TestCheckCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckCluster(ctx, cli, &Backup{ClusterID: fmt.Sprintf("%x", st.Header.ClusterId)}); err != nil {
+	if err := backup.CheckCluster(ctx, cli, &backup.Backup{ClusterID: fmt.Sprintf("%x", st.Header.ClusterId)}); err != nil {
 		t.Errorf("same cluster: %v", err)
 	}
-	if err := CheckCluster(ctx, cli, &Backup{ClusterID: "deadbeef"}); !errors.Is(err, ErrOtherCluster) {
+	if err := backup.CheckCluster(ctx, cli, &backup.Backup{ClusterID: "deadbeef"}); !errors.Is(err, backup.ErrOtherCluster) {
 		t.Errorf("other cluster: %v", err)
 	}
 }
@@ -256,14 +259,14 @@ func TestCheckCluster(t *testing.T) {
 // TestUnfinished: a purge cut off half-way is seen from its audit log.
 func TestUnfinished(t *testing.T) {
 	dir := t.TempDir()
-	b := &Backup{Entries: []Entry{{Key: "/registry/pods/x/a"}, {Key: "/registry/pods/x/b"}, {Key: "/registry/persistentvolumes/pv", Role: RoleRetainedVolume}}}
-	if n, err := Unfinished(dir, b); err != nil || n != 2 {
+	b := &backup.Backup{Entries: []backup.Entry{{Key: "/registry/pods/x/a"}, {Key: "/registry/pods/x/b"}, {Key: "/registry/persistentvolumes/pv", Role: backup.RoleRetainedVolume}}}
+	if n, err := backup.Unfinished(dir, b); err != nil || n != 2 {
 		t.Errorf("no audit log: %d %v", n, err)
 	}
-	if err := AppendAudit(dir, "purge", []Result{{Key: "/registry/pods/x/a", Outcome: Deleted}, {Key: "/registry/pods/x/b", Outcome: NotAttempted}}); err != nil {
+	if err := backup.AppendAudit(dir, "purge", []etcdwrite.Result{{Key: "/registry/pods/x/a", Outcome: etcdwrite.Deleted}, {Key: "/registry/pods/x/b", Outcome: etcdwrite.NotAttempted}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Unfinished(dir, b); err != nil || n != 1 {
+	if n, err := backup.Unfinished(dir, b); err != nil || n != 1 {
 		t.Errorf("one key done: %d %v", n, err)
 	}
 }
@@ -285,14 +288,14 @@ func TestRestoreReattachesLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := &Plan{Targets: []etcdscan.Finding{{Key: "/registry/events/x/e1", ModRevision: resp.Kvs[0].ModRevision, Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"r"}}}}
-	entries, _, err := readEntries(ctx, cli, plan, Datastore{Name: "etcd"})
+	entries, _, err := readEntries(ctx, cli, plan, etcdwrite.Datastore{Name: "etcd"})
 	if err != nil || len(entries) != 1 || entries[0].LeaseTTL <= 0 || entries[0].LeaseTTL > 120 {
 		t.Fatalf("entries %+v: %v", entries, err)
 	}
 	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Restore(ctx, cli, &Backup{Entries: entries}, Pacing{PerSecond: 1000}, false); err != nil {
+	if _, err := Restore(ctx, cli, &backup.Backup{Entries: entries}, etcdwrite.Pacing{PerSecond: 1000}, false); err != nil {
 		t.Fatal(err)
 	}
 	resp, err = cli.Get(ctx, "/registry/events/x/e1")
@@ -324,7 +327,7 @@ func TestTransient(t *testing.T) {
 		{nil, false},
 	}
 	for _, tt := range tests {
-		if got := Transient(tt.err); got != tt.want {
+		if got := etcdwrite.Transient(tt.err); got != tt.want {
 			t.Errorf("%v: %v, want %v", tt.err, got, tt.want)
 		}
 	}
@@ -335,15 +338,15 @@ func TestTransient(t *testing.T) {
 func TestLock(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	unlock, warning, err := Lock(ctx, cli, "purge namespace a")
+	unlock, warning, err := etcdwrite.Lock(ctx, cli, "purge namespace a")
 	if err != nil || warning != "" {
 		t.Fatalf("first lock: %v %q", err, warning)
 	}
-	if _, _, err := Lock(ctx, cli, "restore b"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "purge namespace a (pid") {
+	if _, _, err := etcdwrite.Lock(ctx, cli, "restore b"); !errors.Is(err, etcdwrite.ErrLocked) || !strings.Contains(err.Error(), "purge namespace a (pid") {
 		t.Errorf("second writer: %v", err)
 	}
 	unlock()
-	unlock2, _, err := Lock(ctx, cli, "restore b")
+	unlock2, _, err := etcdwrite.Lock(ctx, cli, "restore b")
 	if err != nil {
 		t.Fatalf("after unlock: %v", err)
 	}

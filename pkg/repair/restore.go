@@ -5,18 +5,19 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // Restore writes back each backed-up key that is absent now; see
 // RestoreWith. With dryRun nothing is written.
-func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun bool) ([]Result, error) {
+func Restore(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, pacing etcdwrite.Pacing, dryRun bool) ([]etcdwrite.Result, error) {
 	return RestoreWith(ctx, kv, b, RestoreOptions{Pacing: pacing, DryRun: dryRun})
 }
 
@@ -34,16 +35,16 @@ func Restore(ctx context.Context, kv KVLease, b *Backup, pacing Pacing, dryRun b
 // is read back on a context of its own (readBacks); a read-back that fails
 // marks that key Unverified and the others are still read. The error is
 // returned once every key has an outcome.
-func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) ([]Result, error) {
-	results := make([]Result, len(b.Entries))
+func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o RestoreOptions) ([]etcdwrite.Result, error) {
+	results := make([]etcdwrite.Result, len(b.Entries))
 	var todo []int
 	// expect is the mod revision each write compares its key with: 0
 	// (absent), or for a key regghost rewrote and nobody changed since, the
 	// revision regghost left it at.
 	expect := map[int]int64{}
 	for i, e := range b.Entries {
-		if e.Role == RoleRetainedVolume {
-			results[i] = Result{Key: e.Key, Outcome: LeftAsIs, Detail: "the PersistentVolume purge set to Retain is not written back (its original asked for the storage to be deleted)"}
+		if e.Role == backup.RoleRetainedVolume {
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.LeftAsIs, Detail: "the PersistentVolume purge set to Retain is not written back (its original asked for the storage to be deleted)"}
 			continue
 		}
 		resp, err := kv.Get(ctx, e.Key)
@@ -53,16 +54,16 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 		switch {
 		case len(resp.Kvs) == 0:
 			todo = append(todo, i)
-			results[i] = Result{Key: e.Key, Outcome: WouldRestore}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.WouldRestore}
 		case bytes.Equal(resp.Kvs[0].Value, e.Value):
-			results[i] = Result{Key: e.Key, Outcome: AlreadyPresent, Detail: "already holds the backed-up bytes"}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.AlreadyPresent, Detail: "already holds the backed-up bytes"}
 		case e.Rewritten != 0 && resp.Kvs[0].ModRevision == e.Rewritten:
 			// regghost rewrote it, and nobody changed it since.
 			todo = append(todo, i)
 			expect[i] = e.Rewritten
-			results[i] = Result{Key: e.Key, Outcome: WouldRestore, Detail: fmt.Sprintf("as regghost left it (mod revision %d): the backed-up bytes go back over it", e.Rewritten)}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.WouldRestore, Detail: fmt.Sprintf("as regghost left it (mod revision %d): the backed-up bytes go back over it", e.Rewritten)}
 		default:
-			results[i] = Result{Key: e.Key, Outcome: Conflict, Detail: fmt.Sprintf("exists with other content (mod revision %d); left alone", resp.Kvs[0].ModRevision)}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Conflict, Detail: fmt.Sprintf("exists with other content (mod revision %d); left alone", resp.Kvs[0].ModRevision)}
 		}
 	}
 	guard, todo, err := newWitnessGuard(ctx, kv, b, o, todo, results)
@@ -75,9 +76,9 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 	into := map[int]string{}
 	for _, i := range todo {
 		into[i] = results[i].Detail
-		results[i] = Result{Key: b.Entries[i].Key, Outcome: NotAttempted, Detail: "not attempted: the restore stopped before it"}
+		results[i] = etcdwrite.Result{Key: b.Entries[i].Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the restore stopped before it"}
 	}
-	withInto := func(r Result, i int) Result {
+	withInto := func(r etcdwrite.Result, i int) etcdwrite.Result {
 		if into[i] != "" {
 			r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + into[i]
 		}
@@ -87,7 +88,7 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 	// time on kine); a dry run sends none.
 	pacing := o.Pacing
 	if cli, ok := kv.(*clientv3.Client); ok {
-		if ds, err := DetectDatastore(ctx, cli); err == nil {
+		if ds, err := etcdwrite.DetectDatastore(ctx, cli); err == nil {
 			pacing = ds.Pacing(pacing)
 		}
 	}
@@ -103,42 +104,42 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 	// create shape kine serves. The witnesses are compared at the create
 	// revision they were judged at; where a transaction takes one compare
 	// (kine), they are read just before instead.
-	err = guardedTxn(ctx, kv, pacing, txnSpec{n: len(todo),
-		cmp: func(j int) []clientv3.Cmp {
+	err = etcdwrite.Run(ctx, kv, pacing, etcdwrite.Spec{N: len(todo),
+		Cmp: func(j int) []clientv3.Cmp {
 			i := todo[j]
 			return append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[i].Key), "=", expect[i])}, guard.cmps(i)...)
 		},
-		op: func(j int) clientv3.Op {
+		Op: func(j int) clientv3.Op {
 			e := b.Entries[todo[j]]
 			if id, ok := leases[e.Lease]; ok {
 				return clientv3.OpPut(e.Key, string(e.Value), clientv3.WithLease(id))
 			}
 			return clientv3.OpPut(e.Key, string(e.Value))
 		},
-		check: func(ctx context.Context, j int) (bool, error) {
+		Check: func(ctx context.Context, j int) (bool, error) {
 			why, err := guard.changed(ctx, kv, todo[j])
 			if why != "" {
 				guard.late[todo[j]] = why
 			}
 			return why == "", err
 		},
-		done: func(j int, ok bool, rev int64) {
+		Done: func(j int, ok bool, rev int64) {
 			i := todo[j]
 			switch {
 			case ok:
 				wrote[i] = rev
 				guard.written(i, rev)
-				results[i] = withInto(Result{Key: b.Entries[i].Key, Outcome: Restored}, i)
+				results[i] = withInto(etcdwrite.Result{Key: b.Entries[i].Key, Outcome: etcdwrite.Restored}, i)
 				if e := b.Entries[i]; e.Lease != 0 && e.LeaseTTL <= 0 && e.LeaseTTLUnknown != "" {
-					results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("its lease's TTL was unknown at the backup (%s): it got a new lease of %ds, kube-apiserver's default event TTL", e.LeaseTTLUnknown, UnknownLeaseTTL)
+					results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("its lease's TTL was unknown at the backup (%s): it got a new lease of %ds, kube-apiserver's default event TTL", e.LeaseTTLUnknown, etcdwrite.UnknownLeaseTTL)
 				}
 			case guard.late[i] != "":
-				results[i] = Result{Key: b.Entries[i].Key, Outcome: Refused, Detail: guard.late[i]}
+				results[i] = etcdwrite.Result{Key: b.Entries[i].Key, Outcome: etcdwrite.Refused, Detail: guard.late[i]}
 			default:
-				results[i] = Result{Key: b.Entries[i].Key, Outcome: Conflict, Detail: "created by someone else during the restore; left alone"}
+				results[i] = etcdwrite.Result{Key: b.Entries[i].Key, Outcome: etcdwrite.Conflict, Detail: "created by someone else during the restore; left alone"}
 			}
 		},
-		uncertain: func(idx []int) {
+		Uncertain: func(idx []int) {
 			for _, j := range idx {
 				lost[todo[j]] = true
 			}
@@ -153,32 +154,14 @@ func RestoreWith(ctx context.Context, kv KVLease, b *Backup, o RestoreOptions) (
 	return results, checkClaims(ctx, kv, b, todo, results, o.Reader)
 }
 
-// getRetrying reads key on ctx (a read-back's own, see readBacks), sending
-// the read again while etcd is paused (no leader, a lost member).
-func getRetrying(ctx context.Context, kv clientv3.KV, key string) (*clientv3.GetResponse, error) {
-	backoff := 100 * time.Millisecond
-	for {
-		resp, err := kv.Get(ctx, key)
-		if err == nil || !Transient(err) || ctx.Err() != nil {
-			return resp, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 2*time.Second)
-	}
-}
-
 // verifyRestore reads back every key restore wrote, tried or did not reach:
 // a write is reported only once the key holds the backed-up bytes, a failed
 // compare says whether the key or one of its witnesses changed, and a key
 // left when the writes stopped says whether the transaction in flight wrote
 // it. A read-back that fails marks its key Unverified and the others are
 // still read; the error says how many could not be read.
-func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnessGuard, todo []int, results []Result, wrote map[int]int64, lost map[int]bool, withInto func(Result, int) Result) error {
-	rb := &readBacks{ctx: ctx}
+func verifyRestore(ctx context.Context, kv clientv3.KV, b *backup.Backup, guard *witnessGuard, todo []int, results []etcdwrite.Result, wrote map[int]int64, lost map[int]bool, withInto func(etcdwrite.Result, int) etcdwrite.Result) error {
+	rb := &etcdwrite.ReadBacks{Ctx: ctx}
 	var failed []string
 	var first error
 	fail := func(key string, err error) {
@@ -190,16 +173,16 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 	for _, i := range todo {
 		e := b.Entries[i]
 		r := results[i]
-		if r.Outcome != Restored && r.Outcome != Conflict && r.Outcome != NotAttempted {
+		if r.Outcome != etcdwrite.Restored && r.Outcome != etcdwrite.Conflict && r.Outcome != etcdwrite.NotAttempted {
 			continue
 		}
-		resp, err := rb.get(kv, e.Key)
+		resp, err := rb.Get(kv, e.Key)
 		if err != nil {
 			fail(e.Key, err)
 			switch r.Outcome {
-			case Restored:
-				results[i] = Result{Key: e.Key, Outcome: Unverified, Detail: fmt.Sprintf("written, but reading it back failed (%v): run `regghost restore` again to see", err)}
-			case NotAttempted:
+			case etcdwrite.Restored:
+				results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Unverified, Detail: fmt.Sprintf("written, but reading it back failed (%v): run `regghost restore` again to see", err)}
+			case etcdwrite.NotAttempted:
 				results[i].Detail = fmt.Sprintf("outcome unknown: the restore stopped and the key could not be read back (%v); run `regghost restore` again to see", err)
 			default:
 				results[i].Detail += fmt.Sprintf(" (could not be read back: %v)", err)
@@ -208,18 +191,18 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 		}
 		holds := len(resp.Kvs) == 1 && bytes.Equal(resp.Kvs[0].Value, e.Value)
 		switch {
-		case r.Outcome == NotAttempted && holds:
-			results[i] = withInto(Result{Key: e.Key, Outcome: Restored, Detail: "written by the transaction in flight when the restore stopped; read back: the backed-up bytes"}, i)
-		case r.Outcome == NotAttempted && len(resp.Kvs) == 0:
+		case r.Outcome == etcdwrite.NotAttempted && holds:
+			results[i] = withInto(etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Restored, Detail: "written by the transaction in flight when the restore stopped; read back: the backed-up bytes"}, i)
+		case r.Outcome == etcdwrite.NotAttempted && len(resp.Kvs) == 0:
 			results[i].Detail = "not attempted: the restore stopped before it; read back: still absent"
-		case r.Outcome == NotAttempted:
+		case r.Outcome == etcdwrite.NotAttempted:
 			results[i].Detail = fmt.Sprintf("not attempted: the restore stopped before it; read back: present with other bytes (mod revision %d)", resp.Kvs[0].ModRevision)
-		case r.Outcome == Conflict && lost[i] && holds:
-			results[i] = withInto(Result{Key: e.Key, Outcome: Restored, Detail: "written by a try whose reply was lost (etcd paused); read back: the backed-up bytes"}, i)
-		case r.Outcome == Conflict && len(resp.Kvs) == 0:
+		case r.Outcome == etcdwrite.Conflict && lost[i] && holds:
+			results[i] = withInto(etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Restored, Detail: "written by a try whose reply was lost (etcd paused); read back: the backed-up bytes"}, i)
+		case r.Outcome == etcdwrite.Conflict && len(resp.Kvs) == 0:
 			// Still absent: the compare that failed was a witness's.
 			var why string
-			err := rb.do(func(ctx context.Context) (err error) {
+			err := rb.Do(func(ctx context.Context) (err error) {
 				why, err = guard.changed(ctx, kv, i)
 				return err
 			})
@@ -229,19 +212,19 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 				continue
 			}
 			if why != "" {
-				results[i] = Result{Key: e.Key, Outcome: Refused, Detail: why}
+				results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: why}
 			} else {
 				results[i].Detail = "not written: it or a key it rests on changed during the restore; left alone"
 			}
-		case r.Outcome == Conflict:
+		case r.Outcome == etcdwrite.Conflict:
 		case len(resp.Kvs) == 0:
-			results[i] = Result{Key: e.Key, Outcome: StillPresent, Detail: "absent again right after the restore"}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.StillPresent, Detail: "absent again right after the restore"}
 		case holds:
 		case resp.Kvs[0].CreateRevision == wrote[i]:
 			// Written back, then updated: a controller reacting to it.
 			results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("restored, then updated by someone else (now at mod revision %d)", resp.Kvs[0].ModRevision)
 		default:
-			results[i] = Result{Key: e.Key, Outcome: Conflict, Detail: "deleted and created again by someone else right after the restore; left alone"}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Conflict, Detail: "deleted and created again by someone else right after the restore; left alone"}
 		}
 	}
 	if first == nil {
@@ -253,7 +236,7 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *Backup, guard *witnes
 // checkClaims looks at the volume of every PersistentVolumeClaim restored
 // (or to be restored): a claim whose PersistentVolume is gone, or bound to
 // another claim, comes back Lost, and says so.
-func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, results []Result, reader ContentReader) error {
+func checkClaims(ctx context.Context, kv clientv3.KV, b *backup.Backup, todo []int, results []etcdwrite.Result, reader ContentReader) error {
 	read := func(key string, value []byte) (runtime.Object, error) {
 		obj, _, err := decode.Typed(value)
 		if err != nil && reader != nil {
@@ -261,10 +244,10 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, res
 		}
 		return obj, err
 	}
-	note := func(r *Result, s string) { r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + s }
+	note := func(r *etcdwrite.Result, s string) { r.Detail = strings.TrimPrefix(r.Detail+"; ", "; ") + s }
 	for _, i := range todo {
 		r := &results[i]
-		if r.Outcome != Restored && r.Outcome != WouldRestore {
+		if r.Outcome != etcdwrite.Restored && r.Outcome != etcdwrite.WouldRestore {
 			continue
 		}
 		e := b.Entries[i]
@@ -273,7 +256,7 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, res
 		}
 		obj, err := read(e.Key, e.Value)
 		if err != nil {
-			note(r, "the claim cannot be read here ("+firstLine(err.Error())+"): whether its volume binds it again is not known; check it with kubectl once restored")
+			note(r, "the claim cannot be read here ("+strings.SplitN(err.Error(), "\n", 2)[0]+"): whether its volume binds it again is not known; check it with kubectl once restored")
 			continue
 		}
 		pvc, ok := obj.(*corev1.PersistentVolumeClaim)
@@ -293,7 +276,7 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, res
 		if len(resp.Kvs) == 0 {
 			problem = "its PersistentVolume " + pvc.Spec.VolumeName + " is gone (no " + pvKey + "): the claim comes back Lost and its data is not there"
 		} else if pvObj, err := read(pvKey, resp.Kvs[0].Value); err != nil {
-			note(r, "its PersistentVolume "+pvc.Spec.VolumeName+" cannot be read here ("+firstLine(err.Error())+"): whether it binds the claim again is not known")
+			note(r, "its PersistentVolume "+pvc.Spec.VolumeName+" cannot be read here ("+strings.SplitN(err.Error(), "\n", 2)[0]+"): whether it binds the claim again is not known")
 			continue
 		} else if pv, ok := pvObj.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != pvc.UID {
 			problem = fmt.Sprintf("its PersistentVolume %s is now bound to claim %s/%s (uid %s): the claim comes back Lost", pv.Name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID)
@@ -302,35 +285,24 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *Backup, todo []int, res
 			note(r, "PersistentVolume "+pvc.Spec.VolumeName+" is there to bind it again")
 			continue
 		}
-		if r.Outcome == Restored {
-			r.Outcome = RestoredWithoutVolume
+		if r.Outcome == etcdwrite.Restored {
+			r.Outcome = etcdwrite.RestoredWithoutVolume
 		}
 		note(r, problem)
 	}
 	return nil
 }
 
-// KVLease is what a repair needs of etcd: keys and leases (*clientv3.Client).
-type KVLease interface {
-	clientv3.KV
-	clientv3.Lease
-}
-
-// UnknownLeaseTTL is the TTL, in seconds, a restored key gets when its
-// lease's TTL could not be read at the backup: kube-apiserver's default
-// --event-ttl (1h), the TTL of the keys that have leases.
-const UnknownLeaseTTL = 3600
-
 // grantLeases grants one new lease per backed-up lease of the keys to
 // restore, with the shortest TTL its keys had left.
-func grantLeases(ctx context.Context, kv KVLease, b *Backup, todo []int) (map[int64]clientv3.LeaseID, error) {
+func grantLeases(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, todo []int) (map[int64]clientv3.LeaseID, error) {
 	ttls := map[int64]int64{}
 	for _, i := range todo {
 		e := b.Entries[i]
 		if e.Lease != 0 && e.LeaseTTL <= 0 && e.LeaseTTLUnknown != "" {
 			// Its TTL could not be read at the backup: it gets
 			// kube-apiserver's default event TTL, so it still expires.
-			e.LeaseTTL = UnknownLeaseTTL
+			e.LeaseTTL = etcdwrite.UnknownLeaseTTL
 		}
 		if e.Lease == 0 || e.LeaseTTL <= 0 {
 			continue

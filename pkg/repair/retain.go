@@ -11,31 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
-// Retained is the outcome of a PersistentVolume set to Retain before its
-// claim was deleted.
-const Retained Outcome = "retained"
-
-// NotRetained is the outcome of a PersistentVolume purge was to set to
-// Retain and left as it was, because the claim whose deletion would have
-// destroyed its storage was not deleted (changed since the scan, or the
-// purge stopped before it).
-const NotRetained Outcome = "not-retained"
-
-// RoleRetainedVolume marks a backup entry that holds a PersistentVolume as
-// it was before purge set it to Retain. restore never writes it back: the
-// original asks for the storage to be deleted.
-const RoleRetainedVolume = "retained-volume"
-
 // RetainVolumes sets each volume's reclaim policy to Retain (RetainVolume).
 // It stops at the first failure.
-func RetainVolumes(ctx context.Context, kube kubernetes.Interface, vols []impact.Volume) ([]Result, error) {
+func RetainVolumes(ctx context.Context, kube kubernetes.Interface, vols []impact.Volume) ([]etcdwrite.Result, error) {
 	if len(vols) == 0 {
 		return nil, nil
 	}
-	var results []Result
+	var results []etcdwrite.Result
 	for _, v := range vols {
 		r, err := RetainVolume(ctx, kube, v)
 		if err != nil {
@@ -53,24 +40,24 @@ var errNoKube = errors.New(impact.RetainVolumesFlag + " needs the API server: th
 // server, the patch preconditioned on the resourceVersion the scan saw,
 // and reads it back on a context of its own (ReadBackContext). The PV
 // controller then keeps the volume and its data when the claim goes.
-func RetainVolume(ctx context.Context, kube kubernetes.Interface, v impact.Volume) (Result, error) {
+func RetainVolume(ctx context.Context, kube kubernetes.Interface, v impact.Volume) (etcdwrite.Result, error) {
 	if kube == nil {
-		return Result{}, errNoKube
+		return etcdwrite.Result{}, errNoKube
 	}
 	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":"%d"},"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`, v.ModRevision)
 	if _, err := kube.CoreV1().PersistentVolumes().Patch(ctx, v.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		return Result{}, fmt.Errorf("set PersistentVolume %s to Retain (preconditioned on resourceVersion %d): %w", v.Name, v.ModRevision, err)
+		return etcdwrite.Result{}, fmt.Errorf("set PersistentVolume %s to Retain (preconditioned on resourceVersion %d): %w", v.Name, v.ModRevision, err)
 	}
-	rctx, cancel := ReadBackContext(ctx)
+	rctx, cancel := etcdwrite.ReadBackContext(ctx)
 	defer cancel()
 	got, err := kube.CoreV1().PersistentVolumes().Get(rctx, v.Name, metav1.GetOptions{})
 	if err != nil {
-		return Result{}, fmt.Errorf("read back PersistentVolume %s: %w", v.Name, err)
+		return etcdwrite.Result{}, fmt.Errorf("read back PersistentVolume %s: %w", v.Name, err)
 	}
 	if got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
-		return Result{}, fmt.Errorf("PersistentVolume %s reads back with reclaim policy %s, not Retain", v.Name, got.Spec.PersistentVolumeReclaimPolicy)
+		return etcdwrite.Result{}, fmt.Errorf("PersistentVolume %s reads back with reclaim policy %s, not Retain", v.Name, got.Spec.PersistentVolumeReclaimPolicy)
 	}
-	return Result{Key: v.Key, Outcome: Retained,
+	return etcdwrite.Result{Key: v.Key, Outcome: etcdwrite.Retained,
 		Detail: fmt.Sprintf("reclaim policy %s -> Retain through the API server (resourceVersion %d -> %s); the original is in the backup", v.ReclaimPolicy, v.ModRevision, got.ResourceVersion)}, nil
 }
 
@@ -84,19 +71,19 @@ func RetainVolume(ctx context.Context, kube kubernetes.Interface, v impact.Volum
 type retainer struct {
 	kube    kubernetes.Interface
 	kv      clientv3.KV
-	entries []Entry
+	entries []backup.Entry
 	// vols are the volumes each entry's deletion would destroy.
 	vols map[int][]impact.Volume
 	// done holds the keys of the volumes set to Retain.
 	done map[string]bool
 	// byEntry are the Retain results, by the entry they were done for.
-	byEntry map[int][]Result
-	journal func(Result)
+	byEntry map[int][]etcdwrite.Result
+	journal func(etcdwrite.Result)
 }
 
 // newRetainer plans the Retain patches of the entries a purge deletes.
-func newRetainer(kube kubernetes.Interface, kv clientv3.KV, plan *Plan, entries []Entry, journal func(Result)) *retainer {
-	r := &retainer{kube: kube, kv: kv, entries: entries, vols: map[int][]impact.Volume{}, done: map[string]bool{}, byEntry: map[int][]Result{}, journal: journal}
+func newRetainer(kube kubernetes.Interface, kv clientv3.KV, plan *Plan, entries []backup.Entry, journal func(etcdwrite.Result)) *retainer {
+	r := &retainer{kube: kube, kv: kv, entries: entries, vols: map[int][]impact.Volume{}, done: map[string]bool{}, byEntry: map[int][]etcdwrite.Result{}, journal: journal}
 	for i, e := range entries {
 		for _, eff := range plan.Effects(e.Key) {
 			if eff.Kind == impact.StorageDestroyed && eff.Volume != nil {
@@ -143,7 +130,7 @@ func (r *retainer) run(ctx context.Context, i int) error {
 
 // stillDoomed reports whether the delete of e would go through now: its key
 // at the backed-up revision and every key its verdict rests on absent.
-func stillDoomed(ctx context.Context, kv clientv3.KV, e Entry) (bool, error) {
+func stillDoomed(ctx context.Context, kv clientv3.KV, e backup.Entry) (bool, error) {
 	resp, err := kv.Get(ctx, e.Key)
 	if err != nil {
 		return false, err
@@ -167,10 +154,10 @@ func stillDoomed(ctx context.Context, kv clientv3.KV, e Entry) (bool, error) {
 // before the delete it was done for, and a NotRetained result before the
 // first target of each volume left as it was. A volume set to Retain whose
 // targets were then all left says so.
-func (r *retainer) merge(results []Result) []Result {
+func (r *retainer) merge(results []etcdwrite.Result) []etcdwrite.Result {
 	deleted := map[string]bool{}
 	for i, res := range results {
-		if res.Outcome != Deleted {
+		if res.Outcome != etcdwrite.Deleted {
 			continue
 		}
 		for _, v := range r.vols[i] {
@@ -178,7 +165,7 @@ func (r *retainer) merge(results []Result) []Result {
 		}
 	}
 	seen := map[string]bool{}
-	var out []Result
+	var out []etcdwrite.Result
 	for i, res := range results {
 		for _, rr := range r.byEntry[i] {
 			if !deleted[rr.Key] {
@@ -192,7 +179,7 @@ func (r *retainer) merge(results []Result) []Result {
 				continue
 			}
 			seen[v.Key] = true
-			nr := Result{Key: v.Key, Outcome: NotRetained,
+			nr := etcdwrite.Result{Key: v.Key, Outcome: etcdwrite.NotRetained,
 				Detail: fmt.Sprintf("left at reclaim policy %s: %s was not deleted (%s), so its storage is not at stake", v.ReclaimPolicy, res.Key, res.Outcome)}
 			r.journal(nr)
 			out = append(out, nr)

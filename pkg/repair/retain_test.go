@@ -18,6 +18,7 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
@@ -42,15 +43,15 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 		// stopAfterFirst stops the purge once the first key is deleted.
 		stopAfterFirst bool
 		retained       bool
-		claimOutcome   Outcome
+		claimOutcome   etcdwrite.Outcome
 	}{
-		{name: "claim deleted: its volume is set to Retain right before", retained: true, claimOutcome: Deleted},
-		{name: "claim changed since the backup", claimOutcome: SkippedChanged,
+		{name: "claim deleted: its volume is set to Retain right before", retained: true, claimOutcome: etcdwrite.Deleted},
+		{name: "claim changed since the backup", claimOutcome: etcdwrite.SkippedChanged,
 			between: func(t *testing.T, cli *clientv3.Client, _ chan struct{}) { put(t, cli, claim, "claim, changed") }},
-		{name: "stopped before the deletes", claimOutcome: NotAttempted,
+		{name: "stopped before the deletes", claimOutcome: etcdwrite.NotAttempted,
 			between: func(_ *testing.T, _ *clientv3.Client, stop chan struct{}) { close(stop) }},
-		{name: "stopped after the first delete", stopAfterFirst: true, claimOutcome: NotAttempted},
-		{name: "an earlier transaction failed", firstFails: true, claimOutcome: NotAttempted},
+		{name: "stopped after the first delete", stopAfterFirst: true, claimOutcome: etcdwrite.NotAttempted},
+		{name: "an earlier transaction failed", firstFails: true, claimOutcome: etcdwrite.NotAttempted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +105,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 				}()
 			}
 			res, err := Purge(ctx, plan, PurgeOptions{BackupRoot: t.TempDir(), Client: cli, ClientConfig: clientv3.Config{Endpoints: []string{ep}}, Kube: kube,
-				Pacing: Pacing{BatchSize: 64, PerSecond: 4, Stop: stop},
+				Pacing: etcdwrite.Pacing{BatchSize: 64, PerSecond: 4, Stop: stop},
 				Lock: func(context.Context) (func(), error) {
 					if tt.between != nil {
 						tt.between(t, cli, stop)
@@ -114,7 +115,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 			if res == nil {
 				t.Fatalf("purge: %v", err)
 			}
-			outcomes := map[string]Result{}
+			outcomes := map[string]etcdwrite.Result{}
 			for _, r := range res.Results {
 				outcomes[r.Key] = r
 			}
@@ -129,7 +130,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 				t.Fatalf("PV reclaim policy %s; its result: %+v", got.Spec.PersistentVolumeReclaimPolicy, outcomes[pvKey])
 			}
 			if !tt.retained {
-				if r := outcomes[pvKey]; r.Outcome != NotRetained || !strings.Contains(r.Detail, claim+" was not deleted") {
+				if r := outcomes[pvKey]; r.Outcome != etcdwrite.NotRetained || !strings.Contains(r.Detail, claim+" was not deleted") {
 					t.Errorf("PV result %+v", r)
 				}
 				return

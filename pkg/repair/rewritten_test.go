@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // TestRestoreWritesBackARewrittenKey: a key regghost rewrote through the
@@ -16,11 +18,11 @@ func TestRestoreWritesBackARewrittenKey(t *testing.T) {
 	tests := []struct {
 		name      string
 		changed   bool
-		want      Outcome
+		want      etcdwrite.Outcome
 		wantValue string
 	}{
-		{"as regghost left it", false, Restored, "before"},
-		{"changed since", true, Conflict, "changed"},
+		{"as regghost left it", false, etcdwrite.Restored, "before"},
+		{"changed since", true, etcdwrite.Conflict, "changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,9 +37,9 @@ func TestRestoreWritesBackARewrittenKey(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			b := &Backup{Prefix: "/registry/", Entries: []Entry{{Key: key, Value: []byte("before"), ModRevision: left - 1, Rewritten: left}}}
+			b := &backup.Backup{Prefix: "/registry/", Entries: []backup.Entry{{Key: key, Value: []byte("before"), ModRevision: left - 1, Rewritten: left}}}
 			res, err := RestoreWith(ctx, cli, b, RestoreOptions{})
-			if err != nil && tt.want == Restored {
+			if err != nil && tt.want == etcdwrite.Restored {
 				t.Fatal(err)
 			}
 			if len(res) != 1 || res[0].Outcome != tt.want {

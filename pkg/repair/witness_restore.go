@@ -4,25 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/runtime"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
-)
-
-// Outcomes of restore's witness rule and read-back.
-const (
-	// Refused is a key restore does not write back: a key it rests on (its
-	// namespace, its CRD) was created again since the purge, so the key
-	// would join another namespace or CRD of the same name. IntoRecreatedFlag
-	// writes it anyway.
-	Refused Outcome = "refused"
-	// Unverified is a key written back whose read-back failed: what etcd
-	// holds for it is not known.
-	Unverified Outcome = "unverified"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // IntoRecreatedFlag is the restore flag that writes keys back into a
@@ -31,7 +21,7 @@ const IntoRecreatedFlag = "--into-recreated"
 
 // RestoreOptions configure RestoreWith.
 type RestoreOptions struct {
-	Pacing Pacing
+	Pacing etcdwrite.Pacing
 	// DryRun writes nothing and reports what would be written.
 	DryRun bool
 	// IntoRecreated writes keys whose namespace or CRD was created again
@@ -63,7 +53,7 @@ type ContentReader interface {
 // witnesses compared in the same transaction at the create revision read
 // here (on kine, read just before).
 type witnessGuard struct {
-	b      *Backup
+	b      *backup.Backup
 	prefix string
 	// since is the revision the purge judged the keyspace at: a witness
 	// created after it was created after the purge looked.
@@ -77,7 +67,7 @@ type witnessGuard struct {
 	read map[string]int64
 	ours map[string]bool
 	// byKey is the backup's entries by key.
-	byKey map[string]*Entry
+	byKey map[string]*backup.Entry
 	// wrote is the revision each key this restore wrote back was written
 	// at: a witness that is itself in the backup is compared at it.
 	wrote map[string]int64
@@ -89,9 +79,9 @@ type witnessGuard struct {
 // newWitnessGuard reads the witnesses of the entries in todo and marks those
 // that are refused in results. It returns the guard and the entries left to
 // write.
-func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *Backup, o RestoreOptions, todo []int, results []Result) (*witnessGuard, []int, error) {
+func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *backup.Backup, o RestoreOptions, todo []int, results []etcdwrite.Result) (*witnessGuard, []int, error) {
 	g := &witnessGuard{b: b, prefix: b.Prefix, since: b.ScanRevision, into: o.IntoRecreated,
-		keys: map[int][]string{}, read: map[string]int64{}, ours: map[string]bool{}, byKey: map[string]*Entry{},
+		keys: map[int][]string{}, read: map[string]int64{}, ours: map[string]bool{}, byKey: map[string]*backup.Entry{},
 		wrote: map[string]int64{}, late: map[int]string{}}
 	for i := range b.Entries {
 		g.byKey[b.Entries[i].Key] = &b.Entries[i]
@@ -135,7 +125,7 @@ func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *Backup, o RestoreOp
 			if len(recreated) > 1 {
 				verb = "were"
 			}
-			results[i] = Result{Key: e.Key, Outcome: Refused, Detail: fmt.Sprintf("%s %s created again since the purge: written back, the key would join a %s of that name it never belonged to; %s writes it there anyway",
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%s %s created again since the purge: written back, the key would join a %s of that name it never belonged to; %s writes it there anyway",
 				strings.Join(recreated, " and "), verb, strings.Join(kinds, " and "), IntoRecreatedFlag)}
 			continue
 		}
@@ -163,7 +153,7 @@ func (g *witnessGuard) readWitness(ctx context.Context, kv clientv3.KV, key stri
 // again since the purge, so that e must not be written, or "" when it may. An absent witness puts the key back as it
 // was when the purge deleted it (the undo); so does one that existed at the
 // purge, or one holding this backup's own bytes for it.
-func (g *witnessGuard) judge(e Entry, w string, rev int64, ours bool) string {
+func (g *witnessGuard) judge(e backup.Entry, w string, rev int64, ours bool) string {
 	if rev == 0 || ours {
 		return ""
 	}
@@ -230,7 +220,7 @@ func (g *witnessGuard) changed(ctx context.Context, kv clientv3.KV, i int) (stri
 // absent when it deleted e (Entry.Absent), and, worked out from e's key
 // under prefix (for backups that recorded none), its namespace key when it
 // is namespaced and its CRD key when it is a custom resource.
-func witnessKeys(prefix string, e Entry) []string {
+func witnessKeys(prefix string, e backup.Entry) []string {
 	keys := append([]string(nil), e.Absent...)
 	add := func(k string) {
 		if !contains(keys, k) {

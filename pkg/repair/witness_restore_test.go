@@ -12,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 const (
@@ -39,29 +41,29 @@ func TestRestoreWitnessRule(t *testing.T) {
 		noPrefix, noRevision bool
 		optPrefix            string
 		into                 bool
-		want                 Outcome
+		want                 etcdwrite.Outcome
 		detail               []string
 	}{
-		{name: "recorded namespace still absent: the undo", key: "/registry/pods/ns1/p", absent: []string{nsKey}, want: Restored},
-		{name: "recorded namespace created again", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey}, want: Refused,
+		{name: "recorded namespace still absent: the undo", key: "/registry/pods/ns1/p", absent: []string{nsKey}, want: etcdwrite.Restored},
+		{name: "recorded namespace created again", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey}, want: etcdwrite.Refused,
 			detail: []string{"namespace ns1 (" + nsKey + ", create revision", "absent when the purge deleted this key) was created again since the purge", IntoRecreatedFlag}},
-		{name: "recorded namespace created again, --into-recreated", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey}, into: true, want: Restored,
+		{name: "recorded namespace created again, --into-recreated", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey}, into: true, want: etcdwrite.Restored,
 			detail: []string{"written into namespace ns1 (create revision", "created again since the purge, as " + IntoRecreatedFlag}},
 		{name: "recorded namespace created again, backup without prefix or revision", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey},
-			noPrefix: true, noRevision: true, want: Refused, detail: []string{"absent when the purge deleted this key"}},
-		{name: "no record: namespace created after the purge", key: "/registry/pods/ns1/p", after: []string{nsKey}, want: Refused,
+			noPrefix: true, noRevision: true, want: etcdwrite.Refused, detail: []string{"absent when the purge deleted this key"}},
+		{name: "no record: namespace created after the purge", key: "/registry/pods/ns1/p", after: []string{nsKey}, want: etcdwrite.Refused,
 			detail: []string{"namespace ns1 (", "after the purge's revision", "was created again since the purge"}},
-		{name: "no record, no prefix in the backup: the command's prefix", key: "/registry/pods/ns1/p", after: []string{nsKey}, noPrefix: true, optPrefix: "/registry/", want: Refused},
-		{name: "no record: namespace live at the purge (stuck-terminating)", key: "/registry/pods/ns1/p", before: []string{nsKey}, want: Restored},
-		{name: "namespace live at the purge, deleted and created again since", key: "/registry/pods/ns1/p", before: []string{nsKey}, after: []string{nsKey}, want: Refused,
+		{name: "no record, no prefix in the backup: the command's prefix", key: "/registry/pods/ns1/p", after: []string{nsKey}, noPrefix: true, optPrefix: "/registry/", want: etcdwrite.Refused},
+		{name: "no record: namespace live at the purge (stuck-terminating)", key: "/registry/pods/ns1/p", before: []string{nsKey}, want: etcdwrite.Restored},
+		{name: "namespace live at the purge, deleted and created again since", key: "/registry/pods/ns1/p", before: []string{nsKey}, after: []string{nsKey}, want: etcdwrite.Refused,
 			detail: []string{"namespace ns1 (", "was created again since the purge"}},
-		{name: "recorded CRD created again", key: "/registry/example.com/widgets/ns1/w", absent: []string{crdKey}, before: []string{nsKey}, after: []string{crdKey}, want: Refused,
+		{name: "recorded CRD created again", key: "/registry/example.com/widgets/ns1/w", absent: []string{crdKey}, before: []string{nsKey}, after: []string{crdKey}, want: etcdwrite.Refused,
 			detail: []string{"CustomResourceDefinition widgets.example.com (" + crdKey, "would join a CustomResourceDefinition of that name"}},
-		{name: "no record: CRD created after the purge", key: "/registry/example.com/widgets/ns1/w", before: []string{nsKey}, after: []string{crdKey}, want: Refused,
+		{name: "no record: CRD created after the purge", key: "/registry/example.com/widgets/ns1/w", before: []string{nsKey}, after: []string{crdKey}, want: etcdwrite.Refused,
 			detail: []string{"CustomResourceDefinition widgets.example.com"}},
-		{name: "cluster-scoped custom resource, CRD still absent", key: "/registry/example.com/widgets/w", absent: []string{crdKey}, after: []string{nsKey}, want: Restored},
+		{name: "cluster-scoped custom resource, CRD still absent", key: "/registry/example.com/widgets/w", absent: []string{crdKey}, after: []string{nsKey}, want: etcdwrite.Restored},
 		{name: "a built-in dotted group has no CRD witness", key: "/registry/apiregistration.k8s.io/apiservices/v1.example.com",
-			after: []string{"/registry/apiextensions.k8s.io/customresourcedefinitions/apiservices.apiregistration.k8s.io"}, want: Restored},
+			after: []string{"/registry/apiextensions.k8s.io/customresourcedefinitions/apiservices.apiregistration.k8s.io"}, want: etcdwrite.Restored},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +74,7 @@ func TestRestoreWitnessRule(t *testing.T) {
 			}
 			e := put(t, cli, tt.key, "k8s\x00ghost")
 			e.Absent = tt.absent
-			b := &Backup{Prefix: "/registry/", ScanRevision: e.ModRevision, Entries: []Entry{e}}
+			b := &backup.Backup{Prefix: "/registry/", ScanRevision: e.ModRevision, Entries: []backup.Entry{e}}
 			if tt.noPrefix {
 				b.Prefix = ""
 			}
@@ -89,14 +91,14 @@ func TestRestoreWitnessRule(t *testing.T) {
 				}
 				put(t, cli, k, "created since")
 			}
-			o := RestoreOptions{Pacing: Pacing{PerSecond: 1000}, IntoRecreated: tt.into, Prefix: tt.optPrefix, DryRun: true}
+			o := RestoreOptions{Pacing: etcdwrite.Pacing{PerSecond: 1000}, IntoRecreated: tt.into, Prefix: tt.optPrefix, DryRun: true}
 			plan, err := RestoreWith(ctx, cli, b, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantPlan := tt.want
-			if wantPlan == Restored {
-				wantPlan = WouldRestore
+			if wantPlan == etcdwrite.Restored {
+				wantPlan = etcdwrite.WouldRestore
 			}
 			if plan[0].Outcome != wantPlan {
 				t.Errorf("dry run: %s, want %s (%s)", plan[0].Outcome, wantPlan, plan[0].Detail)
@@ -121,8 +123,8 @@ func TestRestoreWitnessRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if written := len(resp.Kvs) == 1; written != (tt.want == Restored) {
-				t.Errorf("key written: %v, want %v", written, tt.want == Restored)
+			if written := len(resp.Kvs) == 1; written != (tt.want == etcdwrite.Restored) {
+				t.Errorf("key written: %v, want %v", written, tt.want == etcdwrite.Restored)
 			}
 		})
 	}
@@ -152,11 +154,11 @@ func TestRestoreWitnessInTheBackup(t *testing.T) {
 			ctx := context.Background()
 			ns := put(t, cli, nsKey, "k8s\x00namespace ns1, terminating")
 			pod := put(t, cli, "/registry/pods/ns1/p", "k8s\x00pod")
-			entries := []Entry{ns, pod}
+			entries := []backup.Entry{ns, pod}
 			if tt.podFirst {
-				entries = []Entry{pod, ns}
+				entries = []backup.Entry{pod, ns}
 			}
-			b := &Backup{Prefix: "/registry/", ScanRevision: pod.ModRevision, Entries: entries}
+			b := &backup.Backup{Prefix: "/registry/", ScanRevision: pod.ModRevision, Entries: entries}
 			for _, e := range entries {
 				if _, err := cli.Delete(ctx, e.Key); err != nil {
 					t.Fatal(err)
@@ -165,14 +167,14 @@ func TestRestoreWitnessInTheBackup(t *testing.T) {
 			if tt.nsRestoredEarlier {
 				put(t, cli, nsKey, string(ns.Value))
 			}
-			res, err := RestoreWith(ctx, cli, b, RestoreOptions{Pacing: Pacing{BatchSize: tt.batch, PerSecond: 1000}})
+			res, err := RestoreWith(ctx, cli, b, RestoreOptions{Pacing: etcdwrite.Pacing{BatchSize: tt.batch, PerSecond: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range res {
-				want := Restored
+				want := etcdwrite.Restored
 				if r.Key == nsKey && tt.nsRestoredEarlier {
-					want = AlreadyPresent
+					want = etcdwrite.AlreadyPresent
 				}
 				if r.Outcome != want {
 					t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want, r.Detail)
@@ -231,10 +233,10 @@ func (t hookTxn) Commit() (*clientv3.TxnResponse, error) {
 func TestRestoreComparesWitnessesAtWriteTime(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		pacing Pacing
+		pacing etcdwrite.Pacing
 	}{
-		{name: "etcd: compared inside the transaction", pacing: Pacing{BatchSize: 1, PerSecond: 1000}},
-		{name: "kine: read just before", pacing: Pacing{PerSecond: 1000, OneKey: true}},
+		{name: "etcd: compared inside the transaction", pacing: etcdwrite.Pacing{BatchSize: 1, PerSecond: 1000}},
+		{name: "kine: read just before", pacing: etcdwrite.Pacing{PerSecond: 1000, OneKey: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
@@ -243,7 +245,7 @@ func TestRestoreComparesWitnessesAtWriteTime(t *testing.T) {
 			a.Absent = []string{"/registry/namespaces/a"}
 			b := put(t, cli, "/registry/pods/b/1", "k8s\x00b")
 			b.Absent = []string{"/registry/namespaces/b"}
-			backup := &Backup{Prefix: "/registry/", ScanRevision: b.ModRevision, Entries: []Entry{a, b}}
+			backup := &backup.Backup{Prefix: "/registry/", ScanRevision: b.ModRevision, Entries: []backup.Entry{a, b}}
 			if _, err := cli.Delete(ctx, "/registry/pods/", clientv3.WithPrefix()); err != nil {
 				t.Fatal(err)
 			}
@@ -252,10 +254,10 @@ func TestRestoreComparesWitnessesAtWriteTime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res[0].Outcome != Restored {
+			if res[0].Outcome != etcdwrite.Restored {
 				t.Errorf("%s: %s (%s)", res[0].Key, res[0].Outcome, res[0].Detail)
 			}
-			if res[1].Outcome != Refused || !strings.Contains(res[1].Detail, "namespace b was created again (create revision") || !strings.Contains(res[1].Detail, "during the restore") {
+			if res[1].Outcome != etcdwrite.Refused || !strings.Contains(res[1].Detail, "namespace b was created again (create revision") || !strings.Contains(res[1].Detail, "during the restore") {
 				t.Errorf("%s: %s (%s), want refused: namespace b created during the restore", res[1].Key, res[1].Outcome, res[1].Detail)
 			}
 			if resp, _ := cli.Get(ctx, "/registry/pods/b/1"); len(resp.Kvs) != 0 {
@@ -272,7 +274,7 @@ func TestRestoreComparesWitnessesAtWriteTime(t *testing.T) {
 func TestRestoreVerifiesEveryKey(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	keys := []string{"/registry/configmaps/x/a", "/registry/configmaps/x/b", "/registry/configmaps/x/c"}
-	var entries []Entry
+	var entries []backup.Entry
 	for _, k := range keys {
 		entries = append(entries, put(t, cli, k, "k8s\x00"+k))
 	}
@@ -291,11 +293,11 @@ func TestRestoreVerifiesEveryKey(t *testing.T) {
 		kv.armed = true
 		cancel()
 	}
-	res, err := RestoreWith(ctx, kv, &Backup{Entries: entries}, RestoreOptions{Pacing: Pacing{PerSecond: 1000}})
+	res, err := RestoreWith(ctx, kv, &backup.Backup{Entries: entries}, RestoreOptions{Pacing: etcdwrite.Pacing{PerSecond: 1000}})
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 keys could not be read back") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("err = %v, want one line: 1 of 3 keys could not be read back", err)
 	}
-	want := []Outcome{Unverified, Restored, StillPresent}
+	want := []etcdwrite.Outcome{etcdwrite.Unverified, etcdwrite.Restored, etcdwrite.StillPresent}
 	for i, r := range res {
 		if r.Outcome != want[i] {
 			t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want[i], r.Detail)
@@ -310,7 +312,7 @@ func TestRestoreVerifiesEveryKey(t *testing.T) {
 // invalid, with one line, however intact its entries are.
 func TestReadBackupNeedsItsChecksum(t *testing.T) {
 	dir := t.TempDir()
-	path, _, err := WriteBackup(dir, &Backup{Scope: "namespace x", Entries: []Entry{{Key: "/registry/pods/x/p", Value: []byte("v")}}})
+	path, _, err := backup.WriteBackup(dir, &backup.Backup{Scope: "namespace x", Entries: []backup.Entry{{Key: "/registry/pods/x/p", Value: []byte("v")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,12 +322,12 @@ func TestReadBackupNeedsItsChecksum(t *testing.T) {
 		"sha256 emptied": func(s string) string { return replaceLine(s, `"sha256":`, ` "sha256": ""`) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), BackupFile)
+			p := filepath.Join(t.TempDir(), backup.BackupFile)
 			if err := os.WriteFile(p, []byte(edit(string(data))), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ReadBackup(p)
-			if !errors.Is(err, ErrCorruptBackup) || !strings.Contains(err.Error(), "no checksum") || strings.Contains(err.Error(), "\n") {
+			_, err := backup.ReadBackup(p)
+			if !errors.Is(err, backup.ErrCorruptBackup) || !strings.Contains(err.Error(), "no checksum") || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err = %v, want one line: corrupt, no checksum", err)
 			}
 		})

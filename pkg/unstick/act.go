@@ -18,17 +18,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // Outcomes of a blocker.
 const (
 	// FinalizersRemoved: its finalizers nobody serves were removed.
-	FinalizersRemoved repair.Outcome = "finalizers-removed"
+	FinalizersRemoved etcdwrite.Outcome = "finalizers-removed"
 	// PatchFailed: the API server refused the patch.
-	PatchFailed repair.Outcome = "patch-failed"
+	PatchFailed etcdwrite.Outcome = "patch-failed"
 )
 
 // ErrRefused is returned (wrapped) when unstick must not act.
@@ -48,9 +49,9 @@ type Options struct {
 
 // Result is what Run did.
 type Result struct {
-	Dir     string          `json:"dir"`
-	Backup  string          `json:"backup"`
-	Results []repair.Result `json:"results"`
+	Dir     string             `json:"dir"`
+	Backup  string             `json:"backup"`
+	Results []etcdwrite.Result `json:"results"`
 	// Finished is set when the target's key is gone.
 	Finished bool `json:"finished"`
 	// Left counts the keys of it still in etcd afterwards.
@@ -76,15 +77,15 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	}
 	// The backup names the etcd cluster, as purge's does, so that restore
 	// refuses to write it into another one.
-	ds, err := repair.DetectDatastore(ctx, o.Client)
+	ds, err := etcdwrite.DetectDatastore(ctx, o.Client)
 	if err != nil {
 		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was changed", err)
 	}
-	dir, err := repair.NewBackupDir(o.BackupRoot, "unstick "+a.Target, o.Now())
+	dir, err := backup.NewBackupDir(o.BackupRoot, "unstick "+a.Target, o.Now())
 	if err != nil {
 		return nil, err
 	}
-	var entries []repair.Entry
+	var entries []backup.Entry
 	seen := map[string]bool{}
 	for _, b := range a.Blockers {
 		if len(b.Remove) == 0 || seen[b.Key] {
@@ -101,18 +102,18 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 			return nil, fmt.Errorf("%w: %s changed since it was reviewed; run unstick again; nothing was changed", ErrRefused, b.Key)
 		}
 		kv := resp.Kvs[0]
-		e := repair.Entry{Key: b.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision,
+		e := backup.Entry{Key: b.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision,
 			Version: kv.Version, Lease: kv.Lease, Reason: "finalizers [" + strings.Join(b.Finalizers, ", ") + "] removed by regghost unstick " + a.Target}
 		if ds.Limited() {
 			// kine has no lease API: a key's lease is its TTL in seconds.
 			e.LeaseTTL = kv.Lease
 		} else {
-			e.LeaseTTL, e.LeaseTTLUnknown = repair.LeaseTTL(ctx, o.Client, kv.Lease)
+			e.LeaseTTL, e.LeaseTTLUnknown = etcdwrite.LeaseTTL(ctx, o.Client, kv.Lease)
 		}
 		entries = append(entries, e)
 	}
 	res := &Result{Dir: dir}
-	if res.Backup, _, err = repair.WriteBackup(dir, &repair.Backup{Created: o.Now().UTC(), Scope: "unstick " + a.Target, Prefix: registry,
+	if res.Backup, _, err = backup.WriteBackup(dir, &backup.Backup{Created: o.Now().UTC(), Scope: "unstick " + a.Target, Prefix: registry,
 		ClusterID: ds.ClusterID, Entries: entries}); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w; nothing was changed", err)
@@ -125,24 +126,24 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 		r := removeFinalizers(ctx, o.Dynamic, b)
 		if r.Outcome == FinalizersRemoved {
 			removed++
-		} else if r.Outcome == repair.NotAttempted {
+		} else if r.Outcome == etcdwrite.NotAttempted {
 			// A 404 for a key etcd holds is not "gone". Read back on a
 			// context of its own: the command's may have run out.
-			rctx, cancel := repair.ReadBackContext(ctx)
+			rctx, cancel := etcdwrite.ReadBackContext(ctx)
 			resp, err := o.Client.Get(rctx, b.Key, clientv3.WithCountOnly())
 			cancel()
 			switch {
 			case err != nil:
 				r.Outcome, r.Detail = PatchFailed, fmt.Sprintf("%s, and etcd could not be read back (%v): whether it is gone is unknown", r.Detail, err)
 			case resp.Count == 0:
-				r.Outcome, r.Detail = repair.SkippedGone, "gone since it was reviewed"
+				r.Outcome, r.Detail = etcdwrite.SkippedGone, "gone since it was reviewed"
 			default:
 				r.Outcome, r.Detail = PatchFailed, r.Detail+" for a key etcd still holds"
 			}
 		}
 		res.Results = append(res.Results, r)
 	}
-	if err := repair.AppendAudit(dir, "unstick", res.Results); err != nil {
+	if err := backup.AppendAudit(dir, "unstick", res.Results); err != nil {
 		return res, err
 	}
 	if removed > 0 {
@@ -163,7 +164,7 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 // server, keeping the others, preconditioned on the reviewed
 // resourceVersion. A namespace's spec.finalizers go through its finalize
 // subresource.
-func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) repair.Result {
+func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) etcdwrite.Result {
 	gvr := schema.GroupVersionResource{Group: b.Resource.Group, Version: b.Resource.Version, Resource: b.Resource.Resource}
 	rc := dyn.Resource(gvr)
 	var ri dynamic.ResourceInterface = rc
@@ -180,7 +181,7 @@ func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) rep
 		var obj *unstructured.Unstructured
 		if obj, err = ri.Get(ctx, b.Name, metav1.GetOptions{}); err == nil {
 			if obj.GetResourceVersion() != rv {
-				return repair.Result{Key: b.Key, Outcome: repair.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
+				return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
 			}
 			spec := make([]interface{}, len(keep))
 			for i, f := range keep {
@@ -200,13 +201,13 @@ func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) rep
 	}
 	switch {
 	case err == nil:
-		return repair.Result{Key: b.Key, Outcome: FinalizersRemoved, Detail: fmt.Sprintf("[%s] removed%s through the API server (resourceVersion %d)", strings.Join(b.Remove, ", "), where, b.ModRevision)}
+		return etcdwrite.Result{Key: b.Key, Outcome: FinalizersRemoved, Detail: fmt.Sprintf("[%s] removed%s through the API server (resourceVersion %d)", strings.Join(b.Remove, ", "), where, b.ModRevision)}
 	case apierrors.IsConflict(err):
-		return repair.Result{Key: b.Key, Outcome: repair.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
+		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
 	case apierrors.IsNotFound(err):
-		return repair.Result{Key: b.Key, Outcome: repair.NotAttempted, Detail: "404 from the API server"}
+		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.NotAttempted, Detail: "404 from the API server"}
 	}
-	return repair.Result{Key: b.Key, Outcome: PatchFailed, Detail: "the API server refused the patch: " + err.Error()}
+	return etcdwrite.Result{Key: b.Key, Outcome: PatchFailed, Detail: "the API server refused the patch: " + err.Error()}
 }
 
 // waitGone waits until key is gone from etcd, at most wait. When the wait
@@ -221,7 +222,7 @@ func waitGone(ctx context.Context, cli *clientv3.Client, key string, wait time.D
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	rctx, cancel := repair.ReadBackContext(ctx)
+	rctx, cancel := etcdwrite.ReadBackContext(ctx)
 	defer cancel()
 	resp, err := cli.Get(rctx, key, clientv3.WithCountOnly())
 	return err == nil && resp.Count == 0

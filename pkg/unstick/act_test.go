@@ -13,8 +13,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/catalog"
-	"github.com/regghost/regghost/pkg/repair"
 )
 
 // TestRunBacksUpWithTheClusterID: unstick's backup names the etcd cluster
@@ -48,7 +48,7 @@ func TestRunBacksUpWithTheClusterID(t *testing.T) {
 	if res == nil {
 		t.Fatalf("unstick: %v", err)
 	}
-	b, err := repair.ReadBackup(res.Dir)
+	b, err := backup.ReadBackup(res.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,11 @@ func TestRunBacksUpWithTheClusterID(t *testing.T) {
 	if want := fmt.Sprintf("%x", st.Header.ClusterId); b.ClusterID != want {
 		t.Errorf("backup cluster ID %q, want %q", b.ClusterID, want)
 	}
-	if err := repair.CheckCluster(ctx, cli, b); err != nil {
+	if err := backup.CheckCluster(ctx, cli, b); err != nil {
 		t.Errorf("restore into the same cluster: %v", err)
 	}
 	b.ClusterID = "deadbeef"
-	if err := repair.CheckCluster(ctx, cli, b); err == nil {
+	if err := backup.CheckCluster(ctx, cli, b); err == nil {
 		t.Error("a backup of another cluster was let through")
 	}
 	if e := b.Entries[0]; e.Lease != int64(lease.ID) || e.LeaseTTL <= 0 || e.LeaseTTL > 600 || e.LeaseTTLUnknown != "" {

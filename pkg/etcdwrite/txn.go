@@ -1,9 +1,15 @@
-package repair
+// Package etcdwrite sends regghost's writes to etcd: guarded transactions
+// in the shapes the datastore serves (etcd, or kine's one key and one
+// compare), paced and sent again across leader changes, the read-back of
+// every key written, the writers' lock and lease TTLs, and the one list of
+// outcomes a write reports.
+package etcdwrite
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -36,7 +42,8 @@ type Pacing struct {
 // ErrInterrupted is returned when a run was asked to stop.
 var ErrInterrupted = errors.New("interrupted: stopped between transactions")
 
-func (p Pacing) normalized() Pacing {
+// Normalized fills the batch size and rate a Pacing leaves unset (or out of range) with the defaults.
+func (p Pacing) Normalized() Pacing {
 	if p.BatchSize <= 0 || p.BatchSize > 128 {
 		p.BatchSize = DefaultBatchSize
 	}
@@ -50,41 +57,41 @@ func (p Pacing) normalized() Pacing {
 // transaction as well as its operations.
 const maxTxnOps = 128
 
-// txnSpec is the per-key content of a guarded run.
-type txnSpec struct {
-	n int
-	// cmp are the compares that must hold for key i to be written.
-	cmp func(i int) []clientv3.Cmp
-	// op is key i's write.
-	op func(i int) clientv3.Op
-	// orElse is the failure branch of a one-key transaction (kine takes a
+// Spec is the per-key content of a guarded run (Run).
+type Spec struct {
+	N int
+	// Cmp are the compares that must hold for key i to be written.
+	Cmp func(i int) []clientv3.Cmp
+	// Op is key i's write.
+	Op func(i int) clientv3.Op
+	// OrElse is the failure branch of a one-key transaction (kine takes a
 	// guarded delete only with a read there); unused in batches.
-	orElse func(i int) []clientv3.Op
-	// check, in one-key mode, reads what the transaction cannot compare
+	OrElse func(i int) []clientv3.Op
+	// Check, in one-key mode, reads what the transaction cannot compare
 	// (kine takes one compare) just before key i's transaction; false skips
 	// the key as changed.
-	check func(ctx context.Context, i int) (bool, error)
-	// done reports each key with whether its compares held and the revision
+	Check func(ctx context.Context, i int) (bool, error)
+	// Done reports each key with whether its compares held and the revision
 	// of the transaction that handled it.
-	done func(i int, ok bool, rev int64)
-	// uncertain marks keys whose transaction was sent again after an error.
-	uncertain func(idx []int)
+	Done func(i int, ok bool, rev int64)
+	// Uncertain marks keys whose transaction was sent again after an error.
+	Uncertain func(idx []int)
 }
 
-// guardedTxn runs one transaction per batch with the compares and an
+// Run runs one transaction per batch with the compares and an
 // operation per key; compares shared by several keys of a batch (the same
 // namespace key that must stay absent) are sent once, and a batch ends
 // before its distinct compares pass maxTxnOps. When a batch's compares fail
 // (some key or witness changed), it falls back to one transaction per key so
 // every other key is still handled. With pacing.OneKey every transaction
 // holds one key and only the first of its compares; the others are read by
-// spec.check first.
-func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec) error {
-	pacing = pacing.normalized()
-	cmp := spec.cmp
+// spec.Check first.
+func Run(ctx context.Context, kv clientv3.KV, pacing Pacing, spec Spec) error {
+	pacing = pacing.Normalized()
+	cmp := spec.Cmp
 	if pacing.OneKey {
 		pacing.BatchSize = 1
-		cmp = func(i int) []clientv3.Cmp { return spec.cmp(i)[:1] }
+		cmp = func(i int) []clientv3.Cmp { return spec.Cmp(i)[:1] }
 	}
 	lim := rate.NewLimiter(rate.Limit(pacing.PerSecond), 1)
 	run := func(idx []int) (bool, int64, error) {
@@ -101,11 +108,11 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec
 					cmps = append(cmps, c)
 				}
 			}
-			ops[j] = spec.op(i)
+			ops[j] = spec.Op(i)
 		}
 		var orElse []clientv3.Op
-		if len(idx) == 1 && pacing.OneKey && spec.orElse != nil {
-			orElse = spec.orElse(idx[0])
+		if len(idx) == 1 && pacing.OneKey && spec.OrElse != nil {
+			orElse = spec.OrElse(idx[0])
 		}
 		// A leader election or a lost member is a pause: the transaction is
 		// sent again with backoff until the command's deadline. Its compares
@@ -123,8 +130,8 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec
 			if !Transient(err) || ctx.Err() != nil {
 				return false, 0, err
 			}
-			if spec.uncertain != nil {
-				spec.uncertain(idx)
+			if spec.Uncertain != nil {
+				spec.Uncertain(idx)
 			}
 			select {
 			case <-ctx.Done():
@@ -134,7 +141,7 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec
 			backoff = min(backoff*2, 5*time.Second)
 		}
 	}
-	for start := 0; start < spec.n; {
+	for start := 0; start < spec.N; {
 		select {
 		case <-pacing.Stop:
 			return ErrInterrupted
@@ -142,10 +149,10 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec
 		}
 		var batch []int
 		distinct := map[string]bool{}
-		for i := start; i < spec.n && len(batch) < pacing.BatchSize; i++ {
+		for i := start; i < spec.N && len(batch) < pacing.BatchSize; i++ {
 			var fresh []string
 			for _, c := range cmp(i) {
-				if id := cmpID(c); !distinct[id] && !contains(fresh, id) {
+				if id := cmpID(c); !distinct[id] && !slices.Contains(fresh, id) {
 					fresh = append(fresh, id)
 				}
 			}
@@ -159,13 +166,13 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec
 		}
 		first, last := batch[0]+1, batch[len(batch)-1]+1
 		start += len(batch)
-		if pacing.OneKey && spec.check != nil {
-			ok, err := spec.check(ctx, batch[0])
+		if pacing.OneKey && spec.Check != nil {
+			ok, err := spec.Check(ctx, batch[0])
 			if err != nil {
 				return fmt.Errorf("check before key %d: %w", first, err)
 			}
 			if !ok {
-				spec.done(batch[0], false, 0)
+				spec.Done(batch[0], false, 0)
 				continue
 			}
 		}
@@ -175,12 +182,12 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec
 		}
 		if ok {
 			for _, i := range batch {
-				spec.done(i, true, rev)
+				spec.Done(i, true, rev)
 			}
 			continue
 		}
 		if len(batch) == 1 {
-			spec.done(batch[0], false, rev)
+			spec.Done(batch[0], false, rev)
 			continue
 		}
 		for _, i := range batch {
@@ -188,7 +195,7 @@ func guardedTxn(ctx context.Context, kv clientv3.KV, pacing Pacing, spec txnSpec
 			if err != nil {
 				return fmt.Errorf("transaction for key %d: %w", i+1, err)
 			}
-			spec.done(i, ok, rev)
+			spec.Done(i, ok, rev)
 		}
 	}
 	return nil

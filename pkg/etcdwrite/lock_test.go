@@ -1,4 +1,4 @@
-package repair
+package etcdwrite
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package repair
+package etcdwrite
 
 import (
 	"context"
@@ -50,12 +50,13 @@ func DetectDatastore(ctx context.Context, cli *clientv3.Client) (Datastore, erro
 			errs = append(errs, fmt.Errorf("status of %s: %w", ep, err))
 			continue
 		}
-		return datastoreOf(st), nil
+		return DatastoreOf(st), nil
 	}
 	return Datastore{}, errors.Join(errs...)
 }
 
-func datastoreOf(st *clientv3.StatusResponse) Datastore {
+// DatastoreOf tells etcd from kine by a status answer (see DetectDatastore).
+func DatastoreOf(st *clientv3.StatusResponse) Datastore {
 	if st.Header == nil || (st.Header.MemberId == 0 && st.Header.ClusterId == 0) {
 		return Datastore{Name: "kine", Version: st.Version}
 	}

@@ -1,4 +1,4 @@
-package repair
+package snapshot
 
 import (
 	"bytes"
@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // TestLogicalSnapshot: a logical snapshot holds every key at its revision,
@@ -21,7 +25,7 @@ func TestLogicalSnapshot(t *testing.T) {
 	e := put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02\n{\"end\":true}")
 	put(t, cli, "/registry/configmaps/x/c", "v")
 	path := filepath.Join(t.TempDir(), LogicalSnapshotFile)
-	info, err := SaveLogical(ctx, cli, Datastore{Name: "etcd"}, path, e.ModRevision)
+	info, err := SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, path, e.ModRevision)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,21 +38,21 @@ func TestLogicalSnapshot(t *testing.T) {
 	if v, err := VerifySnapshot(path); err != nil || v.SHA256 != info.SHA256 {
 		t.Errorf("VerifySnapshot: %+v %v", v, err)
 	}
-	if err := SnapshotHolds(path, []Entry{e}); err != nil {
+	if err := SnapshotHolds(path, []backup.Entry{e}); err != nil {
 		t.Errorf("SnapshotHolds: %v", err)
 	}
 	stale := e
 	stale.ModRevision--
-	if err := SnapshotHolds(path, []Entry{stale}); err == nil {
+	if err := SnapshotHolds(path, []backup.Entry{stale}); err == nil {
 		t.Error("a revision mismatch was not detected")
 	}
-	if err := SnapshotHolds(path, []Entry{{Key: "/registry/pods/x/p"}}); err == nil {
+	if err := SnapshotHolds(path, []backup.Entry{{Key: "/registry/pods/x/p"}}); err == nil {
 		t.Error("a missing key was not detected")
 	}
-	if _, err := SaveLogical(ctx, cli, Datastore{Name: "etcd"}, path, 0); err == nil {
+	if _, err := SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, path, 0); err == nil {
 		t.Error("an existing snapshot was overwritten")
 	}
-	if _, err := SaveLogical(ctx, cli, Datastore{Name: "etcd"}, path+"2", 1<<40); err == nil {
+	if _, err := SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, path+"2", 1<<40); err == nil {
 		t.Error("a snapshot behind the scan was taken")
 	}
 	b, err := BackupFromLogical(path, "/registry/secrets/")
@@ -81,40 +85,23 @@ func TestLogicalSnapshot(t *testing.T) {
 	}
 }
 
-// TestOneKeyTransactions: in one-key mode (kine's transaction shapes) a
-// delete still skips a changed key and a key whose witness came back, and a
-// restore still never overwrites.
-func TestOneKeyTransactions(t *testing.T) {
-	cli, _ := etcdtest.Start(t)
-	ctx := context.Background()
-	var entries []Entry
-	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/b/1", "/registry/pods/a/2", "/registry/pods/c/1"} {
-		e := put(t, cli, k, "v")
-		e.Absent = []string{"/registry/namespaces/" + k[len("/registry/pods/"):len("/registry/pods/")+1]}
-		entries = append(entries, e)
+// put writes key and returns it as a backup entry at its revisions.
+func put(t *testing.T, cli *clientv3.Client, key, value string) backup.Entry {
+	t.Helper()
+	if _, err := cli.Put(context.Background(), key, value); err != nil {
+		t.Fatal(err)
 	}
-	put(t, cli, "/registry/namespaces/a", "recreated")
-	put(t, cli, "/registry/pods/c/1", "changed")
-	p := Pacing{PerSecond: 1000, OneKey: true}
-	results, err := GuardedDelete(ctx, cli, entries, p, nil)
+	resp, err := cli.Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Outcome{SkippedChanged, Deleted, SkippedChanged, SkippedChanged}
-	for i, r := range results {
-		if r.Outcome != want[i] {
-			t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want[i], r.Detail)
-		}
-	}
-	put(t, cli, "/registry/pods/a/1", "other")
-	res, err := Restore(ctx, cli, &Backup{Entries: entries}, p, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantR := []Outcome{Conflict, Restored, AlreadyPresent, Conflict}
-	for i, r := range res {
-		if r.Outcome != wantR[i] {
-			t.Errorf("restore %s: %s, want %s (%s)", r.Key, r.Outcome, wantR[i], r.Detail)
-		}
-	}
+	kv := resp.Kvs[0]
+	return backup.Entry{Key: key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version}
+}
+
+// flip returns b with byte i inverted.
+func flip(b []byte, i int) []byte {
+	c := append([]byte{}, b...)
+	c[i] ^= 0xff
+	return c
 }

@@ -1,4 +1,4 @@
-package repair
+package backup
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // AuditFile is the append-only log beside each backup.
@@ -14,15 +16,15 @@ const AuditFile = "audit.log"
 
 // AuditRecord is one line of the audit log.
 type AuditRecord struct {
-	Time    time.Time `json:"time"`
-	Action  string    `json:"action"`
-	Key     string    `json:"key"`
-	Outcome Outcome   `json:"outcome"`
-	Detail  string    `json:"detail,omitempty"`
+	Time    time.Time         `json:"time"`
+	Action  string            `json:"action"`
+	Key     string            `json:"key"`
+	Outcome etcdwrite.Outcome `json:"outcome"`
+	Detail  string            `json:"detail,omitempty"`
 }
 
 // AppendAudit appends one JSON line per result to dir/audit.log and fsyncs it.
-func AppendAudit(dir, action string, results []Result) error {
+func AppendAudit(dir, action string, results []etcdwrite.Result) error {
 	path := filepath.Join(dir, AuditFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -59,7 +61,7 @@ func Unfinished(dir string, b *Backup) (int, error) {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		var r AuditRecord
-		if json.Unmarshal([]byte(line), &r) == nil && r.Outcome != NotAttempted && r.Outcome != "" {
+		if json.Unmarshal([]byte(line), &r) == nil && r.Outcome != etcdwrite.NotAttempted && r.Outcome != "" {
 			delete(want, r.Key)
 		}
 	}

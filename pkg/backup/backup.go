@@ -1,7 +1,9 @@
-// Package repair removes ghost keys from etcd safely: a verified snapshot and
-// a checksummed per-key backup first, then revision-guarded deletes, and a
-// restore that puts every backed-up key back.
-package repair
+// Package backup holds the record every regghost write leaves before it
+// changes anything: a backup directory with each key it touches as etcd held
+// it (raw bytes, revisions, lease TTL), the cluster's identity, checksums
+// that are verified on every read, an append-only audit log of what became
+// of each key, and the listing of backup directories.
+package backup
 
 import (
 	"context"
@@ -168,10 +170,11 @@ func writeFileSync(path string, data []byte) error {
 		os.Remove(part)
 		return fmt.Errorf("rename %s: %w", part, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
-func syncDir(dir string) error {
+// SyncDir fsyncs a directory, so a file renamed into it stays after a crash.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", dir, err)
@@ -256,4 +259,42 @@ func CheckCluster(ctx context.Context, cli *clientv3.Client, b *Backup) error {
 		return nil
 	}
 	return fmt.Errorf("read the etcd cluster ID: %w", lastErr)
+}
+
+// Present is a key that must exist, as the same incarnation (create
+// revision), for a recovered key to be written: its namespace, its
+// CustomResourceDefinition. A recovered object without them is a ghost.
+type Present struct {
+	Key            string `json:"key"`
+	CreateRevision int64  `json:"createRevision"`
+	// What names it for reports ("namespace kb-system").
+	What string `json:"what,omitempty"`
+}
+
+// ActionRecover marks a backup written by `regghost recover`: its entries
+// are the keys the recovery created. restore undoes it by deleting those
+// that nobody changed since.
+const ActionRecover = "recover"
+
+// RoleRetainedVolume marks a backup entry that holds a PersistentVolume as
+// it was before purge set it to Retain. restore never writes it back: the
+// original asks for the storage to be deleted.
+const RoleRetainedVolume = "retained-volume"
+
+// SnapshotInfo describes a verified snapshot file, as recorded in the backup.
+type SnapshotInfo struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// SHA256 is the checksum etcd appended to the stream, recomputed and matched.
+	SHA256 string `json:"sha256"`
+	// Hash, Revision and TotalKeys are what `etcdutl snapshot status` reports.
+	Hash        uint32 `json:"hash"`
+	Revision    int64  `json:"revision"`
+	TotalKeys   int    `json:"totalKeys"`
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// Format is "logical" for a logical snapshot (see SaveLogical), empty
+	// for etcd's own snapshot file.
+	Format string `json:"format,omitempty"`
+	// Datastore is the server the snapshot came from ("kine"); empty for etcd.
+	Datastore string `json:"datastore,omitempty"`
 }

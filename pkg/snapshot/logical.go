@@ -1,4 +1,4 @@
-package repair
+package snapshot
 
 import (
 	"bufio"
@@ -18,7 +18,9 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // LogicalFormat identifies a logical snapshot: what purge takes where the
@@ -30,10 +32,10 @@ const LogicalSnapshotFile = "snapshot.jsonl"
 
 // logicalHeader is the first line of a logical snapshot.
 type logicalHeader struct {
-	Format    string    `json:"format"`
-	Created   time.Time `json:"created"`
-	Revision  int64     `json:"revision"`
-	Datastore Datastore `json:"datastore"`
+	Format    string              `json:"format"`
+	Created   time.Time           `json:"created"`
+	Revision  int64               `json:"revision"`
+	Datastore etcdwrite.Datastore `json:"datastore"`
 }
 
 // logicalTrailer is the last line: the key count and the sha256 of every
@@ -49,7 +51,7 @@ type logicalTrailer struct {
 // key (the raw value bytes, revisions, version and lease) and a trailer with
 // the count and a sha256 of everything before it. It writes through
 // path.part, fsyncs and renames, then verifies the file by reading it back.
-func SaveLogical(ctx context.Context, kv clientv3.KV, ds Datastore, path string, minRev int64) (*SnapshotInfo, error) {
+func SaveLogical(ctx context.Context, kv clientv3.KV, ds etcdwrite.Datastore, path string, minRev int64) (*backup.SnapshotInfo, error) {
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("snapshot %s already exists; refusing to overwrite it", path)
 	}
@@ -79,13 +81,13 @@ func SaveLogical(ctx context.Context, kv clientv3.KV, ds Datastore, path string,
 		os.Remove(part)
 		return nil, fmt.Errorf("logical snapshot %s: %w", path, werr)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := backup.SyncDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
 	return VerifyLogical(path)
 }
 
-func writeLogical(ctx context.Context, f io.Writer, store *etcdscan.EtcdStore, ds Datastore) error {
+func writeLogical(ctx context.Context, f io.Writer, store *etcdscan.EtcdStore, ds etcdwrite.Datastore) error {
 	h := sha256.New()
 	w := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
 	enc := json.NewEncoder(w)
@@ -103,7 +105,7 @@ func writeLogical(ctx context.Context, f io.Writer, store *etcdscan.EtcdStore, d
 	n := 0
 	err := store.Range(ctx, start, end, false, func(kv *mvccpb.KeyValue) error {
 		n++
-		return enc.Encode(Entry{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision,
+		return enc.Encode(backup.Entry{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision,
 			ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease})
 	})
 	if err != nil {
@@ -130,20 +132,20 @@ func IsLogical(path string) bool {
 // VerifyLogical reads a logical snapshot through: every line must parse, the
 // keys must be distinct and in order, and the trailer's count and sha256
 // must match.
-func VerifyLogical(path string) (*SnapshotInfo, error) {
-	var info *SnapshotInfo
-	err := readLogical(path, func(*Entry) error { return nil }, func(i *SnapshotInfo) { info = i })
+func VerifyLogical(path string) (*backup.SnapshotInfo, error) {
+	var info *backup.SnapshotInfo
+	err := readLogical(path, func(*backup.Entry) error { return nil }, func(i *backup.SnapshotInfo) { info = i })
 	return info, err
 }
 
 // ReadLogical verifies a logical snapshot and returns its entries.
-func ReadLogical(path string) (*SnapshotInfo, []Entry, error) {
-	var entries []Entry
-	var info *SnapshotInfo
-	err := readLogical(path, func(e *Entry) error {
+func ReadLogical(path string) (*backup.SnapshotInfo, []backup.Entry, error) {
+	var entries []backup.Entry
+	var info *backup.SnapshotInfo
+	err := readLogical(path, func(e *backup.Entry) error {
 		entries = append(entries, *e)
 		return nil
-	}, func(i *SnapshotInfo) { info = i })
+	}, func(i *backup.SnapshotInfo) { info = i })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +155,7 @@ func ReadLogical(path string) (*SnapshotInfo, []Entry, error) {
 // errLogical says a logical snapshot is damaged.
 var errLogical = errors.New("logical snapshot is damaged")
 
-func readLogical(path string, fn func(*Entry) error, done func(*SnapshotInfo)) error {
+func readLogical(path string, fn func(*backup.Entry) error, done func(*backup.SnapshotInfo)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open snapshot: %w", err)
@@ -204,12 +206,12 @@ func readLogical(path string, fn func(*Entry) error, done func(*SnapshotInfo)) e
 			if _, err := r.ReadByte(); err == nil {
 				return fmt.Errorf("%w: %s has data after its trailer", errLogical, path)
 			}
-			done(&SnapshotInfo{Path: path, Size: size, SHA256: sum, Revision: hdr.Revision, TotalKeys: n,
+			done(&backup.SnapshotInfo{Path: path, Size: size, SHA256: sum, Revision: hdr.Revision, TotalKeys: n,
 				EtcdVersion: hdr.Datastore.Version, Format: "logical", Datastore: hdr.Datastore.Name})
 			return nil
 		}
 		h.Write(b)
-		var e Entry
+		var e backup.Entry
 		if err := json.Unmarshal(b, &e); err != nil {
 			return fmt.Errorf("%w: %s: key %d: %v", errLogical, path, n+1, err)
 		}
@@ -225,12 +227,12 @@ func readLogical(path string, fn func(*Entry) error, done func(*SnapshotInfo)) e
 }
 
 // logicalHolds checks that the logical snapshot holds every entry exactly.
-func logicalHolds(path string, entries []Entry) error {
-	want := make(map[string]*Entry, len(entries))
+func logicalHolds(path string, entries []backup.Entry) error {
+	want := make(map[string]*backup.Entry, len(entries))
 	for i := range entries {
 		want[entries[i].Key] = &entries[i]
 	}
-	err := readLogical(path, func(e *Entry) error {
+	err := readLogical(path, func(e *backup.Entry) error {
 		w, ok := want[e.Key]
 		if !ok {
 			return nil
@@ -240,7 +242,7 @@ func logicalHolds(path string, entries []Entry) error {
 		}
 		delete(want, e.Key)
 		return nil
-	}, func(*SnapshotInfo) {})
+	}, func(*backup.SnapshotInfo) {})
 	if err != nil {
 		return err
 	}
@@ -253,12 +255,12 @@ func logicalHolds(path string, entries []Entry) error {
 // BackupFromLogical turns a logical snapshot into a backup restore can
 // write back: every key under prefix (every key when prefix is empty). The
 // keys of a kine snapshot keep their TTL (kine's lease is the TTL).
-func BackupFromLogical(path, prefix string) (*Backup, error) {
+func BackupFromLogical(path, prefix string) (*backup.Backup, error) {
 	info, entries, err := ReadLogical(path)
 	if err != nil {
 		return nil, err
 	}
-	b := &Backup{Format: BackupFormat, Scope: "logical snapshot " + path, Snapshot: info, ScanRevision: info.Revision}
+	b := &backup.Backup{Format: backup.BackupFormat, Scope: "logical snapshot " + path, Snapshot: info, ScanRevision: info.Revision}
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Key, prefix) {
 			continue
@@ -283,12 +285,12 @@ var ErrNoPurgeBackup = errors.New("no purge backup beside the snapshot")
 // PurgeBackupOf reads and verifies the backup of the purge that took the
 // logical snapshot at path: the backup.json in the same directory, whose
 // snapshot record holds this snapshot's sha256.
-func PurgeBackupOf(path string, info *SnapshotInfo) (*Backup, error) {
-	bp := filepath.Join(filepath.Dir(path), BackupFile)
+func PurgeBackupOf(path string, info *backup.SnapshotInfo) (*backup.Backup, error) {
+	bp := filepath.Join(filepath.Dir(path), backup.BackupFile)
 	if _, err := os.Stat(bp); err != nil {
 		return nil, fmt.Errorf("%w %s: no %s", ErrNoPurgeBackup, path, bp)
 	}
-	b, err := ReadBackup(bp)
+	b, err := backup.ReadBackup(bp)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +313,7 @@ func PurgeBackupOf(path string, info *SnapshotInfo) (*Backup, error) {
 // the snapshot (PurgeBackupOf). With all it holds every key of the snapshot
 // under prefix, the purge's record kept for the purge's keys when its backup
 // is there: restore then writes back every key absent now, whoever deleted it.
-func BackupFromLogicalPurge(path, prefix string, all bool) (*Backup, error) {
+func BackupFromLogicalPurge(path, prefix string, all bool) (*backup.Backup, error) {
 	info, entries, err := ReadLogical(path)
 	if err != nil {
 		return nil, err
@@ -320,8 +322,8 @@ func BackupFromLogicalPurge(path, prefix string, all bool) (*Backup, error) {
 	if perr != nil && !all {
 		return nil, perr
 	}
-	b := &Backup{Format: BackupFormat, Scope: "logical snapshot " + path, Snapshot: info, ScanRevision: info.Revision}
-	record := map[string]Entry{}
+	b := &backup.Backup{Format: backup.BackupFormat, Scope: "logical snapshot " + path, Snapshot: info, ScanRevision: info.Revision}
+	record := map[string]backup.Entry{}
 	if perr == nil {
 		b.Prefix = purge.Prefix
 		for _, e := range purge.Entries {

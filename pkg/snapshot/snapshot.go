@@ -1,4 +1,7 @@
-package repair
+// Package snapshot takes and verifies full snapshots of the datastore before
+// a write: etcd's own snapshot stream, or a logical snapshot of kine, which
+// has no snapshot RPC.
+package snapshot
 
 import (
 	"bytes"
@@ -21,32 +24,20 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
-// SnapshotInfo describes a verified snapshot file, as recorded in the backup.
-type SnapshotInfo struct {
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-	// SHA256 is the checksum etcd appended to the stream, recomputed and matched.
-	SHA256 string `json:"sha256"`
-	// Hash, Revision and TotalKeys are what `etcdutl snapshot status` reports.
-	Hash        uint32 `json:"hash"`
-	Revision    int64  `json:"revision"`
-	TotalKeys   int    `json:"totalKeys"`
-	EtcdVersion string `json:"etcdVersion,omitempty"`
-	// Format is "logical" for a logical snapshot (see SaveLogical), empty
-	// for etcd's own snapshot file.
-	Format string `json:"format,omitempty"`
-	// Datastore is the server the snapshot came from ("kine"); empty for etcd.
-	Datastore string `json:"datastore,omitempty"`
-}
+// SnapshotFile is the name of the full snapshot inside a backup directory.
+const SnapshotFile = "snapshot.db"
 
 // TakeSnapshot saves a verified snapshot of the keyspace at a revision no
 // older than minRev to path, from the first endpoint that answers and has
 // caught up. From etcd it streams etcd's snapshot (SaveSnapshot); from a
 // server without the snapshot RPC (kine) it writes a logical snapshot
 // (SaveLogical). It returns the endpoint it used.
-func TakeSnapshot(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, path string, minRev int64) (*SnapshotInfo, string, error) {
+func TakeSnapshot(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, path string, minRev int64) (*backup.SnapshotInfo, string, error) {
 	var why []string
 	for _, ep := range cfg.Endpoints {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -55,8 +46,8 @@ func TakeSnapshot(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config
 		switch {
 		case err != nil:
 			why = append(why, fmt.Sprintf("%s: %v", ep, err))
-		case datastoreOf(st).Limited():
-			info, err := SaveLogical(ctx, cli, datastoreOf(st), path, minRev)
+		case etcdwrite.DatastoreOf(st).Limited():
+			info, err := SaveLogical(ctx, cli, etcdwrite.DatastoreOf(st), path, minRev)
 			return info, ep, err
 		case st.Header.Revision < minRev:
 			why = append(why, fmt.Sprintf("%s: at revision %d, behind the scan's %d", ep, st.Header.Revision, minRev))
@@ -75,7 +66,7 @@ func TakeSnapshot(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config
 
 // SaveSnapshot streams a snapshot from exactly one endpoint to path (through
 // path.part, fsynced, then renamed, as etcdctl does) and verifies it.
-func SaveSnapshot(ctx context.Context, cfg clientv3.Config, path string) (*SnapshotInfo, error) {
+func SaveSnapshot(ctx context.Context, cfg clientv3.Config, path string) (*backup.SnapshotInfo, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, fmt.Errorf("snapshot needs an endpoint")
 	}
@@ -87,7 +78,7 @@ func SaveSnapshot(ctx context.Context, cfg clientv3.Config, path string) (*Snaps
 	if err != nil {
 		return nil, fmt.Errorf("save snapshot from %s to %s: %w", cfg.Endpoints[0], path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := backup.SyncDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
 	info, err := VerifySnapshot(path)
@@ -102,7 +93,7 @@ func SaveSnapshot(ctx context.Context, cfg clientv3.Config, path string) (*Snaps
 // data before it, and bbolt's consistency check must pass (the check
 // `etcdutl snapshot status` runs, which also yields hash, revision and key count).
 // A logical snapshot is verified by VerifyLogical.
-func VerifySnapshot(path string) (*SnapshotInfo, error) {
+func VerifySnapshot(path string) (*backup.SnapshotInfo, error) {
 	if IsLogical(path) {
 		return VerifyLogical(path)
 	}
@@ -134,18 +125,18 @@ func VerifySnapshot(path string) (*SnapshotInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s fails the consistency check: %w", path, err)
 	}
-	return &SnapshotInfo{Path: path, Size: size, SHA256: hex.EncodeToString(want), Hash: status.Hash,
+	return &backup.SnapshotInfo{Path: path, Size: size, SHA256: hex.EncodeToString(want), Hash: status.Hash,
 		Revision: status.Revision, TotalKeys: status.TotalKey}, nil
 }
 
 // SnapshotHolds checks that the latest revision of every entry's key in the
 // snapshot is exactly the entry: same mod revision, same bytes. It proves the
 // snapshot can bring back everything that is about to be deleted.
-func SnapshotHolds(path string, entries []Entry) error {
+func SnapshotHolds(path string, entries []backup.Entry) error {
 	if IsLogical(path) {
 		return logicalHolds(path, entries)
 	}
-	want := make(map[string]*Entry, len(entries))
+	want := make(map[string]*backup.Entry, len(entries))
 	for i := range entries {
 		want[entries[i].Key] = &entries[i]
 	}
@@ -198,7 +189,7 @@ func SnapshotHolds(path string, entries []Entry) error {
 // cluster IDs; the data dir must not exist yet. For a logical snapshot it is
 // regghost's, which by default writes back the purge's own keys that are
 // absent now (--all-absent: every key of the snapshot absent now).
-func DisasterRestoreCommand(info *SnapshotInfo) string {
+func DisasterRestoreCommand(info *backup.SnapshotInfo) string {
 	if info.Format == "logical" {
 		return fmt.Sprintf("regghost snapshot restore %s --confirm   # writes back this purge's own keys; %s writes every key of the snapshot absent now", info.Path, AllAbsentFlag)
 	}

@@ -1,4 +1,4 @@
-package repair
+package etcdwrite
 
 import (
 	"context"
@@ -23,22 +23,23 @@ func ReadBackContext(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(context.WithoutCancel(ctx), ReadBackTimeout)
 }
 
-// readBacks runs the read-backs of a run's keys, each on a context of its
+// ReadBacks runs the read-backs of a run's keys, each on a context of its
 // own. When readBackFailLimit of them fail in a row, etcd is not answering:
 // the keys left are not waited for one by one (that could take
 // ReadBackTimeout per key), and fail at once with the reason.
-type readBacks struct {
-	ctx     context.Context
+type ReadBacks struct {
+	// Ctx is the command's context; each read-back gets its own (ReadBackContext).
+	Ctx     context.Context
 	failed  int
 	lastErr error
 }
 
-// do runs one key's read-back.
-func (r *readBacks) do(read func(ctx context.Context) error) error {
+// Do runs one key's read-back.
+func (r *ReadBacks) Do(read func(ctx context.Context) error) error {
 	if r.failed >= readBackFailLimit {
 		return fmt.Errorf("not read back: etcd did not answer the last %d read-backs (%v)", r.failed, r.lastErr)
 	}
-	ctx, cancel := ReadBackContext(r.ctx)
+	ctx, cancel := ReadBackContext(r.Ctx)
 	defer cancel()
 	if err := read(ctx); err != nil {
 		r.failed++
@@ -49,11 +50,29 @@ func (r *readBacks) do(read func(ctx context.Context) error) error {
 	return nil
 }
 
-// get reads key back, sending the read again while etcd is paused.
-func (r *readBacks) get(kv clientv3.KV, key string) (resp *clientv3.GetResponse, err error) {
-	err = r.do(func(ctx context.Context) (err error) {
-		resp, err = getRetrying(ctx, kv, key)
+// Get reads key back, sending the read again while etcd is paused.
+func (r *ReadBacks) Get(kv clientv3.KV, key string) (resp *clientv3.GetResponse, err error) {
+	err = r.Do(func(ctx context.Context) (err error) {
+		resp, err = GetRetrying(ctx, kv, key)
 		return err
 	})
 	return resp, err
+}
+
+// GetRetrying reads key on ctx (a read-back's own, see readBacks), sending
+// the read again while etcd is paused (no leader, a lost member).
+func GetRetrying(ctx context.Context, kv clientv3.KV, key string) (*clientv3.GetResponse, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		resp, err := kv.Get(ctx, key)
+		if err == nil || !Transient(err) || ctx.Err() != nil {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
 }

@@ -1,4 +1,4 @@
-package repair
+package etcdwrite
 
 import (
 	"context"
@@ -29,11 +29,13 @@ func LeaseTTL(ctx context.Context, leases clientv3.Lease, lease int64) (ttl int6
 	return resp.TTL, ""
 }
 
-// leaseNote is what a result says about a deleted key whose lease TTL was
-// not known: a restore cannot give it back the lease it had.
-func leaseNote(e Entry) string {
-	if e.LeaseTTLUnknown == "" {
-		return ""
-	}
-	return "lease TTL unknown (" + e.LeaseTTLUnknown + "): a restore cannot give the key back the lease it had"
+// KVLease is what a repair needs of etcd: keys and leases (*clientv3.Client).
+type KVLease interface {
+	clientv3.KV
+	clientv3.Lease
 }
+
+// UnknownLeaseTTL is the TTL, in seconds, a restored key gets when its
+// lease's TTL could not be read at the backup: kube-apiserver's default
+// --event-ttl (1h), the TTL of the keys that have leases.
+const UnknownLeaseTTL = 3600
