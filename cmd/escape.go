@@ -3,49 +3,18 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/regghost/regghost/pkg/textsafe"
 )
 
 // escapeCell makes a value from etcd safe to print in one cell: every
 // control character (C0, DEL, C1; newline and tab too, which would break the
-// row) and every byte that is not UTF-8 is written as a visible escape.
-func escapeCell(s string) string {
-	if !needsEscape(s, false) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case isControl(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
+// row) and every byte that is not UTF-8 is written as a visible escape. The
+// rule is textsafe.Escape, shared with the exporter's labels.
+func escapeCell(s string) string { return textsafe.Escape(s) }
 
-// isControl reports C0 controls, DEL and C1 controls (U+0080–U+009F, which
-// some terminals obey as escape sequences, CSI among them).
-func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
-
-func needsEscape(s string, keepLayout bool) bool {
-	for _, r := range s {
-		if r == utf8.RuneError || (isControl(r) && !(keepLayout && (r == '\n' || r == '\t'))) {
-			return true
-		}
-	}
-	return false
-}
+// isControl reports C0 controls, DEL and C1 controls (textsafe.IsControl).
+func isControl(r rune) bool { return textsafe.IsControl(r) }
 
 // safeWriter passes output through with every control character but
 // newline and tab written as \u00XX: a JSON-valid escape, and inert on a

@@ -1,11 +1,13 @@
 package exporter
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/regghost/regghost/pkg/textsafe"
 	"github.com/regghost/regghost/pkg/version"
 )
 
@@ -149,10 +151,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		ch <- constMetric(d, prometheus.GaugeValue, v, labels)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+		ch <- constMetric(d, prometheus.CounterValue, v, labels)
 	}
 	info := version.Get()
 	gauge(descBuild, 1, info.Version, info.Commit, info.GoVersion)
@@ -214,6 +216,24 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descAPIWitness, b2f(s.APIWitness))
 	gauge(descKeys, float64(s.KeysScanned))
 	gauge(descRevision, float64(s.Revision))
+}
+
+// constMetric is one series, every label value made valid by
+// textsafe.Escape: names come from etcd keys and values, and a value that
+// is not UTF-8 would fail the whole scrape. Summarize already escapes what
+// it counts (so that two names escaping alike are summed, not exported
+// twice); escaping here again is a no-op for those and keeps the rule for
+// any other source. A series client_golang still refuses is reported as
+// invalid: that scrape fails, the collector goes on.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels []string) prometheus.Metric {
+	for i, l := range labels {
+		labels[i] = textsafe.Escape(l)
+	}
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, fmt.Errorf("label values %q: %w", labels, err))
+	}
+	return m
 }
 
 func b2f(b bool) float64 {

@@ -2,7 +2,10 @@
 // ghosts, suspects, dangling references and terminating namespaces, which
 // checks could be made, and what each scan cycle cost. It keeps label
 // cardinality bounded: no object names, and namespaces beyond a limit share
-// the label value "other".
+// the label value "other". Every label value that comes from etcd (a
+// namespace, a resource, a kind, a class) is made valid by textsafe.Escape
+// before it is counted: one name that is not UTF-8 would otherwise fail
+// every scrape.
 package exporter
 
 import (
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/textsafe"
 )
 
 // OtherNamespace is the namespace label of every namespace beyond the limit.
@@ -72,7 +76,9 @@ type Snapshot struct {
 // Summarize counts a report. Namespaces are ranked by how much they hold
 // (findings, dangling references pointing into them, terminating) and only
 // the first limit keep their name; the rest are counted as "other". A limit
-// of 0 or less keeps no name.
+// of 0 or less keeps no name. Every text of the report that becomes a label
+// is escaped (textsafe.Escape) here, where the counts are keyed: two names
+// that escape alike are summed into one series, never exported twice.
 func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 	s := &Snapshot{
 		Objects: map[ObjectKey]int{}, Classes: map[ObjectKey]int{},
@@ -92,9 +98,10 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 		if len(f.Classes) == 0 {
 			return nil
 		}
-		s.Objects[ObjectKey{Class: f.Classes[0], Resource: f.Resource, Namespace: n}]++
+		resource := textsafe.Escape(f.Resource)
+		s.Objects[ObjectKey{Class: escapeClass(f.Classes[0]), Resource: resource, Namespace: n}]++
 		for _, c := range f.Classes {
-			s.Classes[ObjectKey{Class: c, Resource: f.Resource, Namespace: n}]++
+			s.Classes[ObjectKey{Class: escapeClass(c), Resource: resource, Namespace: n}]++
 		}
 		if f.Ghost {
 			s.Ghosts[n]++
@@ -112,7 +119,7 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 	s.Objects, s.Classes = relabel(s.Objects, labelled), relabel(s.Classes, labelled)
 	s.Ghosts, s.SingleWitness = relabel(s.Ghosts, ns), relabel(s.SingleWitness, ns)
 	for _, d := range rep.Dangling {
-		k := DanglingKey{Kind: d.Kind, State: d.State, TargetNamespace: ns(d.TargetNamespace)}
+		k := DanglingKey{Kind: textsafe.Escape(d.Kind), State: etcdscan.DanglingState(textsafe.Escape(string(d.State))), TargetNamespace: ns(d.TargetNamespace)}
 		s.Dangling[k]++
 		if d.Since != nil {
 			if old, ok := s.DanglingSince[k]; !ok || d.Since.Before(old) {
@@ -126,10 +133,13 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 		s.TerminatingObjects[n] += t.Objects
 	}
 	for _, c := range rep.Checks {
-		s.Checks = append(s.Checks, CheckState{Name: c.Name, Done: c.Done})
+		s.Checks = append(s.Checks, CheckState{Name: textsafe.Escape(c.Name), Done: c.Done})
 	}
 	return s, nil
 }
+
+// escapeClass is a class as a label value.
+func escapeClass(c etcdscan.Class) etcdscan.Class { return etcdscan.Class(textsafe.Escape(string(c))) }
 
 // relabel sums the counts of m under the keys label gives.
 func relabel[K comparable](m map[K]int, label func(K) K) map[K]int {
@@ -141,9 +151,9 @@ func relabel[K comparable](m map[K]int, label func(K) K) map[K]int {
 }
 
 // namespaceLabels returns the label value of each namespace: its name for
-// the limit namespaces holding the most, "other" for the rest. The empty
-// namespace (cluster-scoped objects) is always itself. weight holds the
-// findings of each namespace.
+// the limit namespaces holding the most (escaped), "other" for the rest.
+// The empty namespace (cluster-scoped objects) is always itself. weight
+// holds the findings of each namespace.
 func namespaceLabels(rep *etcdscan.Report, weight map[string]int, limit int) func(string) string {
 	for _, d := range rep.Dangling {
 		if d.TargetNamespace != "" {
@@ -169,7 +179,7 @@ func namespaceLabels(rep *etcdscan.Report, weight map[string]int, limit int) fun
 	}
 	return func(n string) string {
 		if n == "" || keep[n] {
-			return n
+			return textsafe.Escape(n)
 		}
 		return OtherNamespace
 	}

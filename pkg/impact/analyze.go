@@ -117,6 +117,11 @@ type analysis struct {
 	unreadablePVs []string
 	// pvsLoaded is set once the PersistentVolumes were read.
 	pvsLoaded bool
+	// contents are the VolumeSnapshotContents, unreadableContents those
+	// nobody here could read; contentsLoaded is set once they were read.
+	contents           []storedContent
+	unreadableContents []unreadableContent
+	contentsLoaded     bool
 }
 
 func (a *analysis) add(key string, e Effect) { a.rep.Effects[key] = append(a.rep.Effects[key], e) }
@@ -172,7 +177,9 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 		return false
 	}
 	if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
-		a.objectEffects(t.Key, k.Prefix, u, has)
+		if err := a.objectEffects(t.Key, k.Prefix, u, has); err != nil {
+			return "", err
+		}
 	}
 	switch o := obj.(type) {
 	case *corev1.PersistentVolumeClaim:

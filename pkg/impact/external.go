@@ -178,8 +178,9 @@ func deleteEffects(finalizers []string) []Effect {
 // that controllers outside kube-controller-manager act on by their kind
 // rather than by a finalizer: Ingresses and Gateways of cloud load-balancer
 // controllers, VolumeSnapshots bound to a content with deletionPolicy
-// Delete, Karpenter NodeClaims and Cluster API Machines.
-func (a *analysis) objectEffects(key, prefix string, obj map[string]any, has func(Kind) bool) {
+// Delete (bound from either side, see snapshotEffects), Karpenter NodeClaims
+// and Cluster API Machines. An error is the keyspace's, not the object's.
+func (a *analysis) objectEffects(key, prefix string, obj map[string]any, has func(Kind) bool) error {
 	str := func(path ...string) string {
 		v, _, _ := unstructuredString(obj, path...)
 		return v
@@ -187,7 +188,7 @@ func (a *analysis) objectEffects(key, prefix string, obj map[string]any, has fun
 	switch prefix {
 	case "ingress":
 		if has(LoadBalancerDeleted) || has(LoadBalancerLeaked) {
-			return
+			return nil
 		}
 		class := str("metadata", "annotations", "kubernetes.io/ingress.class")
 		controller := ""
@@ -205,27 +206,14 @@ func (a *analysis) objectEffects(key, prefix string, obj map[string]any, has fun
 		}
 	case "gateway.networking.k8s.io/gateways":
 		if has(LoadBalancerDeleted) || has(LoadBalancerLeaked) {
-			return
+			return nil
 		}
 		name := str("spec", "gatewayClassName")
 		controller := a.fieldOf(a.registry+"gateway.networking.k8s.io/gatewayclasses/"+name, "spec", "controllerName")
 		a.add(key, Effect{Kind: LoadBalancerDeleted, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(LoadBalancerDeleted),
 			Summary: "the Gateway controller of class " + name + " (" + orDefault(controller, "controller unknown") + ") provisions its load balancer: deleting the Gateway deletes it or leaks it; a restore gets a new one, with a new address"})
 	case "snapshot.storage.k8s.io/volumesnapshots":
-		content := str("status", "boundVolumeSnapshotContentName")
-		if content == "" {
-			return
-		}
-		contentKey := a.registry + "snapshot.storage.k8s.io/volumesnapshotcontents/" + content
-		policy, err := a.fieldRead(contentKey, "spec", "deletionPolicy")
-		switch {
-		case err != nil:
-			a.add(key, Effect{Kind: Unknown, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(Unknown), Objects: []string{contentKey},
-				Summary: "whether the storage snapshot is destroyed is unknown: " + oneLine(err)})
-		case policy == "Delete":
-			a.add(key, Effect{Kind: SnapshotDestroyed, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(SnapshotDestroyed), Objects: []string{contentKey},
-				Summary: "its VolumeSnapshotContent " + content + " has deletionPolicy Delete: the snapshot controller deletes it and the CSI driver destroys the storage snapshot"})
-		}
+		return a.snapshotEffects(key, obj)
 	case "karpenter.sh/nodeclaims":
 		if !has(InstanceTerminated) {
 			a.add(key, Effect{Kind: InstanceTerminated, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(InstanceTerminated),
@@ -237,6 +225,7 @@ func (a *analysis) objectEffects(key, prefix string, obj map[string]any, has fun
 				Summary: "the garbage collector deletes its infrastructure machine and the provider deletes the VM, without draining the node"})
 		}
 	}
+	return nil
 }
 
 // fieldOf reads a string field of the object stored under key, "" when it
