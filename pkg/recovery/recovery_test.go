@@ -230,6 +230,18 @@ func TestJudge(t *testing.T) {
 			t.Errorf("configmap: %s (%s) needs %v", o.Action, o.Detail, o.Needs)
 		}
 	})
+	// The README's `recover -n shop -l app=web --with-namespace`: the
+	// selector chooses the objects, not their namespace.
+	t.Run("with the namespace and a selector, the namespace comes too", func(t *testing.T) {
+		app, _ := labels.Parse("app=db")
+		got := w.judge(Selection{Namespace: "gone", Selector: app, WithNamespace: true})
+		if o := got[reg+"namespaces/gone"]; o == nil || o.Action != Recover {
+			t.Fatalf("namespace not recovered: %+v", o)
+		}
+		if o := got[reg+"configmaps/gone/c"]; o.Action != Recover {
+			t.Errorf("configmap: %s (%s), want recover", o.Action, o.Detail)
+		}
+	})
 }
 
 func TestSelect(t *testing.T) {
@@ -506,5 +518,84 @@ func TestNamespaceUnreadableInTheSource(t *testing.T) {
 		if into && o.Action != Recover || !into && (o.Action != Refused || !strings.Contains(o.Detail, "namespace a in the source cannot be read")) {
 			t.Errorf("into-recreated %v: %s (%s)", into, o.Action, o.Detail)
 		}
+	}
+}
+
+// TestSelectCompanionsIgnoreTheFilters: the filters choose the objects;
+// --with-namespace brings the namespace of each whatever -l, --name and
+// --resource say, and a CRD asked for by key or name is chosen whatever -n
+// and -l say (they choose its custom resources).
+func TestSelectCompanionsIgnoreTheFilters(t *testing.T) {
+	crdKey := reg + "apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com","uid":"u-crd"},` +
+		`"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true}]}}`
+	widget := func(ns, name, app string) string {
+		return `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"` + name + `","namespace":"` + ns + `","uid":"u-` + ns + name + `","labels":{"app":"` + app + `"}}}`
+	}
+	w := newRawWorld(t, map[string]runtime.Object{
+		reg + "namespaces/shop":        nsObj("shop", "u-shop"),
+		reg + "namespaces/lab":         nsObj("lab", "u-lab"),
+		reg + "configmaps/shop/web":    cm("shop", "web", "u1", map[string]string{"app": "web"}),
+		reg + "configmaps/shop/db":     cm("shop", "db", "u2", map[string]string{"app": "db"}),
+		reg + "configmaps/lab/web":     cm("lab", "web", "u3", map[string]string{"app": "web"}),
+		reg + "secrets/shop/web":       &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u4"}},
+		reg + "configmaps/nowhere/web": cm("nowhere", "web", "u5", map[string]string{"app": "web"}),
+	}, nil, map[string]string{
+		crdKey:                             crd,
+		reg + "example.com/widgets/shop/a": widget("shop", "a", "web"),
+		reg + "example.com/widgets/shop/b": widget("shop", "b", "db"),
+		reg + "example.com/widgets/lab/c":  widget("lab", "c", "web"),
+	}, nil)
+	sel := func(s string) labels.Selector { l, _ := labels.Parse(s); return l }
+	crdRel := strings.TrimPrefix(crdKey, reg)
+	tests := []struct {
+		name  string
+		sel   Selection
+		want  []string
+		named []string
+	}{
+		{"namespace and selector bring the namespace", Selection{Namespace: "shop", Selector: sel("app=web"), WithNamespace: true},
+			[]string{"namespaces/shop", "configmaps/shop/web", "example.com/widgets/shop/a"}, nil},
+		{"name brings each namespace", Selection{Name: "web", WithNamespace: true},
+			// nowhere is not in the source: nothing to bring.
+			[]string{"namespaces/lab", "namespaces/shop", "configmaps/lab/web", "configmaps/nowhere/web", "configmaps/shop/web", "secrets/shop/web"},
+			[]string{"configmaps/lab/web", "configmaps/nowhere/web", "configmaps/shop/web", "secrets/shop/web"}},
+		{"resource brings the namespace", Selection{Namespace: "shop", Resource: "Secret", WithNamespace: true},
+			[]string{"namespaces/shop", "secrets/shop/web"}, nil},
+		{"a key and a selector that does not match it", Selection{Keys: []string{reg + "configmaps/shop/db"}, Selector: sel("app=web"), WithNamespace: true},
+			nil, nil},
+		{"without --with-namespace, no namespace", Selection{Namespace: "shop", Selector: sel("app=web")},
+			[]string{"configmaps/shop/web", "example.com/widgets/shop/a"}, nil},
+		{"a CRD by key, its resources chosen by -n and -l", Selection{Keys: []string{crdKey}, Namespace: "shop", Selector: sel("app=web")},
+			[]string{crdRel, "example.com/widgets/shop/a"}, []string{crdRel}},
+		{"a CRD by resource and name, with its namespaces", Selection{Resource: "crd", Name: "widgets.example.com", Namespace: "lab", WithNamespace: true},
+			[]string{"namespaces/lab", crdRel, "example.com/widgets/lab/c"}, []string{crdRel}},
+		{"CRDs by label: the label chooses the CRDs", Selection{Resource: "customresourcedefinitions", Selector: sel("app=web")},
+			nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.sel.Resource == "crd" {
+				tc.sel.Resource = "customresourcedefinitions"
+			}
+			tc.sel.Registry = reg
+			objs, err := Select(context.Background(), w.src, tc.sel, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, named []string
+			for _, o := range objs {
+				got = append(got, strings.TrimPrefix(o.Key, reg))
+				if o.Named {
+					named = append(named, strings.TrimPrefix(o.Key, reg))
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if strings.Join(named, " ") != strings.Join(tc.named, " ") {
+				t.Errorf("named %v, want %v", named, tc.named)
+			}
+		})
 	}
 }
