@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -101,6 +103,16 @@ func (w *world) judge(sel Selection, accept ...ImpactKind) map[string]*Object {
 
 func (w *world) judgeWith(sel Selection, o Options, accept ...ImpactKind) map[string]*Object {
 	w.t.Helper()
+	m := map[string]*Object{}
+	for _, o := range w.judged(sel, o, accept...) {
+		m[o.Key] = o
+	}
+	return m
+}
+
+// judged selects and judges, in Select's order.
+func (w *world) judged(sel Selection, o Options, accept ...ImpactKind) []*Object {
+	w.t.Helper()
 	ctx := context.Background()
 	sel.Registry = reg
 	objs, err := Select(ctx, w.src, sel, nil)
@@ -119,11 +131,7 @@ func (w *world) judgeWith(sel Selection, o Options, accept ...ImpactKind) map[st
 	if err := Judge(ctx, objs, o); err != nil {
 		w.t.Fatal(err)
 	}
-	m := map[string]*Object{}
-	for _, o := range objs {
-		m[o.Key] = o
-	}
-	return m
+	return objs
 }
 
 func TestJudge(t *testing.T) {
@@ -598,4 +606,148 @@ func TestSelectCompanionsIgnoreTheFilters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestManifestsCarryTheVerdicts: `recover -o yaml` prints what recover
+// would write and says what it left out; an object changed since the
+// source is never rolled back, unless asked for by name, and then only at
+// the live resourceVersion it was judged at.
+func TestManifestsCarryTheVerdicts(t *testing.T) {
+	secret := func(name, v string) *corev1.Secret {
+		return &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("u-" + name)},
+			Data: map[string][]byte{"password": []byte(v)}}
+	}
+	svc := func(name, ip string) *corev1.Service {
+		return &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("u-" + name)},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip}}}
+	}
+	w := newWorld(t, map[string]runtime.Object{
+		reg + "namespaces/shop":          nsObj("shop", "u-shop"),
+		reg + "secrets/shop/db":          secret("db", "old"),
+		reg + "secrets/shop/gone":        secret("gone", "x"),
+		reg + "configmaps/shop/settings": cm("shop", "settings", "u-settings", map[string]string{"v": "1"}),
+		reg + "configmaps/shop/same":     cm("shop", "same", "u-same", nil),
+		reg + "pods/shop/p":              &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p", UID: "u-p"}},
+		reg + "services/specs/shop/old":  svc("old", "10.0.0.7"),
+		// Its IP is held too, and its UID: the first refusal holds only
+		// for recover's own write, the second for the manifest too.
+		reg + "services/specs/shop/dup": &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "dup", UID: "u-new"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.7", ClusterIPs: []string{"10.0.0.7"}}},
+		reg + "configmaps/shop/orphan":    cm("shop", "orphan", "u-orphan", nil, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "u-owner"}),
+		reg + "configmaps/shop/unrelated": cm("shop", "unrelated", "u-unrelated", nil),
+	}, map[string]runtime.Object{
+		reg + "secrets/shop/db":          secret("db", "rotated"),
+		reg + "secrets/shop/gone":        nil,
+		reg + "configmaps/shop/settings": cm("shop", "settings", "u-settings", map[string]string{"v": "2"}),
+		reg + "pods/shop/p":              nil,
+		reg + "services/specs/shop/old":  nil,
+		reg + "services/specs/shop/dup":  nil,
+		reg + "services/specs/shop/new":  svc("new", "10.0.0.7"),
+		reg + "configmaps/shop/orphan":   nil,
+	})
+	ctx := context.Background()
+	liveRV := func(key string) string {
+		resp, err := w.kv.Get(ctx, key)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("%s: %v", key, err)
+		}
+		return fmt.Sprint(resp.Kvs[0].ModRevision)
+	}
+	type want struct {
+		printed bool
+		// rv is the resourceVersion printed ("" none); reason a part of
+		// the reason it was left out for.
+		rv, reason string
+	}
+	tests := []struct {
+		name   string
+		byName []string
+		want   map[string]want
+	}{
+		{"the verdicts", nil, map[string]want{
+			"namespaces/shop":           {reason: "the live key holds the source's bytes"},
+			"secrets/shop/db":           {reason: "changed since the source); never overwritten"},
+			"configmaps/shop/settings":  {reason: "changed since the source); never overwritten"},
+			"configmaps/shop/same":      {reason: "the live key holds the source's bytes"},
+			"secrets/shop/gone":         {printed: true},
+			"pods/shop/p":               {reason: string(ContainersStarted)},
+			"configmaps/shop/orphan":    {reason: string(DeletedAgain)},
+			"configmaps/shop/unrelated": {reason: "the live key holds the source's bytes"},
+			// Refused only because two Services would share the IP in
+			// etcd: the manifest, without it, is the way out.
+			"services/specs/shop/old": {printed: true},
+			"services/specs/shop/dup": {reason: "its UID u-new is held by the live object"},
+		}},
+		{"asked for by name", []string{reg + "secrets/shop/db", reg + "configmaps/shop/same", reg + "pods/shop/p"}, map[string]want{
+			"namespaces/shop":           {reason: "the live key holds the source's bytes"},
+			"secrets/shop/db":           {printed: true, rv: liveRV(reg + "secrets/shop/db")},
+			"configmaps/shop/settings":  {reason: "never overwritten"},
+			"configmaps/shop/same":      {printed: true, rv: liveRV(reg + "configmaps/shop/same")},
+			"secrets/shop/gone":         {printed: true},
+			"pods/shop/p":               {reason: string(ContainersStarted)},
+			"configmaps/shop/orphan":    {reason: string(DeletedAgain)},
+			"configmaps/shop/unrelated": {reason: "the live key holds the source's bytes"},
+			"services/specs/shop/old":   {printed: true},
+			"services/specs/shop/dup":   {reason: "its UID u-new is held by the live object"},
+		}},
+	}
+	objs := w.judged(Selection{Namespace: "shop", WithNamespace: true}, Options{})
+	for _, o := range objs {
+		if o.ThroughAPI != (o.Key == reg+"services/specs/shop/old") {
+			t.Errorf("%s: %s (%s), through the API %v", o.Key, o.Action, o.Detail, o.ThroughAPI)
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			list, left, err := Manifests(objs, ManifestOptions{ByName: tc.byName})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]want{}
+			for _, u := range list.Items {
+				key := etcdscan.ObjectKey("", strings.ToLower(u.GetKind())+"s", u.GetNamespace(), u.GetName())
+				if u.GetKind() == "Service" {
+					key = etcdscan.ObjectKey("", "services/specs", u.GetNamespace(), u.GetName())
+					if ip, ok, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ok {
+						t.Errorf("%s printed with the cluster IP %s another Service holds", key, ip)
+					}
+				}
+				got[key] = want{printed: true, rv: u.GetResourceVersion()}
+			}
+			for _, l := range left {
+				k := strings.TrimPrefix(l.Key, reg)
+				if _, dup := got[k]; dup {
+					t.Errorf("%s both printed and left out", k)
+				}
+				got[k] = want{reason: l.Reason}
+			}
+			for k, wt := range tc.want {
+				g, ok := got[k]
+				switch {
+				case !ok:
+					t.Errorf("%s neither printed nor left out", k)
+				case g.printed != wt.printed || g.rv != wt.rv || !strings.Contains(g.reason, wt.reason):
+					t.Errorf("%s: printed %v rv %q reason %q; want printed %v rv %q reason %q", k, g.printed, g.rv, g.reason, wt.printed, wt.rv, wt.reason)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("got %d objects, want %d: %v", len(got), len(tc.want), got)
+			}
+		})
+	}
+	t.Run("named keys", func(t *testing.T) {
+		named := w.judged(Selection{Namespace: "shop", Resource: "secrets", Name: "db", WithNamespace: true}, Options{})
+		if got := NamedKeys(named); len(got) != 1 || got[0] != reg+"secrets/shop/db" {
+			t.Errorf("NamedKeys %v, want the secret alone (not its namespace)", got)
+		}
+	})
+	t.Run("unjudged objects", func(t *testing.T) {
+		objs, err := Select(ctx, w.src, Selection{Registry: reg, Namespace: "shop"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Manifests(objs, ManifestOptions{}); err == nil || !strings.Contains(err.Error(), "was not judged") {
+			t.Errorf("err %v, want: not judged", err)
+		}
+	})
 }
