@@ -63,10 +63,14 @@ type Verdict struct {
 	ThroughAPI bool `json:"throughAPI,omitempty"`
 }
 
-// Need is a key that must exist for an object to be written.
+// Need is a key that must exist for an object to be written: its namespace,
+// its CRD, the owners recovered in the same run that keep it.
 type Need struct {
 	Key  string `json:"key"`
 	What string `json:"what"`
+	// Without says what becomes of the object without the key ("" : it
+	// would be a ghost).
+	Without string `json:"without,omitempty"`
 	// CreateRevision is the live key's create revision when it was judged
 	// (the write compares it); 0 when this run recovers it first.
 	CreateRevision int64 `json:"createRevision,omitempty"`
@@ -248,7 +252,14 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
+	owners, deletedAgain, ownerNotes, err := j.owners(ctx, o)
+	if err != nil {
+		return Verdict{}, err
+	}
+	impacts = append(impacts, deletedAgain...)
+	v.Needs = append(v.Needs, owners...)
 	v.Notes = append(v.Notes, notes...)
+	v.Notes = append(v.Notes, ownerNotes...)
 	var unaccepted []string
 	for i := range impacts {
 		impacts[i].Accepted = j.Accept[impacts[i].Kind]
@@ -267,6 +278,56 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 	}
 	v.Action = Recover
 	return v, nil
+}
+
+// owners judges o's owner references as the garbage collector will: when
+// none of its owners exists, live (with its UID) or recovered by this run,
+// it deletes o again (DeletedAgain); a kind unknown here is noted. When
+// only owners this run recovers keep it, o needs them: it is written after
+// them, comparing their create revision, and not when they were not
+// written (Write).
+func (j *judge) owners(ctx context.Context, o *Object) ([]Need, []Impact, []string, error) {
+	m, err := meta.Accessor(o.Obj)
+	if err != nil || len(m.GetOwnerReferences()) == 0 {
+		return nil, nil, nil, nil
+	}
+	var recovered []Need
+	var gone, unknown []string
+	for _, ref := range m.GetOwnerReferences() {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		res, ok := j.Types.ForKind(gv.Group, ref.Kind)
+		if !ok {
+			unknown = append(unknown, ref.Kind+" "+ref.Name)
+			continue
+		}
+		ns := o.Parsed.Namespace
+		if !res.Namespaced {
+			ns = ""
+		}
+		key := etcdscan.ObjectKey(j.Registry, res.Prefix(), ns, ref.Name)
+		if w := j.byKey[key]; w != nil && w.Action == Recover && w.Meta != nil && (ref.UID == "" || w.Meta.Meta.UID == ref.UID) {
+			recovered = append(recovered, Need{Key: key, What: "its owner " + ref.Kind + " " + ref.Name, Without: "the garbage collector would delete it again"})
+			continue
+		}
+		alive, err := j.alive(ctx, key, string(ref.UID))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if alive {
+			// A live owner keeps it, whatever becomes of the others.
+			return nil, nil, nil, nil
+		}
+		gone = append(gone, ref.Kind+" "+ref.Name)
+	}
+	switch {
+	case len(recovered) > 0:
+		return recovered, nil, nil, nil
+	case len(unknown) > 0:
+		return nil, nil, []string{fmt.Sprintf("whether its owners %s exist cannot be told (kind unknown here): if none does, the garbage collector deletes it again", strings.Join(unknown, ", "))}, nil
+	case len(gone) > 0:
+		return nil, []Impact{{Kind: DeletedAgain, Detail: fmt.Sprintf("its owners (%s) are gone (or cannot be read here) and not recovered: the garbage collector deletes it again; recover them too", strings.Join(gone, ", "))}}, nil, nil
+	}
+	return nil, nil, nil, nil
 }
 
 // throughAPI is the way out of a refusal that holds only for the stored

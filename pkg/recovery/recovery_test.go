@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/objread"
 	"github.com/regghost/regghost/pkg/repair"
@@ -750,4 +752,209 @@ func TestManifestsCarryTheVerdicts(t *testing.T) {
 			t.Errorf("err %v, want: not judged", err)
 		}
 	})
+}
+
+// TestWriteOrder: namespaces, then CRDs, then owners before what they own,
+// each step written before the next; what rests on nothing in the run
+// keeps key order.
+func TestWriteOrder(t *testing.T) {
+	ref := func(kind, name, uid string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID(uid)}
+	}
+	obj := func(key, uid string, owners ...metav1.OwnerReference) *Object {
+		k, err := etcdscan.ParseKey(reg, reg+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &Object{Key: reg + key, Parsed: k, Meta: &decode.Object{Meta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name, UID: types.UID(uid), OwnerReferences: owners}}}
+		switch {
+		case k.Prefix == namespacesPrefix:
+			o.Stage = StageNamespaces
+		case strings.HasPrefix(key, "apiextensions.k8s.io/"):
+			o.Stage = StageCRDs
+		default:
+			o.Stage = StageObjects
+		}
+		return o
+	}
+	needing := func(o *Object, keys ...string) *Object {
+		for _, k := range keys {
+			o.Needs = append(o.Needs, Need{Key: reg + k})
+		}
+		return o
+	}
+	tests := []struct {
+		name string
+		objs []*Object
+		want [][]string
+	}{
+		{"pods after replicasets after deployments", []*Object{
+			obj("deployments/a/web", "u-d"),
+			obj("pods/a/web-x-1", "u-p1", ref("ReplicaSet", "web-x", "u-rs")),
+			obj("pods/a/web-x-2", "u-p2", ref("ReplicaSet", "web-x", "u-rs")),
+			obj("replicasets/a/web-x", "u-rs", ref("Deployment", "web", "u-d")),
+		}, [][]string{{"deployments/a/web"}, {"replicasets/a/web-x"}, {"pods/a/web-x-1", "pods/a/web-x-2"}}},
+		{"an owner not in the run holds nothing back", []*Object{
+			obj("configmaps/a/c", "u-c"),
+			obj("pods/a/web-x-1", "u-p1", ref("ReplicaSet", "web-x", "u-live")),
+		}, [][]string{{"configmaps/a/c", "pods/a/web-x-1"}}},
+		{"namespaces, then CRDs, then the rest", []*Object{
+			obj("namespaces/a", "u-a"),
+			obj("apiextensions.k8s.io/customresourcedefinitions/widgets.example.com", "u-crd"),
+			obj("configmaps/a/owner", "u-o"),
+			obj("example.com/widgets/a/w", "u-w", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "u-o"}),
+		}, [][]string{{"namespaces/a"}, {"apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"}, {"configmaps/a/owner"}, {"example.com/widgets/a/w"}}},
+		// Without an ownerReference (the default), a StatefulSet's claim
+		// keeps key order: first, so that the controller finds it.
+		{"a claim from volumeClaimTemplates", []*Object{
+			obj("persistentvolumeclaims/a/data-db-0", "u-pvc"),
+			obj("statefulsets/a/db", "u-sts"),
+		}, [][]string{{"persistentvolumeclaims/a/data-db-0", "statefulsets/a/db"}}},
+		{"a claim its StatefulSet owns (retention policy)", []*Object{
+			obj("persistentvolumeclaims/a/data-db-0", "u-pvc", ref("StatefulSet", "db", "u-sts")),
+			obj("statefulsets/a/db", "u-sts"),
+		}, [][]string{{"statefulsets/a/db"}, {"persistentvolumeclaims/a/data-db-0"}}},
+		{"a cycle keeps key order, after what does not rest on it", []*Object{
+			obj("configmaps/a/a", "u-a", ref("ConfigMap", "b", "u-b")),
+			obj("configmaps/a/b", "u-b", ref("ConfigMap", "a", "u-a")),
+			obj("configmaps/a/c", "u-c"),
+			obj("configmaps/a/d", "u-d", ref("ConfigMap", "a", "u-a")),
+		}, [][]string{{"configmaps/a/c"}, {"configmaps/a/a", "configmaps/a/b", "configmaps/a/d"}}},
+		{"an object of another namespace with the UID is no owner", []*Object{
+			obj("pods/b/p", "u-p", ref("ReplicaSet", "web-x", "u-rs")),
+			obj("replicasets/a/web-x", "u-rs"),
+		}, [][]string{{"pods/b/p", "replicasets/a/web-x"}}},
+		{"a key it needs", []*Object{
+			needing(obj("configmaps/a/c", "u-c"), "secrets/a/s"),
+			obj("secrets/a/s", "u-s"),
+		}, [][]string{{"secrets/a/s"}, {"configmaps/a/c"}}},
+		{"nothing", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [][]string
+			for _, step := range WriteOrder(tc.objs) {
+				var keys []string
+				for _, o := range step {
+					keys = append(keys, strings.TrimPrefix(o.Key, reg))
+				}
+				got = append(got, keys)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWriteOwnersFirst: a Deployment, its ReplicaSet and its Pod are
+// written in that order, each in a transaction of its own that the next
+// compares; a dependent whose owner was not written is not written (the
+// garbage collector would delete it again).
+func TestWriteOwnersFirst(t *testing.T) {
+	ctx := context.Background()
+	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web", UID: "u-d"}}
+	owned := func(kind, name, uid string) []metav1.OwnerReference {
+		ctrl := true
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID(uid), Controller: &ctrl}}
+	}
+	rs := &appsv1.ReplicaSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-x", UID: "u-rs", OwnerReferences: owned("Deployment", "web", "u-d")}}
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-x-1", UID: "u-p", OwnerReferences: owned("ReplicaSet", "web-x", "u-rs")}}
+	keys := []string{reg + "deployments/a/web", reg + "replicasets/a/web-x", reg + "pods/a/web-x-1"}
+	for _, meanwhile := range []bool{false, true} {
+		t.Run(fmt.Sprintf("the ReplicaSet created meanwhile %v", meanwhile), func(t *testing.T) {
+			w := newWorld(t, map[string]runtime.Object{reg + "namespaces/a": nsObj("a", "u-a"), keys[0]: dep, keys[1]: rs, keys[2]: pod},
+				map[string]runtime.Object{keys[0]: nil, keys[1]: nil, keys[2]: nil})
+			// In Select's order: pods/ before replicasets/.
+			objs := w.judged(Selection{Namespace: "a"}, Options{}, PodsCreated, ContainersStarted)
+			got := map[string]*Object{}
+			for _, o := range objs {
+				got[o.Key] = o
+			}
+			for i, k := range keys {
+				o := got[k]
+				if o.Action != Recover {
+					t.Fatalf("%s: %s (%s)", k, o.Action, o.Detail)
+				}
+				if i > 0 && !strings.Contains(fmt.Sprint(o.Needs), keys[i-1]) {
+					t.Errorf("%s does not need its owner %s: %+v", k, keys[i-1], o.Needs)
+				}
+			}
+			if meanwhile {
+				if _, err := w.kv.Put(ctx, keys[1], etcdtest.Encode(t, rs)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			results, _, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: repair.Backup{Prefix: reg}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := map[string]repair.Result{}
+			for _, r := range results {
+				res[r.Key] = r
+			}
+			if meanwhile {
+				want := []repair.Outcome{repair.Recovered, repair.Conflict, repair.Refused}
+				for i, k := range keys {
+					if r := res[k]; r.Outcome != want[i] {
+						t.Errorf("%s: %s (%s), want %s", k, r.Outcome, r.Detail, want[i])
+					}
+				}
+				if d := res[keys[2]].Detail; !strings.Contains(d, "its owner ReplicaSet web-x was not written by this recovery: the garbage collector would delete it again") {
+					t.Errorf("pod refused for %q", d)
+				}
+				return
+			}
+			var revs []int64
+			for _, k := range keys {
+				if r := res[k]; r.Outcome != repair.Recovered {
+					t.Fatalf("%s: %s (%s)", k, r.Outcome, r.Detail)
+				}
+				resp, err := w.kv.Get(ctx, k)
+				if err != nil || len(resp.Kvs) != 1 {
+					t.Fatalf("%s: %v", k, err)
+				}
+				revs = append(revs, resp.Kvs[0].CreateRevision)
+			}
+			if !(revs[0] < revs[1] && revs[1] < revs[2]) {
+				t.Errorf("written at revisions %v: the owners are not written first, each before the next", revs)
+			}
+		})
+	}
+}
+
+// TestWriteOwnersInACycle: two objects that own each other are refused as
+// deleted again (each is judged first with the other not recovered yet);
+// accepted, they are written in one step, neither refused for the other
+// not being written yet.
+func TestWriteOwnersInACycle(t *testing.T) {
+	ctx := context.Background()
+	ref := func(name, uid string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: types.UID(uid)}
+	}
+	w := newWorld(t, map[string]runtime.Object{
+		reg + "namespaces/a":   nsObj("a", "u-a"),
+		reg + "configmaps/a/x": cm("a", "x", "u-x", nil, ref("y", "u-y")),
+		reg + "configmaps/a/y": cm("a", "y", "u-y", nil, ref("x", "u-x")),
+	}, map[string]runtime.Object{reg + "configmaps/a/x": nil, reg + "configmaps/a/y": nil})
+	for _, o := range w.judged(Selection{Namespace: "a"}, Options{}) {
+		if o.Parsed.Prefix == "configmaps" && (o.Action != Refused || !strings.Contains(o.Detail, string(DeletedAgain))) {
+			t.Errorf("%s: %s (%s), want refused: %s", o.Key, o.Action, o.Detail, DeletedAgain)
+		}
+	}
+	objs := w.judged(Selection{Namespace: "a"}, Options{}, DeletedAgain)
+	for _, o := range objs {
+		if o.Parsed.Prefix == "configmaps" && (o.Action != Recover || len(o.Needs) != 2) {
+			t.Fatalf("%s: %s (%s) needs %v", o.Key, o.Action, o.Detail, o.Needs)
+		}
+	}
+	res, _, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: repair.Backup{Prefix: reg}})
+	if err != nil || len(res) != 2 {
+		t.Fatal(res, err)
+	}
+	for _, r := range res {
+		if r.Outcome != repair.Recovered {
+			t.Errorf("%s: %s (%s)", r.Key, r.Outcome, r.Detail)
+		}
+	}
 }
