@@ -38,7 +38,7 @@ type Selection struct {
 	Registry string
 	Keys     []string
 	// Namespace keeps the objects of one namespace (cluster-scoped objects
-	// are kept only when named by a key).
+	// are kept only when named by a key, a CRD also when named by Name).
 	Namespace string
 	// Resource is a resource ("secrets", "widgets.example.com") or a kind
 	// ("Secret"), case-insensitive.
