@@ -70,7 +70,7 @@ func (j *judge) addressTaken(ctx context.Context, o *Object) (string, error) {
 	}
 	for _, port := range svc.Spec.Ports {
 		if who := j.addrs.nodePorts[fmt.Sprintf("%s/%d", port.Protocol, port.NodePort)]; port.NodePort != 0 && who != "" {
-			return fmt.Sprintf("its node port %d/%s is held by the live Service %s now: two Services would share it; `regghost recover -o yaml` and `kubectl apply` give it a new one", port.NodePort, port.Protocol, who), nil
+			return fmt.Sprintf("its node port %d/%s is held by the live Service %s now: two Services would share it; its manifest (`regghost recover -o yaml`) keeps the port, so `kubectl apply` fails until spec.ports[].nodePort is removed from it (then it is given a new one)", port.NodePort, port.Protocol, who), nil
 		}
 	}
 	if j.addrs.unread > 0 && (len(clusterIPs(svc)) > 0) {

@@ -3,7 +3,6 @@ package recovery
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/regghost/regghost/pkg/decode"
@@ -58,14 +55,14 @@ type Impact struct {
 	Accepted bool       `json:"accepted,omitempty"`
 }
 
-// impacts says what writing o sets off, and notes what it does not stop.
+// impacts says what writing o sets off, and notes what it does not stop;
+// what its owners make of it is judged by owners.
 func (j *judge) impacts(ctx context.Context, o *Object) ([]Impact, []string, error) {
 	var out []Impact
 	var notes []string
 	add := func(k ImpactKind, format string, args ...any) {
 		out = append(out, Impact{Kind: k, Detail: fmt.Sprintf(format, args...)})
 	}
-	ns := o.Parsed.Namespace
 	switch t := o.Obj.(type) {
 	case *corev1.Pod:
 		if t.Status.Phase != corev1.PodSucceeded && t.Status.Phase != corev1.PodFailed {
@@ -149,37 +146,6 @@ func (j *judge) impacts(ctx context.Context, o *Object) ([]Impact, []string, err
 					return nil, nil, err
 				}
 			}
-		}
-	}
-	if m, err := meta.Accessor(o.Obj); err == nil && len(m.GetOwnerReferences()) > 0 {
-		var gone, unknown []string
-		for _, ref := range m.GetOwnerReferences() {
-			gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-			res, ok := j.Types.ForKind(gv.Group, ref.Kind)
-			if !ok {
-				unknown = append(unknown, ref.Kind+" "+ref.Name)
-				continue
-			}
-			ons := ns
-			if !res.Namespaced {
-				ons = ""
-			}
-			alive, err := j.alive(ctx, etcdscan.ObjectKey(j.Registry, res.Prefix(), ons, ref.Name), string(ref.UID))
-			if err != nil {
-				return nil, nil, err
-			}
-			if alive {
-				gone = nil
-				unknown = nil
-				break
-			}
-			gone = append(gone, ref.Kind+" "+ref.Name)
-		}
-		switch {
-		case len(unknown) > 0:
-			notes = append(notes, fmt.Sprintf("whether its owners %s exist cannot be told (kind unknown here): if none does, the garbage collector deletes it again", strings.Join(unknown, ", ")))
-		case len(gone) > 0:
-			add(DeletedAgain, "its owners (%s) are gone (or cannot be read here) and not recovered: the garbage collector deletes it again; recover them too", strings.Join(gone, ", "))
 		}
 	}
 	return out, notes, nil

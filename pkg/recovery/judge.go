@@ -48,12 +48,29 @@ type Verdict struct {
 	Needs []Need `json:"needs,omitempty"`
 	// Notes are facts worth saying that do not stop the recovery.
 	Notes []string `json:"notes,omitempty"`
+	// LiveRevision is the live key's mod revision when the object exists
+	// live (AlreadyPresent, Exists): the resourceVersion a manifest of it
+	// carries, so that applying it fails once the live object changed.
+	LiveRevision int64 `json:"liveRevision,omitempty"`
+	// ThroughAPI marks a refusal that holds only for recover's own write,
+	// the stored bytes put back into etcd (a cluster IP another Service
+	// holds, a key the cluster's encryption config may not hold, a version
+	// the CRD dropped, a UID that cannot be checked): every other check
+	// passed, and its manifest, applied through the API server (which gives
+	// it a new UID and addresses and encrypts it as it does any new
+	// object, or refuses a version it does not serve), is what the refusal
+	// points to. Manifests prints it.
+	ThroughAPI bool `json:"throughAPI,omitempty"`
 }
 
-// Need is a key that must exist for an object to be written.
+// Need is a key that must exist for an object to be written: its namespace,
+// its CRD, the owners recovered in the same run that keep it.
 type Need struct {
 	Key  string `json:"key"`
 	What string `json:"what"`
+	// Without says what becomes of the object without the key ("" : it
+	// would be a ghost).
+	Without string `json:"without,omitempty"`
 	// CreateRevision is the live key's create revision when it was judged
 	// (the write compares it); 0 when this run recovers it first.
 	CreateRevision int64 `json:"createRevision,omitempty"`
@@ -144,25 +161,28 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 	}
 	if live != nil {
 		if bytes.Equal(live.Value, o.Value) {
-			return Verdict{Action: AlreadyPresent, Detail: "the live key holds the source's bytes"}, nil
+			return Verdict{Action: AlreadyPresent, Detail: "the live key holds the source's bytes", LiveRevision: live.ModRevision}, nil
 		}
-		return Verdict{Action: Exists, Detail: fmt.Sprintf("exists live with other content (mod revision %d, changed since the source); never overwritten", live.ModRevision)}, nil
+		return Verdict{Action: Exists, Detail: fmt.Sprintf("exists live with other content (mod revision %d, changed since the source); never overwritten", live.ModRevision), LiveRevision: live.ModRevision}, nil
 	}
 	if o.Unreadable != "" {
 		return refused("cannot be read here (%s): its namespace, UID and what writing it sets off cannot be checked; give the --encryption-provider-config that holds its key", o.Unreadable), nil
 	}
 	var v Verdict
+	// storeOnly are the refusals of the stored bytes written back that an
+	// object applied through the API server does not meet. The other checks
+	// go on, so that a manifest is printed only when it passes them all.
+	var storeOnly []string
 	gr := schema.GroupResource{Group: o.Resource.Group, Resource: o.Resource.Resource}
 	switch {
 	case j.Cluster != nil:
 		if err := j.Cluster.Readable(ctx, o.Key, gr, o.Value); err != nil {
-			return refused("kube-apiserver could not read it as stored: %v; `regghost recover -o yaml` and `kubectl apply` write it through the API server instead", err), nil
-		}
-		if o.Encryption != nil {
+			storeOnly = append(storeOnly, fmt.Sprintf("kube-apiserver could not read it as stored: %v; %s", err, throughAPI))
+		} else if o.Encryption != nil {
 			v.Notes = append(v.Notes, fmt.Sprintf("written encrypted, as stored (%s key %q, which the cluster's encryption config holds)", o.Encryption.Provider, o.Encryption.KeyName))
 		}
 	case o.Encryption != nil:
-		return refused("encrypted with %s key %q: whether the cluster's encryption config still holds that key cannot be told without it; give --encryption-provider-config (the node's)", o.Encryption.Provider, o.Encryption.KeyName), nil
+		storeOnly = append(storeOnly, fmt.Sprintf("encrypted with %s key %q: whether the cluster's encryption config still holds that key cannot be told without it; give --encryption-provider-config (the node's), or %s", o.Encryption.Provider, o.Encryption.KeyName, throughAPI))
 	default:
 		// Plaintext, and the cluster's config unknown: when the cluster
 		// encrypts this resource now, a plaintext value may be unreadable
@@ -170,12 +190,14 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 		if n, err := j.encryptedLive(ctx, o.Parsed.Prefix); err != nil {
 			return Verdict{}, err
 		} else if n > 0 {
-			return refused("it is stored in plaintext and %d live values under %s/ are encrypted: whether kube-apiserver reads plaintext there cannot be told without the cluster's encryption config; give --encryption-provider-config (the node's)", n, o.Parsed.Prefix), nil
+			storeOnly = append(storeOnly, fmt.Sprintf("it is stored in plaintext and %d live values under %s/ are encrypted: whether kube-apiserver reads plaintext there cannot be told without the cluster's encryption config; give --encryption-provider-config (the node's), or %s", n, o.Parsed.Prefix, throughAPI))
 		}
 	}
 	om := o.Meta.Meta
 	if om.Name != o.Parsed.Name || om.Namespace != o.Parsed.Namespace {
-		return refused("its key names %s but the object inside is %s: the path disagrees with the object; recover it with -o yaml and kubectl apply", nsName(o.Parsed.Namespace, o.Parsed.Name), nsName(om.Namespace, om.Name)), nil
+		// Applied, it would go where the object inside says, which nothing
+		// here was judged against: no manifest either.
+		return refused("its key names %s but the object inside is %s: the path disagrees with the object, and where it belongs cannot be told; it is neither written nor printed", nsName(o.Parsed.Namespace, o.Parsed.Name), nsName(om.Namespace, om.Name)), nil
 	}
 	if ns := o.Parsed.Namespace; ns != "" {
 		w, err := j.witness(ctx, j.Registry+namespacesPrefix+"/"+ns, "namespace "+ns, "--with-namespace recovers the namespace from the source too, or create it first")
@@ -193,14 +215,21 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 			return w, err
 		}
 		v.Needs = append(v.Needs, w.Needs...)
-		if why, err := j.versionKnown(ctx, crdKey, o.Meta.APIVersion); err != nil || why != "" {
-			return refused("%s", why), err
+		why, err := j.versionKnown(ctx, crdKey, o.Meta.APIVersion)
+		if err != nil {
+			return Verdict{}, err
+		}
+		if why != "" {
+			storeOnly = append(storeOnly, why)
 		}
 	}
-	if why, err := j.addressTaken(ctx, o); err != nil || why != "" {
-		return refused("%s", why), err
+	why, err := j.addressTaken(ctx, o)
+	if err != nil {
+		return Verdict{}, err
 	}
-	if svc, ok := o.Obj.(*corev1.Service); ok && len(clusterIPs(svc)) > 0 {
+	if why != "" {
+		storeOnly = append(storeOnly, why)
+	} else if svc, ok := o.Obj.(*corev1.Service); ok && len(clusterIPs(svc)) > 0 {
 		v.Notes = append(v.Notes, fmt.Sprintf("its cluster IP %s is reserved again when kube-apiserver's repair loop next runs (within minutes): a Service created before then could be given it", strings.Join(clusterIPs(svc), ",")))
 	}
 	if uid := string(om.UID); uid != "" {
@@ -212,7 +241,8 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 		case holder != "":
 			return refused("its UID %s is held by the live object %s: the same object lives under another key", uid, holder), nil
 		case unread > 0:
-			return refused("whether its UID %s is held by another live object cannot be told: %d live values under %s/ cannot be read here", uid, unread, o.Parsed.Prefix), nil
+			// Applied, it is given a new UID.
+			storeOnly = append(storeOnly, fmt.Sprintf("whether its UID %s is held by another live object cannot be told: %d live values under %s/ cannot be read here", uid, unread, o.Parsed.Prefix))
 		}
 	}
 	if om.DeletionTimestamp != nil {
@@ -222,7 +252,14 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
+	owners, deletedAgain, ownerNotes, err := j.owners(ctx, o)
+	if err != nil {
+		return Verdict{}, err
+	}
+	impacts = append(impacts, deletedAgain...)
+	v.Needs = append(v.Needs, owners...)
 	v.Notes = append(v.Notes, notes...)
+	v.Notes = append(v.Notes, ownerNotes...)
 	var unaccepted []string
 	for i := range impacts {
 		impacts[i].Accepted = j.Accept[impacts[i].Kind]
@@ -232,12 +269,70 @@ func (j *judge) one(ctx context.Context, o *Object) (Verdict, error) {
 	}
 	v.Impacts = impacts
 	if len(unaccepted) > 0 {
-		v.Action, v.Detail = Refused, strings.Join(unaccepted, "; ")
+		v.Action, v.Detail = Refused, strings.Join(append(unaccepted, storeOnly...), "; ")
+		return v, nil
+	}
+	if len(storeOnly) > 0 {
+		v.Action, v.Detail, v.ThroughAPI = Refused, strings.Join(storeOnly, "; "), true
 		return v, nil
 	}
 	v.Action = Recover
 	return v, nil
 }
+
+// owners judges o's owner references as the garbage collector will: when
+// none of its owners exists, live (with its UID) or recovered by this run,
+// it deletes o again (DeletedAgain); a kind unknown here is noted. When
+// only owners this run recovers keep it, o needs them: it is written after
+// them, comparing their create revision, and not when they were not
+// written (Write).
+func (j *judge) owners(ctx context.Context, o *Object) ([]Need, []Impact, []string, error) {
+	m, err := meta.Accessor(o.Obj)
+	if err != nil || len(m.GetOwnerReferences()) == 0 {
+		return nil, nil, nil, nil
+	}
+	var recovered []Need
+	var gone, unknown []string
+	for _, ref := range m.GetOwnerReferences() {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		res, ok := j.Types.ForKind(gv.Group, ref.Kind)
+		if !ok {
+			unknown = append(unknown, ref.Kind+" "+ref.Name)
+			continue
+		}
+		ns := o.Parsed.Namespace
+		if !res.Namespaced {
+			ns = ""
+		}
+		key := etcdscan.ObjectKey(j.Registry, res.Prefix(), ns, ref.Name)
+		if w := j.byKey[key]; w != nil && w.Action == Recover && w.Meta != nil && (ref.UID == "" || w.Meta.Meta.UID == ref.UID) {
+			recovered = append(recovered, Need{Key: key, What: "its owner " + ref.Kind + " " + ref.Name, Without: "the garbage collector would delete it again"})
+			continue
+		}
+		alive, err := j.alive(ctx, key, string(ref.UID))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if alive {
+			// A live owner keeps it, whatever becomes of the others.
+			return nil, nil, nil, nil
+		}
+		gone = append(gone, ref.Kind+" "+ref.Name)
+	}
+	switch {
+	case len(recovered) > 0:
+		return recovered, nil, nil, nil
+	case len(unknown) > 0:
+		return nil, nil, []string{fmt.Sprintf("whether its owners %s exist cannot be told (kind unknown here): if none does, the garbage collector deletes it again", strings.Join(unknown, ", "))}, nil
+	case len(gone) > 0:
+		return nil, []Impact{{Kind: DeletedAgain, Detail: fmt.Sprintf("its owners (%s) are gone (or cannot be read here) and not recovered: the garbage collector deletes it again; recover them too", strings.Join(gone, ", "))}}, nil, nil
+	}
+	return nil, nil, nil, nil
+}
+
+// throughAPI is the way out of a refusal that holds only for the stored
+// bytes (Verdict.ThroughAPI).
+const throughAPI = "`regghost recover -o yaml` and `kubectl apply` write it through the API server instead"
 
 // witness checks that a key an object rests on exists live (and is not
 // being deleted), or is recovered before it.

@@ -3,9 +3,9 @@ package recovery
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -70,6 +70,89 @@ func Manifest(o *Object, withStatus bool) (*unstructured.Unstructured, error) {
 		}
 	}
 	return u, nil
+}
+
+// ManifestOptions say which judged objects Manifests prints, and how.
+type ManifestOptions struct {
+	// WithStatus keeps each object's status.
+	WithStatus bool
+	// ByName are the keys of the objects the user asked for by name, and
+	// asked to print even when they exist live (NamedKeys gives those of a
+	// selection). An object that exists live (AlreadyPresent, Exists) is
+	// printed only when its key is here, and then carries the live
+	// resourceVersion (Verdict.LiveRevision), so that `kubectl apply` fails
+	// on a conflict once the live object changed after it was judged
+	// instead of overwriting that change. Empty: no object that exists
+	// live is printed.
+	ByName []string
+}
+
+// Left is a judged object that Manifests did not print, and why.
+type Left struct {
+	Key    string `json:"key"`
+	Action Action `json:"action"`
+	// Reason is the verdict's Detail.
+	Reason string `json:"reason"`
+}
+
+// Manifests turns judged objects (Judge ran on them) into one List for
+// `kubectl apply` that carries the verdicts: it holds what recover would
+// write (Recover), each refusal that holds only for recover's own write of
+// the stored bytes (Verdict.ThroughAPI: the manifest is its way out), and,
+// with ByName, the objects named there that exist live, with the live
+// resourceVersion. Every other object is left out, and listed in left in
+// the order of objs with its verdict's reason, for the caller to say. The
+// items follow objs (namespaces, then CRDs, then the rest). An error means
+// an object to print cannot be read or objs were not judged; nothing is to
+// be printed then.
+func Manifests(objs []*Object, o ManifestOptions) (*unstructured.UnstructuredList, []Left, error) {
+	byName := map[string]bool{}
+	for _, k := range o.ByName {
+		byName[k] = true
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
+	var left []Left
+	for _, obj := range objs {
+		var rv int64
+		switch obj.Action {
+		case Recover:
+		case Refused:
+			if !obj.ThroughAPI {
+				left = append(left, Left{Key: obj.Key, Action: obj.Action, Reason: obj.Detail})
+				continue
+			}
+		case AlreadyPresent, Exists:
+			if !byName[obj.Key] || obj.LiveRevision == 0 {
+				left = append(left, Left{Key: obj.Key, Action: obj.Action, Reason: obj.Detail})
+				continue
+			}
+			rv = obj.LiveRevision
+		default:
+			return nil, nil, fmt.Errorf("%s was not judged (action %q): its manifest would carry no verdict", obj.Key, obj.Action)
+		}
+		u, err := Manifest(obj, o.WithStatus)
+		if err != nil {
+			return nil, nil, fmt.Errorf("manifests: %w", err)
+		}
+		if rv != 0 {
+			u.SetResourceVersion(strconv.FormatInt(rv, 10))
+		}
+		list.Items = append(list.Items, *u)
+	}
+	return list, left, nil
+}
+
+// NamedKeys are the keys of the objects Select chose by name: by their
+// exact key, or by Selection.Name (Object.Named); not the namespaces and
+// custom resources that came with them.
+func NamedKeys(objs []*Object) []string {
+	var keys []string
+	for _, o := range objs {
+		if o.Named {
+			keys = append(keys, o.Key)
+		}
+	}
+	return keys
 }
 
 // CRDResource is the resource a recovered CustomResourceDefinition

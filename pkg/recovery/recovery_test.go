@@ -3,14 +3,17 @@ package recovery
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/objread"
@@ -102,6 +106,16 @@ func (w *world) judge(sel Selection, accept ...ImpactKind) map[string]*Object {
 
 func (w *world) judgeWith(sel Selection, o Options, accept ...ImpactKind) map[string]*Object {
 	w.t.Helper()
+	m := map[string]*Object{}
+	for _, o := range w.judged(sel, o, accept...) {
+		m[o.Key] = o
+	}
+	return m
+}
+
+// judged selects and judges, in Select's order.
+func (w *world) judged(sel Selection, o Options, accept ...ImpactKind) []*Object {
+	w.t.Helper()
 	ctx := context.Background()
 	sel.Registry = reg
 	objs, err := Select(ctx, w.src, sel, nil)
@@ -120,11 +134,7 @@ func (w *world) judgeWith(sel Selection, o Options, accept ...ImpactKind) map[st
 	if err := Judge(ctx, objs, o); err != nil {
 		w.t.Fatal(err)
 	}
-	m := map[string]*Object{}
-	for _, o := range objs {
-		m[o.Key] = o
-	}
-	return m
+	return objs
 }
 
 func TestJudge(t *testing.T) {
@@ -229,6 +239,18 @@ func TestJudge(t *testing.T) {
 		}
 		if o := got[reg+"configmaps/gone/c"]; o.Action != Recover || len(o.Needs) != 1 || o.Needs[0].Key != reg+"namespaces/gone" {
 			t.Errorf("configmap: %s (%s) needs %v", o.Action, o.Detail, o.Needs)
+		}
+	})
+	// The README's `recover -n shop -l app=web --with-namespace`: the
+	// selector chooses the objects, not their namespace.
+	t.Run("with the namespace and a selector, the namespace comes too", func(t *testing.T) {
+		app, _ := labels.Parse("app=db")
+		got := w.judge(Selection{Namespace: "gone", Selector: app, WithNamespace: true})
+		if o := got[reg+"namespaces/gone"]; o == nil || o.Action != Recover {
+			t.Fatalf("namespace not recovered: %+v", o)
+		}
+		if o := got[reg+"configmaps/gone/c"]; o.Action != Recover {
+			t.Errorf("configmap: %s (%s), want recover", o.Action, o.Detail)
 		}
 	})
 }
@@ -506,6 +528,434 @@ func TestNamespaceUnreadableInTheSource(t *testing.T) {
 		o := got[reg+"configmaps/a/c"]
 		if into && o.Action != Recover || !into && (o.Action != Refused || !strings.Contains(o.Detail, "namespace a in the source cannot be read")) {
 			t.Errorf("into-recreated %v: %s (%s)", into, o.Action, o.Detail)
+		}
+	}
+}
+
+// TestSelectCompanionsIgnoreTheFilters: the filters choose the objects;
+// --with-namespace brings the namespace of each whatever -l, --name and
+// --resource say, and a CRD asked for by key or name is chosen whatever -n
+// and -l say (they choose its custom resources).
+func TestSelectCompanionsIgnoreTheFilters(t *testing.T) {
+	crdKey := reg + "apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com","uid":"u-crd"},` +
+		`"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true}]}}`
+	widget := func(ns, name, app string) string {
+		return `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"` + name + `","namespace":"` + ns + `","uid":"u-` + ns + name + `","labels":{"app":"` + app + `"}}}`
+	}
+	w := newRawWorld(t, map[string]runtime.Object{
+		reg + "namespaces/shop":        nsObj("shop", "u-shop"),
+		reg + "namespaces/lab":         nsObj("lab", "u-lab"),
+		reg + "configmaps/shop/web":    cm("shop", "web", "u1", map[string]string{"app": "web"}),
+		reg + "configmaps/shop/db":     cm("shop", "db", "u2", map[string]string{"app": "db"}),
+		reg + "configmaps/lab/web":     cm("lab", "web", "u3", map[string]string{"app": "web"}),
+		reg + "secrets/shop/web":       &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u4"}},
+		reg + "configmaps/nowhere/web": cm("nowhere", "web", "u5", map[string]string{"app": "web"}),
+	}, nil, map[string]string{
+		crdKey:                             crd,
+		reg + "example.com/widgets/shop/a": widget("shop", "a", "web"),
+		reg + "example.com/widgets/shop/b": widget("shop", "b", "db"),
+		reg + "example.com/widgets/lab/c":  widget("lab", "c", "web"),
+	}, nil)
+	sel := func(s string) labels.Selector { l, _ := labels.Parse(s); return l }
+	crdRel := strings.TrimPrefix(crdKey, reg)
+	tests := []struct {
+		name  string
+		sel   Selection
+		want  []string
+		named []string
+	}{
+		{"namespace and selector bring the namespace", Selection{Namespace: "shop", Selector: sel("app=web"), WithNamespace: true},
+			[]string{"namespaces/shop", "configmaps/shop/web", "example.com/widgets/shop/a"}, nil},
+		{"name brings each namespace", Selection{Name: "web", WithNamespace: true},
+			// nowhere is not in the source: nothing to bring.
+			[]string{"namespaces/lab", "namespaces/shop", "configmaps/lab/web", "configmaps/nowhere/web", "configmaps/shop/web", "secrets/shop/web"},
+			[]string{"configmaps/lab/web", "configmaps/nowhere/web", "configmaps/shop/web", "secrets/shop/web"}},
+		{"resource brings the namespace", Selection{Namespace: "shop", Resource: "Secret", WithNamespace: true},
+			[]string{"namespaces/shop", "secrets/shop/web"}, nil},
+		{"a key and a selector that does not match it", Selection{Keys: []string{reg + "configmaps/shop/db"}, Selector: sel("app=web"), WithNamespace: true},
+			nil, nil},
+		{"without --with-namespace, no namespace", Selection{Namespace: "shop", Selector: sel("app=web")},
+			[]string{"configmaps/shop/web", "example.com/widgets/shop/a"}, nil},
+		{"a CRD by key, its resources chosen by -n and -l", Selection{Keys: []string{crdKey}, Namespace: "shop", Selector: sel("app=web")},
+			[]string{crdRel, "example.com/widgets/shop/a"}, []string{crdRel}},
+		{"a CRD by resource and name, with its namespaces", Selection{Resource: "crd", Name: "widgets.example.com", Namespace: "lab", WithNamespace: true},
+			[]string{"namespaces/lab", crdRel, "example.com/widgets/lab/c"}, []string{crdRel}},
+		{"CRDs by label: the label chooses the CRDs", Selection{Resource: "customresourcedefinitions", Selector: sel("app=web")},
+			nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.sel.Resource == "crd" {
+				tc.sel.Resource = "customresourcedefinitions"
+			}
+			tc.sel.Registry = reg
+			objs, err := Select(context.Background(), w.src, tc.sel, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, named []string
+			for _, o := range objs {
+				got = append(got, strings.TrimPrefix(o.Key, reg))
+				if o.Named {
+					named = append(named, strings.TrimPrefix(o.Key, reg))
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if strings.Join(named, " ") != strings.Join(tc.named, " ") {
+				t.Errorf("named %v, want %v", named, tc.named)
+			}
+		})
+	}
+}
+
+// TestManifestsCarryTheVerdicts: `recover -o yaml` prints what recover
+// would write and says what it left out; an object changed since the
+// source is never rolled back, unless asked for by name, and then only at
+// the live resourceVersion it was judged at.
+func TestManifestsCarryTheVerdicts(t *testing.T) {
+	secret := func(name, v string) *corev1.Secret {
+		return &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("u-" + name)},
+			Data: map[string][]byte{"password": []byte(v)}}
+	}
+	svc := func(name, ip string) *corev1.Service {
+		return &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("u-" + name)},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip}}}
+	}
+	w := newWorld(t, map[string]runtime.Object{
+		reg + "namespaces/shop":          nsObj("shop", "u-shop"),
+		reg + "secrets/shop/db":          secret("db", "old"),
+		reg + "secrets/shop/gone":        secret("gone", "x"),
+		reg + "configmaps/shop/settings": cm("shop", "settings", "u-settings", map[string]string{"v": "1"}),
+		reg + "configmaps/shop/same":     cm("shop", "same", "u-same", nil),
+		reg + "pods/shop/p":              &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p", UID: "u-p"}},
+		reg + "services/specs/shop/old":  svc("old", "10.0.0.7"),
+		// Its IP is held too, and its UID: the first refusal holds only
+		// for recover's own write, the second for the manifest too.
+		reg + "services/specs/shop/dup": &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "dup", UID: "u-new"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.7", ClusterIPs: []string{"10.0.0.7"}}},
+		reg + "configmaps/shop/orphan":    cm("shop", "orphan", "u-orphan", nil, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "u-owner"}),
+		reg + "configmaps/shop/unrelated": cm("shop", "unrelated", "u-unrelated", nil),
+	}, map[string]runtime.Object{
+		reg + "secrets/shop/db":          secret("db", "rotated"),
+		reg + "secrets/shop/gone":        nil,
+		reg + "configmaps/shop/settings": cm("shop", "settings", "u-settings", map[string]string{"v": "2"}),
+		reg + "pods/shop/p":              nil,
+		reg + "services/specs/shop/old":  nil,
+		reg + "services/specs/shop/dup":  nil,
+		reg + "services/specs/shop/new":  svc("new", "10.0.0.7"),
+		reg + "configmaps/shop/orphan":   nil,
+	})
+	ctx := context.Background()
+	liveRV := func(key string) string {
+		resp, err := w.kv.Get(ctx, key)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("%s: %v", key, err)
+		}
+		return fmt.Sprint(resp.Kvs[0].ModRevision)
+	}
+	type want struct {
+		printed bool
+		// rv is the resourceVersion printed ("" none); reason a part of
+		// the reason it was left out for.
+		rv, reason string
+	}
+	tests := []struct {
+		name   string
+		byName []string
+		want   map[string]want
+	}{
+		{"the verdicts", nil, map[string]want{
+			"namespaces/shop":           {reason: "the live key holds the source's bytes"},
+			"secrets/shop/db":           {reason: "changed since the source); never overwritten"},
+			"configmaps/shop/settings":  {reason: "changed since the source); never overwritten"},
+			"configmaps/shop/same":      {reason: "the live key holds the source's bytes"},
+			"secrets/shop/gone":         {printed: true},
+			"pods/shop/p":               {reason: string(ContainersStarted)},
+			"configmaps/shop/orphan":    {reason: string(DeletedAgain)},
+			"configmaps/shop/unrelated": {reason: "the live key holds the source's bytes"},
+			// Refused only because two Services would share the IP in
+			// etcd: the manifest, without it, is the way out.
+			"services/specs/shop/old": {printed: true},
+			"services/specs/shop/dup": {reason: "its UID u-new is held by the live object"},
+		}},
+		{"asked for by name", []string{reg + "secrets/shop/db", reg + "configmaps/shop/same", reg + "pods/shop/p"}, map[string]want{
+			"namespaces/shop":           {reason: "the live key holds the source's bytes"},
+			"secrets/shop/db":           {printed: true, rv: liveRV(reg + "secrets/shop/db")},
+			"configmaps/shop/settings":  {reason: "never overwritten"},
+			"configmaps/shop/same":      {printed: true, rv: liveRV(reg + "configmaps/shop/same")},
+			"secrets/shop/gone":         {printed: true},
+			"pods/shop/p":               {reason: string(ContainersStarted)},
+			"configmaps/shop/orphan":    {reason: string(DeletedAgain)},
+			"configmaps/shop/unrelated": {reason: "the live key holds the source's bytes"},
+			"services/specs/shop/old":   {printed: true},
+			"services/specs/shop/dup":   {reason: "its UID u-new is held by the live object"},
+		}},
+	}
+	objs := w.judged(Selection{Namespace: "shop", WithNamespace: true}, Options{})
+	for _, o := range objs {
+		if o.ThroughAPI != (o.Key == reg+"services/specs/shop/old") {
+			t.Errorf("%s: %s (%s), through the API %v", o.Key, o.Action, o.Detail, o.ThroughAPI)
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			list, left, err := Manifests(objs, ManifestOptions{ByName: tc.byName})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]want{}
+			for _, u := range list.Items {
+				key := etcdscan.ObjectKey("", strings.ToLower(u.GetKind())+"s", u.GetNamespace(), u.GetName())
+				if u.GetKind() == "Service" {
+					key = etcdscan.ObjectKey("", "services/specs", u.GetNamespace(), u.GetName())
+					if ip, ok, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ok {
+						t.Errorf("%s printed with the cluster IP %s another Service holds", key, ip)
+					}
+				}
+				got[key] = want{printed: true, rv: u.GetResourceVersion()}
+			}
+			for _, l := range left {
+				k := strings.TrimPrefix(l.Key, reg)
+				if _, dup := got[k]; dup {
+					t.Errorf("%s both printed and left out", k)
+				}
+				got[k] = want{reason: l.Reason}
+			}
+			for k, wt := range tc.want {
+				g, ok := got[k]
+				switch {
+				case !ok:
+					t.Errorf("%s neither printed nor left out", k)
+				case g.printed != wt.printed || g.rv != wt.rv || !strings.Contains(g.reason, wt.reason):
+					t.Errorf("%s: printed %v rv %q reason %q; want printed %v rv %q reason %q", k, g.printed, g.rv, g.reason, wt.printed, wt.rv, wt.reason)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("got %d objects, want %d: %v", len(got), len(tc.want), got)
+			}
+		})
+	}
+	t.Run("named keys", func(t *testing.T) {
+		named := w.judged(Selection{Namespace: "shop", Resource: "secrets", Name: "db", WithNamespace: true}, Options{})
+		if got := NamedKeys(named); len(got) != 1 || got[0] != reg+"secrets/shop/db" {
+			t.Errorf("NamedKeys %v, want the secret alone (not its namespace)", got)
+		}
+	})
+	t.Run("unjudged objects", func(t *testing.T) {
+		objs, err := Select(ctx, w.src, Selection{Registry: reg, Namespace: "shop"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Manifests(objs, ManifestOptions{}); err == nil || !strings.Contains(err.Error(), "was not judged") {
+			t.Errorf("err %v, want: not judged", err)
+		}
+	})
+}
+
+// TestWriteOrder: namespaces, then CRDs, then owners before what they own,
+// each step written before the next; what rests on nothing in the run
+// keeps key order.
+func TestWriteOrder(t *testing.T) {
+	ref := func(kind, name, uid string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID(uid)}
+	}
+	obj := func(key, uid string, owners ...metav1.OwnerReference) *Object {
+		k, err := etcdscan.ParseKey(reg, reg+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &Object{Key: reg + key, Parsed: k, Meta: &decode.Object{Meta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name, UID: types.UID(uid), OwnerReferences: owners}}}
+		switch {
+		case k.Prefix == namespacesPrefix:
+			o.Stage = StageNamespaces
+		case strings.HasPrefix(key, "apiextensions.k8s.io/"):
+			o.Stage = StageCRDs
+		default:
+			o.Stage = StageObjects
+		}
+		return o
+	}
+	needing := func(o *Object, keys ...string) *Object {
+		for _, k := range keys {
+			o.Needs = append(o.Needs, Need{Key: reg + k})
+		}
+		return o
+	}
+	tests := []struct {
+		name string
+		objs []*Object
+		want [][]string
+	}{
+		{"pods after replicasets after deployments", []*Object{
+			obj("deployments/a/web", "u-d"),
+			obj("pods/a/web-x-1", "u-p1", ref("ReplicaSet", "web-x", "u-rs")),
+			obj("pods/a/web-x-2", "u-p2", ref("ReplicaSet", "web-x", "u-rs")),
+			obj("replicasets/a/web-x", "u-rs", ref("Deployment", "web", "u-d")),
+		}, [][]string{{"deployments/a/web"}, {"replicasets/a/web-x"}, {"pods/a/web-x-1", "pods/a/web-x-2"}}},
+		{"an owner not in the run holds nothing back", []*Object{
+			obj("configmaps/a/c", "u-c"),
+			obj("pods/a/web-x-1", "u-p1", ref("ReplicaSet", "web-x", "u-live")),
+		}, [][]string{{"configmaps/a/c", "pods/a/web-x-1"}}},
+		{"namespaces, then CRDs, then the rest", []*Object{
+			obj("namespaces/a", "u-a"),
+			obj("apiextensions.k8s.io/customresourcedefinitions/widgets.example.com", "u-crd"),
+			obj("configmaps/a/owner", "u-o"),
+			obj("example.com/widgets/a/w", "u-w", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "u-o"}),
+		}, [][]string{{"namespaces/a"}, {"apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"}, {"configmaps/a/owner"}, {"example.com/widgets/a/w"}}},
+		// Without an ownerReference (the default), a StatefulSet's claim
+		// keeps key order: first, so that the controller finds it.
+		{"a claim from volumeClaimTemplates", []*Object{
+			obj("persistentvolumeclaims/a/data-db-0", "u-pvc"),
+			obj("statefulsets/a/db", "u-sts"),
+		}, [][]string{{"persistentvolumeclaims/a/data-db-0", "statefulsets/a/db"}}},
+		{"a claim its StatefulSet owns (retention policy)", []*Object{
+			obj("persistentvolumeclaims/a/data-db-0", "u-pvc", ref("StatefulSet", "db", "u-sts")),
+			obj("statefulsets/a/db", "u-sts"),
+		}, [][]string{{"statefulsets/a/db"}, {"persistentvolumeclaims/a/data-db-0"}}},
+		{"a cycle keeps key order, after what does not rest on it", []*Object{
+			obj("configmaps/a/a", "u-a", ref("ConfigMap", "b", "u-b")),
+			obj("configmaps/a/b", "u-b", ref("ConfigMap", "a", "u-a")),
+			obj("configmaps/a/c", "u-c"),
+			obj("configmaps/a/d", "u-d", ref("ConfigMap", "a", "u-a")),
+		}, [][]string{{"configmaps/a/c"}, {"configmaps/a/a", "configmaps/a/b", "configmaps/a/d"}}},
+		{"an object of another namespace with the UID is no owner", []*Object{
+			obj("pods/b/p", "u-p", ref("ReplicaSet", "web-x", "u-rs")),
+			obj("replicasets/a/web-x", "u-rs"),
+		}, [][]string{{"pods/b/p", "replicasets/a/web-x"}}},
+		{"a key it needs", []*Object{
+			needing(obj("configmaps/a/c", "u-c"), "secrets/a/s"),
+			obj("secrets/a/s", "u-s"),
+		}, [][]string{{"secrets/a/s"}, {"configmaps/a/c"}}},
+		{"nothing", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [][]string
+			for _, step := range WriteOrder(tc.objs) {
+				var keys []string
+				for _, o := range step {
+					keys = append(keys, strings.TrimPrefix(o.Key, reg))
+				}
+				got = append(got, keys)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWriteOwnersFirst: a Deployment, its ReplicaSet and its Pod are
+// written in that order, each in a transaction of its own that the next
+// compares; a dependent whose owner was not written is not written (the
+// garbage collector would delete it again).
+func TestWriteOwnersFirst(t *testing.T) {
+	ctx := context.Background()
+	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web", UID: "u-d"}}
+	owned := func(kind, name, uid string) []metav1.OwnerReference {
+		ctrl := true
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID(uid), Controller: &ctrl}}
+	}
+	rs := &appsv1.ReplicaSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-x", UID: "u-rs", OwnerReferences: owned("Deployment", "web", "u-d")}}
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-x-1", UID: "u-p", OwnerReferences: owned("ReplicaSet", "web-x", "u-rs")}}
+	keys := []string{reg + "deployments/a/web", reg + "replicasets/a/web-x", reg + "pods/a/web-x-1"}
+	for _, meanwhile := range []bool{false, true} {
+		t.Run(fmt.Sprintf("the ReplicaSet created meanwhile %v", meanwhile), func(t *testing.T) {
+			w := newWorld(t, map[string]runtime.Object{reg + "namespaces/a": nsObj("a", "u-a"), keys[0]: dep, keys[1]: rs, keys[2]: pod},
+				map[string]runtime.Object{keys[0]: nil, keys[1]: nil, keys[2]: nil})
+			// In Select's order: pods/ before replicasets/.
+			objs := w.judged(Selection{Namespace: "a"}, Options{}, PodsCreated, ContainersStarted)
+			got := map[string]*Object{}
+			for _, o := range objs {
+				got[o.Key] = o
+			}
+			for i, k := range keys {
+				o := got[k]
+				if o.Action != Recover {
+					t.Fatalf("%s: %s (%s)", k, o.Action, o.Detail)
+				}
+				if i > 0 && !strings.Contains(fmt.Sprint(o.Needs), keys[i-1]) {
+					t.Errorf("%s does not need its owner %s: %+v", k, keys[i-1], o.Needs)
+				}
+			}
+			if meanwhile {
+				if _, err := w.kv.Put(ctx, keys[1], etcdtest.Encode(t, rs)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			results, _, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: backup.Backup{Prefix: reg}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := map[string]etcdwrite.Result{}
+			for _, r := range results {
+				res[r.Key] = r
+			}
+			if meanwhile {
+				want := []etcdwrite.Outcome{etcdwrite.Recovered, etcdwrite.Conflict, etcdwrite.Refused}
+				for i, k := range keys {
+					if r := res[k]; r.Outcome != want[i] {
+						t.Errorf("%s: %s (%s), want %s", k, r.Outcome, r.Detail, want[i])
+					}
+				}
+				if d := res[keys[2]].Detail; !strings.Contains(d, "its owner ReplicaSet web-x was not written by this recovery: the garbage collector would delete it again") {
+					t.Errorf("pod refused for %q", d)
+				}
+				return
+			}
+			var revs []int64
+			for _, k := range keys {
+				if r := res[k]; r.Outcome != etcdwrite.Recovered {
+					t.Fatalf("%s: %s (%s)", k, r.Outcome, r.Detail)
+				}
+				resp, err := w.kv.Get(ctx, k)
+				if err != nil || len(resp.Kvs) != 1 {
+					t.Fatalf("%s: %v", k, err)
+				}
+				revs = append(revs, resp.Kvs[0].CreateRevision)
+			}
+			if !(revs[0] < revs[1] && revs[1] < revs[2]) {
+				t.Errorf("written at revisions %v: the owners are not written first, each before the next", revs)
+			}
+		})
+	}
+}
+
+// TestWriteOwnersInACycle: two objects that own each other are refused as
+// deleted again (each is judged first with the other not recovered yet);
+// accepted, they are written in one step, neither refused for the other
+// not being written yet.
+func TestWriteOwnersInACycle(t *testing.T) {
+	ctx := context.Background()
+	ref := func(name, uid string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: types.UID(uid)}
+	}
+	w := newWorld(t, map[string]runtime.Object{
+		reg + "namespaces/a":   nsObj("a", "u-a"),
+		reg + "configmaps/a/x": cm("a", "x", "u-x", nil, ref("y", "u-y")),
+		reg + "configmaps/a/y": cm("a", "y", "u-y", nil, ref("x", "u-x")),
+	}, map[string]runtime.Object{reg + "configmaps/a/x": nil, reg + "configmaps/a/y": nil})
+	for _, o := range w.judged(Selection{Namespace: "a"}, Options{}) {
+		if o.Parsed.Prefix == "configmaps" && (o.Action != Refused || !strings.Contains(o.Detail, string(DeletedAgain))) {
+			t.Errorf("%s: %s (%s), want refused: %s", o.Key, o.Action, o.Detail, DeletedAgain)
+		}
+	}
+	objs := w.judged(Selection{Namespace: "a"}, Options{}, DeletedAgain)
+	for _, o := range objs {
+		if o.Parsed.Prefix == "configmaps" && (o.Action != Recover || len(o.Needs) != 2) {
+			t.Fatalf("%s: %s (%s) needs %v", o.Key, o.Action, o.Detail, o.Needs)
+		}
+	}
+	res, _, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: backup.Backup{Prefix: reg}})
+	if err != nil || len(res) != 2 {
+		t.Fatal(res, err)
+	}
+	for _, r := range res {
+		if r.Outcome != etcdwrite.Recovered {
+			t.Errorf("%s: %s (%s)", r.Key, r.Outcome, r.Detail)
 		}
 	}
 }

@@ -38,7 +38,7 @@ type Selection struct {
 	Registry string
 	Keys     []string
 	// Namespace keeps the objects of one namespace (cluster-scoped objects
-	// are kept only when named by a key).
+	// are kept only when named by a key, a CRD also when named by Name).
 	Namespace string
 	// Resource is a resource ("secrets", "widgets.example.com") or a kind
 	// ("Secret"), case-insensitive.
@@ -46,7 +46,8 @@ type Selection struct {
 	Name     string
 	Selector labels.Selector
 	// WithNamespace adds the namespace object of each selected namespaced
-	// object that the source holds.
+	// object that the source holds, whatever the other filters say: they
+	// choose the objects, and each brings its namespace.
 	WithNamespace bool
 }
 
@@ -77,6 +78,10 @@ type Object struct {
 	Encryption     *decode.Encryption `json:"encryption,omitempty"`
 	// Unreadable says why the value could not be decoded here.
 	Unreadable string `json:"unreadable,omitempty"`
+	// Named says the object was asked for by name: chosen by its exact
+	// key, or by Selection.Name. An object that comes with another (its
+	// namespace, a CRD's custom resources) is not.
+	Named bool `json:"-"`
 	Verdict
 }
 
@@ -88,7 +93,8 @@ const namespacesPrefix = "namespaces"
 
 // Select reads the chosen objects from src, decoded with decs, ordered by
 // stage and key. A selected CRD brings its custom resources (within the
-// Namespace and Selector); WithNamespace brings namespaces.
+// Namespace and Selector); WithNamespace brings the namespace of every
+// chosen namespaced object, which the filters do not apply to.
 func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*Object, error) {
 	types, err := resolve.Load(ctx, src, sel.Registry, nil, nil)
 	if err != nil {
@@ -116,6 +122,7 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 		if !sel.keep(o, named) {
 			return nil
 		}
+		o.Named = named || sel.Name != ""
 		byKey[key] = o
 		return nil
 	}
@@ -163,6 +170,9 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 			return nil, fmt.Errorf("read the custom resources of %s: %w", o.Key, err)
 		}
 	}
+	// The namespace comes with its objects: -l, --name and --resource chose
+	// the objects, not their namespace (a namespace rarely carries the
+	// labels of what it holds, and never its name or kind).
 	if sel.WithNamespace {
 		for _, o := range sortedObjects(byKey) {
 			if o.Parsed.Namespace == "" {
@@ -176,11 +186,15 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", key, err)
 			}
-			if kv != nil {
-				if err := add(kv, true); err != nil {
-					return nil, err
-				}
+			if kv == nil {
+				continue
 			}
+			k, err := etcdscan.ParseKey(sel.Registry, key)
+			if err != nil {
+				return nil, fmt.Errorf("the namespace of %s: %w", o.Key, err)
+			}
+			res, _ := types.Resource(k.Prefix)
+			byKey[key] = readObject(ctx, kv, k, res, decs)
 		}
 	}
 	return sortedObjects(byKey), nil
@@ -257,15 +271,21 @@ func (o *Object) decode(ctx context.Context, decs Decoders) {
 
 // keep applies the selection's filters. An object whose labels cannot be
 // read is kept when a selector is given, so that its refusal is seen
-// rather than the object silently left out.
+// rather than the object silently left out. A CRD asked for by its key or
+// by name is kept whatever the Namespace and Selector say: they choose its
+// custom resources (a CRD carries neither their namespace nor their
+// labels).
 func (s Selection) keep(o *Object, named bool) bool {
-	if s.Namespace != "" && o.Parsed.Namespace != s.Namespace && !(named && o.Parsed.Namespace == "") {
-		return false
-	}
 	if s.Name != "" && o.Parsed.Name != s.Name {
 		return false
 	}
 	if s.Resource != "" && !matchesResource(o.Resource, o.Parsed.Prefix, s.Resource) {
+		return false
+	}
+	if o.Stage == StageCRDs && (named || s.Name != "") {
+		return true
+	}
+	if s.Namespace != "" && o.Parsed.Namespace != s.Namespace && !(named && o.Parsed.Namespace == "") {
 		return false
 	}
 	return s.matchLabels(o)
