@@ -2,6 +2,7 @@ package dangling
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -95,34 +96,127 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// finds is an API server that finds every namespace: etcd's "gone" is
-// contradicted (a keyspace that holds part of the cluster, a namespace
-// created since the read).
-type finds struct{}
+// served is an API server that serves exactly the objects it holds, named
+// "resource/namespace/name" ("namespaces//shop", "services/shop/api").
+type served map[string]bool
 
-func (finds) Get(_ context.Context, r catalog.Resource, ns, name string) (*metav1.PartialObjectMetadata, error) {
-	if r.Resource == "namespaces" {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+func (s served) Get(_ context.Context, r catalog.Resource, ns, name string) (*metav1.PartialObjectMetadata, error) {
+	if s[r.Resource+"/"+ns+"/"+name] {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: r.Resource}, name)
 }
 
-// TestLiveTargetsAreNotDangling: a reference into a namespace etcd lacks
-// but the API server finds is no dangling reference.
-func TestLiveTargetsAreNotDangling(t *testing.T) {
+// TestTargetIsJudgedOnItself: a target is gone only when its own key is
+// missing and the API server does not find it itself; a namespace's absence
+// alone never makes it gone. A target stored in a namespace that is gone is
+// a ghost: reported as such, and never fixed by dangling.
+func TestTargetIsJudgedOnItself(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	if _, err := cli.Put(ctx, "/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io",
-		`{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.k8s.io"},"spec":{"group":"metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"elsewhere","name":"metrics"}}}`); err != nil {
-		t.Fatal(err)
+	// What points into namespace shop: an APIService and a webhook at the
+	// Service shop/api, a binding at the account shop/runner, a volume at
+	// the claim shop/data.
+	referrers := map[string]string{
+		"apiregistration.k8s.io/apiservices/v1.x.example.com": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.x.example.com"},"spec":{"group":"x.example.com","version":"v1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"shop","name":"api"}}}`,
+		"validatingwebhookconfigurations/hooks":               `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"hooks"},"webhooks":[{"name":"check.example.com","clientConfig":{"service":{"namespace":"shop","name":"api"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
+		"clusterrolebindings/runner":                          `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"runner"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"ServiceAccount","namespace":"shop","name":"runner"}]}`,
+		"persistentvolumes/pv-data":                           `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv-data"},"spec":{"persistentVolumeReclaimPolicy":"Retain","claimRef":{"namespace":"shop","name":"data"}},"status":{"phase":"Bound"}}`,
 	}
-	store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
-	if err != nil {
-		t.Fatal(err)
+	targets := map[string]string{
+		"services/specs/shop/api":          `{"apiVersion":"v1","kind":"Service","metadata":{"name":"api","namespace":"shop"}}`,
+		"serviceaccounts/shop/runner":      `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"runner","namespace":"shop"}}`,
+		"persistentvolumeclaims/shop/data": `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"shop"}}`,
+		"endpointslices/shop/api-1":        `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"api-1","namespace":"shop","labels":{"kubernetes.io/service-name":"api"}},"addressType":"IPv4","endpoints":[{"addresses":["10.0.0.9"],"conditions":{"ready":true}}]}`,
+		"namespaces/shop":                  `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`,
 	}
-	refs, _, err := Find(ctx, store, Options{Registry: "/registry/", Reader: &objread.Reader{Registry: "/registry/"}, API: finds{}})
-	if err != nil || len(refs) != 0 {
-		t.Errorf("references %+v (%v), want none: the API server finds the namespace", refs, err)
+	servesTargets := served{"services/shop/api": true, "serviceaccounts/shop/runner": true, "persistentvolumeclaims/shop/data": true}
+	servesAll := served{"namespaces//shop": true, "services/shop/api": true, "serviceaccounts/shop/runner": true, "persistentvolumeclaims/shop/data": true}
+	const (
+		api   = "apiregistration.k8s.io/apiservices/v1.x.example.com spec.service"
+		hook  = "validatingwebhookconfigurations/hooks webhooks[check.example.com].clientConfig.service"
+		crb   = "clusterrolebindings/runner subjects[0]"
+		pv    = "persistentvolumes/pv-data spec.claimRef"
+		ghost = string(etcdscan.DanglingGhost)
+		gone  = string(etcdscan.DanglingGone)
+	)
+	tests := []struct {
+		name string
+		// stored are the target keys etcd holds (besides the referrers).
+		stored []string
+		api    Getter
+		// want is each reference's state, with " single" when the API
+		// server did not confirm it; fixes are the keys a fix is planned
+		// for (with every flag accepted).
+		want  map[string]string
+		fixes []string
+	}{
+		{"namespace key force-deleted, targets stored and served: ghosts, never gone",
+			[]string{"services/specs/shop/api", "serviceaccounts/shop/runner", "persistentvolumeclaims/shop/data", "endpointslices/shop/api-1"}, servesTargets,
+			map[string]string{api: ghost, hook: ghost, crb: ghost, pv: ghost}, nil},
+		{"namespace key force-deleted, targets stored, no API server: ghosts on etcd's word",
+			[]string{"services/specs/shop/api", "serviceaccounts/shop/runner", "persistentvolumeclaims/shop/data"}, nil,
+			map[string]string{api: ghost + " single", hook: ghost + " single", crb: ghost + " single", pv: ghost + " single"}, nil},
+		{"namespace and targets gone, the API server answers 404 for each target",
+			nil, served{},
+			map[string]string{api: gone, hook: gone, crb: gone, pv: gone},
+			[]string{"apiregistration.k8s.io/apiservices/v1.x.example.com", "clusterrolebindings/runner", "validatingwebhookconfigurations/hooks"}},
+		{"namespace and target keys gone, but the API server serves the targets: nothing is said",
+			nil, servesTargets, map[string]string{}, nil},
+		{"the API server finds the namespace but not the targets: the targets' own 404 decides",
+			nil, served{"namespaces//shop": true},
+			map[string]string{api: gone, hook: gone, crb: gone, pv: gone},
+			[]string{"apiregistration.k8s.io/apiservices/v1.x.example.com", "clusterrolebindings/runner", "validatingwebhookconfigurations/hooks"}},
+		{"the API server finds the namespace, targets stored: live",
+			[]string{"services/specs/shop/api", "serviceaccounts/shop/runner", "persistentvolumeclaims/shop/data", "endpointslices/shop/api-1"}, servesAll,
+			map[string]string{}, nil},
+		{"namespace stored, target keys gone, the API server serves them: nothing is said",
+			[]string{"namespaces/shop"}, servesAll, map[string]string{}, nil},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := fmt.Sprintf("/case%d/", i)
+			for k, v := range referrers {
+				if _, err := cli.Put(ctx, reg+k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, k := range tt.stored {
+				if _, err := cli.Put(ctx, reg+k, targets[k]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs, unreadable, err := Find(ctx, store, Options{Registry: reg, Reader: &objread.Reader{Registry: reg}, API: tt.api})
+			if err != nil || len(unreadable) > 0 {
+				t.Fatalf("find: %v, unreadable %v", err, unreadable)
+			}
+			got := map[string]string{}
+			for _, r := range refs {
+				v := string(r.State)
+				if r.SingleWitness {
+					v += " single"
+				}
+				got[strings.TrimPrefix(r.Key, reg)+" "+r.Field] = v
+				if r.State == etcdscan.DanglingGhost && (strings.Contains(r.Why, "does not exist") || !strings.Contains(r.Fix, "purge")) {
+					t.Errorf("%s: a ghost target said to be missing (%q), or its fix not left to the purge (%q)", r.Key, r.Why, r.Fix)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("references:\n got %v\nwant %v", got, tt.want)
+			}
+			fixes, refused := PlanFixes(refs, PlanOptions{AcceptManaged: true, AcceptSingleWitness: true})
+			var keys []string
+			for _, f := range fixes {
+				keys = append(keys, strings.TrimPrefix(f.Key, reg))
+			}
+			if fmt.Sprint(keys) != fmt.Sprint(tt.fixes) || len(refused) > 0 {
+				t.Errorf("fixes %v (refused %v), want %v", keys, refused, tt.fixes)
+			}
+		})
 	}
 }
 
