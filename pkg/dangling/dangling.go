@@ -344,6 +344,18 @@ func (f *finder) hasReadyEndpoint(ns, name string) (ready bool, unread int) {
 	return ready, unread
 }
 
+// whole says whether each of an object's n entries (webhooks, subjects) is
+// a gone reference in refs that points into the namespace asked about: only
+// then may the object be deleted whole.
+func (f *finder) whole(refs []etcdscan.DanglingRef, n int) bool {
+	for _, r := range refs {
+		if r.State != etcdscan.DanglingGone || (f.o.Namespace != "" && r.TargetNamespace != f.o.Namespace) {
+			return false
+		}
+	}
+	return n > 0 && len(refs) == n
+}
+
 // add records a reference when it points into the namespace asked about.
 func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.DanglingRef) {
 	if f.o.Namespace != "" && d.TargetNamespace != f.o.Namespace {
@@ -430,15 +442,11 @@ func (f *finder) webhooks(kind string) func(kv *mvccpb.KeyValue, obj map[string]
 			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: "webhooks[" + str(hm, "name") + "].clientConfig.service", Target: "service " + ns + "/" + name,
 				TargetNamespace: ns, State: state, Why: why, SingleWitness: single, Consequence: consequence})
 		}
-		gone := 0
+		whole := f.whole(refs, len(hooks))
 		for _, r := range refs {
-			if r.State == etcdscan.DanglingGone {
-				gone++
-			}
-		}
-		for _, r := range refs {
-			r.Fix = "remove webhook " + strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service") + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server (its other webhooks are live)"
-			if gone == len(hooks) {
+			r.Entries = len(hooks)
+			r.Fix = "remove webhook " + strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service") + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server (it keeps its other webhooks)"
+			if whole {
 				r.Fix = "delete " + kind + " " + str(obj, "metadata", "name") + " through the API server (none of its webhooks has a Service left)"
 			}
 			f.add(kv, obj, r)
@@ -497,15 +505,11 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 				State: state, Why: v.why, SingleWitness: v.single,
 				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role})
 		}
-		gone := 0
+		whole := f.whole(refs, len(subjects))
 		for _, r := range refs {
-			if r.State == etcdscan.DanglingGone {
-				gone++
-			}
-		}
-		for _, r := range refs {
+			r.Entries = len(subjects)
 			r.Fix = "remove subject " + r.Target + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server"
-			if gone == len(subjects) {
+			if whole {
 				r.Fix = "delete " + kind + " " + str(obj, "metadata", "name") + " through the API server (no subject is left)"
 			}
 			f.add(kv, obj, r)

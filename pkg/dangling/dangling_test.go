@@ -36,6 +36,11 @@ func TestFind(t *testing.T) {
 		"/registry/validatingwebhookconfigurations/policy": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"policy"},"webhooks":[
 			{"name":"gone.example.com","clientConfig":{"service":{"namespace":"kb-system","name":"hook"}},"sideEffects":"None","admissionReviewVersions":["v1"]},
 			{"name":"live.example.com","clientConfig":{"service":{"namespace":"ops","name":"live"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
+		// Both webhooks gone, into two namespaces: whole only when both are
+		// in scope.
+		"/registry/validatingwebhookconfigurations/split": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"split"},"webhooks":[
+			{"name":"a.example.com","clientConfig":{"service":{"namespace":"kb-system","name":"a"}},"sideEffects":"None","admissionReviewVersions":["v1"]},
+			{"name":"b.example.com","clientConfig":{"service":{"namespace":"gone-2","name":"b"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
 		"/registry/mutatingwebhookconfigurations/inject": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":"inject"},"webhooks":[
 			{"name":"inject.example.com","failurePolicy":"Ignore","clientConfig":{"service":{"namespace":"kb-system","name":"inject"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
 		"/registry/clusterrolebindings/kb-admin": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kb-admin"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","namespace":"kb-system","name":"controller"},{"kind":"ServiceAccount","namespace":"ops","name":"runner"}]}`,
@@ -53,6 +58,9 @@ func TestFind(t *testing.T) {
 	tests := []struct {
 		namespace string
 		want      []string // key field state fix-substring
+		// whole are the objects the plan deletes whole (every flag
+		// accepted); the others it fixes lose only their gone entries.
+		whole []string
 	}{
 		{"", []string{
 			"apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io spec.service down none: bring service ops/idle back",
@@ -62,14 +70,18 @@ func TestFind(t *testing.T) {
 			"persistentvolumes/pv-data spec.claimRef gone none automatic",
 			"rolebindings/ops/read subjects[0] gone delete RoleBinding read",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone remove webhook gone.example.com",
-		}},
+			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
+			"validatingwebhookconfigurations/split webhooks[b.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
+		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject", "rolebindings/ops/read", "validatingwebhookconfigurations/split"}},
 		{"kb-system", []string{
 			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone",
 			"clusterrolebindings/kb-admin subjects[0] gone",
 			"mutatingwebhookconfigurations/inject webhooks[inject.example.com].clientConfig.service gone",
 			"persistentvolumes/pv-data spec.claimRef gone",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone",
-		}},
+			// Its sibling into gone-2 is outside -n: it keeps it.
+			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone remove webhook a.example.com",
+		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject"}},
 	}
 	for _, tt := range tests {
 		t.Run("namespace "+tt.namespace, func(t *testing.T) {
@@ -88,6 +100,16 @@ func TestFind(t *testing.T) {
 				if r.State == etcdscan.DanglingGone && !r.SingleWitness {
 					t.Errorf("%s: not single-witness without the API server", r.Key)
 				}
+			}
+			fixes, _ := PlanFixes(refs, PlanOptions{AcceptManaged: true, AcceptSingleWitness: true})
+			var whole []string
+			for _, f := range fixes {
+				if f.Delete {
+					whole = append(whole, strings.TrimPrefix(f.Key, "/registry/"))
+				}
+			}
+			if fmt.Sprint(whole) != fmt.Sprint(tt.whole) {
+				t.Errorf("deleted whole: %v, want %v", whole, tt.whole)
 			}
 			if tt.namespace == "" && (len(refs[1].ManagedBy) != 1 || !strings.Contains(refs[1].ManagedBy[0], "Helm release cert-manager")) {
 				t.Errorf("managed by: %v", refs[1].ManagedBy)
@@ -244,6 +266,89 @@ func TestUnavailableSince(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("unavailableSince = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlanFixesDeletesWholeOnlyWhenEveryEntryIsTaken: a webhook
+// configuration or a binding is deleted whole only when each of its entries
+// is a gone reference the plan takes; a sibling that is refused, down, a
+// ghost or outside the references given (-n) keeps it, and only the gone
+// entries the plan takes are removed.
+func TestPlanFixesDeletesWholeOnlyWhenEveryEntryIsTaken(t *testing.T) {
+	const vwc, crb = "/registry/validatingwebhookconfigurations/policy", "/registry/clusterrolebindings/grant"
+	hook := func(name, ns string, state etcdscan.DanglingState, entries int) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Key: vwc, Kind: "ValidatingWebhookConfiguration", Name: "policy", ModRevision: 7, Field: "webhooks[" + name + "].clientConfig.service",
+			Target: "service " + ns + "/hook", TargetNamespace: ns, State: state, Entries: entries,
+			// Find's text once said delete for a whole object: the plan no
+			// longer takes its word.
+			Fix: "delete ValidatingWebhookConfiguration policy through the API server"}
+	}
+	subject := func(i int, ns string, entries int) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Key: crb, Kind: "ClusterRoleBinding", Name: "grant", ModRevision: 9, Field: fmt.Sprintf("subjects[%d]", i),
+			Target: "serviceaccount " + ns + "/runner", TargetNamespace: ns, State: etcdscan.DanglingGone, Entries: entries}
+	}
+	single := func(r etcdscan.DanglingRef) etcdscan.DanglingRef { r.SingleWitness = true; return r }
+	gone, down, ghost := etcdscan.DanglingGone, etcdscan.DanglingDown, etcdscan.DanglingGhost
+	tests := []struct {
+		name string
+		refs []etcdscan.DanglingRef
+		o    PlanOptions
+		// want is each fix ("delete KEY" or "remove A,B from KEY"), then
+		// the refused targets.
+		want, refused []string
+	}{
+		{"every webhook gone and taken: deleted whole",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), hook("b.example.com", "kb", gone, 2)}, PlanOptions{},
+			[]string{"delete " + vwc}, nil},
+		{"one webhook gone, its sibling refused: only the gone one is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), single(hook("b.example.com", "kb", gone, 2))}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, []string{"service kb/hook"}},
+		{"the refused sibling accepted: deleted whole",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), single(hook("b.example.com", "kb", gone, 2))}, PlanOptions{AcceptSingleWitness: true},
+			[]string{"delete " + vwc}, nil},
+		{"the sibling is outside -n (not given): only the gone one in scope is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"the sibling is down: only the gone one is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), hook("b.example.com", "ops", down, 2)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"the sibling is a ghost: only the gone one is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), hook("b.example.com", "old", ghost, 2)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"how many webhooks it holds is not known: only removals",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 0)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"a ghost alone: nothing",
+			[]etcdscan.DanglingRef{hook("a.example.com", "old", ghost, 1)}, PlanOptions{AcceptSingleWitness: true, AcceptManaged: true},
+			nil, nil},
+		{"every subject gone: the binding is deleted",
+			[]etcdscan.DanglingRef{subject(0, "ci", 2), subject(1, "qa", 2)}, PlanOptions{},
+			[]string{"delete " + crb}, nil},
+		{"one subject refused: the other is removed, the binding stays",
+			[]etcdscan.DanglingRef{subject(0, "ci", 2), single(subject(1, "qa", 2))}, PlanOptions{},
+			[]string{"remove ci/runner from " + crb}, []string{"serviceaccount qa/runner"}},
+		{"a live subject besides (three entries, two gone): both gone ones removed",
+			[]etcdscan.DanglingRef{subject(0, "ci", 3), subject(1, "qa", 3)}, PlanOptions{},
+			[]string{"remove ci/runner,qa/runner from " + crb}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fixes, refused := PlanFixes(tt.refs, tt.o)
+			var got, gotRefused []string
+			for _, f := range fixes {
+				if f.Delete {
+					got = append(got, "delete "+f.Key)
+				} else {
+					got = append(got, "remove "+strings.Join(f.Remove, ",")+" from "+f.Key)
+				}
+			}
+			for _, r := range refused {
+				gotRefused = append(gotRefused, r.Ref.Target)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) || fmt.Sprint(gotRefused) != fmt.Sprint(tt.refused) {
+				t.Errorf("fixes %q refused %q, want %q refused %q", got, gotRefused, tt.want, tt.refused)
 			}
 		})
 	}

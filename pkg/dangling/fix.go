@@ -82,11 +82,18 @@ var fixable = map[string]schema.GroupVersionResource{
 }
 
 // PlanFixes turns references into fixes: every gone reference of a kind
-// regghost fixes, grouped by referring object. Down references, volumes
-// and conversion webhooks are never fixed; single-witness and GitOps-managed
-// ones are refused unless accepted.
+// regghost fixes, grouped by referring object. Down and ghost references,
+// volumes and conversion webhooks are never fixed; single-witness and
+// GitOps-managed ones are refused unless accepted.
+//
+// An APIService is deleted. A webhook configuration or a binding is deleted
+// whole only when each of its entries (ref.Entries) is a gone reference
+// planned here: one whose sibling is refused, down, a ghost, live, or
+// outside the references given (outside -n) only loses its gone entries.
 func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 	byKey := map[string]*Fix{}
+	// fields are the distinct entries planned per object.
+	fields := map[string]map[string]bool{}
 	var refused []Refusal
 	for _, r := range refs {
 		if _, ok := fixable[r.Kind]; !ok || r.State != etcdscan.DanglingGone {
@@ -105,23 +112,29 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 		f := byKey[r.Key]
 		if f == nil {
 			f = &Fix{Key: r.Key, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, ModRevision: r.ModRevision}
-			byKey[r.Key] = f
+			byKey[r.Key], fields[r.Key] = f, map[string]bool{}
 		}
 		f.Refs = append(f.Refs, r)
-		if strings.HasPrefix(r.Fix, "delete ") {
-			f.Delete = true
-		}
+		fields[r.Key][r.Field] = true
+		var entry string
 		switch r.Kind {
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
-			f.Remove = append(f.Remove, strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service"))
+			entry = strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service")
 		case "ClusterRoleBinding", "RoleBinding":
-			f.Remove = append(f.Remove, strings.TrimPrefix(r.Target, "serviceaccount "))
+			entry = strings.TrimPrefix(r.Target, "serviceaccount ")
 		default:
 			f.Delete = true
+			continue
+		}
+		if !contains(f.Remove, entry) {
+			f.Remove = append(f.Remove, entry)
 		}
 	}
 	var fixes []Fix
-	for _, f := range byKey {
+	for key, f := range byKey {
+		if !f.Delete {
+			f.Delete = everyEntry(f.Refs, len(fields[key]))
+		}
 		if f.Delete {
 			f.Remove = nil
 		}
@@ -129,6 +142,27 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 	}
 	sort.Slice(fixes, func(i, j int) bool { return fixes[i].Key < fixes[j].Key })
 	return fixes, refused
+}
+
+// everyEntry says whether the planned distinct entries of one object are
+// all it holds, as each of its references says (a disagreement, or an
+// unknown count, says no).
+func everyEntry(refs []etcdscan.DanglingRef, planned int) bool {
+	for _, r := range refs {
+		if r.Entries <= 0 || r.Entries != planned {
+			return false
+		}
+	}
+	return len(refs) > 0
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 // FixOptions configure Apply.

@@ -50,6 +50,11 @@ type DanglingRef struct {
 	Fix string `json:"fix"`
 	// SingleWitness is set when the API server could not confirm it.
 	SingleWitness bool `json:"singleWitness,omitempty"`
+	// Entries is how many webhooks (of a webhook configuration) or subjects
+	// (of a binding) the referring object holds: a fix deletes it whole
+	// only when each of them is a gone reference the fix takes. Zero when
+	// the object holds no such list, or it is not known.
+	Entries int `json:"entries,omitempty"`
 	// ManagedBy names who would re-create or adopt the referring object
 	// (Helm, Argo CD, Flux), from its labels and annotations.
 	ManagedBy []string `json:"managedBy,omitempty"`
