@@ -46,13 +46,15 @@ func printDangling(out io.Writer, refs []etcdscan.DanglingRef) {
 	if len(refs) == 0 {
 		return
 	}
-	gone := 0
+	n := map[etcdscan.DanglingState]int{}
 	for _, d := range refs {
-		if d.State == etcdscan.DanglingGone {
-			gone++
-		}
+		n[d.State]++
 	}
-	fmt.Fprintf(out, "\nDangling references: %d gone, %d down\n", gone, len(refs)-gone)
+	ghosts := ""
+	if n[etcdscan.DanglingGhost] > 0 {
+		ghosts = fmt.Sprintf(", %d into ghosts", n[etcdscan.DanglingGhost])
+	}
+	fmt.Fprintf(out, "\nDangling references: %d gone, %d down%s\n", n[etcdscan.DanglingGone], n[etcdscan.DanglingDown], ghosts)
 	for _, d := range refs {
 		who := d.Kind + " " + d.Name
 		if d.Namespace != "" {
@@ -91,7 +93,9 @@ deletion, every matching request then fails), CRD conversion webhooks, RBAC
 bindings whose ServiceAccount subject is gone (an account created again under
 that name inherits the grant), and PersistentVolumes whose claim is gone.
 A Service that exists with no ready endpoint is down, not gone: nothing is
-offered but bringing it back.
+offered but bringing it back. A target is gone only when the API server does
+not find it itself; one still stored in a namespace that is gone is a ghost:
+it is left to the purge of that namespace.
 
 With --confirm it fixes every gone reference the API server confirmed, through
 the API server: it deletes a dangling APIService, a webhook configuration none of

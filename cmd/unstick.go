@@ -138,7 +138,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		if err != nil {
 			return err
 		}
-		a.Follow(refs)
+		a.Follow(dangling.WithoutGhosts(refs))
 	}
 	blockerRows := make([]row, len(a.Blockers))
 	for i := range a.Blockers {

@@ -3,10 +3,12 @@
 // is gone (every namespace deletion and every matching request then fails),
 // CRD conversion webhooks, RBAC bindings whose ServiceAccount subjects are
 // gone (a namespace and account created again inherit the grant), and
-// PersistentVolumes whose claim is gone. It tells gone (the namespace or
-// Service does not exist: a dangling reference) from down (the Service
-// exists with no ready endpoint: bring it back), with two witnesses: etcd's
-// keys and the API server.
+// PersistentVolumes whose claim is gone. It tells gone (the Service, account
+// or claim itself does not exist: its key is missing and the API server's GET
+// of it answers 404; a dangling reference) from down (the Service exists with
+// no ready endpoint: bring it back) and from a ghost target (stored and
+// served, but its namespace is gone: the purge of that namespace is its fix),
+// with two witnesses: etcd's keys and the API server.
 package dangling
 
 import (
@@ -112,6 +114,19 @@ func Find(ctx context.Context, store etcdscan.Store, o Options) ([]etcdscan.Dang
 	return f.out, f.unreadable, nil
 }
 
+// WithoutGhosts returns refs without the references into ghosts: what a
+// caller that acts on gone or down verdicts (unstick) may follow. A ghost
+// target is fixed by the purge of its namespace, never here.
+func WithoutGhosts(refs []etcdscan.DanglingRef) []etcdscan.DanglingRef {
+	var out []etcdscan.DanglingRef
+	for _, r := range refs {
+		if r.State != etcdscan.DanglingGhost {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // walk reads every object under a storage prefix and hands it, as a map,
 // to fn.
 func (f *finder) walk(prefix string, fn func(kv *mvccpb.KeyValue, obj map[string]any) error) error {
@@ -135,49 +150,91 @@ func (f *finder) walk(prefix string, fn func(kv *mvccpb.KeyValue, obj map[string
 type presence int
 
 const (
-	// isGone: its namespace or its key is missing in etcd, and the API
-	// server does not find it either (or could not be asked).
+	// isGone: its own key is missing in etcd, and the API server does not
+	// find it either (or could not be asked). Its namespace's absence
+	// alone never makes a target gone.
 	isGone presence = iota
-	// isThere: its key is in etcd.
+	// isThere: its key is in etcd, and so is its namespace (or the API
+	// server finds the namespace).
 	isThere
+	// isGhost: its key is in etcd but its namespace is gone (no namespace
+	// key, and the API server does not find the namespace): the API server
+	// still serves it, and the purge of the ghost namespace removes it.
+	isGhost
 	// unknown: etcd could not be read, or the API server finds what etcd
 	// lacks: nothing is said of it.
 	unknown
 )
 
-// gone says whether the object ns/name of resource r is gone: its namespace
-// key or its own key missing in etcd, with the API server's word (single
-// when it could not confirm it), and why.
-func (f *finder) gone(r catalog.Resource, ns, name string) (why string, single bool, p presence) {
-	if !f.namespaces[ns] {
-		a := f.ask(namespacesResource, "", ns)
-		if a == apiContradicts {
-			return "", false, unknown
-		}
-		return fmt.Sprintf("namespace %s does not exist (no %snamespaces/%s key)%s", ns, f.o.Registry, ns, said(a)), a != apiConfirms, isGone
-	}
+// verdict is what the witnesses say of one target, and why.
+type verdict struct {
+	p   presence
+	why string
+	// single is set when the API server did not confirm it.
+	single bool
+}
+
+// judge says whether the object ns/name of resource r is gone, there, or a
+// ghost. Gone is decided on the target itself: its own key missing in etcd,
+// and the API server's GET of it (single witness when that could not
+// confirm it). A target whose key is stored in a namespace that is gone is
+// a ghost, not gone: the API server still serves it.
+func (f *finder) judge(r catalog.Resource, ns, name string) verdict {
+	what := singular(r) + " " + ns + "/" + name
 	key := etcdscan.ObjectKey(f.o.Registry, r.Prefix(), ns, name)
 	kv, err := f.store.Get(f.ctx, key)
 	switch {
 	case err != nil:
-		return "", false, unknown
+		return verdict{p: unknown}
+	case kv != nil && f.namespaces[ns]:
+		return verdict{p: isThere}
 	case kv != nil:
-		return "", false, isThere
+		nsAnswer := f.ask(namespacesResource, "", ns)
+		if nsAnswer == apiContradicts {
+			// The API server finds the namespace: a keyspace that holds
+			// part of the cluster, or a namespace created since the read.
+			return verdict{p: isThere}
+		}
+		why := fmt.Sprintf("%s is stored (%s) but its namespace %s is gone (no %snamespaces/%s key%s)", what, key, ns, f.o.Registry, ns, said(nsAnswer))
+		switch f.ask(r, ns, name) {
+		case apiContradicts:
+			why += "; the API server still serves it: a ghost"
+		case apiConfirms:
+			why += "; the API server answers 404 for it: a ghost"
+		default:
+			why += ": a ghost (the API server could not be asked whether it serves it)"
+		}
+		return verdict{p: isGhost, why: why, single: nsAnswer != apiConfirms}
 	}
 	a := f.ask(r, ns, name)
 	if a == apiContradicts {
-		return "", false, unknown
+		return verdict{p: unknown}
 	}
-	return fmt.Sprintf("%s %s/%s does not exist (no %s key)%s", strings.TrimSuffix(r.Resource, "s"), ns, name, key, said(a)), a != apiConfirms, isGone
+	why := fmt.Sprintf("%s does not exist (no %s key", what, key)
+	if !f.namespaces[ns] {
+		why += fmt.Sprintf(", nor %snamespaces/%s", f.o.Registry, ns)
+	}
+	return verdict{p: isGone, why: why + ")" + said(a), single: a != apiConfirms}
 }
 
-// service says whether a Service is gone or down, and why; ok is false
-// when it is there and serving, or when the API server contradicts etcd.
+// singular names one object of r ("service", "serviceaccount").
+func singular(r catalog.Resource) string {
+	if r.Resource == "persistentvolumeclaims" {
+		return "claim"
+	}
+	return strings.TrimSuffix(r.Resource, "s")
+}
+
+// service says whether a Service is gone, a ghost or down, and why; ok is
+// false when it is there and serving, or when the API server contradicts
+// etcd.
 func (f *finder) service(ns, name string) (state etcdscan.DanglingState, why string, single, ok bool) {
-	why, single, p := f.gone(servicesResource, ns, name)
-	switch p {
+	v := f.judge(servicesResource, ns, name)
+	switch v.p {
 	case isGone:
-		return etcdscan.DanglingGone, why, single, true
+		return etcdscan.DanglingGone, v.why, v.single, true
+	case isGhost:
+		return etcdscan.DanglingGhost, v.why, v.single, true
 	case unknown:
 		return "", "", false, false
 	}
@@ -190,6 +247,18 @@ func (f *finder) service(ns, name string) (state etcdscan.DanglingState, why str
 		why += fmt.Sprintf(" that can be read here (%d EndpointSlices of namespace %s cannot be)", unread, ns)
 	}
 	return etcdscan.DanglingDown, why, false, true
+}
+
+// targetState is the state of a reference to a target judged gone or a
+// ghost; ok is false for any other verdict.
+func targetState(v verdict) (state etcdscan.DanglingState, ok bool) {
+	switch v.p {
+	case isGone:
+		return etcdscan.DanglingGone, true
+	case isGhost:
+		return etcdscan.DanglingGhost, true
+	}
+	return "", false
 }
 
 func said(a answer) string {
@@ -275,6 +344,18 @@ func (f *finder) hasReadyEndpoint(ns, name string) (ready bool, unread int) {
 	return ready, unread
 }
 
+// whole says whether each of an object's n entries (webhooks, subjects) is
+// a gone reference in refs that points into the namespace asked about: only
+// then may the object be deleted whole.
+func (f *finder) whole(refs []etcdscan.DanglingRef, n int) bool {
+	for _, r := range refs {
+		if r.State != etcdscan.DanglingGone || (f.o.Namespace != "" && r.TargetNamespace != f.o.Namespace) {
+			return false
+		}
+	}
+	return n > 0 && len(refs) == n
+}
+
 // add records a reference when it points into the namespace asked about.
 func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.DanglingRef) {
 	if f.o.Namespace != "" && d.TargetNamespace != f.o.Namespace {
@@ -284,8 +365,12 @@ func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.Danglin
 	d.Namespace, _, _ = unstructured.NestedString(obj, "metadata", "namespace")
 	d.Name, _, _ = unstructured.NestedString(obj, "metadata", "name")
 	d.ManagedBy = managers(obj)
-	if d.State == etcdscan.DanglingDown {
+	switch d.State {
+	case etcdscan.DanglingDown:
 		d.Fix = "none: bring " + d.Target + " back (it exists; deleting what points at it would lose its configuration)"
+	case etcdscan.DanglingGhost:
+		d.Consequence = "none yet: " + d.Target + " is still stored and served; once namespace " + d.TargetNamespace + " is purged: " + d.Consequence
+		d.Fix = "none here: the target is a ghost (its namespace " + d.TargetNamespace + " is gone); purge the namespace (regghost purge --namespace " + d.TargetNamespace + "), whose fix this is; dangling --confirm leaves it alone"
 	}
 	f.out = append(f.out, d)
 }
@@ -357,15 +442,11 @@ func (f *finder) webhooks(kind string) func(kv *mvccpb.KeyValue, obj map[string]
 			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: "webhooks[" + str(hm, "name") + "].clientConfig.service", Target: "service " + ns + "/" + name,
 				TargetNamespace: ns, State: state, Why: why, SingleWitness: single, Consequence: consequence})
 		}
-		gone := 0
+		whole := f.whole(refs, len(hooks))
 		for _, r := range refs {
-			if r.State == etcdscan.DanglingGone {
-				gone++
-			}
-		}
-		for _, r := range refs {
-			r.Fix = "remove webhook " + strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service") + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server (its other webhooks are live)"
-			if gone == len(hooks) {
+			r.Entries = len(hooks)
+			r.Fix = "remove webhook " + strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service") + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server (it keeps its other webhooks)"
+			if whole {
 				r.Fix = "delete " + kind + " " + str(obj, "metadata", "name") + " through the API server (none of its webhooks has a Service left)"
 			}
 			f.add(kv, obj, r)
@@ -415,17 +496,20 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 			if ns == "" {
 				ns = own
 			}
-			why, single, p := f.gone(serviceAccountsResource, ns, name)
-			if p != isGone {
+			v := f.judge(serviceAccountsResource, ns, name)
+			state, ok := targetState(v)
+			if !ok {
 				continue
 			}
 			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
-				State: etcdscan.DanglingGone, Why: why, SingleWitness: single,
+				State: state, Why: v.why, SingleWitness: v.single,
 				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role})
 		}
+		whole := f.whole(refs, len(subjects))
 		for _, r := range refs {
+			r.Entries = len(subjects)
 			r.Fix = "remove subject " + r.Target + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server"
-			if len(refs) == len(subjects) {
+			if whole {
 				r.Fix = "delete " + kind + " " + str(obj, "metadata", "name") + " through the API server (no subject is left)"
 			}
 			f.add(kv, obj, r)
@@ -440,8 +524,9 @@ func (f *finder) volume(kv *mvccpb.KeyValue, obj map[string]any) error {
 	if name == "" {
 		return nil
 	}
-	why, single, p := f.gone(claimsResource, ns, name)
-	if p != isGone {
+	v := f.judge(claimsResource, ns, name)
+	state, ok := targetState(v)
+	if !ok {
 		return nil
 	}
 	phase, policy := str(obj, "status", "phase"), str(obj, "spec", "persistentVolumeReclaimPolicy")
@@ -449,7 +534,7 @@ func (f *finder) volume(kv *mvccpb.KeyValue, obj map[string]any) error {
 	if phase == "Bound" {
 		consequence = "still Bound to a claim that is gone (reclaim policy " + policy + ")"
 	}
-	f.add(kv, obj, etcdscan.DanglingRef{Kind: "PersistentVolume", Field: "spec.claimRef", Target: "claim " + ns + "/" + name, TargetNamespace: ns, State: etcdscan.DanglingGone, Why: why, SingleWitness: single,
+	f.add(kv, obj, etcdscan.DanglingRef{Kind: "PersistentVolume", Field: "spec.claimRef", Target: "claim " + ns + "/" + name, TargetNamespace: ns, State: state, Why: v.why, SingleWitness: v.single,
 		Consequence: consequence,
 		Fix:         "none automatic (regghost never touches storage): check the data, then delete the PersistentVolume or clear its spec.claimRef"})
 	return nil

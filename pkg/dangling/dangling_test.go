@@ -2,6 +2,7 @@ package dangling
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,11 @@ func TestFind(t *testing.T) {
 		"/registry/validatingwebhookconfigurations/policy": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"policy"},"webhooks":[
 			{"name":"gone.example.com","clientConfig":{"service":{"namespace":"kb-system","name":"hook"}},"sideEffects":"None","admissionReviewVersions":["v1"]},
 			{"name":"live.example.com","clientConfig":{"service":{"namespace":"ops","name":"live"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
+		// Both webhooks gone, into two namespaces: whole only when both are
+		// in scope.
+		"/registry/validatingwebhookconfigurations/split": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"split"},"webhooks":[
+			{"name":"a.example.com","clientConfig":{"service":{"namespace":"kb-system","name":"a"}},"sideEffects":"None","admissionReviewVersions":["v1"]},
+			{"name":"b.example.com","clientConfig":{"service":{"namespace":"gone-2","name":"b"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
 		"/registry/mutatingwebhookconfigurations/inject": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":"inject"},"webhooks":[
 			{"name":"inject.example.com","failurePolicy":"Ignore","clientConfig":{"service":{"namespace":"kb-system","name":"inject"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
 		"/registry/clusterrolebindings/kb-admin": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kb-admin"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","namespace":"kb-system","name":"controller"},{"kind":"ServiceAccount","namespace":"ops","name":"runner"}]}`,
@@ -52,6 +58,9 @@ func TestFind(t *testing.T) {
 	tests := []struct {
 		namespace string
 		want      []string // key field state fix-substring
+		// whole are the objects the plan deletes whole (every flag
+		// accepted); the others it fixes lose only their gone entries.
+		whole []string
 	}{
 		{"", []string{
 			"apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io spec.service down none: bring service ops/idle back",
@@ -61,14 +70,18 @@ func TestFind(t *testing.T) {
 			"persistentvolumes/pv-data spec.claimRef gone none automatic",
 			"rolebindings/ops/read subjects[0] gone delete RoleBinding read",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone remove webhook gone.example.com",
-		}},
+			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
+			"validatingwebhookconfigurations/split webhooks[b.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
+		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject", "rolebindings/ops/read", "validatingwebhookconfigurations/split"}},
 		{"kb-system", []string{
 			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone",
 			"clusterrolebindings/kb-admin subjects[0] gone",
 			"mutatingwebhookconfigurations/inject webhooks[inject.example.com].clientConfig.service gone",
 			"persistentvolumes/pv-data spec.claimRef gone",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone",
-		}},
+			// Its sibling into gone-2 is outside -n: it keeps it.
+			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone remove webhook a.example.com",
+		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject"}},
 	}
 	for _, tt := range tests {
 		t.Run("namespace "+tt.namespace, func(t *testing.T) {
@@ -88,6 +101,16 @@ func TestFind(t *testing.T) {
 					t.Errorf("%s: not single-witness without the API server", r.Key)
 				}
 			}
+			fixes, _ := PlanFixes(refs, PlanOptions{AcceptManaged: true, AcceptSingleWitness: true})
+			var whole []string
+			for _, f := range fixes {
+				if f.Delete {
+					whole = append(whole, strings.TrimPrefix(f.Key, "/registry/"))
+				}
+			}
+			if fmt.Sprint(whole) != fmt.Sprint(tt.whole) {
+				t.Errorf("deleted whole: %v, want %v", whole, tt.whole)
+			}
 			if tt.namespace == "" && (len(refs[1].ManagedBy) != 1 || !strings.Contains(refs[1].ManagedBy[0], "Helm release cert-manager")) {
 				t.Errorf("managed by: %v", refs[1].ManagedBy)
 			}
@@ -95,34 +118,127 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// finds is an API server that finds every namespace: etcd's "gone" is
-// contradicted (a keyspace that holds part of the cluster, a namespace
-// created since the read).
-type finds struct{}
+// served is an API server that serves exactly the objects it holds, named
+// "resource/namespace/name" ("namespaces//shop", "services/shop/api").
+type served map[string]bool
 
-func (finds) Get(_ context.Context, r catalog.Resource, ns, name string) (*metav1.PartialObjectMetadata, error) {
-	if r.Resource == "namespaces" {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+func (s served) Get(_ context.Context, r catalog.Resource, ns, name string) (*metav1.PartialObjectMetadata, error) {
+	if s[r.Resource+"/"+ns+"/"+name] {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: r.Resource}, name)
 }
 
-// TestLiveTargetsAreNotDangling: a reference into a namespace etcd lacks
-// but the API server finds is no dangling reference.
-func TestLiveTargetsAreNotDangling(t *testing.T) {
+// TestTargetIsJudgedOnItself: a target is gone only when its own key is
+// missing and the API server does not find it itself; a namespace's absence
+// alone never makes it gone. A target stored in a namespace that is gone is
+// a ghost: reported as such, and never fixed by dangling.
+func TestTargetIsJudgedOnItself(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	if _, err := cli.Put(ctx, "/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io",
-		`{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.k8s.io"},"spec":{"group":"metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"elsewhere","name":"metrics"}}}`); err != nil {
-		t.Fatal(err)
+	// What points into namespace shop: an APIService and a webhook at the
+	// Service shop/api, a binding at the account shop/runner, a volume at
+	// the claim shop/data.
+	referrers := map[string]string{
+		"apiregistration.k8s.io/apiservices/v1.x.example.com": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.x.example.com"},"spec":{"group":"x.example.com","version":"v1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"shop","name":"api"}}}`,
+		"validatingwebhookconfigurations/hooks":               `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"hooks"},"webhooks":[{"name":"check.example.com","clientConfig":{"service":{"namespace":"shop","name":"api"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
+		"clusterrolebindings/runner":                          `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"runner"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"ServiceAccount","namespace":"shop","name":"runner"}]}`,
+		"persistentvolumes/pv-data":                           `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv-data"},"spec":{"persistentVolumeReclaimPolicy":"Retain","claimRef":{"namespace":"shop","name":"data"}},"status":{"phase":"Bound"}}`,
 	}
-	store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
-	if err != nil {
-		t.Fatal(err)
+	targets := map[string]string{
+		"services/specs/shop/api":          `{"apiVersion":"v1","kind":"Service","metadata":{"name":"api","namespace":"shop"}}`,
+		"serviceaccounts/shop/runner":      `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"runner","namespace":"shop"}}`,
+		"persistentvolumeclaims/shop/data": `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"shop"}}`,
+		"endpointslices/shop/api-1":        `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"api-1","namespace":"shop","labels":{"kubernetes.io/service-name":"api"}},"addressType":"IPv4","endpoints":[{"addresses":["10.0.0.9"],"conditions":{"ready":true}}]}`,
+		"namespaces/shop":                  `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`,
 	}
-	refs, _, err := Find(ctx, store, Options{Registry: "/registry/", Reader: &objread.Reader{Registry: "/registry/"}, API: finds{}})
-	if err != nil || len(refs) != 0 {
-		t.Errorf("references %+v (%v), want none: the API server finds the namespace", refs, err)
+	servesTargets := served{"services/shop/api": true, "serviceaccounts/shop/runner": true, "persistentvolumeclaims/shop/data": true}
+	servesAll := served{"namespaces//shop": true, "services/shop/api": true, "serviceaccounts/shop/runner": true, "persistentvolumeclaims/shop/data": true}
+	const (
+		api   = "apiregistration.k8s.io/apiservices/v1.x.example.com spec.service"
+		hook  = "validatingwebhookconfigurations/hooks webhooks[check.example.com].clientConfig.service"
+		crb   = "clusterrolebindings/runner subjects[0]"
+		pv    = "persistentvolumes/pv-data spec.claimRef"
+		ghost = string(etcdscan.DanglingGhost)
+		gone  = string(etcdscan.DanglingGone)
+	)
+	tests := []struct {
+		name string
+		// stored are the target keys etcd holds (besides the referrers).
+		stored []string
+		api    Getter
+		// want is each reference's state, with " single" when the API
+		// server did not confirm it; fixes are the keys a fix is planned
+		// for (with every flag accepted).
+		want  map[string]string
+		fixes []string
+	}{
+		{"namespace key force-deleted, targets stored and served: ghosts, never gone",
+			[]string{"services/specs/shop/api", "serviceaccounts/shop/runner", "persistentvolumeclaims/shop/data", "endpointslices/shop/api-1"}, servesTargets,
+			map[string]string{api: ghost, hook: ghost, crb: ghost, pv: ghost}, nil},
+		{"namespace key force-deleted, targets stored, no API server: ghosts on etcd's word",
+			[]string{"services/specs/shop/api", "serviceaccounts/shop/runner", "persistentvolumeclaims/shop/data"}, nil,
+			map[string]string{api: ghost + " single", hook: ghost + " single", crb: ghost + " single", pv: ghost + " single"}, nil},
+		{"namespace and targets gone, the API server answers 404 for each target",
+			nil, served{},
+			map[string]string{api: gone, hook: gone, crb: gone, pv: gone},
+			[]string{"apiregistration.k8s.io/apiservices/v1.x.example.com", "clusterrolebindings/runner", "validatingwebhookconfigurations/hooks"}},
+		{"namespace and target keys gone, but the API server serves the targets: nothing is said",
+			nil, servesTargets, map[string]string{}, nil},
+		{"the API server finds the namespace but not the targets: the targets' own 404 decides",
+			nil, served{"namespaces//shop": true},
+			map[string]string{api: gone, hook: gone, crb: gone, pv: gone},
+			[]string{"apiregistration.k8s.io/apiservices/v1.x.example.com", "clusterrolebindings/runner", "validatingwebhookconfigurations/hooks"}},
+		{"the API server finds the namespace, targets stored: live",
+			[]string{"services/specs/shop/api", "serviceaccounts/shop/runner", "persistentvolumeclaims/shop/data", "endpointslices/shop/api-1"}, servesAll,
+			map[string]string{}, nil},
+		{"namespace stored, target keys gone, the API server serves them: nothing is said",
+			[]string{"namespaces/shop"}, servesAll, map[string]string{}, nil},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := fmt.Sprintf("/case%d/", i)
+			for k, v := range referrers {
+				if _, err := cli.Put(ctx, reg+k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, k := range tt.stored {
+				if _, err := cli.Put(ctx, reg+k, targets[k]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs, unreadable, err := Find(ctx, store, Options{Registry: reg, Reader: &objread.Reader{Registry: reg}, API: tt.api})
+			if err != nil || len(unreadable) > 0 {
+				t.Fatalf("find: %v, unreadable %v", err, unreadable)
+			}
+			got := map[string]string{}
+			for _, r := range refs {
+				v := string(r.State)
+				if r.SingleWitness {
+					v += " single"
+				}
+				got[strings.TrimPrefix(r.Key, reg)+" "+r.Field] = v
+				if r.State == etcdscan.DanglingGhost && (strings.Contains(r.Why, "does not exist") || !strings.Contains(r.Fix, "purge")) {
+					t.Errorf("%s: a ghost target said to be missing (%q), or its fix not left to the purge (%q)", r.Key, r.Why, r.Fix)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("references:\n got %v\nwant %v", got, tt.want)
+			}
+			fixes, refused := PlanFixes(refs, PlanOptions{AcceptManaged: true, AcceptSingleWitness: true})
+			var keys []string
+			for _, f := range fixes {
+				keys = append(keys, strings.TrimPrefix(f.Key, reg))
+			}
+			if fmt.Sprint(keys) != fmt.Sprint(tt.fixes) || len(refused) > 0 {
+				t.Errorf("fixes %v (refused %v), want %v", keys, refused, tt.fixes)
+			}
+		})
 	}
 }
 
@@ -150,6 +266,89 @@ func TestUnavailableSince(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("unavailableSince = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlanFixesDeletesWholeOnlyWhenEveryEntryIsTaken: a webhook
+// configuration or a binding is deleted whole only when each of its entries
+// is a gone reference the plan takes; a sibling that is refused, down, a
+// ghost or outside the references given (-n) keeps it, and only the gone
+// entries the plan takes are removed.
+func TestPlanFixesDeletesWholeOnlyWhenEveryEntryIsTaken(t *testing.T) {
+	const vwc, crb = "/registry/validatingwebhookconfigurations/policy", "/registry/clusterrolebindings/grant"
+	hook := func(name, ns string, state etcdscan.DanglingState, entries int) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Key: vwc, Kind: "ValidatingWebhookConfiguration", Name: "policy", ModRevision: 7, Field: "webhooks[" + name + "].clientConfig.service",
+			Target: "service " + ns + "/hook", TargetNamespace: ns, State: state, Entries: entries,
+			// Find's text once said delete for a whole object: the plan no
+			// longer takes its word.
+			Fix: "delete ValidatingWebhookConfiguration policy through the API server"}
+	}
+	subject := func(i int, ns string, entries int) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Key: crb, Kind: "ClusterRoleBinding", Name: "grant", ModRevision: 9, Field: fmt.Sprintf("subjects[%d]", i),
+			Target: "serviceaccount " + ns + "/runner", TargetNamespace: ns, State: etcdscan.DanglingGone, Entries: entries}
+	}
+	single := func(r etcdscan.DanglingRef) etcdscan.DanglingRef { r.SingleWitness = true; return r }
+	gone, down, ghost := etcdscan.DanglingGone, etcdscan.DanglingDown, etcdscan.DanglingGhost
+	tests := []struct {
+		name string
+		refs []etcdscan.DanglingRef
+		o    PlanOptions
+		// want is each fix ("delete KEY" or "remove A,B from KEY"), then
+		// the refused targets.
+		want, refused []string
+	}{
+		{"every webhook gone and taken: deleted whole",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), hook("b.example.com", "kb", gone, 2)}, PlanOptions{},
+			[]string{"delete " + vwc}, nil},
+		{"one webhook gone, its sibling refused: only the gone one is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), single(hook("b.example.com", "kb", gone, 2))}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, []string{"service kb/hook"}},
+		{"the refused sibling accepted: deleted whole",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), single(hook("b.example.com", "kb", gone, 2))}, PlanOptions{AcceptSingleWitness: true},
+			[]string{"delete " + vwc}, nil},
+		{"the sibling is outside -n (not given): only the gone one in scope is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"the sibling is down: only the gone one is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), hook("b.example.com", "ops", down, 2)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"the sibling is a ghost: only the gone one is removed",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 2), hook("b.example.com", "old", ghost, 2)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"how many webhooks it holds is not known: only removals",
+			[]etcdscan.DanglingRef{hook("a.example.com", "kb", gone, 0)}, PlanOptions{},
+			[]string{"remove a.example.com from " + vwc}, nil},
+		{"a ghost alone: nothing",
+			[]etcdscan.DanglingRef{hook("a.example.com", "old", ghost, 1)}, PlanOptions{AcceptSingleWitness: true, AcceptManaged: true},
+			nil, nil},
+		{"every subject gone: the binding is deleted",
+			[]etcdscan.DanglingRef{subject(0, "ci", 2), subject(1, "qa", 2)}, PlanOptions{},
+			[]string{"delete " + crb}, nil},
+		{"one subject refused: the other is removed, the binding stays",
+			[]etcdscan.DanglingRef{subject(0, "ci", 2), single(subject(1, "qa", 2))}, PlanOptions{},
+			[]string{"remove ci/runner from " + crb}, []string{"serviceaccount qa/runner"}},
+		{"a live subject besides (three entries, two gone): both gone ones removed",
+			[]etcdscan.DanglingRef{subject(0, "ci", 3), subject(1, "qa", 3)}, PlanOptions{},
+			[]string{"remove ci/runner,qa/runner from " + crb}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fixes, refused := PlanFixes(tt.refs, tt.o)
+			var got, gotRefused []string
+			for _, f := range fixes {
+				if f.Delete {
+					got = append(got, "delete "+f.Key)
+				} else {
+					got = append(got, "remove "+strings.Join(f.Remove, ",")+" from "+f.Key)
+				}
+			}
+			for _, r := range refused {
+				gotRefused = append(gotRefused, r.Ref.Target)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) || fmt.Sprint(gotRefused) != fmt.Sprint(tt.refused) {
+				t.Errorf("fixes %q refused %q, want %q refused %q", got, gotRefused, tt.want, tt.refused)
 			}
 		})
 	}

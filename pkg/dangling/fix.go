@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 )
@@ -29,6 +30,11 @@ const (
 	Rewritten etcdwrite.Outcome = "rewritten"
 	// FixFailed: the API server refused the change.
 	FixFailed etcdwrite.Outcome = "fix-failed"
+	// TargetNotGone: the fix was left alone because what one of its
+	// references points at is no longer judged gone when read again right
+	// before the write (a Service or ServiceAccount created again since the
+	// plan, or the API server no longer confirms it is gone).
+	TargetNotGone etcdwrite.Outcome = "target-not-gone"
 )
 
 // ErrRefused is returned (wrapped) when nothing may be fixed.
@@ -83,11 +89,18 @@ var fixable = map[string]schema.GroupVersionResource{
 }
 
 // PlanFixes turns references into fixes: every gone reference of a kind
-// regghost fixes, grouped by referring object. Down references, volumes
-// and conversion webhooks are never fixed; single-witness and GitOps-managed
-// ones are refused unless accepted.
+// regghost fixes, grouped by referring object. Down and ghost references,
+// volumes and conversion webhooks are never fixed; single-witness and
+// GitOps-managed ones are refused unless accepted.
+//
+// An APIService is deleted. A webhook configuration or a binding is deleted
+// whole only when each of its entries (ref.Entries) is a gone reference
+// planned here: one whose sibling is refused, down, a ghost, live, or
+// outside the references given (outside -n) only loses its gone entries.
 func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 	byKey := map[string]*Fix{}
+	// fields are the distinct entries planned per object.
+	fields := map[string]map[string]bool{}
 	var refused []Refusal
 	for _, r := range refs {
 		if _, ok := fixable[r.Kind]; !ok || r.State != etcdscan.DanglingGone {
@@ -106,23 +119,29 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 		f := byKey[r.Key]
 		if f == nil {
 			f = &Fix{Key: r.Key, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, ModRevision: r.ModRevision}
-			byKey[r.Key] = f
+			byKey[r.Key], fields[r.Key] = f, map[string]bool{}
 		}
 		f.Refs = append(f.Refs, r)
-		if strings.HasPrefix(r.Fix, "delete ") {
-			f.Delete = true
-		}
+		fields[r.Key][r.Field] = true
+		var entry string
 		switch r.Kind {
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
-			f.Remove = append(f.Remove, strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service"))
+			entry = strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service")
 		case "ClusterRoleBinding", "RoleBinding":
-			f.Remove = append(f.Remove, strings.TrimPrefix(r.Target, "serviceaccount "))
+			entry = strings.TrimPrefix(r.Target, "serviceaccount ")
 		default:
 			f.Delete = true
+			continue
+		}
+		if !contains(f.Remove, entry) {
+			f.Remove = append(f.Remove, entry)
 		}
 	}
 	var fixes []Fix
-	for _, f := range byKey {
+	for key, f := range byKey {
+		if !f.Delete {
+			f.Delete = everyEntry(f.Refs, len(fields[key]))
+		}
 		if f.Delete {
 			f.Remove = nil
 		}
@@ -132,6 +151,27 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 	return fixes, refused
 }
 
+// everyEntry says whether the planned distinct entries of one object are
+// all it holds, as each of its references says (a disagreement, or an
+// unknown count, says no).
+func everyEntry(refs []etcdscan.DanglingRef, planned int) bool {
+	for _, r := range refs {
+		if r.Entries <= 0 || r.Entries != planned {
+			return false
+		}
+	}
+	return len(refs) > 0
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
 // FixOptions configure Apply.
 type FixOptions struct {
 	// Client reads the keys to back up, and reads them back.
@@ -139,7 +179,8 @@ type FixOptions struct {
 	// Dynamic writes through the API server.
 	Dynamic    dynamic.Interface
 	BackupRoot string
-	// Registry is the registry prefix, for the backup.
+	// Registry is the registry prefix, for the backup and for reading each
+	// target again right before its write.
 	Registry string
 	// Scope names what is fixed, for the backup ("dangling references into
 	// namespace kb-system").
@@ -158,13 +199,21 @@ type Result struct {
 // backup of every object it touches (restore puts them back: deleted ones
 // are created again, rewritten ones written back while nobody changed them
 // since), then each change preconditioned on the reviewed resourceVersion,
-// then a read-back of each.
+// then a read-back of each. Right before each change every target of the
+// fix is judged again, fresh (its own key in etcd and the API server's GET
+// of it): a fix whose target is no longer gone is left alone (TargetNotGone),
+// and Apply returns an error once every fix has an outcome. The caller runs
+// it under the writer's lock, so the judgment and the write are not
+// interleaved with another regghost.
 func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 	if len(fixes) == 0 {
 		return nil, fmt.Errorf("%w: no dangling reference to fix; nothing was changed", ErrRefused)
 	}
 	if o.Dynamic == nil {
 		return nil, fmt.Errorf("%w: fixes go through the API server, which cannot be reached; nothing was changed", ErrRefused)
+	}
+	if o.Registry == "" {
+		return nil, fmt.Errorf("%w: no registry prefix to read the targets again under; nothing was changed", ErrRefused)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -204,6 +253,10 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 	}
 	rewrote := false
 	for i, f := range fixes {
+		if why := rejudge(ctx, o.Client, o.Dynamic, o.Registry, f); why != "" {
+			res.Results = append(res.Results, etcdwrite.Result{Key: f.Key, Outcome: TargetNotGone, Detail: why})
+			continue
+		}
 		r, rev := apply(ctx, o.Dynamic, f)
 		if rev != 0 {
 			entries[i].Rewritten, rewrote = rev, true
@@ -231,12 +284,68 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 			}
 		}
 	}
+	notGone := 0
 	for _, r := range res.Results {
 		if r.Outcome == FixFailed {
 			return res, fmt.Errorf("some fixes failed (see above); restore puts back what was changed: regghost restore %s --confirm", dir)
 		}
+		if r.Outcome == TargetNotGone {
+			notGone++
+		}
+	}
+	if notGone > 0 {
+		return res, fmt.Errorf("%d of %d fixes were left alone: what they point at is no longer judged gone (see above); run regghost dangling again to judge them anew", notGone, len(fixes))
 	}
 	return res, nil
+}
+
+// targetResources are the kinds of target a reference names ("service
+// ns/name"), with the resource judged.
+var targetResources = map[string]catalog.Resource{
+	"service":        servicesResource,
+	"serviceaccount": serviceAccountsResource,
+	"claim":          claimsResource,
+}
+
+// rejudge reads each target of f again, fresh, as Find judges it gone: its
+// own key in etcd, and the API server's GET of it (404). It says why the fix
+// must be left alone ("service kb/hook exists again (the API server serves
+// it); left alone"), or "" when every target is still gone. A target judged
+// on etcd's word alone (accepted single witness) is not refused when the
+// API server still cannot answer.
+func rejudge(ctx context.Context, kv clientv3.KV, dyn dynamic.Interface, registry string, f Fix) string {
+	seen := map[string]bool{}
+	for _, r := range f.Refs {
+		if seen[r.Target] {
+			continue
+		}
+		seen[r.Target] = true
+		kind, nsName, _ := strings.Cut(r.Target, " ")
+		ns, name, _ := strings.Cut(nsName, "/")
+		res, ok := targetResources[kind]
+		if !ok || ns == "" || name == "" {
+			return fmt.Sprintf("%s cannot be judged again (%q is no target regghost reads); left alone", f.Key, r.Target)
+		}
+		key := etcdscan.ObjectKey(registry, res.Prefix(), ns, name)
+		resp, err := kv.Get(ctx, key, clientv3.WithCountOnly())
+		switch {
+		case err != nil:
+			return fmt.Sprintf("%s cannot be read again to judge %s (%v); left alone", key, r.Target, err)
+		case resp.Count > 0:
+			return fmt.Sprintf("%s exists again (%s is stored); left alone", r.Target, key)
+		}
+		gvr := schema.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
+		_, err = dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return fmt.Sprintf("%s exists again (the API server serves it); left alone", r.Target)
+		case apierrors.IsNotFound(err), r.SingleWitness:
+			// Still gone, as it was judged.
+		default:
+			return fmt.Sprintf("the API server cannot confirm again that %s is gone (%s); left alone", r.Target, firstLine(err))
+		}
+	}
+	return ""
 }
 
 // apply makes one fix and reads it back through the API server. It returns

@@ -2,16 +2,23 @@ package etcdscan
 
 import "time"
 
-// DanglingState says whether what a reference points at is gone or down.
+// DanglingState says whether what a reference points at is gone, down, or a
+// ghost.
 type DanglingState string
 
 const (
-	// DanglingGone: the namespace or Service (or account, or claim) a live
-	// object points at does not exist. Only gone is a dangling reference.
+	// DanglingGone: the Service (or account, or claim) a live object points
+	// at does not exist: its own key is missing and the API server does not
+	// find it (a GET of it answers 404). A namespace's absence alone never
+	// makes it gone. Only gone is a dangling reference.
 	DanglingGone DanglingState = "gone"
 	// DanglingDown: the Service exists with no ready endpoint. Nothing is
 	// offered but bringing it back.
 	DanglingDown DanglingState = "down"
+	// DanglingGhost: the target is stored (and the API server serves it)
+	// but its namespace is gone: it is a ghost. dangling fixes nothing; the
+	// purge that removes the ghost namespace is its fix.
+	DanglingGhost DanglingState = "ghost"
 )
 
 // DanglingRef is a field of a live object that points into something the
@@ -43,6 +50,11 @@ type DanglingRef struct {
 	Fix string `json:"fix"`
 	// SingleWitness is set when the API server could not confirm it.
 	SingleWitness bool `json:"singleWitness,omitempty"`
+	// Entries is how many webhooks (of a webhook configuration) or subjects
+	// (of a binding) the referring object holds: a fix deletes it whole
+	// only when each of them is a gone reference the fix takes. Zero when
+	// the object holds no such list, or it is not known.
+	Entries int `json:"entries,omitempty"`
 	// ManagedBy names who would re-create or adopt the referring object
 	// (Helm, Argo CD, Flux), from its labels and annotations.
 	ManagedBy []string `json:"managedBy,omitempty"`
