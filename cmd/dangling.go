@@ -190,16 +190,16 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		return err
 	}
 	defer done()
-	_, doneWriting, err := startWriting(sctx, writerLock(cli, "regghost dangling", g.errOut), g.errOut)
+	dec, err := g.decrypter(sctx)
 	if err != nil {
 		return err
 	}
-	defer doneWriting()
 	scope := "dangling references"
 	if o.namespace != "" {
 		scope += " into namespace " + o.namespace
 	}
-	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.prefix, Scope: scope, Now: clock})
+	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.prefix, Scope: scope, Now: clock,
+		Notices: g.errOut, Decrypt: identityDecrypter(dec)})
 	if res == nil && err != nil {
 		if errors.Is(err, dangling.ErrRefused) {
 			return &exitError{code: ExitError, err: err}

@@ -177,8 +177,12 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err != nil {
 		return err
 	}
-	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock,
-		Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
+	dec, err := g.decrypter(ctx)
+	if err != nil {
+		return err
+	}
+	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.errOut,
+		Decrypt: identityDecrypter(dec), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
 			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
@@ -187,13 +191,9 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 			return fmt.Errorf("api server client: %w", err)
 		}
 	}
-	stop, doneWriting, err := startWriting(ctx, nil, g.errOut)
-	if err != nil {
-		return err
-	}
+	stop, doneWriting := stopOnSignal(g.errOut)
 	defer doneWriting()
 	popts.Pacing.Stop = stop
-	popts.Lock = writerLock(cli, "regghost purge "+plan.Scope, g.errOut)
 	res, err := repair.Purge(ctx, plan, popts)
 	if res == nil && err != nil {
 		return err

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/regghost/regghost/pkg/apiview"
@@ -18,6 +18,7 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/recovery"
 	"github.com/regghost/regghost/pkg/resolve"
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -34,6 +35,8 @@ type recoverOptions struct {
 	withNamespace bool
 	intoRecreated bool
 	withStatus    bool
+	withLive      bool
+	other         otherClusterFlags
 	sourceEncCfg  string
 	confirm, yes  bool
 	backupDir     string
@@ -107,6 +110,8 @@ decrypted with the encryption configs given; nothing is written.`,
 	f.BoolVar(&o.withNamespace, "with-namespace", false, "also recover the namespace object of the chosen objects from the source")
 	f.BoolVar(&o.intoRecreated, strings.TrimPrefix(recovery.IntoRecreatedFlag, "--"), false, "also write objects into a namespace or CRD deleted and created again since the source (refused without it: they would join one they never belonged to)")
 	f.BoolVar(&o.withStatus, "with-status", false, "keep status in -o yaml|json manifests")
+	f.BoolVar(&o.withLive, "with-live", false, "with -o yaml|json, also print an object asked for by key or --name that exists live, at the live resourceVersion (kubectl apply then fails on a conflict instead of overwriting)")
+	o.other.add(c, "snapshot or revision")
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
 	f.BoolVar(&o.confirm, "confirm", false, "really write (without it recover is a dry run)")
 	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
@@ -180,10 +185,9 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 	if o.manifests() && o.confirm {
 		return usageError("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.print.output)
 	}
-	if !o.manifests() {
-		if err := refuseDB(g, "recover"); err != nil {
-			return err
-		}
+	// Even manifests are judged against the live cluster.
+	if err := refuseDB(g, "recover"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -255,14 +259,23 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if len(objs) == 0 {
 		return &exitError{code: ExitError, err: fmt.Errorf("nothing in %s matches the selection; nothing was changed", from)}
 	}
-	if o.manifests() {
-		return o.printManifests(out, objs)
+	srcID, err := recovery.SourceIdentity(ctx, src, g.prefix, decs)
+	if err != nil {
+		return err
 	}
 	ctx, cli, done, err := g.session(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	// What came from elsewhere is compared with this cluster before it is
+	// judged, printed as manifests or written.
+	ro := recovery.RunOptions{Client: cli, From: from, Source: srcID, OtherCluster: o.other.cluster, OtherClusterGrants: o.other.grants,
+		BackupRoot: o.backupDir, Notices: g.errOut, Decrypt: identityDecrypter(cluster)}
+	if _, err := protect.Check(ctx, protect.Job{Client: cli, Prefix: g.prefix, Decrypt: ro.Decrypt, Source: &srcID, SourceKeys: keysOf(objs),
+		OtherCluster: ro.OtherCluster, OtherClusterGrants: ro.OtherClusterGrants}); err != nil {
+		return &exitError{code: ExitError, err: err}
+	}
 	live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
 	if err != nil {
 		return err
@@ -277,9 +290,12 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return err
 	}
 	reader.Types = types
-	jo := recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated, Decoders: decs}
-	if err := recovery.Judge(ctx, objs, jo); err != nil {
+	ro.Judge = recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated, Decoders: decs}
+	if err := recovery.Judge(ctx, objs, ro.Judge); err != nil {
 		return err
+	}
+	if o.manifests() {
+		return o.printManifests(out, g.errOut, objs)
 	}
 	todo, refused := 0, 0
 	for _, obj := range objs {
@@ -317,55 +333,43 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost recover from "+from, g.errOut), g.errOut)
-	if err != nil {
-		return err
-	}
+	stop, doneWriting := stopOnSignal(g.errOut)
 	defer doneWriting()
-	// Judged again under the lock, right before writing: a verdict that
-	// changed since the plan was shown stops the run.
-	if live, err = etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize); err != nil {
-		return err
-	}
-	if err := rejudge(ctx, objs, jo, live); err != nil {
-		return err
-	}
-	dir, err := backup.NewBackupDir(o.backupDir, "recover", time.Now())
-	if err != nil {
-		return err
-	}
-	header := backup.Backup{Created: time.Now().UTC(), Scope: "recover from " + from, Prefix: g.prefix, ScanRevision: live.Revision()}
-	if len(cli.Endpoints()) > 0 {
-		header.Endpoint = cli.Endpoints()[0]
-		if st, err := cli.Status(ctx, header.Endpoint); err == nil {
-			header.ClusterID = fmt.Sprintf("%x", st.Header.ClusterId)
-		}
-	}
-	wo := recovery.WriteOptions{Dir: dir, Header: header, Pacing: etcdwrite.Pacing{Stop: stop}}
+	ro.Pacing = etcdwrite.Pacing{Stop: stop}
 	if view != nil {
-		wo.Served = func(ctx context.Context, crd *recovery.Object) error { return waitServed(ctx, view, crd, o.servedWait) }
+		ro.Served = func(ctx context.Context, crd *recovery.Object) error { return waitServed(ctx, view, crd, o.servedWait) }
 	}
-	results, _, werr := recovery.Write(ctx, cli, objs, wo)
-	if results != nil {
-		if aerr := backup.AppendAudit(dir, "recover", results); aerr != nil && werr == nil {
-			werr = aerr
+	res, werr := recovery.Run(ctx, objs, ro)
+	if res == nil {
+		if errors.Is(werr, recovery.ErrChanged) || errors.Is(werr, protect.ErrNothingChanged) {
+			return &exitError{code: ExitError, err: werr}
 		}
+		return werr
 	}
 	n := 0
-	for _, r := range results {
+	for _, r := range res.Results {
 		if r.Outcome == etcdwrite.Recovered {
 			n++
 		}
 	}
 	fmt.Fprintln(out)
-	printResults(&safeWriter{w: out}, results)
+	printResults(&safeWriter{w: out}, res.Results)
 	fmt.Fprintln(out)
-	printWrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, dir, filepath.Join(dir, backup.AuditFile)))
-	printLabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+dir+" --confirm")
+	printWrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, res.Dir, filepath.Join(res.Dir, backup.AuditFile)))
+	printLabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+res.Dir+" --confirm")
 	if werr != nil {
 		return werr
 	}
-	return conflictErr(results)
+	return conflictErr(res.Results)
+}
+
+// keysOf lists the objects' keys.
+func keysOf(objs []*recovery.Object) []string {
+	keys := make([]string, len(objs))
+	for i, obj := range objs {
+		keys[i] = obj.Key
+	}
+	return keys
 }
 
 // loadTypes names resources as the live cluster does: discovery when the
@@ -396,16 +400,23 @@ func printRecoveryPlan(w io.Writer, objs []*recovery.Object) {
 	printResults(w, rows)
 }
 
-// printManifests writes the chosen objects as one List for kubectl apply,
-// or nothing when one of them cannot be read.
-func (o *recoverOptions) printManifests(out io.Writer, objs []*recovery.Object) error {
-	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
-	for _, obj := range objs {
-		u, err := recovery.Manifest(obj, o.withStatus)
-		if err != nil {
-			return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
-		}
-		list.Items = append(list.Items, *u)
+// printManifests writes, as one List for kubectl apply, only what recover
+// would write (recovery.Manifests carries the verdicts), and says on
+// errOut what it left out and why; nothing when one cannot be read.
+func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.Object) error {
+	mo := recovery.ManifestOptions{WithStatus: o.withStatus}
+	if o.withLive {
+		mo.ByName = recovery.NamedKeys(objs)
+	}
+	list, left, err := recovery.Manifests(objs, mo)
+	if err != nil {
+		return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
+	}
+	for _, l := range left {
+		fmt.Fprintf(errOut, "regghost: left out %s (%s): %s\n", escapeCell(l.Key), l.Action, escapeCell(l.Reason))
+	}
+	if len(left) > 0 && !o.withLive {
+		fmt.Fprintf(errOut, "regghost: %d objects left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live\n", len(left))
 	}
 	return o.print.print(out, output{doc: list})
 }
@@ -440,22 +451,4 @@ func waitServed(ctx context.Context, view *apiview.View, crd *recovery.Object, w
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// rejudge judges objs again against live and fails when a verdict changed.
-func rejudge(ctx context.Context, objs []*recovery.Object, jo recovery.Options, live etcdscan.Store) error {
-	was := make([]recovery.Action, len(objs))
-	for i, obj := range objs {
-		was[i] = obj.Action
-	}
-	jo.Live = live
-	if err := recovery.Judge(ctx, objs, jo); err != nil {
-		return err
-	}
-	for i, obj := range objs {
-		if obj.Action != was[i] {
-			return &exitError{code: ExitError, err: fmt.Errorf("the cluster changed since the plan (%s: %s, now %s: %s); nothing was written; run recover again", escapeCell(obj.Key), was[i], obj.Action, escapeCell(obj.Detail))}
-		}
-	}
-	return nil
 }

@@ -8,15 +8,16 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
 )
 
 func newRestoreCmd(g *globalOptions) *cobra.Command {
-	var confirm, yes, otherCluster, intoRecreated bool
+	var confirm, yes, intoRecreated bool
+	var other otherClusterFlags
 	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
@@ -50,15 +51,27 @@ it.`,
 			if err := refuseDB(g, "restore"); err != nil {
 				return err
 			}
-			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: otherCluster, intoRecreated: intoRecreated, print: p}, c.InOrStdin(), c.OutOrStdout())
+			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: other.cluster, otherClusterGrants: other.grants, intoRecreated: intoRecreated, print: p}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	c.Flags().BoolVar(&otherCluster, "other-cluster", false, "restore a backup taken from another etcd cluster (cluster ID)")
+	other.add(c, "backup")
 	addIntoRecreatedFlag(c, &intoRecreated)
 	p.addFlags(c)
 	return c
+}
+
+// otherClusterFlags let a write take what came from another cluster.
+type otherClusterFlags struct{ cluster, grants bool }
+
+// add adds --other-cluster and --other-cluster-grants for a source (a
+// backup, a snapshot).
+func (o *otherClusterFlags) add(c *cobra.Command, source string) {
+	c.Flags().BoolVar(&o.cluster, strings.TrimPrefix(protect.OtherClusterFlag, "--"), false,
+		"write a "+source+" taken from another cluster (kube-system uid or etcd cluster ID differ): a deliberate migration")
+	c.Flags().BoolVar(&o.grants, strings.TrimPrefix(protect.OtherClusterGrantsFlag, "--"), false,
+		"with "+protect.OtherClusterFlag+", also write its roles, bindings, webhooks and APIServices (they grant power here)")
 }
 
 // addIntoRecreatedFlag adds the flag that writes keys into a namespace or
@@ -70,7 +83,10 @@ func addIntoRecreatedFlag(c *cobra.Command, into *bool) {
 
 // restoreFlags are the choices of restore and snapshot restore.
 type restoreFlags struct {
-	confirm, yes, otherCluster bool
+	confirm, yes bool
+	// otherCluster and otherClusterGrants write a backup of another
+	// cluster, and its grants.
+	otherCluster, otherClusterGrants bool
 	// intoRecreated writes keys into a namespace or CRD created again
 	// since the purge.
 	intoRecreated bool
@@ -94,19 +110,12 @@ func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFla
 // restoreBackup writes back b's absent keys (a dry run without confirm) and
 // appends what it did to the audit log in auditDir.
 func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
-	if auditDir == "" {
-		auditDir = filepath.Dir(path)
-	}
-	ctx, cli, done, err := backupSession(ctx, g, b, f.otherCluster, "nothing was restored")
+	ctx, r, done, err := restorer(ctx, g, b, path, auditDir, f)
 	if err != nil {
 		return err
 	}
 	defer done()
-	opts := repair.RestoreOptions{DryRun: true, IntoRecreated: f.intoRecreated, Prefix: g.prefix}
-	if opts.Reader, err = g.contentReader(ctx); err != nil {
-		return err
-	}
-	plan, err := repair.RestoreWith(ctx, cli, b, opts)
+	plan, err := r.Plan(ctx)
 	if err != nil {
 		return err
 	}
@@ -173,18 +182,10 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost restore "+path, g.errOut), g.errOut)
-	if err != nil {
-		return err
-	}
+	stop, doneWriting := stopOnSignal(g.errOut)
 	defer doneWriting()
-	opts.DryRun, opts.Pacing = false, etcdwrite.Pacing{Stop: stop}
-	results, err := repair.RestoreWith(ctx, cli, b, opts)
-	if results != nil {
-		if aerr := backup.AppendAudit(auditDir, "restore", results); aerr != nil && err == nil {
-			err = aerr
-		}
-	}
+	r.Pacing = etcdwrite.Pacing{Stop: stop}
+	results, err := r.Run(ctx)
 	if results == nil {
 		return err
 	}
@@ -263,19 +264,27 @@ func conflictErr(results []etcdwrite.Result) error {
 	return nil
 }
 
-// backupSession opens etcd for writing a backup's keys, and refuses a
-// backup of another etcd cluster unless otherCluster (nothing says what
-// was not done).
-func backupSession(ctx context.Context, g *globalOptions, b *backup.Backup, otherCluster bool, nothing string) (context.Context, *clientv3.Client, func(), error) {
+// restorer opens etcd for putting a backup's keys back (or undoing a
+// recovery) through the protected write.
+func restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags) (context.Context, *repair.Restorer, func(), error) {
+	if auditDir == "" {
+		auditDir = filepath.Dir(path)
+	}
 	ctx, cli, done, err := g.session(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if !otherCluster {
-		if err := backup.CheckCluster(ctx, cli, b); err != nil {
-			done()
-			return nil, nil, nil, fmt.Errorf("%w; %s", err, nothing)
-		}
+	dec, err := g.decrypter(ctx)
+	if err != nil {
+		done()
+		return nil, nil, nil, err
 	}
-	return ctx, cli, done, nil
+	r := &repair.Restorer{Client: cli, Backup: b, Path: path, AuditDir: auditDir, Notices: g.errOut, Decrypt: identityDecrypter(dec),
+		OtherCluster: f.otherCluster, OtherClusterGrants: f.otherClusterGrants,
+		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.prefix}}
+	if r.Options.Reader, err = g.contentReader(ctx); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return ctx, r, done, nil
 }

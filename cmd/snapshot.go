@@ -56,6 +56,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 	var confirm, yes, allAbsent, intoRecreated bool
 	var prefix string
+	var other otherClusterFlags
 	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore FILE",
@@ -109,7 +110,7 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 				}
 				return fmt.Errorf("%s holds %s under %q; nothing was restored", args[0], what, prefix)
 			}
-			return restoreBackup(c.Context(), g, b, args[0], "", restoreFlags{confirm: confirm, yes: yes, otherCluster: true, intoRecreated: intoRecreated, print: p, summary: true}, c.InOrStdin(), c.OutOrStdout())
+			return restoreBackup(c.Context(), g, b, args[0], "", restoreFlags{confirm: confirm, yes: yes, otherCluster: other.cluster, otherClusterGrants: other.grants, intoRecreated: intoRecreated, print: p, summary: true}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
@@ -118,6 +119,7 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(snapshot.AllAbsentFlag, "--"), false,
 		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")
 	addIntoRecreatedFlag(c, &intoRecreated)
+	other.add(c, "snapshot")
 	p.addFlags(c)
 	return c
 }

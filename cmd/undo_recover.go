@@ -4,31 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
-	"github.com/regghost/regghost/pkg/repair"
 )
 
 // undoRecovery deletes what a recovery wrote (restore of a recovery's
 // backup): each key only while it holds what the recovery wrote.
 func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
-	if auditDir == "" {
-		auditDir = filepath.Dir(path)
-	}
-	ctx, cli, done, err := backupSession(ctx, g, b, f.otherCluster, "nothing was deleted")
+	ctx, r, done, err := restorer(ctx, g, b, path, auditDir, f)
 	if err != nil {
 		return err
 	}
 	defer done()
-	plan, err := repair.UndoRecover(ctx, cli, b, true, etcdwrite.Pacing{})
+	plan, err := r.Plan(ctx)
 	if err != nil {
 		return err
 	}
 	todo := 0
 	for _, r := range plan {
-		if r.Outcome == "would-delete" {
+		if r.Outcome == etcdwrite.WouldDelete {
 			todo++
 		}
 	}
@@ -52,17 +47,10 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %d keys the recovery wrote?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting, err := startWriting(ctx, writerLock(cli, "regghost restore (undo recovery) "+path, g.errOut), g.errOut)
-	if err != nil {
-		return err
-	}
+	stop, doneWriting := stopOnSignal(g.errOut)
 	defer doneWriting()
-	results, err := repair.UndoRecover(ctx, cli, b, false, etcdwrite.Pacing{Stop: stop})
-	if results != nil {
-		if aerr := backup.AppendAudit(auditDir, "undo-recover", results); aerr != nil && err == nil {
-			err = aerr
-		}
-	}
+	r.Pacing = etcdwrite.Pacing{Stop: stop}
+	results, err := r.Run(ctx)
 	n := 0
 	for _, r := range results {
 		if r.Outcome == etcdwrite.Deleted {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
@@ -185,16 +184,16 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return err
 	}
 	defer done()
-	_, doneWriting, err := startWriting(sctx, writerLock(cli, "regghost unstick "+a.Target, g.errOut), g.errOut)
+	dec, err := g.decrypter(sctx)
 	if err != nil {
 		return err
 	}
-	defer doneWriting()
+	uo := unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Notices: g.errOut, Decrypt: identityDecrypter(dec)}
 	var res *unstick.Result
 	if len(a.DeleteAPIServices) > 0 {
-		res, err = deleteDanglingAPIServices(sctx, g, o, a, cli, dyn)
+		res, err = deleteDanglingAPIServices(sctx, g, o, a, uo)
 	} else {
-		res, err = unstick.Run(sctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})
+		res, err = unstick.Run(sctx, a, g.prefix, uo)
 	}
 	if res == nil && err != nil {
 		if errors.Is(err, unstick.ErrRefused) {
@@ -301,13 +300,14 @@ func printAnalysis(out io.Writer, a *unstick.Analysis) {
 // Service is gone: it deletes them (dangling's fix: backed up,
 // preconditioned, read back), then waits for the deletion to finish.
 // Finalizers nobody serves are removed after, as unstick does.
-func deleteDanglingAPIServices(ctx context.Context, g *globalOptions, o *unstickOptions, a *unstick.Analysis, cli *clientv3.Client, dyn dynamic.Interface) (*unstick.Result, error) {
+func deleteDanglingAPIServices(ctx context.Context, g *globalOptions, o *unstickOptions, a *unstick.Analysis, uo unstick.Options) (*unstick.Result, error) {
+	cli, dyn := uo.Client, uo.Dynamic
 	fixes, refused := dangling.PlanFixes(a.DeleteAPIServices, dangling.PlanOptions{AcceptManaged: o.acceptManaged})
 	if len(refused) > 0 {
 		return nil, &exitError{code: ExitError, err: fmt.Errorf("refused: APIService %s: %s (%s); nothing was changed", refused[0].Ref.Name, refused[0].Reason, refused[0].WayOut)}
 	}
 	fixed, err := dangling.Apply(ctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.prefix,
-		Scope: "unstick " + a.Target + ": dangling APIServices", Now: clock})
+		Scope: "unstick " + a.Target + ": dangling APIServices", Now: clock, Notices: uo.Notices, Decrypt: uo.Decrypt})
 	if fixed == nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func deleteDanglingAPIServices(ctx context.Context, g *globalOptions, o *unstick
 	}
 	if a.Removable() > 0 {
 		a.DeleteAPIServices = nil
-		more, err := unstick.Run(ctx, a, g.prefix, unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait})
+		more, err := unstick.Run(ctx, a, g.prefix, uo)
 		if more != nil {
 			res.Results = append(res.Results, more.Results...)
 			res.Finished, res.Left = more.Finished, more.Left

@@ -50,7 +50,7 @@ func TestInterruptedPurgeAndConcurrentWriters(t *testing.T) {
 	}
 
 	// Someone else is writing: restore waits for nobody and refuses.
-	unlock, _, err := etcdwrite.Lock(context.Background(), c.etcd, "regghost purge namespace other")
+	unlock, err := etcdwrite.Lock(context.Background(), c.etcd, "regghost purge namespace other")
 	mustNoErr(t, "take the lock", err)
 	_, stderr, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes")
 	if code != 1 || !strings.Contains(stderr, "another regghost is writing") || !strings.Contains(stderr, "regghost purge namespace other") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,8 @@ type AuditRecord struct {
 	Key     string            `json:"key"`
 	Outcome etcdwrite.Outcome `json:"outcome"`
 	Detail  string            `json:"detail,omitempty"`
+	// Revision is the revision the key was written at (Result.Revision).
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // AppendAudit appends one JSON line per result to dir/audit.log and fsyncs it.
@@ -33,7 +36,7 @@ func AppendAudit(dir, action string, results []etcdwrite.Result) error {
 	enc := json.NewEncoder(f)
 	now := time.Now().UTC()
 	for _, r := range results {
-		if err := enc.Encode(AuditRecord{Time: now, Action: action, Key: r.Key, Outcome: r.Outcome, Detail: r.Detail}); err != nil {
+		if err := enc.Encode(AuditRecord{Time: now, Action: action, Key: r.Key, Outcome: r.Outcome, Detail: r.Detail, Revision: r.Revision}); err != nil {
 			f.Close()
 			return fmt.Errorf("write audit log %s: %w", path, err)
 		}
@@ -66,4 +69,28 @@ func Unfinished(dir string, b *Backup) (int, error) {
 		}
 	}
 	return len(want), nil
+}
+
+// Written reads dir's audit log for the revision each key was last written
+// at by an action's outcome (a recovery's recovered keys): what an undo may
+// delete, and at which revision. A key whose last outcome for the action
+// is not one of outcomes is not in the map.
+func Written(dir, action string, outcomes ...etcdwrite.Outcome) (map[string]int64, error) {
+	data, err := os.ReadFile(filepath.Join(dir, AuditFile))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("read audit log: %w", err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		var r AuditRecord
+		if json.Unmarshal([]byte(line), &r) != nil || r.Action != action {
+			continue
+		}
+		if r.Revision != 0 && slices.Contains(outcomes, r.Outcome) {
+			out[r.Key] = r.Revision
+		} else if r.Outcome != etcdwrite.NotAttempted {
+			delete(out, r.Key)
+		}
+	}
+	return out, nil
 }

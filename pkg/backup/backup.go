@@ -6,7 +6,6 @@
 package backup
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,8 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // BackupFormat identifies the backup file format.
@@ -81,6 +78,11 @@ type Backup struct {
 	// Endpoint is the etcd endpoint the snapshot came from.
 	Endpoint  string `json:"endpoint"`
 	ClusterID string `json:"clusterID"`
+	// KubeSystemUID is the UID of the cluster's kube-system namespace when
+	// the backup was taken: the Kubernetes cluster's identity, which an etcd
+	// restored from a snapshot keeps (its cluster ID changes). Empty in
+	// backups written before it was recorded.
+	KubeSystemUID string `json:"kubeSystemUID,omitempty"`
 	// ScanRevision is the etcd revision the scan read at.
 	ScanRevision int64         `json:"scanRevision"`
 	Snapshot     *SnapshotInfo `json:"snapshot"`
@@ -236,31 +238,6 @@ func ReadBackup(path string) (*Backup, error) {
 	return &b, nil
 }
 
-// ErrOtherCluster is returned (wrapped) for a backup taken from another etcd
-// cluster than the one restore is about to write to.
-var ErrOtherCluster = errors.New("backup is from another etcd cluster")
-
-// CheckCluster refuses a backup taken from another etcd cluster (by cluster
-// ID): its keys would not belong there.
-func CheckCluster(ctx context.Context, cli *clientv3.Client, b *Backup) error {
-	if b.ClusterID == "" {
-		return nil
-	}
-	var lastErr error
-	for _, ep := range cli.Endpoints() {
-		st, err := cli.Status(ctx, ep)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if id := fmt.Sprintf("%x", st.Header.ClusterId); id != b.ClusterID {
-			return fmt.Errorf("%w: it was taken from etcd cluster %s, this is cluster %s (--other-cluster restores it anyway)", ErrOtherCluster, b.ClusterID, id)
-		}
-		return nil
-	}
-	return fmt.Errorf("read the etcd cluster ID: %w", lastErr)
-}
-
 // Present is a key that must exist, as the same incarnation (create
 // revision), for a recovered key to be written: its namespace, its
 // CustomResourceDefinition. A recovered object without them is a ghost.
@@ -275,6 +252,10 @@ type Present struct {
 // are the keys the recovery created. restore undoes it by deleting those
 // that nobody changed since.
 const ActionRecover = "recover"
+
+// ActionDangling names a dangling fix in the audit log, where each object
+// it rewrote is journaled with the revision it left it at.
+const ActionDangling = "dangling"
 
 // RoleRetainedVolume marks a backup entry that holds a PersistentVolume as
 // it was before purge set it to Retain. restore never writes it back: the

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,20 +21,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
-)
-
-// Outcomes of a fix.
-const (
-	// Rewritten: the dangling entries were removed from the object, which
-	// stays (its other webhooks or subjects are live).
-	Rewritten etcdwrite.Outcome = "rewritten"
-	// FixFailed: the API server refused the change.
-	FixFailed etcdwrite.Outcome = "fix-failed"
-	// TargetNotGone: the fix was left alone because what one of its
-	// references points at is no longer judged gone when read again right
-	// before the write (a Service or ServiceAccount created again since the
-	// plan, or the API server no longer confirms it is gone).
-	TargetNotGone etcdwrite.Outcome = "target-not-gone"
+	"github.com/regghost/regghost/pkg/protect"
 )
 
 // ErrRefused is returned (wrapped) when nothing may be fixed.
@@ -186,6 +173,10 @@ type FixOptions struct {
 	// namespace kb-system").
 	Scope string
 	Now   func() time.Time
+	// Notices gets the lock's lines; Decrypt opens an encrypted
+	// kube-system namespace (the cluster's identity).
+	Notices io.Writer
+	Decrypt backup.Decrypter
 }
 
 // Result is what Apply did.
@@ -201,7 +192,7 @@ type Result struct {
 // since), then each change preconditioned on the reviewed resourceVersion,
 // then a read-back of each. Right before each change every target of the
 // fix is judged again, fresh (its own key in etcd and the API server's GET
-// of it): a fix whose target is no longer gone is left alone (TargetNotGone),
+// of it): a fix whose target is no longer gone is left alone (etcdwrite.TargetNotGone),
 // and Apply returns an error once every fix has an outcome. The caller runs
 // it under the writer's lock, so the judgment and the write are not
 // interleaved with another regghost.
@@ -218,78 +209,67 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	ds, err := etcdwrite.DetectDatastore(ctx, o.Client)
-	if err != nil {
-		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was changed", err)
-	}
-	dir, err := backup.NewBackupDir(o.BackupRoot, o.Scope, o.Now())
-	if err != nil {
-		return nil, err
-	}
-	entries := make([]backup.Entry, len(fixes))
+	wants := make([]protect.Want, len(fixes))
 	for i, f := range fixes {
-		resp, err := o.Client.Get(ctx, f.Key)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("read %s: %w; nothing was changed", f.Key, err)
-		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != f.ModRevision {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("%w: %s changed since it was reviewed; run again; nothing was changed", ErrRefused, f.Key)
-		}
-		kv := resp.Kvs[0]
 		var why []string
 		for _, r := range f.Refs {
 			why = append(why, r.Field+" -> "+r.Target)
 		}
-		entries[i] = backup.Entry{Key: f.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version,
-			Classes: []string{"dangling-reference"}, Reason: "dangling: " + strings.Join(why, "; ")}
+		wants[i] = protect.Want{ModRevision: f.ModRevision, Required: true, Entry: backup.Entry{Key: f.Key,
+			Classes: []string{"dangling-reference"}, Reason: "dangling: " + strings.Join(why, "; ")}}
 	}
-	bk := &backup.Backup{Created: o.Now().UTC(), Scope: o.Scope, Prefix: o.Registry, ClusterID: ds.ClusterID, Entries: entries}
-	res := &Result{Dir: dir}
-	if res.Backup, _, err = backup.WriteBackup(dir, bk); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w; nothing was changed", err)
-	}
-	rewrote := false
-	for i, f := range fixes {
-		if why := rejudge(ctx, o.Client, o.Dynamic, o.Registry, f); why != "" {
-			res.Results = append(res.Results, etcdwrite.Result{Key: f.Key, Outcome: TargetNotGone, Detail: why})
-			continue
-		}
-		r, rev := apply(ctx, o.Dynamic, f)
-		if rev != 0 {
-			entries[i].Rewritten, rewrote = rev, true
-		}
-		res.Results = append(res.Results, r)
-	}
-	if rewrote {
-		// The revisions the rewritten objects were left at let restore
-		// write them back; the backup is written again, verified.
-		bk.Entries = entries
-		if _, _, err := backup.WriteBackup(dir, bk); err != nil {
-			return res, fmt.Errorf("record the rewritten revisions in the backup: %w (restore reports those objects as conflicts)", err)
-		}
-	}
-	for i, f := range fixes {
-		if res.Results[i].Outcome == etcdwrite.Deleted {
-			rctx, cancel := etcdwrite.ReadBackContext(ctx)
-			resp, err := o.Client.Get(rctx, f.Key, clientv3.WithCountOnly())
-			cancel()
-			switch {
-			case err != nil:
-				res.Results[i].Detail += fmt.Sprintf("; reading it back failed (%v)", err)
-			case resp.Count != 0:
-				res.Results[i] = etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.StillPresent, Detail: "deleted through the API server, but its key is still in etcd (a finalizer?)"}
+	out, err := protect.Run(ctx, protect.Job{Client: o.Client, Holder: "regghost dangling: " + o.Scope, Notices: o.Notices,
+		Prefix: o.Registry, Decrypt: o.Decrypt, Action: backup.ActionDangling,
+		Backup: &protect.Record{Root: o.BackupRoot, Scope: o.Scope, Keys: wants, Now: o.Now},
+		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
+			results := make([]etcdwrite.Result, len(fixes))
+			for i, f := range fixes {
+				// Each target is read again right before its write: a
+				// Service or account created again since the plan stops
+				// the fix.
+				if why := rejudge(ctx, o.Client, o.Dynamic, o.Registry, f); why != "" {
+					results[i] = etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.TargetNotGone, Detail: why}
+					w.Journal(results[i])
+					continue
+				}
+				// The revision a rewritten object was left at is journaled
+				// with its outcome: restore writes the backed-up bytes back
+				// only while the object is still at it.
+				r, rev := apply(ctx, o.Dynamic, f)
+				r.Revision = rev
+				if r.Outcome == etcdwrite.Deleted {
+					rctx, cancel := etcdwrite.ReadBackContext(ctx)
+					resp, err := o.Client.Get(rctx, f.Key, clientv3.WithCountOnly())
+					cancel()
+					switch {
+					case err != nil:
+						r.Detail += fmt.Sprintf("; reading it back failed (%v)", err)
+					case resp.Count != 0:
+						r = etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.StillPresent, Detail: "deleted through the API server, but its key is still in etcd (a finalizer?)"}
+					}
+				}
+				w.Journal(r)
+				results[i] = r
 			}
+			return results, nil
+		}})
+	if out == nil {
+		if errors.Is(err, protect.ErrNothingChanged) {
+			return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 		}
+		return nil, err
+	}
+	res := &Result{Dir: out.Dir, Backup: out.Backup, Results: out.Results}
+	dir := out.Dir
+	if err != nil {
+		return res, err
 	}
 	notGone := 0
 	for _, r := range res.Results {
-		if r.Outcome == FixFailed {
+		if r.Outcome == etcdwrite.FixFailed {
 			return res, fmt.Errorf("some fixes failed (see above); restore puts back what was changed: regghost restore %s --confirm", dir)
 		}
-		if r.Outcome == TargetNotGone {
+		if r.Outcome == etcdwrite.TargetNotGone {
 			notGone++
 		}
 	}
@@ -357,28 +337,28 @@ func apply(ctx context.Context, dyn dynamic.Interface, f Fix) (etcdwrite.Result,
 	if f.Delete {
 		err := client.Delete(ctx, f.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("delete %s %s (preconditioned on resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
+			return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.FixFailed, Detail: fmt.Sprintf("delete %s %s (preconditioned on resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
 		}
 		return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.Deleted, Detail: fmt.Sprintf("%s %s deleted through the API server (resourceVersion %s)", f.Kind, f.Name, rv)}, 0
 	}
 	obj, err := client.Get(ctx, f.Name, metav1.GetOptions{})
 	if err != nil {
-		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("read %s %s: %v", f.Kind, f.Name, firstLine(err))}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.FixFailed, Detail: fmt.Sprintf("read %s %s: %v", f.Kind, f.Name, firstLine(err))}, 0
 	}
 	if obj.GetResourceVersion() != rv {
-		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("%s %s changed since it was reviewed (resourceVersion %s, reviewed %s); left alone", f.Kind, f.Name, obj.GetResourceVersion(), rv)}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.FixFailed, Detail: fmt.Sprintf("%s %s changed since it was reviewed (resourceVersion %s, reviewed %s); left alone", f.Kind, f.Name, obj.GetResourceVersion(), rv)}, 0
 	}
 	if err := strip(obj.Object, f); err != nil {
-		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: err.Error()}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.FixFailed, Detail: err.Error()}, 0
 	}
 	// Update carries the reviewed resourceVersion: the API server refuses
 	// it if the object changed in between.
 	got, err := client.Update(ctx, obj, metav1.UpdateOptions{})
 	if err != nil {
-		return etcdwrite.Result{Key: f.Key, Outcome: FixFailed, Detail: fmt.Sprintf("update %s %s (resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
+		return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.FixFailed, Detail: fmt.Sprintf("update %s %s (resourceVersion %s): %v", f.Kind, f.Name, rv, firstLine(err))}, 0
 	}
 	rev, _ := strconv.ParseInt(got.GetResourceVersion(), 10, 64)
-	return etcdwrite.Result{Key: f.Key, Outcome: Rewritten, Detail: fmt.Sprintf("removed %s through the API server (resourceVersion %s -> %s)", strings.Join(f.Remove, ", "), rv, got.GetResourceVersion())}, rev
+	return etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.Rewritten, Detail: fmt.Sprintf("removed %s through the API server (resourceVersion %s -> %s)", strings.Join(f.Remove, ", "), rv, got.GetResourceVersion())}, rev
 }
 
 // strip removes the named webhooks, or ServiceAccount subjects, from obj.

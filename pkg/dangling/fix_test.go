@@ -62,23 +62,23 @@ func TestApplyJudgesEachTargetAgainBeforeItsWrite(t *testing.T) {
 		changed          bool
 	}{
 		{"the Service is served again: the configuration stays", "ValidatingWebhookConfiguration",
-			[]string{"kb/hook"}, []string{"kb/hook"}, nil, false, false, TargetNotGone, "service kb/hook exists again (the API server serves it)", false},
+			[]string{"kb/hook"}, []string{"kb/hook"}, nil, false, false, etcdwrite.TargetNotGone, "service kb/hook exists again (the API server serves it)", false},
 		{"the Service's key is stored again: the configuration stays", "ValidatingWebhookConfiguration",
-			[]string{"kb/hook"}, nil, []string{"kb/hook"}, false, false, TargetNotGone, "services/specs/kb/hook is stored", false},
+			[]string{"kb/hook"}, nil, []string{"kb/hook"}, false, false, etcdwrite.TargetNotGone, "services/specs/kb/hook is stored", false},
 		{"one of two Services is back: the whole fix is left alone", "ValidatingWebhookConfiguration",
-			[]string{"kb/hook", "kb/other"}, []string{"kb/other"}, nil, false, false, TargetNotGone, "service kb/other exists again", false},
+			[]string{"kb/hook", "kb/other"}, []string{"kb/other"}, nil, false, false, etcdwrite.TargetNotGone, "service kb/other exists again", false},
 		{"every Service still gone: the configuration is deleted", "ValidatingWebhookConfiguration",
 			[]string{"kb/hook"}, nil, nil, false, false, "", "", true},
 		{"the ServiceAccount is created again: the binding keeps its subject", "ClusterRoleBinding",
-			[]string{"ci/builder"}, []string{"ci/builder"}, []string{"ci/builder"}, false, false, TargetNotGone, "serviceaccount ci/builder exists again", false},
+			[]string{"ci/builder"}, []string{"ci/builder"}, []string{"ci/builder"}, false, false, etcdwrite.TargetNotGone, "serviceaccount ci/builder exists again", false},
 		{"the ServiceAccount still gone: the subject is removed", "ClusterRoleBinding",
-			[]string{"ci/builder"}, nil, nil, false, false, Rewritten, "removed ci/builder", true},
+			[]string{"ci/builder"}, nil, nil, false, false, etcdwrite.Rewritten, "removed ci/builder", true},
 		{"an accepted single witness still gone in etcd: made", "ClusterRoleBinding",
-			[]string{"ci/builder"}, nil, nil, true, false, Rewritten, "removed ci/builder", true},
+			[]string{"ci/builder"}, nil, nil, true, false, etcdwrite.Rewritten, "removed ci/builder", true},
 		{"an accepted single witness the API server still cannot confirm: made on etcd's word, as accepted", "ClusterRoleBinding",
-			[]string{"ci/builder"}, nil, nil, true, true, Rewritten, "removed ci/builder", true},
+			[]string{"ci/builder"}, nil, nil, true, true, etcdwrite.Rewritten, "removed ci/builder", true},
 		{"confirmed by the API server when judged, not any more: left alone", "ClusterRoleBinding",
-			[]string{"ci/builder"}, nil, nil, false, true, TargetNotGone, "the API server cannot confirm again that serviceaccount ci/builder is gone", false},
+			[]string{"ci/builder"}, nil, nil, false, true, etcdwrite.TargetNotGone, "the API server cannot confirm again that serviceaccount ci/builder is gone", false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,11 +155,11 @@ func TestApplyJudgesEachTargetAgainBeforeItsWrite(t *testing.T) {
 				t.Fatalf("apply: %+v, %v", res, err)
 			}
 			got := res.Results[0]
-			if tt.want == TargetNotGone {
-				if got.Outcome != TargetNotGone || !strings.Contains(got.Detail, tt.why) || err == nil {
-					t.Errorf("outcome %s %q (error %v), want %s %q and an error", got.Outcome, got.Detail, err, TargetNotGone, tt.why)
+			if tt.want == etcdwrite.TargetNotGone {
+				if got.Outcome != etcdwrite.TargetNotGone || !strings.Contains(got.Detail, tt.why) || err == nil {
+					t.Errorf("outcome %s %q (error %v), want %s %q and an error", got.Outcome, got.Detail, err, etcdwrite.TargetNotGone, tt.why)
 				}
-			} else if got.Outcome == TargetNotGone || got.Outcome == FixFailed || !strings.Contains(got.Detail, tt.why) {
+			} else if got.Outcome == etcdwrite.TargetNotGone || got.Outcome == etcdwrite.FixFailed || !strings.Contains(got.Detail, tt.why) {
 				t.Errorf("outcome %s %q (error %v), want the fix made", got.Outcome, got.Detail, err)
 			}
 			gvr := vwcGVR

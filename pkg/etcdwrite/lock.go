@@ -40,26 +40,30 @@ func WithLockNotices(w io.Writer) LockOption {
 	return func(c *lockConfig) { c.notices = w }
 }
 
-// Lock takes the etcd lock that purge, restore and unstick hold for their
-// write phase, so two operators never write at once; the lock lives on a
-// lease, so a killed regghost releases it within its TTL. what says what
-// this one does, for the other's refusal. When another regghost holds it,
-// Lock refuses with who it is (ErrLocked), unless that one has crashed (a
-// regghost of this host that is no longer running, or a lease that is no
-// longer renewed): then it says so in one line and waits for the lease to
-// expire, at most its TTL (waitOut). When the lock cannot be taken at all
-// (etcd auth without write access to it, kine), it says so and goes on.
-func Lock(ctx context.Context, cli *clientv3.Client, what string, opts ...LockOption) (unlock func(), warning string, err error) {
+// ErrNoLock is returned (wrapped) when the lock could not be taken for
+// another reason than another writer: etcd timed out, the etcd user may not
+// write the lock's keys. Nothing is written then: a writer that went on
+// without the lock could write beside another operator.
+var ErrNoLock = errors.New("regghost's etcd lock could not be taken")
+
+// Lock takes the etcd lock every regghost write holds, so two operators
+// never write at once; the lock lives on a lease, so a killed regghost
+// releases it within its TTL. what says what this one does, for the other's
+// refusal. When another regghost holds it, Lock refuses with who it is
+// (ErrLocked), unless that one has crashed (a regghost of this host that is
+// no longer running, or a lease that is no longer renewed): then it says so
+// in one line and waits for the lease to expire, at most its TTL (waitOut).
+// Any other failure is refused too (ErrNoLock, with the reason). A datastore
+// without leases (kine) cannot hold it at all: the caller decides that
+// before it asks (see Datastore.Limited).
+func Lock(ctx context.Context, cli *clientv3.Client, what string, opts ...LockOption) (unlock func(), err error) {
 	cfg := lockConfig{notices: os.Stderr}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if ds, err := DetectDatastore(ctx, cli); err == nil && ds.Limited() {
-		return func() {}, ds.Name + " has no leases to keep an etcd lock alive, so regghost's lock cannot be taken; going on without it (make sure no other operator repairs this datastore now)", nil
-	}
 	session, err := concurrency.NewSession(cli, concurrency.WithTTL(LockTTL), concurrency.WithContext(ctx))
 	if err != nil {
-		return func() {}, "the etcd lock could not be taken (" + err.Error() + "); going on without it", nil
+		return nil, fmt.Errorf("%w: its lease was refused (%v)", ErrNoLock, err)
 	}
 	m := concurrency.NewMutex(session, LockPrefix)
 	err = m.TryLock(ctx)
@@ -69,23 +73,29 @@ func Lock(ctx context.Context, cli *clientv3.Client, what string, opts ...LockOp
 	if err != nil {
 		session.Close()
 		if errors.Is(err, ErrLocked) {
-			return nil, "", err
+			return nil, err
 		}
 		if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) {
-			return func() {}, "the etcd user may not take regghost's lock; going on without it", nil
+			return nil, fmt.Errorf("%w: the etcd user may not write %s (grant it readwrite on that prefix)", ErrNoLock, LockPrefix)
 		}
-		return func() {}, "the etcd lock could not be taken (" + err.Error() + "); going on without it", nil
+		return nil, fmt.Errorf("%w (%v)", ErrNoLock, err)
 	}
 	host, _ := os.Hostname()
 	holder := Holder{What: what, PID: os.Getpid(), Host: host, Since: time.Now().UTC().Truncate(time.Second)}
-	_, _ = cli.Put(ctx, LockHolderKey, holder.String(), clientv3.WithLease(session.Lease()))
+	if _, err := cli.Put(ctx, LockHolderKey, holder.String(), clientv3.WithLease(session.Lease())); err != nil {
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = m.Unlock(uctx)
+		cancel()
+		session.Close()
+		return nil, fmt.Errorf("%w: say who holds it (%v)", ErrNoLock, err)
+	}
 	return func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, _ = cli.Delete(uctx, LockHolderKey)
 		_ = m.Unlock(uctx)
 		session.Close()
-	}, "", nil
+	}, nil
 }
 
 // lockMargin is added to a crashed holder's lease TTL left when waiting

@@ -41,6 +41,9 @@ const (
 	FixFailed Outcome = "fix-failed"
 	// FinalizersRemoved is an object whose blocking finalizers were removed.
 	FinalizersRemoved Outcome = "finalizers-removed"
+	// TargetNotGone is a fix left alone because what one of its references
+	// points at is no longer gone when read again right before the write.
+	TargetNotGone Outcome = "target-not-gone"
 	// PatchFailed is a finalizer patch the API server refused.
 	PatchFailed Outcome = "patch-failed"
 )
@@ -50,4 +53,7 @@ type Result struct {
 	Key     string  `json:"key"`
 	Outcome Outcome `json:"outcome"`
 	Detail  string  `json:"detail,omitempty"`
+	// Revision is the revision the key was written at, where the write
+	// created or changed it (a recovery's keys: what its undo compares).
+	Revision int64 `json:"revision,omitempty"`
 }

@@ -20,7 +20,6 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/regghost/regghost/internal/etcdtest"
-	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -401,9 +400,10 @@ func TestWriteComparesWhatWasJudged(t *testing.T) {
 	if _, err := w.kv.Put(ctx, reg+"namespaces/a", etcdtest.Encode(t, nsObj("a", "u-a2"))); err != nil {
 		t.Fatal(err)
 	}
-	res, path, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: backup.Backup{Prefix: reg}})
-	if err != nil || path == "" {
-		t.Fatal(path, err)
+	var journaled []etcdwrite.Result
+	res, err := Write(ctx, w.kv, objs, WriteOptions{Journal: func(rs ...etcdwrite.Result) { journaled = append(journaled, rs...) }})
+	if err != nil {
+		t.Fatal(err)
 	}
 	want := map[string]etcdwrite.Outcome{reg + "namespaces/b": etcdwrite.Recovered, reg + "configmaps/a/c": etcdwrite.Refused, reg + "configmaps/b/c": etcdwrite.Recovered}
 	for _, r := range res {
@@ -411,9 +411,13 @@ func TestWriteComparesWhatWasJudged(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[r.Key])
 		}
 	}
-	b, err := backup.ReadBackup(path)
-	if err != nil || b.Action != backup.ActionRecover || len(b.Entries) != 3 {
-		t.Fatalf("backup %+v %v", b, err)
+	for _, r := range journaled {
+		if r.Outcome == etcdwrite.Recovered && r.Revision == 0 {
+			t.Errorf("%s journaled as recovered without the revision it was written at", r.Key)
+		}
+	}
+	if len(journaled) != 2 {
+		t.Errorf("journaled %+v, want the two keys written", journaled)
 	}
 }
 
@@ -886,7 +890,7 @@ func TestWriteOwnersFirst(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			results, _, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: backup.Backup{Prefix: reg}})
+			results, err := Write(ctx, w.kv, objs, WriteOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -949,7 +953,7 @@ func TestWriteOwnersInACycle(t *testing.T) {
 			t.Fatalf("%s: %s (%s) needs %v", o.Key, o.Action, o.Detail, o.Needs)
 		}
 	}
-	res, _, err := Write(ctx, w.kv, objs, WriteOptions{Dir: t.TempDir(), Header: backup.Backup{Prefix: reg}})
+	res, err := Write(ctx, w.kv, objs, WriteOptions{})
 	if err != nil || len(res) != 2 {
 		t.Fatal(res, err)
 	}

@@ -9,14 +9,14 @@ import (
 	"github.com/regghost/regghost/pkg/repair"
 )
 
-// WriteOptions say where the recovery's backup goes and how it writes.
+// WriteOptions say how the recovery writes.
 type WriteOptions struct {
-	// Dir is the (new, empty) backup directory.
-	Dir string
-	// Header is the backup's scope, endpoint, cluster ID and the live
-	// revision the objects were judged at.
-	Header backup.Backup
+	// Pacing comes from the protected write: the shapes the datastore
+	// serves, and the stop.
 	Pacing etcdwrite.Pacing
+	// Journal is told each key's outcome as its step returns (the audit
+	// log); nil tells nobody.
+	Journal func(...etcdwrite.Result)
 	// Served waits until the API server serves the custom resources of a
 	// CRD just written (it is Established). nil: it cannot be waited for,
 	// and the custom resources of a CRD written now are refused.
@@ -26,13 +26,14 @@ type WriteOptions struct {
 // Write writes the objects whose Action is Recover in the steps WriteOrder
 // gives: the namespaces, then the CRDs (waiting until each is served),
 // then the rest, owners before what they own; each step is written and
-// read back before the next starts. A verified backup of what it is about
-// to write goes first (restore deletes those keys again), and is written
-// again with the revisions once the keys are written. Every key is created
+// read back before the next starts. It runs as the write of the protected
+// write (see Run), which has recorded the keys first (Entries); each key's
+// outcome carries the revision it was written at, which the undo compares.
+// Every key is created
 // only while absent, with the keys it needs compared at their create
 // revision (read just before its step). The results follow the recovered
 // objects in the order of objs; objects not recovered get none.
-func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOptions) ([]etcdwrite.Result, string, error) {
+func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOptions) ([]etcdwrite.Result, error) {
 	var todo []*Object
 	index := map[*Object]int{}
 	for _, obj := range objs {
@@ -41,16 +42,10 @@ func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOpt
 			todo = append(todo, obj)
 		}
 	}
-	b := o.Header
-	b.Action = backup.ActionRecover
-	b.Entries = make([]backup.Entry, len(todo))
-	for i, obj := range todo {
-		b.Entries[i] = backup.Entry{Key: obj.Key, Value: obj.Value, Lease: obj.Lease, Reason: "recovered from revision " + fmt.Sprint(obj.ModRevision) + " of the source"}
+	if o.Journal == nil {
+		o.Journal = func(...etcdwrite.Result) {}
 	}
-	path, _, err := backup.WriteBackup(o.Dir, &b)
-	if err != nil {
-		return nil, "", fmt.Errorf("write the recovery's backup before writing anything: %w", err)
-	}
+	b := backup.Backup{Entries: Entries(todo)}
 	results := make([]etcdwrite.Result, len(todo))
 	for i, obj := range todo {
 		results[i] = etcdwrite.Result{Key: obj.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
@@ -82,6 +77,7 @@ func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOpt
 			continue
 		}
 		res, err := repair.WriteRecovered(ctx, kv, entries, o.Pacing)
+		o.Journal(res...)
 		for j, i := range idx {
 			results[i] = res[j]
 			b.Entries[i] = entries[j]
@@ -110,11 +106,17 @@ func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOpt
 			}
 		}
 	}
-	// The revisions each key was written at, for the undo.
-	if _, _, err := backup.WriteBackup(o.Dir, &b); err != nil && werr == nil {
-		werr = fmt.Errorf("record the written revisions in the backup (the backup written before still undoes the recovery): %w", err)
+	return results, werr
+}
+
+// Entries are the backup entries of the objects a recovery creates, as it
+// will write them (the protected write records them before it writes).
+func Entries(objs []*Object) []backup.Entry {
+	entries := make([]backup.Entry, len(objs))
+	for i, obj := range objs {
+		entries[i] = backup.Entry{Key: obj.Key, Value: obj.Value, Lease: obj.Lease, Reason: "recovered from revision " + fmt.Sprint(obj.ModRevision) + " of the source"}
 	}
-	return results, path, werr
+	return entries
 }
 
 // WriteOrder splits objs into the steps Write takes, in order: the

@@ -11,6 +11,7 @@ import (
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/protect"
 )
 
 // leaseAnswer is a KVLease whose TimeToLive answers what a test says.
@@ -60,7 +61,7 @@ func TestLeaseTTLThatCannotBeRead(t *testing.T) {
 			}
 			plan := &Plan{Targets: []etcdscan.Finding{{Key: key, ModRevision: resp.Kvs[0].ModRevision, Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"r"}}}}
 			tt.answer.Client = cli
-			entries, _, err := readEntries(ctx, tt.answer, plan, etcdwrite.Datastore{Name: "etcd"})
+			entries, _, err := protect.Capture(ctx, tt.answer, etcdwrite.Datastore{Name: "etcd"}, targetWants(plan))
 			if err != nil || len(entries) != 1 {
 				t.Fatalf("entries %+v: %v", entries, err)
 			}

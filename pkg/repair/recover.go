@@ -25,11 +25,6 @@ func WriteRecovered(ctx context.Context, kv etcdwrite.KVLease, entries []backup.
 	for i, e := range entries {
 		results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
 	}
-	if cli, ok := kv.(*clientv3.Client); ok {
-		if ds, err := etcdwrite.DetectDatastore(ctx, cli); err == nil {
-			pacing = ds.Pacing(pacing)
-		}
-	}
 	var lease clientv3.LeaseID
 	for _, e := range entries {
 		if e.Lease != 0 {
@@ -84,7 +79,7 @@ func WriteRecovered(ctx context.Context, kv etcdwrite.KVLease, entries []backup.
 			switch {
 			case ok:
 				entries[i].ModRevision, entries[i].CreateRevision, entries[i].Version = rev, rev, 1
-				results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.Recovered}
+				results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.Recovered, Revision: rev}
 				if entries[i].Lease != 0 {
 					results[i].Detail = fmt.Sprintf("with a new lease of %ds (kube-apiserver's default event TTL)", etcdwrite.UnknownLeaseTTL)
 				}
@@ -138,7 +133,7 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []backup.Entry
 			// Written by the transaction in flight, or by a try whose reply
 			// was lost.
 			entries[i].ModRevision, entries[i].CreateRevision, entries[i].Version = resp.Kvs[0].ModRevision, resp.Kvs[0].CreateRevision, resp.Kvs[0].Version
-			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Recovered, Detail: "written by a transaction whose reply was lost or that was in flight at the stop; read back: the snapshot's bytes"}
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Recovered, Revision: resp.Kvs[0].ModRevision, Detail: "written by a transaction whose reply was lost or that was in flight at the stop; read back: the snapshot's bytes"}
 		case r.Outcome == etcdwrite.Conflict && len(resp.Kvs) == 0:
 			var why string
 			if err := rb.Do(func(ctx context.Context) (err error) { why, err = witnessGone(ctx, i); return err }); err == nil && why != "" {
@@ -153,21 +148,38 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []backup.Entry
 }
 
 // UndoRecover deletes the keys a recovery created (b.Action ActionRecover),
-// newest first, each only while it still holds what the recovery wrote at
-// the revision it wrote it (compared in the transaction): a key someone
-// changed since is left alone. A recovered namespace or CRD goes last, and
-// only when nothing is left in it once the recovery's other keys are
-// deleted (counted again right before): deleting it under any other object,
-// a key of the recovery left alone included, would make a ghost. With
-// dryRun nothing is deleted.
-func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dryRun bool, pacing etcdwrite.Pacing) ([]etcdwrite.Result, error) {
+// newest first, and only those the record says it wrote: the revision each
+// was written at, from the recovery's audit log in dir (or, in a backup
+// written before the log recorded revisions, the backup entry's). A key
+// with no such record was not written by that run (refused, not attempted,
+// or left for a second run) and is left alone, whatever it holds now; a
+// key is deleted only while it is still at the revision the recovery wrote
+// it at (compared in the transaction), so a change made since, or a second
+// run's write, is never undone. A recovered namespace or CRD goes last,
+// and only when nothing is left in it once the recovery's other keys are
+// deleted (counted again right before): deleting it under any other
+// object, a key of the recovery left alone included, would make a ghost.
+// With dryRun nothing is deleted.
+func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir string, dryRun bool, pacing etcdwrite.Pacing) ([]etcdwrite.Result, error) {
 	if b.Action != backup.ActionRecover {
 		return nil, fmt.Errorf("backup of scope %q is not a recovery's", b.Scope)
+	}
+	written, err := backup.Written(dir, backup.ActionRecover, etcdwrite.Recovered)
+	if err != nil {
+		return nil, err
 	}
 	var results []etcdwrite.Result
 	var todo, containers []backup.Entry
 	for i := len(b.Entries) - 1; i >= 0; i-- {
 		e := b.Entries[i]
+		rev := written[e.Key]
+		if rev == 0 {
+			rev = e.ModRevision
+		}
+		if rev == 0 {
+			results = append(results, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.LeftAsIs, Detail: "the recovery did not write it (no record of a write in its audit log); left alone"})
+			continue
+		}
 		resp, err := kv.Get(ctx, e.Key)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", e.Key, err)
@@ -176,17 +188,17 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dryRun b
 		case len(resp.Kvs) == 0:
 			results = append(results, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.SkippedGone, Detail: "already absent"})
 			continue
-		case !bytes.Equal(resp.Kvs[0].Value, e.Value) || (e.ModRevision != 0 && resp.Kvs[0].ModRevision != e.ModRevision):
-			results = append(results, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.SkippedChanged, Detail: fmt.Sprintf("changed since the recovery (now at mod revision %d); left alone", resp.Kvs[0].ModRevision)})
+		case resp.Kvs[0].ModRevision != rev || !bytes.Equal(resp.Kvs[0].Value, e.Value):
+			results = append(results, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.SkippedChanged, Detail: fmt.Sprintf("changed since the recovery wrote it at revision %d (now at mod revision %d); left alone", rev, resp.Kvs[0].ModRevision)})
 			continue
 		}
-		e.ModRevision = resp.Kvs[0].ModRevision
+		e.ModRevision = rev
 		if inside, _ := containerOf(b.Prefix, e.Key); inside != nil {
 			containers = append(containers, e)
 		} else {
 			todo = append(todo, e)
 		}
-		results = append(results, etcdwrite.Result{Key: e.Key, Outcome: "would-delete"})
+		results = append(results, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.WouldDelete})
 	}
 	set := func(rs []etcdwrite.Result) {
 		byKey := map[string]etcdwrite.Result{}

@@ -70,7 +70,7 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 		entries[0], entries[3],
 	}}
 	put(reg+"events/a/e", "changed")
-	plan, err := UndoRecover(ctx, cli, b, true, etcdwrite.Pacing{})
+	plan, err := UndoRecover(ctx, cli, b, t.TempDir(), true, etcdwrite.Pacing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 			t.Errorf("undo plan %s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, wantPlan[r.Key])
 		}
 	}
-	done, err := UndoRecover(ctx, cli, b, false, etcdwrite.Pacing{})
+	done, err := UndoRecover(ctx, cli, b, t.TempDir(), false, etcdwrite.Pacing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestUndoKeepsANamespaceHoldingARecoveredKeyChangedSince(t *testing.T) {
 	if _, err := cli.Put(ctx, reg+"configmaps/c/x", "edited"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := UndoRecover(ctx, cli, &backup.Backup{Prefix: reg, Action: backup.ActionRecover, Entries: entries}, false, etcdwrite.Pacing{})
+	res, err := UndoRecover(ctx, cli, &backup.Backup{Prefix: reg, Action: backup.ActionRecover, Entries: entries}, t.TempDir(), false, etcdwrite.Pacing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +123,46 @@ func TestUndoKeepsANamespaceHoldingARecoveredKeyChangedSince(t *testing.T) {
 	}
 	if got, _ := cli.Get(ctx, reg+"namespaces/c"); len(got.Kvs) != 1 {
 		t.Error("the namespace was deleted under a key left alone")
+	}
+}
+
+// TestUndoDeletesOnlyWhatTheRecordSaysWasWritten: a recovery's backup
+// lists a key it did not write (a custom resource left for a second run);
+// a second run wrote it with the same bytes. Undoing the first run leaves
+// it, and deletes the key the audit log says the first run wrote, at that
+// revision only.
+func TestUndoDeletesOnlyWhatTheRecordSaysWasWritten(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	const reg = "/registry/"
+	dir := t.TempDir()
+	first := []backup.Entry{{Key: reg + "configmaps/d/one", Value: []byte("one")}}
+	res, err := WriteRecovered(ctx, cli, first, etcdwrite.Pacing{})
+	if err != nil || res[0].Revision == 0 {
+		t.Fatalf("first run: %+v %v", res, err)
+	}
+	if err := backup.AppendAudit(dir, backup.ActionRecover, append(res, etcdwrite.Result{Key: reg + "widgets.example.com/d/w", Outcome: etcdwrite.Refused})); err != nil {
+		t.Fatal(err)
+	}
+	// The second run writes the custom resource, byte for byte.
+	if _, err := cli.Put(ctx, reg+"widgets.example.com/d/w", "w"); err != nil {
+		t.Fatal(err)
+	}
+	b := &backup.Backup{Prefix: reg, Action: backup.ActionRecover, Entries: []backup.Entry{
+		{Key: reg + "configmaps/d/one", Value: []byte("one")},
+		{Key: reg + "widgets.example.com/d/w", Value: []byte("w")},
+	}}
+	done, err := UndoRecover(ctx, cli, b, dir, false, etcdwrite.Pacing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]etcdwrite.Outcome{reg + "configmaps/d/one": etcdwrite.Deleted, reg + "widgets.example.com/d/w": etcdwrite.LeftAsIs}
+	for _, r := range done {
+		if r.Outcome != want[r.Key] {
+			t.Errorf("%s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, want[r.Key])
+		}
+	}
+	if got, _ := cli.Get(ctx, reg+"widgets.example.com/d/w", clientv3.WithCountOnly()); got.Count != 1 {
+		t.Error("the undo deleted what the second run wrote")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -231,28 +232,12 @@ func TestRetainRefusals(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	e := put(t, cli, vols[0].Key, "pv")
 	vols[0].ModRevision = e.ModRevision
-	if _, err := readVolumes(context.Background(), cli, vols); err != nil {
+	if _, _, err := protect.Capture(context.Background(), cli, etcdwrite.Datastore{Name: "etcd"}, volumeWants(vols)); err != nil {
 		t.Fatalf("unchanged volume: %v", err)
 	}
 	put(t, cli, vols[0].Key, "pv, changed")
-	if _, err := readVolumes(context.Background(), cli, vols); err == nil {
+	if _, _, err := protect.Capture(context.Background(), cli, etcdwrite.Datastore{Name: "etcd"}, volumeWants(vols)); err == nil {
 		t.Error("a volume changed since the scan was accepted")
-	}
-}
-
-// TestCheckCluster: a backup from another etcd cluster is refused.
-func TestCheckCluster(t *testing.T) {
-	cli, _ := etcdtest.Start(t)
-	ctx := context.Background()
-	st, err := cli.Status(ctx, cli.Endpoints()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := backup.CheckCluster(ctx, cli, &backup.Backup{ClusterID: fmt.Sprintf("%x", st.Header.ClusterId)}); err != nil {
-		t.Errorf("same cluster: %v", err)
-	}
-	if err := backup.CheckCluster(ctx, cli, &backup.Backup{ClusterID: "deadbeef"}); !errors.Is(err, backup.ErrOtherCluster) {
-		t.Errorf("other cluster: %v", err)
 	}
 }
 
@@ -288,7 +273,7 @@ func TestRestoreReattachesLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := &Plan{Targets: []etcdscan.Finding{{Key: "/registry/events/x/e1", ModRevision: resp.Kvs[0].ModRevision, Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"r"}}}}
-	entries, _, err := readEntries(ctx, cli, plan, etcdwrite.Datastore{Name: "etcd"})
+	entries, _, err := protect.Capture(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, targetWants(plan))
 	if err != nil || len(entries) != 1 || entries[0].LeaseTTL <= 0 || entries[0].LeaseTTL > 120 {
 		t.Fatalf("entries %+v: %v", entries, err)
 	}
@@ -338,15 +323,15 @@ func TestTransient(t *testing.T) {
 func TestLock(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	unlock, warning, err := etcdwrite.Lock(ctx, cli, "purge namespace a")
-	if err != nil || warning != "" {
-		t.Fatalf("first lock: %v %q", err, warning)
+	unlock, err := etcdwrite.Lock(ctx, cli, "purge namespace a")
+	if err != nil {
+		t.Fatalf("first lock: %v", err)
 	}
-	if _, _, err := etcdwrite.Lock(ctx, cli, "restore b"); !errors.Is(err, etcdwrite.ErrLocked) || !strings.Contains(err.Error(), "purge namespace a (pid") {
+	if _, err := etcdwrite.Lock(ctx, cli, "restore b"); !errors.Is(err, etcdwrite.ErrLocked) || !strings.Contains(err.Error(), "purge namespace a (pid") {
 		t.Errorf("second writer: %v", err)
 	}
 	unlock()
-	unlock2, _, err := etcdwrite.Lock(ctx, cli, "restore b")
+	unlock2, err := etcdwrite.Lock(ctx, cli, "restore b")
 	if err != nil {
 		t.Fatalf("after unlock: %v", err)
 	}

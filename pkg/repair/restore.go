@@ -85,13 +85,9 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 		return r
 	}
 	// The transactions take the shapes the datastore serves (one key at a
-	// time on kine); a dry run sends none.
+	// time on kine: the protected write shapes o.Pacing); a dry run sends
+	// none.
 	pacing := o.Pacing
-	if cli, ok := kv.(*clientv3.Client); ok {
-		if ds, err := etcdwrite.DetectDatastore(ctx, cli); err == nil {
-			pacing = ds.Pacing(pacing)
-		}
-	}
 	wrote := map[int]int64{}
 	// lost marks keys whose put was sent again after an error: the first try
 	// may have been applied with its reply lost.

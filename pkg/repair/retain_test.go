@@ -106,11 +106,10 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 			}
 			res, err := Purge(ctx, plan, PurgeOptions{BackupRoot: t.TempDir(), Client: cli, ClientConfig: clientv3.Config{Endpoints: []string{ep}}, Kube: kube,
 				Pacing: etcdwrite.Pacing{BatchSize: 64, PerSecond: 4, Stop: stop},
-				Lock: func(context.Context) (func(), error) {
+				beforeWrite: func() {
 					if tt.between != nil {
 						tt.between(t, cli, stop)
 					}
-					return func() {}, nil
 				}})
 			if res == nil {
 				t.Fatalf("purge: %v", err)

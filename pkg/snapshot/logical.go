@@ -261,6 +261,7 @@ func BackupFromLogical(path, prefix string) (*backup.Backup, error) {
 		return nil, err
 	}
 	b := &backup.Backup{Format: backup.BackupFormat, Scope: "logical snapshot " + path, Snapshot: info, ScanRevision: info.Revision}
+	b.KubeSystemUID = kubeSystemUID(entries)
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Key, prefix) {
 			continue
@@ -323,9 +324,13 @@ func BackupFromLogicalPurge(path, prefix string, all bool) (*backup.Backup, erro
 		return nil, perr
 	}
 	b := &backup.Backup{Format: backup.BackupFormat, Scope: "logical snapshot " + path, Snapshot: info, ScanRevision: info.Revision}
+	b.KubeSystemUID = kubeSystemUID(entries)
 	record := map[string]backup.Entry{}
 	if perr == nil {
-		b.Prefix = purge.Prefix
+		b.Prefix, b.ClusterID = purge.Prefix, purge.ClusterID
+		if b.KubeSystemUID == "" {
+			b.KubeSystemUID = purge.KubeSystemUID
+		}
 		for _, e := range purge.Entries {
 			record[e.Key] = e
 		}
@@ -368,4 +373,16 @@ func BackupFromLogicalPurge(path, prefix string, all bool) (*backup.Backup, erro
 	}
 	b.Count = len(b.Entries)
 	return b, nil
+}
+
+// kubeSystemUID is the identity of the cluster a logical snapshot was taken
+// of: the UID of the kube-system namespace it holds ("" without one).
+func kubeSystemUID(entries []backup.Entry) string {
+	for _, e := range entries {
+		if strings.HasSuffix(e.Key, "/namespaces/kube-system") {
+			uid, _ := backup.KubeSystemUID(context.Background(), e.Key, e.Value, nil)
+			return uid
+		}
+	}
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/mvcc"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/regghost/regghost/pkg/backup"
@@ -194,4 +196,38 @@ func DisasterRestoreCommand(info *backup.SnapshotInfo) string {
 		return fmt.Sprintf("regghost snapshot restore %s --confirm   # writes back this purge's own keys; %s writes every key of the snapshot absent now", info.Path, AllAbsentFlag)
 	}
 	return fmt.Sprintf("etcdutl snapshot restore %s --data-dir /var/lib/etcd-restored --bump-revision 1000000000 --mark-compacted", info.Path)
+}
+
+// CheckSpace refuses a write whose snapshot and backup would not fit in dir.
+func CheckSpace(ctx context.Context, cli *clientv3.Client, ds etcdwrite.Datastore, dir string, entries []backup.Entry) error {
+	var size int64
+	var errs []error
+	for _, ep := range cli.Endpoints() {
+		status, err := cli.Status(ctx, ep)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		size = max(size, status.DbSize)
+	}
+	if size == 0 && len(errs) > 0 {
+		return fmt.Errorf("read etcd database size: %w", errors.Join(errs...))
+	}
+	need := size + 4096
+	if ds.Limited() {
+		// A logical snapshot is base64 in JSON: up to about twice the database.
+		need += size
+	}
+	for _, e := range entries {
+		need += int64(len(e.Key)) + int64(len(e.Value))*4/3 + 512
+	}
+	need += need / 10
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
+		return fmt.Errorf("not enough free space in %s for the snapshot and backup: need %d bytes, %d free", dir, need, free)
+	}
+	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 	"time"
 
@@ -22,14 +22,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
-)
-
-// Outcomes of a blocker.
-const (
-	// FinalizersRemoved: its finalizers nobody serves were removed.
-	FinalizersRemoved etcdwrite.Outcome = "finalizers-removed"
-	// PatchFailed: the API server refused the patch.
-	PatchFailed etcdwrite.Outcome = "patch-failed"
+	"github.com/regghost/regghost/pkg/protect"
 )
 
 // ErrRefused is returned (wrapped) when unstick must not act.
@@ -45,6 +38,10 @@ type Options struct {
 	// Wait bounds how long Run waits for the deletion to finish.
 	Wait time.Duration
 	Now  func() time.Time
+	// Notices gets the lock's lines; Decrypt opens an encrypted
+	// kube-system namespace (the cluster's identity).
+	Notices io.Writer
+	Decrypt backup.Decrypter
 }
 
 // Result is what Run did.
@@ -58,10 +55,12 @@ type Result struct {
 	Left int `json:"left"`
 }
 
-// Run removes the blockers' finalizers through the API server: first a
-// verified per-key backup of every key it touches (restore puts them back),
-// then one patch per object preconditioned on the reviewed resourceVersion;
-// then it waits for the deletion to finish and counts what is left in etcd.
+// Run removes the blockers' finalizers through the API server, in the
+// protected write (protect.Run): the lock, a verified per-key backup of
+// every key it touches at the reviewed revision (one changed since stops
+// the run; restore puts them back), then one patch per object
+// preconditioned on the reviewed resourceVersion; then it waits for the
+// deletion to finish and counts what is left in etcd.
 func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result, error) {
 	if a.Refusal != "" {
 		return nil, fmt.Errorf("%w: %s; nothing was changed", ErrRefused, a.Refusal)
@@ -75,75 +74,58 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	// The backup names the etcd cluster, as purge's does, so that restore
-	// refuses to write it into another one.
-	ds, err := etcdwrite.DetectDatastore(ctx, o.Client)
-	if err != nil {
-		return nil, fmt.Errorf("no etcd endpoint answers: %w; nothing was changed", err)
-	}
-	dir, err := backup.NewBackupDir(o.BackupRoot, "unstick "+a.Target, o.Now())
-	if err != nil {
-		return nil, err
-	}
-	var entries []backup.Entry
+	var wants []protect.Want
 	seen := map[string]bool{}
 	for _, b := range a.Blockers {
 		if len(b.Remove) == 0 || seen[b.Key] {
 			continue
 		}
 		seen[b.Key] = true
-		resp, err := o.Client.Get(ctx, b.Key)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("read %s: %w; nothing was changed", b.Key, err)
-		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != b.ModRevision {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("%w: %s changed since it was reviewed; run unstick again; nothing was changed", ErrRefused, b.Key)
-		}
-		kv := resp.Kvs[0]
-		e := backup.Entry{Key: b.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision,
-			Version: kv.Version, Lease: kv.Lease, Reason: "finalizers [" + strings.Join(b.Finalizers, ", ") + "] removed by regghost unstick " + a.Target}
-		if ds.Limited() {
-			// kine has no lease API: a key's lease is its TTL in seconds.
-			e.LeaseTTL = kv.Lease
-		} else {
-			e.LeaseTTL, e.LeaseTTLUnknown = etcdwrite.LeaseTTL(ctx, o.Client, kv.Lease)
-		}
-		entries = append(entries, e)
+		wants = append(wants, protect.Want{ModRevision: b.ModRevision, Required: true, Entry: backup.Entry{Key: b.Key,
+			Reason: "finalizers [" + strings.Join(b.Finalizers, ", ") + "] removed by regghost unstick " + a.Target}})
 	}
-	res := &Result{Dir: dir}
-	if res.Backup, _, err = backup.WriteBackup(dir, &backup.Backup{Created: o.Now().UTC(), Scope: "unstick " + a.Target, Prefix: registry,
-		ClusterID: ds.ClusterID, Entries: entries}); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w; nothing was changed", err)
-	}
+	res := &Result{}
 	removed := 0
-	for _, b := range a.Blockers {
-		if len(b.Remove) == 0 {
-			continue
-		}
-		r := removeFinalizers(ctx, o.Dynamic, b)
-		if r.Outcome == FinalizersRemoved {
-			removed++
-		} else if r.Outcome == etcdwrite.NotAttempted {
-			// A 404 for a key etcd holds is not "gone". Read back on a
-			// context of its own: the command's may have run out.
-			rctx, cancel := etcdwrite.ReadBackContext(ctx)
-			resp, err := o.Client.Get(rctx, b.Key, clientv3.WithCountOnly())
-			cancel()
-			switch {
-			case err != nil:
-				r.Outcome, r.Detail = PatchFailed, fmt.Sprintf("%s, and etcd could not be read back (%v): whether it is gone is unknown", r.Detail, err)
-			case resp.Count == 0:
-				r.Outcome, r.Detail = etcdwrite.SkippedGone, "gone since it was reviewed"
-			default:
-				r.Outcome, r.Detail = PatchFailed, r.Detail+" for a key etcd still holds"
+	out, err := protect.Run(ctx, protect.Job{Client: o.Client, Holder: "regghost unstick " + a.Target, Notices: o.Notices,
+		Prefix: registry, Decrypt: o.Decrypt, Action: "unstick",
+		Backup: &protect.Record{Root: o.BackupRoot, Scope: "unstick " + a.Target, Keys: wants, Now: o.Now},
+		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
+			var results []etcdwrite.Result
+			for _, b := range a.Blockers {
+				if len(b.Remove) == 0 {
+					continue
+				}
+				r := removeFinalizers(ctx, o.Dynamic, b)
+				if r.Outcome == etcdwrite.FinalizersRemoved {
+					removed++
+				} else if r.Outcome == etcdwrite.NotAttempted {
+					// A 404 for a key etcd holds is not "gone". Read back on
+					// a context of its own: the command's may have run out.
+					rctx, cancel := etcdwrite.ReadBackContext(ctx)
+					resp, err := o.Client.Get(rctx, b.Key, clientv3.WithCountOnly())
+					cancel()
+					switch {
+					case err != nil:
+						r.Outcome, r.Detail = etcdwrite.PatchFailed, fmt.Sprintf("%s, and etcd could not be read back (%v): whether it is gone is unknown", r.Detail, err)
+					case resp.Count == 0:
+						r.Outcome, r.Detail = etcdwrite.SkippedGone, "gone since it was reviewed"
+					default:
+						r.Outcome, r.Detail = etcdwrite.PatchFailed, r.Detail+" for a key etcd still holds"
+					}
+				}
+				w.Journal(r)
+				results = append(results, r)
 			}
+			return results, nil
+		}})
+	if out == nil {
+		if errors.Is(err, etcdwrite.ErrLocked) || errors.Is(err, protect.ErrNothingChanged) {
+			return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 		}
-		res.Results = append(res.Results, r)
+		return nil, err
 	}
-	if err := backup.AppendAudit(dir, "unstick", res.Results); err != nil {
+	res.Dir, res.Backup, res.Results = out.Dir, out.Backup, out.Results
+	if err != nil {
 		return res, err
 	}
 	if removed > 0 {
@@ -201,13 +183,13 @@ func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) etc
 	}
 	switch {
 	case err == nil:
-		return etcdwrite.Result{Key: b.Key, Outcome: FinalizersRemoved, Detail: fmt.Sprintf("[%s] removed%s through the API server (resourceVersion %d)", strings.Join(b.Remove, ", "), where, b.ModRevision)}
+		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.FinalizersRemoved, Detail: fmt.Sprintf("[%s] removed%s through the API server (resourceVersion %d)", strings.Join(b.Remove, ", "), where, b.ModRevision)}
 	case apierrors.IsConflict(err):
 		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
 	case apierrors.IsNotFound(err):
 		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.NotAttempted, Detail: "404 from the API server"}
 	}
-	return etcdwrite.Result{Key: b.Key, Outcome: PatchFailed, Detail: "the API server refused the patch: " + err.Error()}
+	return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.PatchFailed, Detail: "the API server refused the patch: " + err.Error()}
 }
 
 // waitGone waits until key is gone from etcd, at most wait. When the wait

@@ -1,0 +1,52 @@
+package protect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
+)
+
+// Capture reads each wanted key as etcd holds it now, into a backup entry
+// with its raw bytes, revisions and what is left of its lease. A key gone
+// or changed since the plan judged it is left out with its outcome, or
+// stops the capture when it is Required.
+func Capture(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, wants []Want) ([]backup.Entry, []etcdwrite.Result, error) {
+	var entries []backup.Entry
+	var skipped []etcdwrite.Result
+	for _, w := range wants {
+		key := w.Entry.Key
+		resp, err := kv.Get(ctx, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", key, err)
+		}
+		var why etcdwrite.Result
+		switch {
+		case len(resp.Kvs) == 0:
+			why = etcdwrite.Result{Key: key, Outcome: etcdwrite.SkippedGone, Detail: "deleted by someone else since the plan"}
+		case w.ModRevision != 0 && resp.Kvs[0].ModRevision != w.ModRevision:
+			why = etcdwrite.Result{Key: key, Outcome: etcdwrite.SkippedChanged,
+				Detail: fmt.Sprintf("changed since the plan (mod revision %d, now %d); left alone", w.ModRevision, resp.Kvs[0].ModRevision)}
+		}
+		if why.Key != "" {
+			if w.Required {
+				return nil, nil, fmt.Errorf("%s: %s; plan again", key, why.Detail)
+			}
+			skipped = append(skipped, why)
+			continue
+		}
+		cur := resp.Kvs[0]
+		e := w.Entry
+		e.Value, e.CreateRevision, e.ModRevision, e.Version, e.Lease = cur.Value, cur.CreateRevision, cur.ModRevision, cur.Version, cur.Lease
+		switch {
+		case cur.Lease != 0 && ds.Limited():
+			// kine has no lease API: a key's lease is its TTL in seconds.
+			e.LeaseTTL = cur.Lease
+		case cur.Lease != 0:
+			e.LeaseTTL, e.LeaseTTLUnknown = etcdwrite.LeaseTTL(ctx, kv, cur.Lease)
+		}
+		entries = append(entries, e)
+	}
+	return entries, skipped, nil
+}

@@ -1,0 +1,351 @@
+// Package protect is the one protected write: every regghost command that
+// changes a cluster (purge, restore, recover and its undo, dangling,
+// unstick) runs its writes through Run, which does the safety protocol in
+// one order, once:
+//
+//  1. read this cluster's identity, and refuse a source from another
+//     cluster (a backup, a snapshot, an older revision) unless the caller
+//     says it is a deliberate migration, and even then refuse grants
+//     (bindings, webhooks, APIServices) without their own accept;
+//  2. take the writers' lock: refused when another regghost writes, and
+//     when the lock cannot be taken, except where the datastore cannot hold
+//     one at all (kine), which is said;
+//  3. judge the plan again under the lock, and stop when a verdict changed;
+//  4. capture every key the write touches at its revision (with lease TTLs),
+//     with the cluster's identity, into a backup that is verified as read
+//     back from disk (and a verified snapshot first, where asked for);
+//  5. write, with the shapes the datastore serves (Writer.Pacing), every
+//     judged condition compared in the same transaction, each outcome
+//     journaled to the audit log as it returns, and every key read back.
+//
+// Anything that fails before the first write removes the half-made backup
+// directory and says that nothing was changed.
+package protect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/snapshot"
+)
+
+// Job is one command's protected write.
+type Job struct {
+	// Client reads, captures and writes keys, and holds the lock.
+	Client *clientv3.Client
+	// Holder names the command for the lock ("regghost purge namespace x").
+	Holder string
+	// Notices gets the lines a person should read: a lock waited for, a
+	// lock that cannot be held.
+	Notices io.Writer
+	// Pacing sets the batch size, rate and stop of the writes; Run adds
+	// the shapes the datastore serves.
+	Pacing etcdwrite.Pacing
+	// Prefix is the registry prefix (for the identity and the backup).
+	Prefix string
+	// Decrypt opens an encrypted kube-system namespace; nil without a key.
+	Decrypt backup.Decrypter
+
+	// Source is the identity of what comes from elsewhere (a backup, a
+	// snapshot, an older revision); nil when nothing does.
+	Source *backup.Identity
+	// SourceKeys are the keys the job writes from that source, for the
+	// grants rule.
+	SourceKeys []string
+	// OtherCluster writes a Source of another cluster (a deliberate
+	// migration); OtherClusterGrants also writes its grants.
+	OtherCluster, OtherClusterGrants bool
+
+	// Rejudge judges the plan again under the lock, against the cluster as
+	// it is now; an error (a verdict that changed) stops the run before
+	// anything is recorded or written.
+	Rejudge func(ctx context.Context) error
+
+	// Backup, when set, is the new backup directory the job records into
+	// before it writes. Without it, the job writes keys recorded elsewhere
+	// (a restore of a backup) and journals to AuditDir.
+	Backup *Record
+	// AuditDir is where the audit log goes without a new backup directory.
+	AuditDir string
+	// Action names the job in the audit log ("purge", "restore").
+	Action string
+
+	// Write sends the guarded writes and returns an outcome for every key.
+	Write func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error)
+}
+
+// Record says what goes into a new backup directory.
+type Record struct {
+	// Root is where the directory is made; Scope names it and the backup.
+	Root, Scope string
+	// Action is the backup's action (backup.ActionRecover; "" for a purge).
+	Action string
+	// Keys are the keys the write changes, read at their revision: one gone
+	// or changed since the plan is left out with its outcome (Writer.Skipped).
+	Keys []Want
+	// Create are the keys the write creates, recorded as they will be
+	// written (a recovery).
+	Create []backup.Entry
+	// ScanRevision is the revision the plan was judged at.
+	ScanRevision int64
+	// Snapshot takes a verified full snapshot first (purge), no older than
+	// ScanRevision, from the endpoints of this configuration.
+	Snapshot *clientv3.Config
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Want is a key to capture before the write.
+type Want struct {
+	// Entry is what to record besides what etcd holds (classes, reason,
+	// witnesses, role); its Key names the key.
+	Entry backup.Entry
+	// ModRevision is the revision the plan judged the key at; 0 takes the
+	// key at whatever revision it has.
+	ModRevision int64
+	// Required stops the run when the key is gone or changed (a volume to
+	// set to Retain), where others are skipped.
+	Required bool
+}
+
+// Writer is what the write phase gets from Run.
+type Writer struct {
+	// Datastore is the server written to.
+	Datastore etcdwrite.Datastore
+	// Identity is this cluster's.
+	Identity backup.Identity
+	// Pacing is Job.Pacing with the transaction shapes the datastore serves.
+	Pacing etcdwrite.Pacing
+	// Dir is the backup directory (Job.AuditDir without a new one).
+	Dir string
+	// Backup is the backup as read back from disk; nil without a new one.
+	Backup *backup.Backup
+	// Skipped are the keys left out of the capture (gone or changed).
+	Skipped []etcdwrite.Result
+
+	mu         sync.Mutex
+	action     string
+	journalErr error
+	// said is the last outcome journaled for each key.
+	said map[string]etcdwrite.Result
+}
+
+// Journal appends outcomes to the audit log as they happen, so a run
+// killed half-way leaves a trail; an outcome already journaled as it is
+// is not written again. The first error is kept for Run.
+func (w *Writer) Journal(rs ...etcdwrite.Result) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.said == nil {
+		w.said = map[string]etcdwrite.Result{}
+	}
+	var fresh []etcdwrite.Result
+	for _, r := range rs {
+		if last, ok := w.said[r.Key]; ok && last == r {
+			continue
+		}
+		w.said[r.Key] = r
+		fresh = append(fresh, r)
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	if err := backup.AppendAudit(w.Dir, w.action, fresh); err != nil && w.journalErr == nil {
+		w.journalErr = err
+	}
+}
+
+// Outcome is what Run did.
+type Outcome struct {
+	// Dir is the backup directory (or the audit directory); Backup the
+	// backup file in it, empty without a new one.
+	Dir    string `json:"dir"`
+	Backup string `json:"backup,omitempty"`
+	// Endpoint is the member the snapshot came from.
+	Endpoint string               `json:"endpoint,omitempty"`
+	Snapshot *backup.SnapshotInfo `json:"snapshot,omitempty"`
+	// Results has an outcome for every key: the ones left out of the
+	// capture, then the write's.
+	Results []etcdwrite.Result `json:"results"`
+	// Warnings are what a person must know about the run (no lock).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ErrNothingChanged marks (wraps) an error returned before the first write.
+var ErrNothingChanged = errors.New("nothing was changed")
+
+// unchanged wraps err as returned before the first write.
+func unchanged(err error) error {
+	if errors.Is(err, ErrNothingChanged) {
+		return err
+	}
+	return fmt.Errorf("%w; %w", err, ErrNothingChanged)
+}
+
+// Run does the job's write in the protected order (see the package doc).
+// An error wrapping ErrNothingChanged was returned before anything was
+// written; any other comes with the outcome of every key.
+func Run(ctx context.Context, job Job) (*Outcome, error) {
+	if job.Notices == nil {
+		job.Notices = io.Discard
+	}
+	ds, err := etcdwrite.DetectDatastore(ctx, job.Client)
+	if err != nil {
+		return nil, unchanged(fmt.Errorf("no etcd endpoint answers: %w", err))
+	}
+	here, err := backup.ReadIdentity(ctx, job.Client, job.Prefix, job.Decrypt)
+	if err != nil {
+		return nil, unchanged(err)
+	}
+	if err := checkSource(job, here); err != nil {
+		return nil, unchanged(err)
+	}
+	out := &Outcome{}
+	unlock, warning, err := lock(ctx, job, ds)
+	if err != nil {
+		return nil, unchanged(err)
+	}
+	defer unlock()
+	if warning != "" {
+		out.Warnings = append(out.Warnings, warning)
+		fmt.Fprintf(job.Notices, "regghost: warning: %s\n", warning)
+	}
+	if job.Rejudge != nil {
+		if err := job.Rejudge(ctx); err != nil {
+			return nil, unchanged(err)
+		}
+	}
+	w := &Writer{Datastore: ds, Identity: here, Pacing: ds.Pacing(job.Pacing), Dir: job.AuditDir, action: job.Action}
+	if job.Backup != nil {
+		if err := record(ctx, job, ds, here, w, out); err != nil {
+			if w.Dir != "" {
+				os.RemoveAll(w.Dir)
+			}
+			return nil, unchanged(err)
+		}
+	}
+	out.Dir = w.Dir
+	if w.Dir == "" {
+		return nil, unchanged(errors.New("no backup or audit directory for the write"))
+	}
+	if len(w.Skipped) > 0 {
+		w.Journal(w.Skipped...)
+	}
+	results, err := job.Write(ctx, w)
+	out.Results = append(append([]etcdwrite.Result{}, w.Skipped...), results...)
+	if len(results) > 0 {
+		w.Journal(results...)
+	}
+	if err == nil {
+		err = w.journalErr
+	}
+	return out, err
+}
+
+// checkSource refuses what comes from another cluster (see Job.Source).
+func checkSource(job Job, here backup.Identity) error {
+	if job.Source == nil {
+		return nil
+	}
+	err := backup.SameCluster(*job.Source, here)
+	if err == nil {
+		return nil
+	}
+	if !job.OtherCluster {
+		return fmt.Errorf("%w (%s writes it anyway, for a deliberate migration)", err, OtherClusterFlag)
+	}
+	if job.OtherClusterGrants {
+		return nil
+	}
+	for _, k := range job.SourceKeys {
+		if backup.IsGrant(job.Prefix, k) {
+			return fmt.Errorf("%w, and %s grants power here (a role, binding, webhook or APIService); %s writes another cluster's grants too", err, k, OtherClusterGrantsFlag)
+		}
+	}
+	return nil
+}
+
+// OtherClusterFlag writes what came from another cluster.
+const OtherClusterFlag = "--other-cluster"
+
+// OtherClusterGrantsFlag writes another cluster's grants too.
+const OtherClusterGrantsFlag = "--other-cluster-grants"
+
+// lock takes the writers' lock. It is refused when another regghost holds
+// it and whenever it cannot be taken, except where the datastore has no
+// leases to hold one (kine): then the warning says so.
+func lock(ctx context.Context, job Job, ds etcdwrite.Datastore) (func(), string, error) {
+	if ds.Limited() {
+		return func() {}, ds.Name + " has no leases to keep regghost's lock alive, so it cannot be taken; make sure no other operator repairs this datastore now", nil
+	}
+	unlock, err := etcdwrite.Lock(ctx, job.Client, job.Holder, etcdwrite.WithLockNotices(job.Notices))
+	if err != nil {
+		return nil, "", err
+	}
+	return unlock, "", nil
+}
+
+// record captures what the job changes into a new, verified backup
+// directory (with a verified snapshot first when asked).
+func record(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Identity, w *Writer, out *Outcome) error {
+	r := job.Backup
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	dir, err := backup.NewBackupDir(r.Root, r.Scope, now())
+	if err != nil {
+		return err
+	}
+	w.Dir = dir
+	entries, skipped, err := Capture(ctx, job.Client, ds, r.Keys)
+	if err != nil {
+		return err
+	}
+	w.Skipped = skipped
+	if len(entries) == 0 && len(r.Create) == 0 {
+		return errors.New("every planned key changed since the plan")
+	}
+	entries = append(entries, r.Create...)
+	if r.Snapshot != nil {
+		if err := snapshot.CheckSpace(ctx, job.Client, ds, dir, entries); err != nil {
+			return err
+		}
+		file := snapshot.SnapshotFile
+		if ds.Limited() {
+			file = snapshot.LogicalSnapshotFile
+		}
+		snap, ep, err := snapshot.TakeSnapshot(ctx, job.Client, *r.Snapshot, filepath.Join(dir, file), r.ScanRevision)
+		if err != nil {
+			return err
+		}
+		if err := snapshot.SnapshotHolds(snap.Path, entries[:len(entries)-len(r.Create)]); err != nil {
+			return err
+		}
+		out.Snapshot, out.Endpoint = snap, ep
+	}
+	endpoint := out.Endpoint
+	if endpoint == "" && len(job.Client.Endpoints()) > 0 {
+		endpoint = job.Client.Endpoints()[0]
+	}
+	path, written, err := backup.WriteBackup(dir, &backup.Backup{
+		Created: now().UTC(), Scope: r.Scope, Action: r.Action, Prefix: job.Prefix, Endpoint: endpoint,
+		ClusterID: here.ClusterID, KubeSystemUID: here.KubeSystemUID, ScanRevision: r.ScanRevision,
+		Snapshot: out.Snapshot, Entries: entries,
+	})
+	if err != nil {
+		return err
+	}
+	out.Backup, w.Backup = path, written
+	return nil
+}
