@@ -21,10 +21,10 @@ import (
 func TestBackupFromLogicalPurge(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	ghost := put(t, cli, "/registry/pods/gone/p", "k8s\x00ghost")
+	ghost := etcdtest.Put(t, cli, "/registry/pods/gone/p", "k8s\x00ghost")
 	ghost.Absent = []string{"/registry/namespaces/gone"}
-	put(t, cli, "/registry/namespaces/live", "k8s\x00live")
-	other := put(t, cli, "/registry/pods/live/deleted-since", "k8s\x00deleted by a controller")
+	etcdtest.Put(t, cli, "/registry/namespaces/live", "k8s\x00live")
+	other := etcdtest.Put(t, cli, "/registry/pods/live/deleted-since", "k8s\x00deleted by a controller")
 	dir := t.TempDir()
 	snap := filepath.Join(dir, snapshot.LogicalSnapshotFile)
 	info, err := snapshot.SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, snap, other.ModRevision)
@@ -107,7 +107,7 @@ func TestBackupFromLogicalPurge(t *testing.T) {
 
 	// The purge's record goes with its keys: the ghost's namespace created
 	// again since refuses it, by default and with --all-absent.
-	put(t, cli, "/registry/namespaces/gone", "k8s\x00a new namespace gone")
+	etcdtest.Put(t, cli, "/registry/namespaces/gone", "k8s\x00a new namespace gone")
 	for _, all := range []bool{false, true} {
 		b, err := snapshot.BackupFromLogicalPurge(snap, "/registry/pods/gone/", all)
 		if err != nil {

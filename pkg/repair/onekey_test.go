@@ -17,12 +17,12 @@ func TestOneKeyTransactions(t *testing.T) {
 	ctx := context.Background()
 	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/b/1", "/registry/pods/a/2", "/registry/pods/c/1"} {
-		e := put(t, cli, k, "v")
+		e := etcdtest.Put(t, cli, k, "v")
 		e.Absent = []string{"/registry/namespaces/" + k[len("/registry/pods/"):len("/registry/pods/")+1]}
 		entries = append(entries, e)
 	}
-	put(t, cli, "/registry/namespaces/a", "recreated")
-	put(t, cli, "/registry/pods/c/1", "changed")
+	etcdtest.Put(t, cli, "/registry/namespaces/a", "recreated")
+	etcdtest.Put(t, cli, "/registry/pods/c/1", "changed")
 	p := etcdwrite.Pacing{PerSecond: 1000, OneKey: true}
 	results, err := GuardedDelete(ctx, cli, entries, p, nil)
 	if err != nil {
@@ -34,7 +34,7 @@ func TestOneKeyTransactions(t *testing.T) {
 			t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want[i], r.Detail)
 		}
 	}
-	put(t, cli, "/registry/pods/a/1", "other")
+	etcdtest.Put(t, cli, "/registry/pods/a/1", "other")
 	res, err := Restore(ctx, cli, &backup.Backup{Entries: entries}, p, false)
 	if err != nil {
 		t.Fatal(err)

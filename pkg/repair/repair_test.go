@@ -23,26 +23,13 @@ import (
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
-func put(t *testing.T, cli *clientv3.Client, key, value string) backup.Entry {
-	t.Helper()
-	if _, err := cli.Put(context.Background(), key, value); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := cli.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := resp.Kvs[0]
-	return backup.Entry{Key: key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version}
-}
-
 func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/a/2", "/registry/pods/a/3", "/registry/pods/a/4"} {
-		entries = append(entries, put(t, cli, k, "v"))
+		entries = append(entries, etcdtest.Put(t, cli, k, "v"))
 	}
-	put(t, cli, "/registry/pods/a/2", "changed")
+	etcdtest.Put(t, cli, "/registry/pods/a/2", "changed")
 	if _, err := cli.Delete(context.Background(), "/registry/pods/a/3"); err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +64,11 @@ func TestGuardedDeleteRechecksTheWitness(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/b/1", "/registry/pods/a/2"} {
-		e := put(t, cli, k, "v")
+		e := etcdtest.Put(t, cli, k, "v")
 		e.Absent = []string{"/registry/namespaces/" + k[len("/registry/pods/"):len("/registry/pods/")+1]}
 		entries = append(entries, e)
 	}
-	put(t, cli, "/registry/namespaces/a", "recreated")
+	etcdtest.Put(t, cli, "/registry/namespaces/a", "recreated")
 	results, err := GuardedDelete(context.Background(), cli, entries, etcdwrite.Pacing{BatchSize: 3, PerSecond: 1000}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +91,7 @@ func TestGuardedDeleteKeepsCompareCountUnderTheLimit(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	var entries []backup.Entry
 	for i := 0; i < 128; i++ {
-		e := put(t, cli, fmt.Sprintf("/registry/pods/ns%d/p", i), "v")
+		e := etcdtest.Put(t, cli, fmt.Sprintf("/registry/pods/ns%d/p", i), "v")
 		e.Absent = []string{fmt.Sprintf("/registry/namespaces/ns%d", i)}
 		entries = append(entries, e)
 	}
@@ -121,12 +108,12 @@ func TestGuardedDeleteKeepsCompareCountUnderTheLimit(t *testing.T) {
 
 func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
-	a := put(t, cli, "/registry/configmaps/x/a", "\x00raw\xffbytes")
-	b := put(t, cli, "/registry/configmaps/x/b", "original")
+	a := etcdtest.Put(t, cli, "/registry/configmaps/x/a", "\x00raw\xffbytes")
+	b := etcdtest.Put(t, cli, "/registry/configmaps/x/b", "original")
 	if _, err := cli.Delete(context.Background(), "/registry/configmaps/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
-	put(t, cli, "/registry/configmaps/x/b", "someone else")
+	etcdtest.Put(t, cli, "/registry/configmaps/x/b", "someone else")
 	backup := &backup.Backup{Entries: []backup.Entry{a, b}}
 	for round, want := range [][]etcdwrite.Outcome{{etcdwrite.Restored, etcdwrite.Conflict}, {etcdwrite.AlreadyPresent, etcdwrite.Conflict}} {
 		results, err := Restore(context.Background(), cli, backup, etcdwrite.Pacing{PerSecond: 1000}, false)
@@ -183,7 +170,7 @@ func TestBackupRoundTripAndCorruption(t *testing.T) {
 
 func TestSnapshotSaveVerifyAndHolds(t *testing.T) {
 	cli, ep := etcdtest.Start(t)
-	e := put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02")
+	e := etcdtest.Put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02")
 	path := filepath.Join(t.TempDir(), "snap.db")
 	info, err := snapshot.SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path)
 	if err != nil {
@@ -230,12 +217,12 @@ func TestRetainRefusals(t *testing.T) {
 		t.Error("RetainVolumes without an API server went ahead")
 	}
 	cli, _ := etcdtest.Start(t)
-	e := put(t, cli, vols[0].Key, "pv")
+	e := etcdtest.Put(t, cli, vols[0].Key, "pv")
 	vols[0].ModRevision = e.ModRevision
 	if _, _, err := protect.Capture(context.Background(), cli, etcdwrite.Datastore{Name: "etcd"}, volumeWants(vols)); err != nil {
 		t.Fatalf("unchanged volume: %v", err)
 	}
-	put(t, cli, vols[0].Key, "pv, changed")
+	etcdtest.Put(t, cli, vols[0].Key, "pv, changed")
 	if _, _, err := protect.Capture(context.Background(), cli, etcdwrite.Datastore{Name: "etcd"}, volumeWants(vols)); err == nil {
 		t.Error("a volume changed since the scan was accepted")
 	}

@@ -47,7 +47,9 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 	}{
 		{name: "claim deleted: its volume is set to Retain right before", retained: true, claimOutcome: etcdwrite.Deleted},
 		{name: "claim changed since the backup", claimOutcome: etcdwrite.SkippedChanged,
-			between: func(t *testing.T, cli *clientv3.Client, _ chan struct{}) { put(t, cli, claim, "claim, changed") }},
+			between: func(t *testing.T, cli *clientv3.Client, _ chan struct{}) {
+				etcdtest.Put(t, cli, claim, "claim, changed")
+			}},
 		{name: "stopped before the deletes", claimOutcome: etcdwrite.NotAttempted,
 			between: func(_ *testing.T, _ *clientv3.Client, stop chan struct{}) { close(stop) }},
 		{name: "stopped after the first delete", stopAfterFirst: true, claimOutcome: etcdwrite.NotAttempted},
@@ -59,7 +61,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 			ctx := context.Background()
 			var targets []etcdscan.Finding
 			for _, k := range []string{first, claim, last} {
-				e := put(t, cli, k, "v")
+				e := etcdtest.Put(t, cli, k, "v")
 				f := etcdscan.Finding{Key: k, Namespace: "ns", Ghost: true, ModRevision: e.ModRevision,
 					Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"no namespace"}}
 				if k == first && tt.firstFails {
@@ -69,7 +71,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 				}
 				targets = append(targets, f)
 			}
-			pv := put(t, cli, pvKey, "pv")
+			pv := etcdtest.Put(t, cli, pvKey, "pv")
 			vol := &impact.Volume{Name: "pv1", Key: pvKey, ModRevision: pv.ModRevision, ReclaimPolicy: "Delete"}
 			plan := &Plan{Scope: "namespace ns", Prefix: "/registry/", Revision: pv.ModRevision, Targets: targets}
 			plan.SetImpact(&impact.Report{Effects: map[string][]impact.Effect{claim: {{Kind: impact.StorageDestroyed, Irreversible: true, Volume: vol}}}},

@@ -70,9 +70,9 @@ func TestRestoreWitnessRule(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			ctx := context.Background()
 			for _, k := range tt.before {
-				put(t, cli, k, "witness at the purge")
+				etcdtest.Put(t, cli, k, "witness at the purge")
 			}
-			e := put(t, cli, tt.key, "k8s\x00ghost")
+			e := etcdtest.Put(t, cli, tt.key, "k8s\x00ghost")
 			e.Absent = tt.absent
 			b := &backup.Backup{Prefix: "/registry/", ScanRevision: e.ModRevision, Entries: []backup.Entry{e}}
 			if tt.noPrefix {
@@ -89,7 +89,7 @@ func TestRestoreWitnessRule(t *testing.T) {
 				if _, err := cli.Delete(ctx, k); err != nil {
 					t.Fatal(err)
 				}
-				put(t, cli, k, "created since")
+				etcdtest.Put(t, cli, k, "created since")
 			}
 			o := RestoreOptions{Pacing: etcdwrite.Pacing{PerSecond: 1000}, IntoRecreated: tt.into, Prefix: tt.optPrefix, DryRun: true}
 			plan, err := RestoreWith(ctx, cli, b, o)
@@ -152,8 +152,8 @@ func TestRestoreWitnessInTheBackup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			ctx := context.Background()
-			ns := put(t, cli, nsKey, "k8s\x00namespace ns1, terminating")
-			pod := put(t, cli, "/registry/pods/ns1/p", "k8s\x00pod")
+			ns := etcdtest.Put(t, cli, nsKey, "k8s\x00namespace ns1, terminating")
+			pod := etcdtest.Put(t, cli, "/registry/pods/ns1/p", "k8s\x00pod")
 			entries := []backup.Entry{ns, pod}
 			if tt.podFirst {
 				entries = []backup.Entry{pod, ns}
@@ -165,7 +165,7 @@ func TestRestoreWitnessInTheBackup(t *testing.T) {
 				}
 			}
 			if tt.nsRestoredEarlier {
-				put(t, cli, nsKey, string(ns.Value))
+				etcdtest.Put(t, cli, nsKey, string(ns.Value))
 			}
 			res, err := RestoreWith(ctx, cli, b, RestoreOptions{Pacing: etcdwrite.Pacing{BatchSize: tt.batch, PerSecond: 1000}})
 			if err != nil {
@@ -241,15 +241,15 @@ func TestRestoreComparesWitnessesAtWriteTime(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			ctx := context.Background()
-			a := put(t, cli, "/registry/pods/a/1", "k8s\x00a")
+			a := etcdtest.Put(t, cli, "/registry/pods/a/1", "k8s\x00a")
 			a.Absent = []string{"/registry/namespaces/a"}
-			b := put(t, cli, "/registry/pods/b/1", "k8s\x00b")
+			b := etcdtest.Put(t, cli, "/registry/pods/b/1", "k8s\x00b")
 			b.Absent = []string{"/registry/namespaces/b"}
 			backup := &backup.Backup{Prefix: "/registry/", ScanRevision: b.ModRevision, Entries: []backup.Entry{a, b}}
 			if _, err := cli.Delete(ctx, "/registry/pods/", clientv3.WithPrefix()); err != nil {
 				t.Fatal(err)
 			}
-			kv := &hookKV{Client: cli, before: func() { put(t, cli, "/registry/namespaces/b", "created during the restore") }}
+			kv := &hookKV{Client: cli, before: func() { etcdtest.Put(t, cli, "/registry/namespaces/b", "created during the restore") }}
 			res, err := RestoreWith(ctx, kv, backup, RestoreOptions{Pacing: tt.pacing})
 			if err != nil {
 				t.Fatal(err)
@@ -276,7 +276,7 @@ func TestRestoreVerifiesEveryKey(t *testing.T) {
 	keys := []string{"/registry/configmaps/x/a", "/registry/configmaps/x/b", "/registry/configmaps/x/c"}
 	var entries []backup.Entry
 	for _, k := range keys {
-		entries = append(entries, put(t, cli, k, "k8s\x00"+k))
+		entries = append(entries, etcdtest.Put(t, cli, k, "k8s\x00"+k))
 	}
 	if _, err := cli.Delete(context.Background(), "/registry/configmaps/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)

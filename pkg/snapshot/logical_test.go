@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -22,8 +20,8 @@ import (
 func TestLogicalSnapshot(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	e := put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02\n{\"end\":true}")
-	put(t, cli, "/registry/configmaps/x/c", "v")
+	e := etcdtest.Put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02\n{\"end\":true}")
+	etcdtest.Put(t, cli, "/registry/configmaps/x/c", "v")
 	path := filepath.Join(t.TempDir(), LogicalSnapshotFile)
 	info, err := SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, path, e.ModRevision)
 	if err != nil {
@@ -83,20 +81,6 @@ func TestLogicalSnapshot(t *testing.T) {
 			t.Errorf("%s: error is not one line: %q", name, err)
 		}
 	}
-}
-
-// put writes key and returns it as a backup entry at its revisions.
-func put(t *testing.T, cli *clientv3.Client, key, value string) backup.Entry {
-	t.Helper()
-	if _, err := cli.Put(context.Background(), key, value); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := cli.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := resp.Kvs[0]
-	return backup.Entry{Key: key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version}
 }
 
 // flip returns b with byte i inverted.
