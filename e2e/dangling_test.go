@@ -728,3 +728,94 @@ func TestDanglingManagedAPIServiceIsRefused(t *testing.T) {
 		backupHolding(t, root, apiKey)
 	})
 }
+
+// TestDanglingServiceInAGhostNamespaceIsNotGone: a namespace's key was
+// force-deleted while its Service and ServiceAccount stay stored, so the API
+// server still serves them (a GET answers 200). A webhook configuration
+// pointing at the Service and a ClusterRoleBinding whose subject is the
+// account are no dangling references: scan and the dry run call their
+// targets ghosts, never gone, and `dangling --confirm` changes neither
+// (their fix is the purge of the ghost namespace) and writes no backup.
+func TestDanglingServiceInAGhostNamespaceIsNotGone(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	ctx := context.Background()
+	const ns = "ghost-ns"
+	c.createNamespace(t, ns)
+	c.createHeadlessService(t, ns, "hook")
+	_, err := c.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: ns}}, metav1.CreateOptions{})
+	mustNoErr(t, "create serviceaccount", err)
+	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
+	path, timeout := "/validate", int32(2)
+	// It matches no namespace: it is never called while the test runs.
+	_, err = c.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "ghost-guard"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "ghost.example.com",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "hook", Path: &path}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: &timeout,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"matches": "nothing"}}}},
+	}, metav1.CreateOptions{})
+	mustNoErr(t, "create ghost-guard", err)
+	_, err = c.kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ghost-grant"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "runner"}}}, metav1.CreateOptions{})
+	mustNoErr(t, "create ghost-grant", err)
+	c.forceDelete(t, "/registry/namespaces/"+ns)
+	vwcKey, crbKey := "/registry/validatingwebhookconfigurations/ghost-guard", "/registry/clusterrolebindings/ghost-grant"
+	hookField := "webhooks[ghost.example.com].clientConfig.service"
+
+	// The case itself: the namespace is gone, its Service is still served.
+	if _, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace %s after its key was deleted: %v, want not found", ns, err)
+	}
+	if _, err := c.kube.CoreV1().Services(ns).Get(ctx, "hook", metav1.GetOptions{}); err != nil {
+		t.Fatalf("service %s/hook is not served after its namespace's key was deleted: %v", ns, err)
+	}
+	if _, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "runner", metav1.GetOptions{}); err != nil {
+		t.Fatalf("serviceaccount %s/runner is not served after its namespace's key was deleted: %v", ns, err)
+	}
+	ghostsNotGone := func(t *testing.T, what string, refs []etcdscan.DanglingRef) {
+		t.Helper()
+		for _, at := range [][2]string{{vwcKey, hookField}, {crbKey, "subjects[0]"}} {
+			d := danglingRefOf(refs, at[0], at[1])
+			if d == nil || d.State != etcdscan.DanglingGhost || d.TargetNamespace != ns {
+				t.Errorf("%s: reference of %s %s: %+v, want its target a ghost in %s (never gone); references:\n%s", what, at[0], at[1], d, ns, describeRefs(refs))
+				continue
+			}
+			if !strings.Contains(d.Fix, "purge") || strings.Contains(d.Why, "does not exist") {
+				t.Errorf("%s: %s %s: why %q, fix %q; want a stored target, left to the purge of %s", what, at[0], at[1], d.Why, d.Fix, ns)
+			}
+		}
+	}
+
+	t.Run("scan and the dry run call the targets ghosts, not gone", func(t *testing.T) {
+		rep, _ := c.scanJSON(t)
+		ghostsNotGone(t, "scan", rep.Dangling)
+		if n := rep.DanglingGoneCount(); n != 0 {
+			t.Errorf("scan counts %d gone references, want 0:\n%s", n, describeRefs(rep.Dangling))
+		}
+		ghostsNotGone(t, "dangling", c.danglingDryRun(t).References)
+		ghostsNotGone(t, "dangling -n "+ns, c.danglingDryRun(t, "-n", ns).References)
+	})
+
+	t.Run("dangling --confirm touches neither the webhook configuration nor the binding", func(t *testing.T) {
+		vwcBefore, crbBefore := c.value(t, vwcKey), c.value(t, crbKey)
+		before := c.state(t)
+		root := filepath.Join(t.TempDir(), "backups")
+		out, errOut, code := c.regghost(t, "", "dangling", "--confirm", "--yes", "--backup-dir", root)
+		if code != 0 {
+			t.Errorf("dangling --confirm with only ghost targets: exit %d, want 0 (nothing to fix): %s\n%s", code, errOut, out)
+		}
+		c.assertUnchanged(t, "dangling --confirm with only ghost targets", before)
+		if after := c.value(t, vwcKey); after == nil || string(after) != string(vwcBefore) {
+			t.Errorf("dangling --confirm changed or deleted %s:\n%s", vwcKey, out)
+		}
+		if after := c.value(t, crbKey); after == nil || string(after) != string(crbBefore) {
+			t.Errorf("dangling --confirm changed or deleted %s:\n%s", crbKey, out)
+		}
+		if _, err := os.Stat(root); !os.IsNotExist(err) {
+			t.Errorf("dangling --confirm wrote a backup under %s with nothing to fix", root)
+		}
+	})
+}
