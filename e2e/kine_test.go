@@ -138,11 +138,17 @@ func TestKine(t *testing.T) {
 	// recover brings one object back from it, through kine's one-key
 	// transactions.
 	mustNoErr(t, "delete configmap", c.kube.CoreV1().ConfigMaps("default").Delete(context.Background(), "settings", metav1.DeleteOptions{}))
-	if out, errOut, code := c.regghost(t, "", "recover", "--snapshot", saved, settings, "--backup-dir", filepath.Join(t.TempDir(), "b"), "--confirm", "--yes"); code != 0 || !strings.Contains(out, "Recovered 1 of 1 objects") {
+	recRoot := filepath.Join(t.TempDir(), "b")
+	if out, errOut, code := c.regghost(t, "", "recover", "--snapshot", saved, settings, "--backup-dir", recRoot, "--confirm", "--yes"); code != 0 || !strings.Contains(out, "Recovered 1 of 1 objects") {
 		t.Errorf("recover from the logical snapshot: exit %d: %s%s", code, out, errOut)
 	}
 	if !bytes.Equal(c.value(t, settings), settingsBefore) {
 		t.Errorf("%s is not byte-identical after recover", settings)
+	}
+	// The recovery is undone on kine too: restore of its backup deletes what
+	// it wrote in kine's one-key transaction shape.
+	if out, errOut, code := c.regghost(t, "", "restore", onlyBackupDir(t, recRoot), "--confirm", "--yes"); code != 0 || c.value(t, settings) != nil {
+		t.Errorf("undo of the recovery on kine: exit %d, key left %v: %s%s", code, c.value(t, settings) != nil, out, errOut)
 	}
 	notLogical := filepath.Join(t.TempDir(), "snapshot.db")
 	mustNoErr(t, "write", os.WriteFile(notLogical, []byte("not a logical snapshot"), 0o600))
