@@ -63,5 +63,5 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	if err != nil {
 		return err
 	}
-	return refusedErr(results)
+	return conflictErr(results)
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // The tests of this file leave live objects pointing into what a
@@ -497,11 +498,13 @@ func TestDanglingWebhookBlocksACreate(t *testing.T) {
 		}
 		b, err := backup.ReadBackup(dir)
 		mustNoErr(t, "read backup", err)
-		if e := backupEntry(b, guardKey); e == nil || e.Rewritten != 0 {
-			t.Errorf("backup entry of %s: %+v, want a deleted key", guardKey, e)
+		rewritten, err := backup.Written(dir, backup.ActionDangling, etcdwrite.Rewritten)
+		mustNoErr(t, "read the audit log", err)
+		if e := backupEntry(b, guardKey); e == nil || rewritten[guardKey] != 0 {
+			t.Errorf("backup entry of %s: %+v (rewritten at %d), want a deleted key", guardKey, e, rewritten[guardKey])
 		}
-		if e := backupEntry(b, mixedKey); e == nil || e.Rewritten == 0 {
-			t.Errorf("backup entry of %s: %+v, want a rewritten key", mixedKey, e)
+		if e := backupEntry(b, mixedKey); e == nil || rewritten[mixedKey] == 0 {
+			t.Errorf("backup entry of %s: %+v, want a key rewritten at a revision the audit log records", mixedKey, e)
 		}
 		backupDir = dir
 	})
@@ -642,13 +645,16 @@ func TestDanglingBindingSubjectComesBack(t *testing.T) {
 		if _, err := c.kube.RbacV1().RoleBindings("ops").Get(ctx, "ci-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("ops/ci-reader after the fix: %v, want not found", err)
 		}
-		b, err := backup.ReadBackup(onlyBackupDir(t, root))
+		dir := onlyBackupDir(t, root)
+		b, err := backup.ReadBackup(dir)
 		mustNoErr(t, "read backup", err)
-		if e := backupEntry(b, crbKey); e == nil || e.Rewritten == 0 {
-			t.Errorf("backup entry of %s: %+v, want a rewritten key", crbKey, e)
+		rewritten, err := backup.Written(dir, backup.ActionDangling, etcdwrite.Rewritten)
+		mustNoErr(t, "read the audit log", err)
+		if e := backupEntry(b, crbKey); e == nil || rewritten[crbKey] == 0 {
+			t.Errorf("backup entry of %s: %+v, want a key rewritten at a revision the audit log records", crbKey, e)
 		}
-		if e := backupEntry(b, rbKey); e == nil || e.Rewritten != 0 {
-			t.Errorf("backup entry of %s: %+v, want a deleted key", rbKey, e)
+		if e := backupEntry(b, rbKey); e == nil || rewritten[rbKey] != 0 {
+			t.Errorf("backup entry of %s: %+v (rewritten at %d), want a deleted key", rbKey, e, rewritten[rbKey])
 		}
 	})
 

@@ -4,14 +4,12 @@ import (
 	"context"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/regghost/regghost/pkg/backup"
 )
 
-// Put writes key and returns it as a backup entry at the revisions etcd
-// gave it.
-func Put(t testing.TB, cli *clientv3.Client, key, value string) backup.Entry {
+// Put writes key and returns it as etcd holds it then.
+func Put(t testing.TB, cli *clientv3.Client, key, value string) *mvccpb.KeyValue {
 	t.Helper()
 	if _, err := cli.Put(context.Background(), key, value); err != nil {
 		t.Fatal(err)
@@ -20,6 +18,5 @@ func Put(t testing.TB, cli *clientv3.Client, key, value string) backup.Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := resp.Kvs[0]
-	return backup.Entry{Key: key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version}
+	return resp.Kvs[0]
 }

@@ -48,6 +48,10 @@ func AppendAudit(dir, action string, results []etcdwrite.Result) error {
 	return f.Close()
 }
 
+// undoActions are the audit log's actions that put a backup back, written
+// into the backup's own log.
+var undoActions = map[string]bool{"restore": true, "undo-recover": true}
+
 // Unfinished counts the keys a purge was to delete that have no outcome in
 // its audit log: a purge killed or cut off half-way. It reads dir's backup
 // b and audit log.
@@ -64,7 +68,9 @@ func Unfinished(dir string, b *Backup) (int, error) {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		var r AuditRecord
-		if json.Unmarshal([]byte(line), &r) == nil && r.Outcome != etcdwrite.NotAttempted && r.Outcome != "" {
+		// A restore's lines in the same log say what became of the keys
+		// put back, not of the run that made the backup.
+		if json.Unmarshal([]byte(line), &r) == nil && r.Outcome != etcdwrite.NotAttempted && r.Outcome != "" && !undoActions[r.Action] {
 			delete(want, r.Key)
 		}
 	}

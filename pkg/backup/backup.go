@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // BackupFormat identifies the backup file format.
@@ -278,4 +280,10 @@ type SnapshotInfo struct {
 	Format string `json:"format,omitempty"`
 	// Datastore is the server the snapshot came from ("kine"); empty for etcd.
 	Datastore string `json:"datastore,omitempty"`
+}
+
+// EntryOf is the entry of a key as etcd holds it: its raw bytes, revisions
+// and lease.
+func EntryOf(kv *mvccpb.KeyValue) Entry {
+	return Entry{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
 }

@@ -59,10 +59,12 @@ var ErrUnknownCluster = errors.New("which cluster it comes from cannot be told")
 
 // SameCluster compares the identity of a source (a backup, a snapshot, an
 // older revision) with this cluster's. The kube-system UIDs decide when
-// both are known; else etcd's cluster IDs when both are known. A source
-// whose identity is unknown while this cluster's is known is refused too:
-// a snapshot without kube-system is no snapshot of a Kubernetes cluster's
-// whole keyspace. Nothing is refused when neither side can be told.
+// both are known; else etcd's cluster IDs when both are known. When
+// neither can be compared while one side is known, the source is refused
+// (ErrUnknownCluster): a snapshot without kube-system, or a cluster whose
+// kube-system cannot be read here (encrypted with a key not given), cannot
+// be told apart from another cluster's. Only where neither side can be
+// told at all (a bare etcd that no Kubernetes wrote) is nothing refused.
 func SameCluster(source, here Identity) error {
 	switch {
 	case source.KubeSystemUID != "" && here.KubeSystemUID != "":
@@ -73,10 +75,10 @@ func SameCluster(source, here Identity) error {
 		if source.ClusterID == here.ClusterID {
 			return nil
 		}
-	case here.KubeSystemUID != "" && source.KubeSystemUID == "":
-		return fmt.Errorf("%w: the source is %s, this cluster is %s", ErrUnknownCluster, source, here)
-	default:
+	case source.KubeSystemUID == "" && source.ClusterID == "" && here.KubeSystemUID == "" && here.ClusterID == "":
 		return nil
+	default:
+		return fmt.Errorf("%w: the source is %s, this cluster is %s", ErrUnknownCluster, source, here)
 	}
 	return fmt.Errorf("%w: the source is %s, this cluster is %s", ErrOtherCluster, source, here)
 }
@@ -146,27 +148,29 @@ func ReadIdentity(ctx context.Context, cli *clientv3.Client, prefix string, dec 
 	return id, nil
 }
 
-// grantResources are the resources whose objects grant power cluster-wide:
-// bindings of roles, the roles bound cluster-wide, admission webhooks and
-// policies, aggregated APIs. Written from another cluster, they give its
-// users, services and policies power here.
+// grantResources are the resources whose objects grant power: bindings
+// of roles and the roles they bind, admission webhooks and policies,
+// aggregated APIs, CRDs (a conversion webhook receives every custom
+// resource), and bootstrap tokens (credentials to join the cluster).
+// Written from another cluster, they give its users, services and
+// endpoints power here.
 var grantResources = []string{
 	"clusterrolebindings/", "clusterroles/", "rolebindings/", "roles/",
 	"validatingwebhookconfigurations/", "mutatingwebhookconfigurations/",
 	"validatingadmissionpolicies/", "validatingadmissionpolicybindings/",
 	"mutatingadmissionpolicies/", "mutatingadmissionpolicybindings/",
-	"apiregistration.k8s.io/apiservices/",
+	"apiregistration.k8s.io/apiservices/", "apiextensions.k8s.io/customresourcedefinitions/",
+	"secrets/kube-system/bootstrap-token-",
 }
 
-// IsGrant reports whether key (under prefix) holds an object that grants
-// power: a role or binding, a webhook or admission policy, an APIService.
+// IsGrant reports whether key holds an object that grants power (see
+// grantResources). It looks for the resource under prefix, and, for a key
+// written under another prefix (a backup of a cluster with another
+// --etcd-prefix), anywhere in the key: a refusal too many, never one too few.
 func IsGrant(prefix, key string) bool {
 	rest, ok := strings.CutPrefix(key, prefix)
-	if !ok {
-		return false
-	}
 	for _, r := range grantResources {
-		if strings.HasPrefix(rest, r) {
+		if ok && strings.HasPrefix(rest, r) || !ok && strings.Contains(key, "/"+r) {
 			return true
 		}
 	}

@@ -37,8 +37,8 @@ func Capture(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, 
 			continue
 		}
 		cur := resp.Kvs[0]
-		e := w.Entry
-		e.Value, e.CreateRevision, e.ModRevision, e.Version, e.Lease = cur.Value, cur.CreateRevision, cur.ModRevision, cur.Version, cur.Lease
+		e := backup.EntryOf(cur)
+		e.Classes, e.Reason, e.Absent, e.Witnesses, e.Role = w.Entry.Classes, w.Entry.Reason, w.Entry.Absent, w.Entry.Witnesses, w.Entry.Role
 		switch {
 		case cur.Lease != 0 && ds.Limited():
 			// kine has no lease API: a key's lease is its TTL in seconds.

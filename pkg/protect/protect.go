@@ -86,8 +86,9 @@ type Job struct {
 
 // Record says what goes into a new backup directory.
 type Record struct {
-	// Root is where the directory is made; Scope names it and the backup.
-	Root, Scope string
+	// Root is where the directory is made; Scope names the backup, and the
+	// directory too unless Name does (a short one: a scope may name a file).
+	Root, Scope, Name string
 	// Action is the backup's action (backup.ActionRecover; "" for a purge).
 	Action string
 	// Keys are the keys the write changes, read at their revision: one gone
@@ -138,6 +139,8 @@ type Writer struct {
 	journalErr error
 	// said is the last outcome journaled for each key.
 	said map[string]etcdwrite.Result
+	// halt stops the writes between transactions (Pacing.Stop).
+	halt func()
 }
 
 // Journal appends outcomes to the audit log as they happen, so a run
@@ -161,7 +164,12 @@ func (w *Writer) Journal(rs ...etcdwrite.Result) {
 		return
 	}
 	if err := backup.AppendAudit(w.Dir, w.action, fresh); err != nil && w.journalErr == nil {
-		w.journalErr = err
+		// A write that cannot be recorded could not be undone: the writes
+		// stop between transactions.
+		w.journalErr = fmt.Errorf("%w; the writes stopped, since what they do could no longer be recorded", err)
+		if w.halt != nil {
+			w.halt()
+		}
 	}
 }
 
@@ -210,6 +218,9 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 	if err := checkSource(job, here); err != nil {
 		return nil, unchanged(err)
 	}
+	if err := preflight(ctx, job, ds); err != nil {
+		return nil, unchanged(err)
+	}
 	out := &Outcome{}
 	unlock, warning, err := lock(ctx, job, ds)
 	if err != nil {
@@ -226,8 +237,13 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 		}
 	}
 	w := &Writer{Datastore: ds, Identity: here, Pacing: ds.Pacing(job.Pacing), Dir: job.AuditDir, action: job.Action}
+	var done func()
+	w.Pacing.Stop, w.halt, done = stopOrHalt(job.Pacing.Stop)
+	defer done()
 	if job.Backup != nil {
+		w.Dir = ""
 		if err := record(ctx, job, ds, here, w, out); err != nil {
+			// Only the directory record made is removed.
 			if w.Dir != "" {
 				os.RemoveAll(w.Dir)
 			}
@@ -303,7 +319,11 @@ func record(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Id
 	if r.Now != nil {
 		now = r.Now
 	}
-	dir, err := backup.NewBackupDir(r.Root, r.Scope, now())
+	name := r.Name
+	if name == "" {
+		name = r.Scope
+	}
+	dir, err := backup.NewBackupDir(r.Root, name, now())
 	if err != nil {
 		return err
 	}
@@ -348,4 +368,41 @@ func record(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Id
 	}
 	out.Backup, w.Backup = path, written
 	return nil
+}
+
+// stopOrHalt is a stop channel closed when stop is (a signal), or when halt
+// is called (the audit log cannot be written); done ends the watch.
+func stopOrHalt(stop <-chan struct{}) (merged <-chan struct{}, halt func(), done func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	halt = func() { once.Do(func() { close(ch) }) }
+	quit := make(chan struct{})
+	if stop != nil {
+		go func() {
+			select {
+			case <-stop:
+				halt()
+			case <-quit:
+			}
+		}()
+	}
+	return ch, halt, func() { close(quit) }
+}
+
+// preflight refuses, before the lock is taken (so a refused run writes
+// nothing to etcd, not even a lock), a snapshot that cannot fit in the
+// backup root: the database alone is the most of it. The space is checked
+// again, with the keys captured, before the snapshot is taken.
+func preflight(ctx context.Context, job Job, ds etcdwrite.Datastore) error {
+	r := job.Backup
+	if r == nil || r.Snapshot == nil {
+		return nil
+	}
+	if r.Root == "" {
+		return errors.New("no backup directory: pass --backup-dir")
+	}
+	if err := os.MkdirAll(r.Root, 0o700); err != nil {
+		return fmt.Errorf("create backup directory %s: %w", r.Root, err)
+	}
+	return snapshot.CheckSpace(ctx, job.Client, ds, r.Root, nil)
 }

@@ -59,7 +59,7 @@ func Run(ctx context.Context, objs []*Object, o RunOptions) (*protect.Outcome, e
 		return nil, fmt.Errorf("nothing to recover: %w", protect.ErrNothingChanged)
 	}
 	src := o.Source
-	rec := &protect.Record{Root: o.BackupRoot, Scope: "recover from " + o.From, Action: backup.ActionRecover, Create: Entries(todo)}
+	rec := &protect.Record{Root: o.BackupRoot, Scope: "recover from " + o.From, Name: "recover", Action: backup.ActionRecover, Create: Entries(todo)}
 	return protect.Run(ctx, protect.Job{
 		Client: o.Client, Holder: "regghost recover from " + o.From, Notices: o.Notices, Pacing: o.Pacing,
 		Prefix: o.Judge.Registry, Decrypt: o.Decrypt, Action: backup.ActionRecover,

@@ -76,8 +76,7 @@ func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOpt
 		if len(entries) == 0 {
 			continue
 		}
-		res, err := repair.WriteRecovered(ctx, kv, entries, o.Pacing)
-		o.Journal(res...)
+		res, err := repair.WriteRecovered(ctx, kv, entries, o.Pacing, o.Journal)
 		for j, i := range idx {
 			results[i] = res[j]
 			b.Entries[i] = entries[j]

@@ -21,10 +21,10 @@ import (
 func TestBackupFromLogicalPurge(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	ghost := etcdtest.Put(t, cli, "/registry/pods/gone/p", "k8s\x00ghost")
+	ghost := backup.EntryOf(etcdtest.Put(t, cli, "/registry/pods/gone/p", "k8s\x00ghost"))
 	ghost.Absent = []string{"/registry/namespaces/gone"}
 	etcdtest.Put(t, cli, "/registry/namespaces/live", "k8s\x00live")
-	other := etcdtest.Put(t, cli, "/registry/pods/live/deleted-since", "k8s\x00deleted by a controller")
+	other := backup.EntryOf(etcdtest.Put(t, cli, "/registry/pods/live/deleted-since", "k8s\x00deleted by a controller"))
 	dir := t.TempDir()
 	snap := filepath.Join(dir, snapshot.LogicalSnapshotFile)
 	info, err := snapshot.SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, snap, other.ModRevision)

@@ -17,7 +17,7 @@ func TestOneKeyTransactions(t *testing.T) {
 	ctx := context.Background()
 	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/b/1", "/registry/pods/a/2", "/registry/pods/c/1"} {
-		e := etcdtest.Put(t, cli, k, "v")
+		e := backup.EntryOf(etcdtest.Put(t, cli, k, "v"))
 		e.Absent = []string{"/registry/namespaces/" + k[len("/registry/pods/"):len("/registry/pods/")+1]}
 		entries = append(entries, e)
 	}

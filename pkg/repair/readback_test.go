@@ -93,7 +93,7 @@ func TestGuardedDeleteReadsEveryKeyBack(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			var entries []backup.Entry
 			for _, k := range keys {
-				entries = append(entries, etcdtest.Put(t, cli, k, "v"))
+				entries = append(entries, backup.EntryOf(etcdtest.Put(t, cli, k, "v")))
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

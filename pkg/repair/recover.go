@@ -20,7 +20,14 @@ import (
 // whose entry has a lease gets a new one of UnknownLeaseTTL (the source's
 // lease does not exist here). Every key is read back. entries[i].ModRevision
 // is set to the revision that wrote it.
-func WriteRecovered(ctx context.Context, kv etcdwrite.KVLease, entries []backup.Entry, pacing etcdwrite.Pacing) ([]etcdwrite.Result, error) {
+//
+// journal, when set, is told each key's outcome as its transaction returns,
+// with the revision it was written at, and again when the read-back changes
+// what it says: the audit log the undo reads.
+func WriteRecovered(ctx context.Context, kv etcdwrite.KVLease, entries []backup.Entry, pacing etcdwrite.Pacing, journal func(...etcdwrite.Result)) ([]etcdwrite.Result, error) {
+	if journal == nil {
+		journal = func(...etcdwrite.Result) {}
+	}
 	results := make([]etcdwrite.Result, len(entries))
 	for i, e := range entries {
 		results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the recovery stopped before it"}
@@ -88,13 +95,20 @@ func WriteRecovered(ctx context.Context, kv etcdwrite.KVLease, entries []backup.
 			default:
 				results[i] = etcdwrite.Result{Key: entries[i].Key, Outcome: etcdwrite.Conflict, Detail: "created by someone else, or its namespace or CRD changed, during the recovery; left alone"}
 			}
+			journal(results[i])
 		},
 		Uncertain: func(idx []int) {
 			for _, i := range idx {
 				lost[i] = true
 			}
 		}})
+	before := append([]etcdwrite.Result{}, results...)
 	verr := verifyRecovered(ctx, kv, entries, results, lost, witnessGone)
+	for i := range results {
+		if results[i] != before[i] {
+			journal(results[i])
+		}
+	}
 	if err != nil {
 		return results, err
 	}
@@ -117,7 +131,9 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []backup.Entry
 			if first == nil {
 				first = fmt.Errorf("%s: %w", e.Key, err)
 			}
-			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Unverified, Detail: fmt.Sprintf("%s; reading it back failed (%v): run the recovery again to see", r.Outcome, err)}
+			// A write whose read-back failed keeps the revision it was
+			// written at: the undo still knows it.
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Unverified, Revision: r.Revision, Detail: fmt.Sprintf("%s; reading it back failed (%v): run the recovery again to see", r.Outcome, err)}
 			continue
 		}
 		holds := len(resp.Kvs) == 1 && bytes.Equal(resp.Kvs[0].Value, e.Value)
@@ -164,7 +180,7 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir stri
 	if b.Action != backup.ActionRecover {
 		return nil, fmt.Errorf("backup of scope %q is not a recovery's", b.Scope)
 	}
-	written, err := backup.Written(dir, backup.ActionRecover, etcdwrite.Recovered)
+	written, err := backup.Written(dir, backup.ActionRecover, etcdwrite.Recovered, etcdwrite.Unverified)
 	if err != nil {
 		return nil, err
 	}

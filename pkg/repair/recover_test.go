@@ -40,7 +40,7 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 		{Key: reg + "configmaps/b/x", Value: []byte("x"), Present: []backup.Present{{Key: reg + "namespaces/b", CreateRevision: oldNS, What: "namespace b"}}},
 		{Key: reg + "events/a/e", Value: []byte("event"), Lease: 42, Present: needA},
 	}
-	res, err := WriteRecovered(ctx, cli, entries, etcdwrite.Pacing{})
+	res, err := WriteRecovered(ctx, cli, entries, etcdwrite.Pacing{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestUndoKeepsANamespaceHoldingARecoveredKeyChangedSince(t *testing.T) {
 	ctx := context.Background()
 	const reg = "/registry/"
 	entries := []backup.Entry{{Key: reg + "namespaces/c", Value: []byte("ns-c")}, {Key: reg + "configmaps/c/x", Value: []byte("x")}}
-	if _, err := WriteRecovered(ctx, cli, entries, etcdwrite.Pacing{}); err != nil {
+	if _, err := WriteRecovered(ctx, cli, entries, etcdwrite.Pacing{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cli.Put(ctx, reg+"configmaps/c/x", "edited"); err != nil {
@@ -137,7 +137,7 @@ func TestUndoDeletesOnlyWhatTheRecordSaysWasWritten(t *testing.T) {
 	const reg = "/registry/"
 	dir := t.TempDir()
 	first := []backup.Entry{{Key: reg + "configmaps/d/one", Value: []byte("one")}}
-	res, err := WriteRecovered(ctx, cli, first, etcdwrite.Pacing{})
+	res, err := WriteRecovered(ctx, cli, first, etcdwrite.Pacing{}, nil)
 	if err != nil || res[0].Revision == 0 {
 		t.Fatalf("first run: %+v %v", res, err)
 	}

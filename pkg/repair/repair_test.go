@@ -27,7 +27,7 @@ func TestGuardedDeleteSkipsChangedKeys(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/a/2", "/registry/pods/a/3", "/registry/pods/a/4"} {
-		entries = append(entries, etcdtest.Put(t, cli, k, "v"))
+		entries = append(entries, backup.EntryOf(etcdtest.Put(t, cli, k, "v")))
 	}
 	etcdtest.Put(t, cli, "/registry/pods/a/2", "changed")
 	if _, err := cli.Delete(context.Background(), "/registry/pods/a/3"); err != nil {
@@ -64,7 +64,7 @@ func TestGuardedDeleteRechecksTheWitness(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	var entries []backup.Entry
 	for _, k := range []string{"/registry/pods/a/1", "/registry/pods/b/1", "/registry/pods/a/2"} {
-		e := etcdtest.Put(t, cli, k, "v")
+		e := backup.EntryOf(etcdtest.Put(t, cli, k, "v"))
 		e.Absent = []string{"/registry/namespaces/" + k[len("/registry/pods/"):len("/registry/pods/")+1]}
 		entries = append(entries, e)
 	}
@@ -91,7 +91,7 @@ func TestGuardedDeleteKeepsCompareCountUnderTheLimit(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	var entries []backup.Entry
 	for i := 0; i < 128; i++ {
-		e := etcdtest.Put(t, cli, fmt.Sprintf("/registry/pods/ns%d/p", i), "v")
+		e := backup.EntryOf(etcdtest.Put(t, cli, fmt.Sprintf("/registry/pods/ns%d/p", i), "v"))
 		e.Absent = []string{fmt.Sprintf("/registry/namespaces/ns%d", i)}
 		entries = append(entries, e)
 	}
@@ -108,8 +108,8 @@ func TestGuardedDeleteKeepsCompareCountUnderTheLimit(t *testing.T) {
 
 func TestRestoreIsIdempotentAndNeverOverwrites(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
-	a := etcdtest.Put(t, cli, "/registry/configmaps/x/a", "\x00raw\xffbytes")
-	b := etcdtest.Put(t, cli, "/registry/configmaps/x/b", "original")
+	a := backup.EntryOf(etcdtest.Put(t, cli, "/registry/configmaps/x/a", "\x00raw\xffbytes"))
+	b := backup.EntryOf(etcdtest.Put(t, cli, "/registry/configmaps/x/b", "original"))
 	if _, err := cli.Delete(context.Background(), "/registry/configmaps/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestBackupRoundTripAndCorruption(t *testing.T) {
 
 func TestSnapshotSaveVerifyAndHolds(t *testing.T) {
 	cli, ep := etcdtest.Start(t)
-	e := etcdtest.Put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02")
+	e := backup.EntryOf(etcdtest.Put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02"))
 	path := filepath.Join(t.TempDir(), "snap.db")
 	info, err := snapshot.SaveSnapshot(context.Background(), clientv3.Config{Endpoints: []string{ep}}, path)
 	if err != nil {
@@ -217,7 +217,7 @@ func TestRetainRefusals(t *testing.T) {
 		t.Error("RetainVolumes without an API server went ahead")
 	}
 	cli, _ := etcdtest.Start(t)
-	e := etcdtest.Put(t, cli, vols[0].Key, "pv")
+	e := backup.EntryOf(etcdtest.Put(t, cli, vols[0].Key, "pv"))
 	vols[0].ModRevision = e.ModRevision
 	if _, _, err := protect.Capture(context.Background(), cli, etcdwrite.Datastore{Name: "etcd"}, volumeWants(vols)); err != nil {
 		t.Fatalf("unchanged volume: %v", err)

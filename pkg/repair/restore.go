@@ -112,6 +112,15 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 			}
 			return clientv3.OpPut(e.Key, string(e.Value))
 		},
+		// An update (a rewritten key put back at the revision regghost left
+		// it at) has a read as its failure branch: the only update shape
+		// kine serves. A create has none, as kine's create shape wants.
+		OrElse: func(j int) []clientv3.Op {
+			if i := todo[j]; expect[i] != 0 {
+				return []clientv3.Op{clientv3.OpGet(b.Entries[i].Key)}
+			}
+			return nil
+		},
 		Check: func(ctx context.Context, j int) (bool, error) {
 			why, err := guard.changed(ctx, kv, todo[j])
 			if why != "" {

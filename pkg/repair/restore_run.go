@@ -39,9 +39,11 @@ func (r *Restorer) job(action string, write func(ctx context.Context, w *protect
 	for i, e := range r.Backup.Entries {
 		keys[i] = e.Key
 	}
-	prefix := r.Backup.Prefix
+	// This cluster's identity is read under its own prefix; the keys
+	// written keep the backup's (IsGrant finds a grant under either).
+	prefix := r.Options.Prefix
 	if prefix == "" {
-		prefix = r.Options.Prefix
+		prefix = r.Backup.Prefix
 	}
 	return protect.Job{Client: r.Client, Holder: "regghost " + action + " " + r.Path, Notices: r.Notices, Pacing: r.Pacing,
 		Prefix: prefix, Decrypt: r.Decrypt, Source: &src, SourceKeys: keys,

@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
@@ -48,7 +49,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 		{name: "claim deleted: its volume is set to Retain right before", retained: true, claimOutcome: etcdwrite.Deleted},
 		{name: "claim changed since the backup", claimOutcome: etcdwrite.SkippedChanged,
 			between: func(t *testing.T, cli *clientv3.Client, _ chan struct{}) {
-				etcdtest.Put(t, cli, claim, "claim, changed")
+				backup.EntryOf(etcdtest.Put(t, cli, claim, "claim, changed"))
 			}},
 		{name: "stopped before the deletes", claimOutcome: etcdwrite.NotAttempted,
 			between: func(_ *testing.T, _ *clientv3.Client, stop chan struct{}) { close(stop) }},
@@ -61,7 +62,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 			ctx := context.Background()
 			var targets []etcdscan.Finding
 			for _, k := range []string{first, claim, last} {
-				e := etcdtest.Put(t, cli, k, "v")
+				e := backup.EntryOf(etcdtest.Put(t, cli, k, "v"))
 				f := etcdscan.Finding{Key: k, Namespace: "ns", Ghost: true, ModRevision: e.ModRevision,
 					Classes: []etcdscan.Class{etcdscan.ClassOrphanedNamespace}, Reasons: []string{"no namespace"}}
 				if k == first && tt.firstFails {
@@ -71,7 +72,7 @@ func TestPurgeRetainsAVolumeOnlyRightBeforeItsClaimGoes(t *testing.T) {
 				}
 				targets = append(targets, f)
 			}
-			pv := etcdtest.Put(t, cli, pvKey, "pv")
+			pv := backup.EntryOf(etcdtest.Put(t, cli, pvKey, "pv"))
 			vol := &impact.Volume{Name: "pv1", Key: pvKey, ModRevision: pv.ModRevision, ReclaimPolicy: "Delete"}
 			plan := &Plan{Scope: "namespace ns", Prefix: "/registry/", Revision: pv.ModRevision, Targets: targets}
 			plan.SetImpact(&impact.Report{Effects: map[string][]impact.Effect{claim: {{Kind: impact.StorageDestroyed, Irreversible: true, Volume: vol}}}},

@@ -70,9 +70,9 @@ func TestRestoreWitnessRule(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			ctx := context.Background()
 			for _, k := range tt.before {
-				etcdtest.Put(t, cli, k, "witness at the purge")
+				backup.EntryOf(etcdtest.Put(t, cli, k, "witness at the purge"))
 			}
-			e := etcdtest.Put(t, cli, tt.key, "k8s\x00ghost")
+			e := backup.EntryOf(etcdtest.Put(t, cli, tt.key, "k8s\x00ghost"))
 			e.Absent = tt.absent
 			b := &backup.Backup{Prefix: "/registry/", ScanRevision: e.ModRevision, Entries: []backup.Entry{e}}
 			if tt.noPrefix {
@@ -89,7 +89,7 @@ func TestRestoreWitnessRule(t *testing.T) {
 				if _, err := cli.Delete(ctx, k); err != nil {
 					t.Fatal(err)
 				}
-				etcdtest.Put(t, cli, k, "created since")
+				backup.EntryOf(etcdtest.Put(t, cli, k, "created since"))
 			}
 			o := RestoreOptions{Pacing: etcdwrite.Pacing{PerSecond: 1000}, IntoRecreated: tt.into, Prefix: tt.optPrefix, DryRun: true}
 			plan, err := RestoreWith(ctx, cli, b, o)
@@ -152,8 +152,8 @@ func TestRestoreWitnessInTheBackup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			ctx := context.Background()
-			ns := etcdtest.Put(t, cli, nsKey, "k8s\x00namespace ns1, terminating")
-			pod := etcdtest.Put(t, cli, "/registry/pods/ns1/p", "k8s\x00pod")
+			ns := backup.EntryOf(etcdtest.Put(t, cli, nsKey, "k8s\x00namespace ns1, terminating"))
+			pod := backup.EntryOf(etcdtest.Put(t, cli, "/registry/pods/ns1/p", "k8s\x00pod"))
 			entries := []backup.Entry{ns, pod}
 			if tt.podFirst {
 				entries = []backup.Entry{pod, ns}
@@ -165,7 +165,7 @@ func TestRestoreWitnessInTheBackup(t *testing.T) {
 				}
 			}
 			if tt.nsRestoredEarlier {
-				etcdtest.Put(t, cli, nsKey, string(ns.Value))
+				backup.EntryOf(etcdtest.Put(t, cli, nsKey, string(ns.Value)))
 			}
 			res, err := RestoreWith(ctx, cli, b, RestoreOptions{Pacing: etcdwrite.Pacing{BatchSize: tt.batch, PerSecond: 1000}})
 			if err != nil {
@@ -241,9 +241,9 @@ func TestRestoreComparesWitnessesAtWriteTime(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			ctx := context.Background()
-			a := etcdtest.Put(t, cli, "/registry/pods/a/1", "k8s\x00a")
+			a := backup.EntryOf(etcdtest.Put(t, cli, "/registry/pods/a/1", "k8s\x00a"))
 			a.Absent = []string{"/registry/namespaces/a"}
-			b := etcdtest.Put(t, cli, "/registry/pods/b/1", "k8s\x00b")
+			b := backup.EntryOf(etcdtest.Put(t, cli, "/registry/pods/b/1", "k8s\x00b"))
 			b.Absent = []string{"/registry/namespaces/b"}
 			backup := &backup.Backup{Prefix: "/registry/", ScanRevision: b.ModRevision, Entries: []backup.Entry{a, b}}
 			if _, err := cli.Delete(ctx, "/registry/pods/", clientv3.WithPrefix()); err != nil {
@@ -276,7 +276,7 @@ func TestRestoreVerifiesEveryKey(t *testing.T) {
 	keys := []string{"/registry/configmaps/x/a", "/registry/configmaps/x/b", "/registry/configmaps/x/c"}
 	var entries []backup.Entry
 	for _, k := range keys {
-		entries = append(entries, etcdtest.Put(t, cli, k, "k8s\x00"+k))
+		entries = append(entries, backup.EntryOf(etcdtest.Put(t, cli, k, "k8s\x00"+k)))
 	}
 	if _, err := cli.Delete(context.Background(), "/registry/configmaps/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)

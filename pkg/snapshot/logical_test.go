@@ -20,7 +20,7 @@ import (
 func TestLogicalSnapshot(t *testing.T) {
 	cli, _ := etcdtest.Start(t)
 	ctx := context.Background()
-	e := etcdtest.Put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02\n{\"end\":true}")
+	e := backup.EntryOf(etcdtest.Put(t, cli, "/registry/secrets/x/s", "k8s:enc:aescbc:v1:key1:\x01\x02\n{\"end\":true}"))
 	etcdtest.Put(t, cli, "/registry/configmaps/x/c", "v")
 	path := filepath.Join(t.TempDir(), LogicalSnapshotFile)
 	info, err := SaveLogical(ctx, cli, etcdwrite.Datastore{Name: "etcd"}, path, e.ModRevision)
