@@ -109,7 +109,7 @@ func printBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
 	wide := table.Full(out)
 	if !noHeaders {
 		table.Wrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok",
-			table.Escape(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), table.Escape(b.Endpoint), orDash(b.ClusterID), b.ScanRevision, b.Count))
+			table.Escape(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), table.Escape(b.Endpoint), table.OrDash(b.ClusterID), b.ScanRevision, b.Count))
 		if b.Snapshot != nil {
 			table.Wrapped(out, "Snapshot "+table.Escape(b.Snapshot.Path))
 			fmt.Fprintf(out, "  revision %d, %d keys, sha256 %s\n", b.Snapshot.Revision, b.Snapshot.TotalKeys, b.Snapshot.SHA256)
@@ -125,7 +125,7 @@ func printBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
 	}
 	t := table.New(out, hdr...)
 	cells := func(e backup.Entry) []string {
-		return []string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), orDash(strings.Join(e.Classes, ","))}
+		return []string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), table.OrDash(strings.Join(e.Classes, ","))}
 	}
 	if wide {
 		for _, e := range b.Entries {

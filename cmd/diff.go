@@ -66,7 +66,7 @@ func printDiff(out io.Writer, args []string, a, b *dbfile.Store, changes []dbfil
 		t := table.New(out, "KEY", "CHANGE", "REV A", "REV B", "BYTES A", "BYTES B")
 		for _, ch := range changes {
 			counts[ch.Kind]++
-			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB), orDash(ch.HashA), orDash(ch.HashB)})
+			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB), table.OrDash(ch.HashA), table.OrDash(ch.HashB)})
 		}
 		if err := t.Render(); err != nil {
 			return err

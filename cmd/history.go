@@ -228,7 +228,7 @@ func historyTable(out io.Writer, h *history.History, wide, noHeaders bool) error
 			version = fmt.Sprint(e.Version)
 		}
 		if !wide {
-			_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, orDash(e.Resource), orDash(e.Namespace), orDash(e.Name), version, changes})
+			_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, table.OrDash(e.Resource), table.OrDash(e.Namespace), table.OrDash(e.Name), version, changes})
 			continue
 		}
 		created, size, rv, gen, deletion, finalizers := "-", "-", "-", "-", "-", "-"
@@ -236,12 +236,12 @@ func historyTable(out io.Writer, h *history.History, wide, noHeaders bool) error
 			created, size = fmt.Sprint(e.CreateRevision), fmt.Sprint(e.Size)
 		}
 		if f := e.Object; f != nil {
-			rv, gen, finalizers = f.ResourceVersion, fmt.Sprint(f.Generation), orDash(strings.Join(f.Finalizers, ","))
+			rv, gen, finalizers = f.ResourceVersion, fmt.Sprint(f.Generation), table.OrDash(strings.Join(f.Finalizers, ","))
 			if f.DeletionTimestamp != nil {
 				deletion = f.DeletionTimestamp.Format("2006-01-02T15:04:05Z")
 			}
 		}
-		_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, e.Key, created, version, size, orDash(e.SHA256), rv, gen, deletion, finalizers, changes})
+		_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, e.Key, created, version, size, table.OrDash(e.SHA256), rv, gen, deletion, finalizers, changes})
 	}
 	return t.Render()
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,7 +126,7 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 				t.Spill(lines)
 			}
 			err := rep.Each(func(f *etcdscan.Finding) error {
-				return t.Append([]string{orDash(f.Namespace), kindOf(f), f.Name, classList(f), shortWitnesses(f), age(now, f.Created), fmt.Sprint(f.ModRevision), f.Key, f.Reason()})
+				return t.Append([]string{table.OrDash(f.Namespace), kindOf(f), f.Name, classList(f), shortWitnesses(f), age(now, f.Created), fmt.Sprint(f.ModRevision), f.Key, f.Reason()})
 			})
 			if err != nil {
 				return err
@@ -153,7 +155,7 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 	fmt.Fprintf(out, "Suspects: %d%s\n", suspects, classCounts(rep, false))
 	if len(rep.Encrypted) > 0 {
 		var keys []string
-		for _, k := range sortedKeys(rep.Encrypted) {
+		for _, k := range slices.Sorted(maps.Keys(rep.Encrypted)) {
 			keys = append(keys, fmt.Sprintf("%s %d", table.Escape(k), rep.Encrypted[k]))
 		}
 		fmt.Fprintf(out, "Encrypted values (provider/key): %s\n", strings.Join(keys, ", "))
@@ -186,7 +188,7 @@ func reportLines(rep *etcdscan.Report) (*spill.File, func(), error) {
 // across groups. lines, when set, holds the rows instead of memory.
 func printGrouped(out io.Writer, rep *etcdscan.Report, lines *spill.File, now time.Time, noHeaders bool) error {
 	t, err := groupedTableOf(out, rep.Each, lines, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "AGE"}, noHeaders, func(f *etcdscan.Finding) []string {
-		return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), age(now, f.Created)}
+		return []string{table.OrDash(f.Namespace), kindOf(f), f.Name, markedClass(f), age(now, f.Created)}
 	})
 	if err != nil {
 		return err
@@ -269,7 +271,7 @@ func printNamespaceSummary(out io.Writer, rep *etcdscan.Report) (ghosts, suspect
 		return ghosts, suspects, single, err
 	}
 	t := table.New(out, "NAMESPACE", "GHOSTS", "SUSPECTS", "BY CLASS")
-	for _, ns := range sortedKeys(byNS) {
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
 		c := byNS[ns]
 		var parts []string
 		for _, cl := range etcdscan.Classes {
@@ -295,13 +297,6 @@ func classList(f *etcdscan.Finding) string {
 		classes[i] = string(c)
 	}
 	return strings.Join(classes, ",")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // shortWitnesses is the WITNESSES column of the scan table.

@@ -267,7 +267,7 @@ func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 	if len(plan.Targets) > 0 {
 		// IMPACT and a long NAME share what the screen leaves them.
 		t := groupedTable(out, plan.Targets, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "REV", "IMPACT"}, false, func(f *etcdscan.Finding) []string {
-			return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impactCell(plan, f.Key)}
+			return []string{table.OrDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impactCell(plan, f.Key)}
 		})
 		t.Balanced = true
 		_ = t.Render()

@@ -357,6 +357,14 @@ func newTableWriter(out io.Writer) *tablewriter.Table {
 	)
 }
 
+// OrDash is s, or "-" when s is empty: how a cell says a value is not set.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // EmptyFirst moves the empty reason (rows that need no comment line above
 // them) to the front of a table's groups, keeping the others in order.
 func EmptyFirst(reasons []string) {
