@@ -141,8 +141,8 @@ func (t *Table) Append(cells []string) error {
 }
 
 // Comment adds a comment line above the rows that follow, escaped; in a
-// grouped table it picks their group. A spill file that cannot be written
-// fails the next Append or Render.
+// grouped table it picks their group. It returns no error: a grouped table
+// whose spill file fails returns it from the next Append or Render.
 func (t *Table) Comment(text string) {
 	_ = t.store().add(tableLine{comment: Escape(text), isComment: true, raw: text})
 }
