@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 )
 
@@ -68,7 +69,7 @@ func newBackupCmd() *cobra.Command {
 // out CREATED and SCOPE, which the directory name starts with and ends with
 // (-o wide has them): the path, which restore takes, is then seldom cut.
 func printBackupList(out io.Writer, list []backup.BackupSummary, noHeaders bool) error {
-	_, wide := layoutOf(out)
+	wide := table.Full(out)
 	hdr := []string{"BACKUP", "KEYS", "SNAPSHOT REV", "STATUS"}
 	if wide {
 		hdr = []string{"BACKUP", "CREATED", "SCOPE", "KEYS", "SNAPSHOT REV", "STATUS"}
@@ -76,7 +77,7 @@ func printBackupList(out io.Writer, list []backup.BackupSummary, noHeaders bool)
 	if noHeaders {
 		hdr = nil
 	}
-	t := newTable(out, hdr...)
+	t := table.New(out, hdr...)
 	for _, s := range list {
 		created, scope, keys, rev, status := "-", "-", "-", "-", s.Status
 		switch s.Status {
@@ -105,12 +106,12 @@ func printBackupList(out io.Writer, list []backup.BackupSummary, noHeaders bool)
 // reason once, wrapped, above its keys, as scan does (-o wide: a REASON
 // column instead).
 func printBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
-	_, wide := layoutOf(out)
+	wide := table.Full(out)
 	if !noHeaders {
-		printWrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok",
-			escapeCell(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), escapeCell(b.Endpoint), orDash(b.ClusterID), b.ScanRevision, b.Count))
+		table.Wrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok",
+			table.Escape(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), table.Escape(b.Endpoint), table.OrDash(b.ClusterID), b.ScanRevision, b.Count))
 		if b.Snapshot != nil {
-			printWrapped(out, "Snapshot "+escapeCell(b.Snapshot.Path))
+			table.Wrapped(out, "Snapshot "+table.Escape(b.Snapshot.Path))
 			fmt.Fprintf(out, "  revision %d, %d keys, sha256 %s\n", b.Snapshot.Revision, b.Snapshot.TotalKeys, b.Snapshot.SHA256)
 		}
 		fmt.Fprintln(out)
@@ -122,9 +123,9 @@ func printBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
 	if noHeaders {
 		hdr = nil
 	}
-	t := newTable(out, hdr...)
+	t := table.New(out, hdr...)
 	cells := func(e backup.Entry) []string {
-		return []string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), orDash(strings.Join(e.Classes, ","))}
+		return []string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), table.OrDash(strings.Join(e.Classes, ","))}
 	}
 	if wide {
 		for _, e := range b.Entries {
@@ -141,10 +142,10 @@ func printBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
 		byReason[e.Reason] = append(byReason[e.Reason], e)
 	}
 	// Keys without a reason first: no comment line above them.
-	emptyFirst(order)
+	table.EmptyFirst(order)
 	for _, reason := range order {
 		if reason != "" {
-			t.comment(reason)
+			t.Comment(reason)
 		}
 		for _, e := range byReason[reason] {
 			_ = t.Append(cells(e))

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/objread"
@@ -64,11 +65,11 @@ func printDangling(out io.Writer, refs []etcdscan.DanglingRef) {
 		if d.SingleWitness {
 			mark = " *"
 		}
-		printWrapped(out, fmt.Sprintf("%s %s: %s -> %s is %s%s", strings.ToUpper(string(d.State)), escapeCell(who), escapeCell(d.Field), escapeCell(d.Target), d.State, mark))
-		printWrapped(out, "  "+escapeCell(d.Consequence))
-		printWrapped(out, "  fix: "+escapeCell(d.Fix))
+		table.Wrapped(out, fmt.Sprintf("%s %s: %s -> %s is %s%s", strings.ToUpper(string(d.State)), table.Escape(who), table.Escape(d.Field), table.Escape(d.Target), d.State, mark))
+		table.Wrapped(out, "  "+table.Escape(d.Consequence))
+		table.Wrapped(out, "  fix: "+table.Escape(d.Fix))
 		if len(d.ManagedBy) > 0 {
-			printWrapped(out, "  managed by: "+escapeCell(strings.Join(d.ManagedBy, "; ")))
+			table.Wrapped(out, "  managed by: "+table.Escape(strings.Join(d.ManagedBy, "; ")))
 		}
 	}
 }
@@ -174,7 +175,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if o.print.structured() {
 		planOut = g.errOut
 	}
-	plan(&safeWriter{w: planOut})
+	plan(table.NewSafeWriter(planOut))
 	if rs.view == nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.why)}
 	}
@@ -230,11 +231,11 @@ func printFixPlan(w io.Writer, fixes []dangling.Fix, refused []dangling.Refusal)
 			if !f.Delete {
 				what = "remove " + strings.Join(f.Remove, ", ") + " from " + f.Kind + " " + nsName(f.Namespace, f.Name)
 			}
-			printWrapped(w, "  "+escapeCell(what))
+			table.Wrapped(w, "  "+table.Escape(what))
 		}
 	}
 	for _, r := range refused {
-		printWrapped(w, fmt.Sprintf("Refused: %s %s: %s; %s takes it", r.Ref.Kind, escapeCell(r.Ref.Name), escapeCell(r.Reason), r.WayOut))
+		table.Wrapped(w, fmt.Sprintf("Refused: %s %s: %s; %s takes it", r.Ref.Kind, table.Escape(r.Ref.Name), table.Escape(r.Reason), r.WayOut))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
 )
 
@@ -62,10 +63,10 @@ maps: memory grows with the number of keys and differences, not the values.`,
 func printDiff(out io.Writer, args []string, a, b *dbfile.Store, changes []dbfile.Change, prefix string) error {
 	counts := map[string]int{}
 	if len(changes) > 0 {
-		t := newTable(out, "KEY", "CHANGE", "REV A", "REV B", "BYTES A", "BYTES B")
+		t := table.New(out, "KEY", "CHANGE", "REV A", "REV B", "BYTES A", "BYTES B")
 		for _, ch := range changes {
 			counts[ch.Kind]++
-			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB), orDash(ch.HashA), orDash(ch.HashB)})
+			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB), table.OrDash(ch.HashA), table.OrDash(ch.HashB)})
 		}
 		if err := t.Render(); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/decrypt"
@@ -116,7 +117,7 @@ func (g *globalOptions) openDB(path string) (*dbfile.Store, error) {
 // sayDB writes the line that says what a db file is.
 func (g *globalOptions) sayDB(info dbfile.Info) {
 	if g.errOut != nil {
-		printWrapped(g.errOut, "regghost: "+info.String())
+		table.Wrapped(g.errOut, "regghost: "+info.String())
 	}
 }
 

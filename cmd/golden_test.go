@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/textsafe"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -294,7 +296,7 @@ func testGolden(t *testing.T) {
 				t.Errorf("%s differs from %s:\n%s", s.name, path, got)
 			}
 			// Nothing from etcd reaches the terminal raw.
-			if i := strings.IndexFunc(out.String(), func(r rune) bool { return isControl(r) && r != '\n' && r != '\t' }); i >= 0 {
+			if i := strings.IndexFunc(out.String(), func(r rune) bool { return textsafe.IsControl(r) && r != '\n' && r != '\t' }); i >= 0 {
 				t.Errorf("%s: raw control character in stdout at byte %d: %q", s.name, i, out.String()[max(0, i-20):min(len(out.String()), i+20)])
 			}
 			if strings.HasSuffix(s.name, "json") && code != 2 {
@@ -306,7 +308,7 @@ func testGolden(t *testing.T) {
 			// printed (before the temporary paths are normalized).
 			if defaultFormat(args) {
 				for _, line := range strings.Split(out.String(), "\n") {
-					if n := utf8.RuneCountInString(line); n > tableWidth {
+					if n := utf8.RuneCountInString(line); n > table.MaxWidth {
 						t.Errorf("%s: line of %d columns: %q", s.name, n, line)
 					}
 				}
@@ -330,34 +332,4 @@ func defaultFormat(args []string) bool {
 		}
 	}
 	return true
-}
-
-// TestEscapes: control characters are escaped in cells and in the stream,
-// and a C1 control split across two writes is still caught.
-func TestEscapes(t *testing.T) {
-	for _, tt := range []struct{ in, cell string }{
-		{"plain", "plain"},
-		{"a\x1b[2Jb", `a\u001b[2Jb`},
-		{"tab\tnew\nline\r", `tab\tnew\nline\u000d`},
-		{"c1\u009b31m", `c1\u009b31m`},
-		{"bad\xffutf8", `bad\xffutf8`},
-		{"ünïcödé ✓", "ünïcödé ✓"},
-	} {
-		if got := escapeCell(tt.in); got != tt.cell {
-			t.Errorf("escapeCell(%q) = %q, want %q", tt.in, got, tt.cell)
-		}
-	}
-	var b bytes.Buffer
-	w := &safeWriter{w: &b}
-	for _, part := range []string{"x\xc2", "\x9b31m\x1b", "]0;t\x07\n\ty\x7f", "é"} {
-		if _, err := w.Write([]byte(part)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.flush(); err != nil {
-		t.Fatal(err)
-	}
-	if want := `x\u009b31m\u001b]0;t\u0007` + "\n\ty" + `\u007fé`; b.String() != want {
-		t.Errorf("safeWriter wrote %q, want %q", b.String(), want)
-	}
 }

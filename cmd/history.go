@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/decrypt"
@@ -155,8 +156,8 @@ func printHistory(out io.Writer, h *history.History, info *dbfile.Info, wide, no
 	if h.From > 0 {
 		span = fmt.Sprintf("revisions %d to %d", h.Start, h.Revision)
 	}
-	printWrapped(out, fmt.Sprintf("History of %s from %s, %s.", h.Selection, from, span))
-	printWrapped(out, reach(h, info))
+	table.Wrapped(out, fmt.Sprintf("History of %s from %s, %s.", h.Selection, from, span))
+	table.Wrapped(out, reach(h, info))
 	if len(h.Events) > 0 {
 		fmt.Fprintln(out)
 		if err := historyTable(out, h, wide, noHeaders); err != nil {
@@ -172,9 +173,9 @@ func printHistory(out io.Writer, h *history.History, info *dbfile.Info, wide, no
 		if h.Selection.Key != "" {
 			what += " (every key under it: end it with /)"
 		}
-		printWrapped(out, what+".")
+		table.Wrapped(out, what+".")
 	} else {
-		printWrapped(out, fmt.Sprintf("%s of %s.", plural(len(h.Events), "revision"), plural(h.Keys, "key")))
+		table.Wrapped(out, fmt.Sprintf("%s of %s.", plural(len(h.Events), "revision"), plural(h.Keys, "key")))
 	}
 	if h.Selection.Namespace != "" {
 		printNamespaceDeletes(out, h, wide, noHeaders)
@@ -216,7 +217,7 @@ func historyTable(out io.Writer, h *history.History, wide, noHeaders bool) error
 	if noHeaders {
 		hdr = nil
 	}
-	t := newTable(out, hdr...)
+	t := table.New(out, hdr...)
 	for _, e := range h.Events {
 		changes := strings.Join(e.Changes, "; ")
 		if e.Unreadable != "" && e.Type != history.Deleted && !strings.Contains(changes, e.Unreadable) {
@@ -227,7 +228,7 @@ func historyTable(out io.Writer, h *history.History, wide, noHeaders bool) error
 			version = fmt.Sprint(e.Version)
 		}
 		if !wide {
-			_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, orDash(e.Resource), orDash(e.Namespace), orDash(e.Name), version, changes})
+			_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, table.OrDash(e.Resource), table.OrDash(e.Namespace), table.OrDash(e.Name), version, changes})
 			continue
 		}
 		created, size, rv, gen, deletion, finalizers := "-", "-", "-", "-", "-", "-"
@@ -235,12 +236,12 @@ func historyTable(out io.Writer, h *history.History, wide, noHeaders bool) error
 			created, size = fmt.Sprint(e.CreateRevision), fmt.Sprint(e.Size)
 		}
 		if f := e.Object; f != nil {
-			rv, gen, finalizers = f.ResourceVersion, fmt.Sprint(f.Generation), orDash(strings.Join(f.Finalizers, ","))
+			rv, gen, finalizers = f.ResourceVersion, fmt.Sprint(f.Generation), table.OrDash(strings.Join(f.Finalizers, ","))
 			if f.DeletionTimestamp != nil {
 				deletion = f.DeletionTimestamp.Format("2006-01-02T15:04:05Z")
 			}
 		}
-		_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, e.Key, created, version, size, orDash(e.SHA256), rv, gen, deletion, finalizers, changes})
+		_ = t.Append([]string{fmt.Sprint(e.Revision), e.Type, e.Key, created, version, size, table.OrDash(e.SHA256), rv, gen, deletion, finalizers, changes})
 	}
 	return t.Render()
 }
@@ -250,18 +251,18 @@ func historyTable(out io.Writer, h *history.History, wide, noHeaders bool) error
 func printNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bool) {
 	ns := h.Selection.Namespace
 	if len(h.NamespaceDeletes) == 0 {
-		printWrapped(out, fmt.Sprintf("Namespace %s's key was not deleted in these revisions.", ns))
+		table.Wrapped(out, fmt.Sprintf("Namespace %s's key was not deleted in these revisions.", ns))
 		return
 	}
 	for _, d := range h.NamespaceDeletes {
 		fmt.Fprintln(out)
 		switch {
 		case d.Unknown != "":
-			printWrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d; the objects still in it could not be read: %s.", ns, d.Revision, d.Unknown))
+			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d; the objects still in it could not be read: %s.", ns, d.Revision, d.Unknown))
 		case len(d.Left) == 0:
-			printWrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with no object left in it.", ns, d.Revision))
+			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with no object left in it.", ns, d.Revision))
 		default:
-			printWrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %s still in it: they became ghosts then (orphaned-namespace).", ns, d.Revision, plural(len(d.Left), "object")))
+			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %s still in it: they became ghosts then (orphaned-namespace).", ns, d.Revision, plural(len(d.Left), "object")))
 			hdr := []string{"RESOURCE", "NAME", "CREATED", "LAST WRITTEN"}
 			if wide {
 				hdr = append(hdr, "KEY")
@@ -269,7 +270,7 @@ func printNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bo
 			if noHeaders {
 				hdr = nil
 			}
-			t := newTable(out, hdr...)
+			t := table.New(out, hdr...)
 			for _, o := range d.Left {
 				cells := []string{o.Resource, o.Name, fmt.Sprint(o.CreateRevision), fmt.Sprint(o.ModRevision)}
 				if wide {
@@ -280,7 +281,7 @@ func printNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bo
 			_ = t.Render()
 		}
 		if d.RecreatedAt > 0 {
-			printWrapped(out, fmt.Sprintf("It was created again at revision %d.", d.RecreatedAt))
+			table.Wrapped(out, fmt.Sprintf("It was created again at revision %d.", d.RecreatedAt))
 		}
 	}
 }

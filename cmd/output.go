@@ -3,19 +3,18 @@ package cmd
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/spill"
@@ -103,9 +102,6 @@ func writeReportJSON(w io.Writer, rep *etcdscan.Report) error {
 	return bw.Flush()
 }
 
-// tableWidth is what the default scan table is laid out for.
-const tableWidth = 120
-
 // printReport writes the human scan report. The default table has one row
 // per finding, NAMESPACE, KIND, NAME, CLASS and AGE, grouped by reason: a
 // reason many rows share (their namespace is gone) is said once, above its
@@ -125,12 +121,12 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 			if noHeaders {
 				hdr = nil
 			}
-			t := newTable(out, hdr...)
+			t := table.New(out, hdr...)
 			if lines != nil {
-				t.lines = &spilledLines{f: lines}
+				t.Spill(lines)
 			}
 			err := rep.Each(func(f *etcdscan.Finding) error {
-				return t.Append([]string{orDash(f.Namespace), kindOf(f), f.Name, classList(f), shortWitnesses(f), age(now, f.Created), fmt.Sprint(f.ModRevision), f.Key, f.Reason()})
+				return t.Append([]string{table.OrDash(f.Namespace), kindOf(f), f.Name, classList(f), shortWitnesses(f), age(now, f.Created), fmt.Sprint(f.ModRevision), f.Key, f.Reason()})
 			})
 			if err != nil {
 				return err
@@ -147,7 +143,7 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 	if rep.Namespace != "" {
 		scope = "namespace " + rep.Namespace
 	}
-	fmt.Fprintf(out, "\nScanned %d keys under %s (%s) at etcd revision %d.\n", rep.ScannedKeys, escapeCell(rep.Prefix), scope, rep.Revision)
+	fmt.Fprintf(out, "\nScanned %d keys under %s (%s) at etcd revision %d.\n", rep.ScannedKeys, table.Escape(rep.Prefix), scope, rep.Revision)
 	ghosts, suspects, single, err := printNamespaceSummary(out, rep)
 	if err != nil {
 		return err
@@ -159,8 +155,8 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 	fmt.Fprintf(out, "Suspects: %d%s\n", suspects, classCounts(rep, false))
 	if len(rep.Encrypted) > 0 {
 		var keys []string
-		for _, k := range sortedKeys(rep.Encrypted) {
-			keys = append(keys, fmt.Sprintf("%s %d", escapeCell(k), rep.Encrypted[k]))
+		for _, k := range slices.Sorted(maps.Keys(rep.Encrypted)) {
+			keys = append(keys, fmt.Sprintf("%s %d", table.Escape(k), rep.Encrypted[k]))
 		}
 		fmt.Fprintf(out, "Encrypted values (provider/key): %s\n", strings.Join(keys, ", "))
 	}
@@ -169,7 +165,7 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 		if !c.Done {
 			mark = "NOT DONE"
 		}
-		printWrapped(out, fmt.Sprintf("Check %s: %s; %s", c.Name, mark, escapeCell(c.Note)))
+		table.Wrapped(out, fmt.Sprintf("Check %s: %s; %s", c.Name, mark, table.Escape(c.Note)))
 	}
 	return nil
 }
@@ -192,7 +188,7 @@ func reportLines(rep *etcdscan.Report) (*spill.File, func(), error) {
 // across groups. lines, when set, holds the rows instead of memory.
 func printGrouped(out io.Writer, rep *etcdscan.Report, lines *spill.File, now time.Time, noHeaders bool) error {
 	t, err := groupedTableOf(out, rep.Each, lines, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "AGE"}, noHeaders, func(f *etcdscan.Finding) []string {
-		return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), age(now, f.Created)}
+		return []string{table.OrDash(f.Namespace), kindOf(f), f.Name, markedClass(f), age(now, f.Created)}
 	})
 	if err != nil {
 		return err
@@ -211,7 +207,7 @@ func markedClass(f *etcdscan.Finding) string {
 // groupedTable lays findings out as rows of cells under header, grouped by
 // reason: each reason once, wrapped, as a comment line above its rows.
 // The caller renders it.
-func groupedTable(out io.Writer, findings []etcdscan.Finding, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) *table {
+func groupedTable(out io.Writer, findings []etcdscan.Finding, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) *table.Table {
 	t, _ := groupedTableOf(out, func(fn func(*etcdscan.Finding) error) error {
 		for i := range findings {
 			if err := fn(&findings[i]); err != nil {
@@ -225,47 +221,19 @@ func groupedTable(out io.Writer, findings []etcdscan.Finding, header []string, n
 
 // groupedTableOf is groupedTable over the findings each gives. With lines
 // set, the groups are kept in that spill file instead of memory.
-func groupedTableOf(out io.Writer, each func(func(*etcdscan.Finding) error) error, lines *spill.File, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) (*table, error) {
+func groupedTableOf(out io.Writer, each func(func(*etcdscan.Finding) error) error, lines *spill.File, header []string, noHeaders bool, cells func(*etcdscan.Finding) []string) (*table.Table, error) {
 	if noHeaders {
 		header = nil
 	}
-	t := newTable(out, header...)
+	t := table.New(out, header...).Grouped()
 	if lines != nil {
-		// Every row under its reason: the spill file keeps each reason's
-		// rows together, the reason said once.
-		t.lines = &groupedLines{f: lines}
-		err := each(func(f *etcdscan.Finding) error {
-			t.comment(f.Reason())
-			return t.Append(cells(f))
-		})
-		return t, err
+		t.Spill(lines)
 	}
-	var order []string
-	groups := map[string][][]string{}
 	err := each(func(f *etcdscan.Finding) error {
-		reason := f.Reason()
-		if _, ok := groups[reason]; !ok {
-			order = append(order, reason)
-		}
-		groups[reason] = append(groups[reason], cells(f))
-		return nil
+		t.Comment(f.Reason())
+		return t.Append(cells(f))
 	})
-	if err != nil {
-		return nil, err
-	}
-	for _, reason := range order {
-		t.comment(reason)
-		for _, row := range groups[reason] {
-			_ = t.Append(row)
-		}
-	}
-	return t, nil
-}
-
-// emptyFirst moves the empty reason (rows that need no comment line above
-// them) to the front of a table's groups, keeping the others in order.
-func emptyFirst(reasons []string) {
-	slices.SortStableFunc(reasons, func(a, b string) int { return cmp.Compare(min(len(a), 1), min(len(b), 1)) })
+	return t, err
 }
 
 // printNamespaceSummary writes how many ghosts and suspects each namespace
@@ -302,8 +270,8 @@ func printNamespaceSummary(out io.Writer, rep *etcdscan.Report) (ghosts, suspect
 	if err != nil || len(byNS) == 0 {
 		return ghosts, suspects, single, err
 	}
-	t := newTable(out, "NAMESPACE", "GHOSTS", "SUSPECTS", "BY CLASS")
-	for _, ns := range sortedKeys(byNS) {
+	t := table.New(out, "NAMESPACE", "GHOSTS", "SUSPECTS", "BY CLASS")
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
 		c := byNS[ns]
 		var parts []string
 		for _, cl := range etcdscan.Classes {
@@ -329,13 +297,6 @@ func classList(f *etcdscan.Finding) string {
 		classes[i] = string(c)
 	}
 	return strings.Join(classes, ",")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // shortWitnesses is the WITNESSES column of the scan table.
@@ -367,287 +328,4 @@ func age(now time.Time, t *time.Time) string {
 		return "-"
 	}
 	return duration.HumanDuration(now.Sub(*t))
-}
-
-// table is a plain, grep-friendly table in kubectl's layout: no borders,
-// two spaces between columns, no trailing blanks. Its cells are escaped
-// (values come from etcd). Unless the writer asks for whole cells (-o wide),
-// it fits the width the output is laid out for: the columns it cuts first
-// (by default the last, where the prose is) are cut at their end, down to a
-// few words; then the widest others are cut in their middle, keeping the
-// start and the end of a key or a name. Each cut is marked with ….
-type table struct {
-	out    io.Writer
-	header []string
-	// lines holds the rows and comment lines (in memory unless the table
-	// is one row per finding of a report too large for memory).
-	lines lineStore
-	// natural is the width of each column's widest cell, header included.
-	natural []int
-	// first are the columns cut first, in order (nil: the last column).
-	first []int
-	// cut is set by Render when it cut a cell, widths to the width of
-	// each column.
-	cut    bool
-	widths []int
-	// quiet leaves out the line that says cells were cut (the caller says
-	// what was).
-	quiet bool
-	// balanced lets the columns cut first widen again when the others
-	// have to be cut too: all are then cut to the same width. Otherwise
-	// they stay cut to a few words, and the others keep what they can.
-	balanced bool
-}
-
-// tableLine is a row of cells, or a comment line (a reason the rows below
-// share, wrapped to the width).
-type tableLine struct {
-	cells     []string
-	comment   string
-	isComment bool
-}
-
-// The narrowest a column is cut to: a column cut first keeps a few words,
-// the others a recognizable start and end.
-const (
-	proseMin = 20
-	otherMin = 12
-)
-
-// newTable returns a table with the given header (none when empty).
-func newTable(out io.Writer, header ...string) *table {
-	t := &table{out: out, header: escapeCells(header), lines: &memLines{}}
-	t.measure(t.header)
-	return t
-}
-
-// measure widens the columns to hold cells.
-func (t *table) measure(cells []string) {
-	for len(t.natural) < len(cells) {
-		t.natural = append(t.natural, 0)
-	}
-	for i, c := range cells {
-		t.natural[i] = max(t.natural[i], textWidth(c))
-	}
-}
-
-// cutFirst sets the columns cut first, in order.
-func (t *table) cutFirst(cols ...int) *table {
-	t.first = cols
-	return t
-}
-
-// Append adds a row, every cell escaped.
-func (t *table) Append(cells []string) error {
-	l := tableLine{cells: escapeCells(cells)}
-	t.measure(l.cells)
-	return t.lines.add(l)
-}
-
-// comment adds a comment line above the rows that follow, escaped.
-func (t *table) comment(text string) {
-	_ = t.lines.add(tableLine{comment: escapeCell(text), isComment: true})
-}
-
-func escapeCells(cells []string) []string {
-	safe := make([]string, len(cells))
-	for i, c := range cells {
-		safe[i] = escapeCell(c)
-	}
-	return safe
-}
-
-// tableChunk is how many rows Render lays out at a time (a variable for
-// the test that compares chunks with one table).
-var tableChunk = 512
-
-// Render writes the table.
-func (t *table) Render() error {
-	width, full := layoutOf(t.out)
-	n := len(t.natural)
-	natural, least := append([]int(nil), t.natural...), make([]int, n)
-	for i, h := range t.header {
-		least[i] = textWidth(h)
-	}
-	widths := natural
-	first := t.first
-	if first == nil && n > 0 {
-		first = []int{n - 1}
-	}
-	if !full {
-		widths = fitColumns(natural, least, first, width, t.balanced)
-	}
-	t.widths = widths
-	isFirst := map[int]bool{}
-	for _, i := range first {
-		isFirst[i] = true
-	}
-	cutRow := func(cells []string) []string {
-		out := make([]string, len(cells))
-		for i, c := range cells {
-			if w := textWidth(c); w > widths[i] {
-				t.cut = true
-				if isFirst[i] {
-					c = cutEnd(c, widths[i])
-				} else {
-					c = cutMiddle(c, widths[i])
-				}
-			}
-			out[i] = c
-		}
-		return out
-	}
-	// Rows go through tablewriter in kubectl's layout a chunk at a time, so
-	// that a table of many rows is never held whole as text: each chunk
-	// starts with a ruler row whose cells are exactly the columns' widths,
-	// which makes every chunk lay its columns out as one table of all rows
-	// would; the ruler's line is dropped. The comment lines (a reason said
-	// once above its rows) are put between the rows.
-	out := bufio.NewWriter(t.out)
-	ruler := make([]string, n)
-	for i := range ruler {
-		ruler[i] = strings.Repeat("x", widths[i])
-	}
-	header := len(t.header) > 0
-	var chunk [][]string
-	var above [][]string
-	var pending []string
-	flush := func() error {
-		if len(chunk) == 0 && !header {
-			return nil
-		}
-		var tb bytes.Buffer
-		tw := newTableWriter(&tb)
-		if header {
-			tw.Header(cutRow(t.header))
-		}
-		if err := tw.Append(ruler); err != nil {
-			return err
-		}
-		for _, row := range chunk {
-			if err := tw.Append(row); err != nil {
-				return err
-			}
-		}
-		if err := tw.Render(); err != nil {
-			return err
-		}
-		var lines []string
-		for _, line := range strings.SplitAfter(tb.String(), "\n") {
-			if line != "" {
-				lines = append(lines, strings.TrimRight(line, " \n"))
-			}
-		}
-		if header && len(lines) > 0 {
-			out.WriteString(lines[0] + "\n")
-			lines = lines[1:]
-		}
-		header = false
-		if len(lines) > 0 {
-			lines = lines[1:] // the ruler
-		}
-		for i := range chunk {
-			for _, c := range above[i] {
-				out.WriteString("# " + c + "\n")
-			}
-			if i < len(lines) {
-				out.WriteString(lines[i] + "\n")
-			}
-		}
-		chunk, above = chunk[:0], above[:0]
-		return nil
-	}
-	err := t.lines.each(func(l tableLine) error {
-		if l.isComment {
-			pending = append(pending, wrap(l.comment, width-2)...)
-			return nil
-		}
-		chunk, above = append(chunk, cutRow(l.cells)), append(above, pending)
-		pending = nil
-		if len(chunk) == tableChunk {
-			return flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	for _, c := range pending {
-		out.WriteString("# " + c + "\n")
-	}
-	if err := out.Flush(); err != nil {
-		return err
-	}
-	if t.cut && !t.quiet {
-		printWrapped(t.out, fmt.Sprintf("(… marks a cell cut to fit %d columns: -o wide prints every cell whole)", width))
-	}
-	return nil
-}
-
-// fitColumns returns the widths of columns whose widest cells take natural
-// columns (their headers least), so that a line, two blanks between
-// columns, takes at most width columns where it can. The columns first are
-// narrowed first, in order, down to proseMin; if that is not enough, the
-// widest of the others are narrowed together, down to otherMin, or with
-// balanced the widest of all columns.
-func fitColumns(natural, least, first []int, width int, balanced bool) []int {
-	w := append([]int(nil), natural...)
-	total := func() int {
-		s := 2 * (len(w) - 1)
-		for _, x := range w {
-			s += x
-		}
-		return s
-	}
-	if total() <= width {
-		return w
-	}
-	floor := make([]int, len(w))
-	isFirst := make([]bool, len(w))
-	for i := range w {
-		floor[i] = max(least[i], min(natural[i], otherMin))
-	}
-	for _, i := range first {
-		isFirst[i] = !balanced
-		floor[i] = max(least[i], min(natural[i], proseMin))
-		w[i] = max(floor[i], w[i]-(total()-width))
-		if total() <= width {
-			return w
-		}
-	}
-	widest := 0
-	for _, x := range natural {
-		widest = max(widest, x)
-	}
-	for c := widest - 1; c > 0; c-- {
-		for i := range w {
-			if !isFirst[i] {
-				w[i] = max(floor[i], min(natural[i], c))
-			}
-		}
-		if total() <= width {
-			break
-		}
-	}
-	return w
-}
-
-// newTableWriter is a tablewriter table in kubectl's layout: no borders,
-// no margin, two spaces between columns.
-func newTableWriter(out io.Writer) *tablewriter.Table {
-	return tablewriter.NewTable(out,
-		tablewriter.WithRendition(tw.Rendition{Borders: tw.BorderNone, Settings: tw.Settings{
-			Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-			Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-		}}),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
-	)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/kubectl/pkg/cmd/get"
+
+	"github.com/regghost/regghost/internal/table"
 )
 
 // printFlags is the one output layer of every command: -o picks a printer
@@ -156,30 +157,30 @@ func (o output) each(fn func(row) error) error {
 // that escapes terminal control characters: names and values come from
 // etcd, and a name holding an escape sequence must not reach the terminal.
 func (p *printFlags) print(w io.Writer, o output) error {
-	sw := &safeWriter{w: w}
+	sw := table.NewSafeWriter(w)
 	if ok, wide := p.humanFormat(); ok {
 		// Laid out for the terminal's width (at most 120 columns); -o wide
 		// prints table cells whole.
-		if err := o.human(&laidOut{Writer: sw, width: termWidth(w), full: wide}, wide, p.noHeaders); err != nil {
+		if err := o.human(&table.Layout{Writer: sw, Width: table.TermWidth(w), Full: wide}, wide, p.noHeaders); err != nil {
 			return err
 		}
-		return sw.flush()
+		return sw.Flush()
 	}
 	if p.output == "name" {
 		err := o.each(func(r row) error {
-			_, err := fmt.Fprintln(sw, escapeCell(r.name))
+			_, err := fmt.Fprintln(sw, table.Escape(r.name))
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		return sw.flush()
+		return sw.Flush()
 	}
 	if p.output == "json" && o.json != nil {
 		if err := o.json(sw); err != nil {
 			return err
 		}
-		return sw.flush()
+		return sw.Flush()
 	}
 	pr, err := p.printer()
 	if err != nil {
@@ -211,7 +212,7 @@ func (p *printFlags) print(w io.Writer, o output) error {
 	if err := pr.PrintObj(obj, sw); err != nil {
 		return err
 	}
-	return sw.flush()
+	return sw.Flush()
 }
 
 // toMap turns v into the map a JSONPath reads, numbers kept exact.
@@ -227,14 +228,4 @@ func toMap(v any) (map[string]any, error) {
 		return nil, fmt.Errorf("decode row: %w", err)
 	}
 	return m, nil
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

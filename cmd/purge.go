@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -161,7 +162,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if o.print.structured() {
 		planOut = g.errOut
 	}
-	if err := printPlan(&safeWriter{w: planOut}, plan, false); err != nil {
+	if err := printPlan(table.NewSafeWriter(planOut), plan, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
@@ -266,9 +267,9 @@ func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 	if len(plan.Targets) > 0 {
 		// IMPACT and a long NAME share what the screen leaves them.
 		t := groupedTable(out, plan.Targets, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "REV", "IMPACT"}, false, func(f *etcdscan.Finding) []string {
-			return []string{orDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impactCell(plan, f.Key)}
+			return []string{table.OrDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impactCell(plan, f.Key)}
 		})
-		t.balanced = true
+		t.Balanced = true
 		_ = t.Render()
 		single := 0
 		for _, f := range plan.Targets {
@@ -277,7 +278,7 @@ func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 			}
 		}
 		if single > 0 {
-			printWrapped(out, fmt.Sprintf("* %d rest on a single witness (the API server could not confirm them)", single))
+			table.Wrapped(out, fmt.Sprintf("* %d rest on a single witness (the API server could not confirm them)", single))
 		}
 	}
 	if len(plan.Skipped) > 0 {
@@ -295,7 +296,7 @@ func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 		printRefusedSummary(out, plan, blockers)
 	case dryRun:
 		fmt.Fprintln(out)
-		printWrapped(out, fmt.Sprintf("Dry run: %s in %s would be deleted (etcd revision %d). Nothing was changed.", keys(len(plan.Targets)), plan.Scope, plan.Revision))
+		table.Wrapped(out, fmt.Sprintf("Dry run: %s in %s would be deleted (etcd revision %d). Nothing was changed.", keys(len(plan.Targets)), plan.Scope, plan.Revision))
 		fmt.Fprintln(out, "Re-run with --confirm to snapshot, back up and delete them.")
 	}
 	return nil
@@ -329,7 +330,7 @@ func impactCell(plan *repair.Plan, key string) string {
 // sets off, when there are several), the way out.
 func printBlocker(out io.Writer, plan *repair.Plan, b repair.Blocker) {
 	fmt.Fprintln(out)
-	printPara(out, "Would be refused: ", "  ", b.Reason+".")
+	table.Para(out, "Would be refused: ", "  ", b.Reason+".")
 	effects := blockerEffects(plan, b)
 	if len(b.Keys) > 1 && len(effects) > 0 {
 		fmt.Fprintln(out, "  Keys:")
@@ -338,12 +339,12 @@ func printBlocker(out io.Writer, plan *repair.Plan, b repair.Blocker) {
 			if s := effects[k]; len(s) > 0 {
 				text += ": " + strings.Join(s, "; ")
 			}
-			printPara(out, "    ", "      ", text)
+			table.Para(out, "    ", "      ", text)
 		}
 	} else {
-		printPara(out, "  Keys: ", "    ", strings.Join(b.Keys, ", "))
+		table.Para(out, "  Keys: ", "    ", strings.Join(b.Keys, ", "))
 	}
-	printPara(out, "  Way out: ", "    ", b.WayOut+".")
+	table.Para(out, "  Way out: ", "    ", b.WayOut+".")
 }
 
 // blockerEffects are, by key, the summaries of the irreversible effects a
@@ -386,7 +387,7 @@ func blockerFlag(plan *repair.Plan, b repair.Blocker) string {
 // last says what would be deleted once every reason is met.
 func printRefusedSummary(out io.Writer, plan *repair.Plan, blockers []repair.Blocker) {
 	fmt.Fprintln(out)
-	printWrapped(out, fmt.Sprintf("Refused as it stands: a purge is refused whole, so --confirm would delete none of these %s (etcd revision %d):", keys(len(plan.Targets)), plan.Revision))
+	table.Wrapped(out, fmt.Sprintf("Refused as it stands: a purge is refused whole, so --confirm would delete none of these %s (etcd revision %d):", keys(len(plan.Targets)), plan.Revision))
 	for _, b := range blockers {
 		n := len(b.Keys)
 		need, it, rest := "needs", "it", "its ghost verdict rests"
@@ -410,9 +411,9 @@ func printRefusedSummary(out io.Writer, plan *repair.Plan, blockers []repair.Blo
 		default:
 			why = fmt.Sprintf("%s: %s", keys(n), b.Reason)
 		}
-		printPara(out, "  ", "    ", why)
+		table.Para(out, "  ", "    ", why)
 	}
-	printWrapped(out, fmt.Sprintf("Given what each line needs, the %s in %s would be deleted. Nothing was changed.", keys(len(plan.Targets)), plan.Scope))
+	table.Wrapped(out, fmt.Sprintf("Given what each line needs, the %s in %s would be deleted. Nothing was changed.", keys(len(plan.Targets)), plan.Scope))
 }
 
 // keys is "1 key" or "n keys".
@@ -430,13 +431,13 @@ func printResults(out io.Writer, results []etcdwrite.Result) {
 	if len(results) == 0 {
 		return
 	}
-	t := newTable(out, "KEY", "OUTCOME", "DETAIL")
-	t.quiet = true
+	t := table.New(out, "KEY", "OUTCOME", "DETAIL")
+	t.Quiet = true
 	for _, r := range results {
 		_ = t.Append([]string{r.Key, string(r.Outcome), r.Detail})
 	}
 	_ = t.Render()
-	if !t.cut {
+	if !t.WasCut() {
 		return
 	}
 	type group struct {
@@ -447,8 +448,8 @@ func printResults(out io.Writer, results []etcdwrite.Result) {
 	var groups []*group
 	byDetail := map[string]*group{}
 	for _, r := range results {
-		detail := escapeCell(r.Detail)
-		if textWidth(detail) <= t.widths[2] {
+		detail := table.Escape(r.Detail)
+		if table.TextWidth(detail) <= t.Widths()[2] {
 			continue
 		}
 		id := string(r.Outcome) + "\x00" + detail
@@ -458,7 +459,7 @@ func printResults(out io.Writer, results []etcdwrite.Result) {
 			byDetail[id] = g
 			groups = append(groups, g)
 		}
-		g.keys = append(g.keys, escapeCell(r.Key))
+		g.keys = append(g.keys, table.Escape(r.Key))
 	}
 	if len(groups) == 0 {
 		return
@@ -469,8 +470,8 @@ func printResults(out io.Writer, results []etcdwrite.Result) {
 		if len(g.keys) > 1 {
 			who = fmt.Sprintf("(%d keys)", len(g.keys))
 		}
-		printPara(out, "", "  ", fmt.Sprintf("%s %s:", g.outcome, who))
-		printPara(out, "  ", "  ", g.detail)
+		table.Para(out, "", "  ", fmt.Sprintf("%s %s:", g.outcome, who))
+		table.Para(out, "  ", "  ", g.detail)
 	}
 }
 
@@ -496,19 +497,19 @@ func printPurgeResult(out io.Writer, res *repair.PurgeResult) error {
 	if res.Snapshot != nil {
 		printSnapshot(out, "Snapshot from "+res.Endpoint+": ", res.Snapshot)
 	}
-	printWrapped(out, "Backup   "+res.Backup+" (verified)")
+	table.Wrapped(out, "Backup   "+res.Backup+" (verified)")
 	fmt.Fprintln(out)
 	printResults(out, res.Results)
 	fmt.Fprintln(out)
-	printWrapped(out, fmt.Sprintf("Deleted %d of %d planned keys. Audit log: %s", res.Deleted, res.Planned, filepath.Join(res.Dir, backup.AuditFile)))
-	printLabeledCommand(out, "Undo these deletes:", "regghost restore "+res.Dir+" --confirm")
+	table.Wrapped(out, fmt.Sprintf("Deleted %d of %d planned keys. Audit log: %s", res.Deleted, res.Planned, filepath.Join(res.Dir, backup.AuditFile)))
+	table.LabeledCommand(out, "Undo these deletes:", "regghost restore "+res.Dir+" --confirm")
 	if res.Snapshot != nil {
 		fmt.Fprintln(out, "Disaster path (whole cluster; stop every kube-apiserver first):")
 		command, note, _ := strings.Cut(snapshot.DisasterRestoreCommand(res.Snapshot), "   # ")
 		if note != "" {
-			printPara(out, "  # ", "  # ", note)
+			table.Para(out, "  # ", "  # ", note)
 		}
-		printCommand(out, "  ", command)
+		table.Command(out, "  ", command)
 	}
 	return nil
 }

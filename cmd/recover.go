@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/catalog"
@@ -307,7 +308,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		}
 	}
 	plan := func(w io.Writer) {
-		printPara(w, "", "", fmt.Sprintf("From %s:", from))
+		table.Para(w, "", "", fmt.Sprintf("From %s:", from))
 		printRecoveryPlan(w, objs)
 	}
 	if !o.confirm || todo == 0 {
@@ -315,12 +316,12 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 			plan(w)
 			fmt.Fprintln(w)
 			if todo == 0 {
-				printWrapped(w, fmt.Sprintf("Nothing to recover: every chosen object (%d) is present already, changed since the source, or refused. Nothing was changed.", len(objs)))
+				table.Wrapped(w, fmt.Sprintf("Nothing to recover: every chosen object (%d) is present already, changed since the source, or refused. Nothing was changed.", len(objs)))
 			} else {
-				printWrapped(w, fmt.Sprintf("Dry run: %d of %d objects would be recovered. Nothing was changed. Re-run with --confirm.", todo, len(objs)))
+				table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d objects would be recovered. Nothing was changed. Re-run with --confirm.", todo, len(objs)))
 			}
 			if refused > 0 {
-				printWrapped(w, fmt.Sprintf("Refused %d objects (each reason above).", refused))
+				table.Wrapped(w, fmt.Sprintf("Refused %d objects (each reason above).", refused))
 			}
 			return nil
 		}})
@@ -329,7 +330,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		}
 		return recoveryRefusedErr(objs)
 	}
-	plan(&safeWriter{w: out})
+	plan(table.NewSafeWriter(out))
 	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
 		return err
 	}
@@ -353,10 +354,10 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		}
 	}
 	fmt.Fprintln(out)
-	printResults(&safeWriter{w: out}, res.Results)
+	printResults(table.NewSafeWriter(out), res.Results)
 	fmt.Fprintln(out)
-	printWrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, res.Dir, filepath.Join(res.Dir, backup.AuditFile)))
-	printLabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+res.Dir+" --confirm")
+	table.Wrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, res.Dir, filepath.Join(res.Dir, backup.AuditFile)))
+	table.LabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+res.Dir+" --confirm")
 	if werr != nil {
 		return werr
 	}
@@ -413,7 +414,7 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 		return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
 	}
 	for _, l := range left {
-		fmt.Fprintf(errOut, "regghost: left out %s (%s): %s\n", escapeCell(l.Key), l.Action, escapeCell(l.Reason))
+		fmt.Fprintf(errOut, "regghost: left out %s (%s): %s\n", table.Escape(l.Key), l.Action, table.Escape(l.Reason))
 	}
 	if len(left) > 0 && !o.withLive {
 		fmt.Fprintf(errOut, "regghost: %d objects left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live\n", len(left))
@@ -425,7 +426,7 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 func recoveryRefusedErr(objs []*recovery.Object) error {
 	for _, obj := range objs {
 		if obj.Action == recovery.Refused {
-			return &exitError{code: ExitError, err: fmt.Errorf("some objects are refused (%s: %s)", escapeCell(obj.Key), escapeCell(obj.Detail))}
+			return &exitError{code: ExitError, err: fmt.Errorf("some objects are refused (%s: %s)", table.Escape(obj.Key), table.Escape(obj.Detail))}
 		}
 	}
 	return nil

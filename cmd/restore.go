@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/protect"
@@ -133,7 +134,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 			}
 		}
 		printResults(out, shown)
-		printWrapped(out, fmt.Sprintf("%d keys present with the snapshot's bytes and %d present with other bytes are left alone.", count[etcdwrite.AlreadyPresent], count[etcdwrite.Conflict]))
+		table.Wrapped(out, fmt.Sprintf("%d keys present with the snapshot's bytes and %d present with other bytes are left alone.", count[etcdwrite.AlreadyPresent], count[etcdwrite.Conflict]))
 	}
 	todo, refused := 0, 0
 	for _, r := range plan {
@@ -147,7 +148,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	// refusedLine says what was refused and how to write it deliberately.
 	refusedLine := func(w io.Writer) {
 		if refused > 0 {
-			printWrapped(w, fmt.Sprintf("Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.", refused, repair.IntoRecreatedFlag))
+			table.Wrapped(w, fmt.Sprintf("Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.", refused, repair.IntoRecreatedFlag))
 		}
 	}
 	if !f.confirm || todo == 0 {
@@ -155,12 +156,12 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 			show(w, plan)
 			switch {
 			case todo == 0 && refused > 0:
-				printWrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already, in conflict or refused. Nothing was changed.", path, len(b.Entries)))
+				table.Wrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already, in conflict or refused. Nothing was changed.", path, len(b.Entries)))
 			case todo == 0:
-				printWrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already or in conflict.", path, len(b.Entries)))
+				table.Wrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already or in conflict.", path, len(b.Entries)))
 			default:
 				fmt.Fprintln(w)
-				printWrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.", todo, len(b.Entries)))
+				table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.", todo, len(b.Entries)))
 			}
 			refusedLine(w)
 			return nil
@@ -178,7 +179,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if f.print.structured() {
 		planOut = g.errOut
 	}
-	show(&safeWriter{w: planOut}, plan)
+	show(table.NewSafeWriter(planOut), plan)
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
@@ -236,14 +237,14 @@ func refusedErr(results []etcdwrite.Result) error {
 	if n == 0 {
 		return nil
 	}
-	return &exitError{code: ExitError, err: fmt.Errorf("%d keys were refused, not restored (%s: %s)", n, escapeCell(first.Key), escapeCell(first.Detail))}
+	return &exitError{code: ExitError, err: fmt.Errorf("%d keys were refused, not restored (%s: %s)", n, table.Escape(first.Key), table.Escape(first.Detail))}
 }
 
 // stillPresentErr fails a run whose writes did not all stick.
 func stillPresentErr(results []etcdwrite.Result) error {
 	for _, r := range results {
 		if r.Outcome == etcdwrite.StillPresent {
-			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
+			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", table.Escape(r.Key), table.Escape(r.Detail))}
 		}
 	}
 	return nil
@@ -255,10 +256,10 @@ func conflictErr(results []etcdwrite.Result) error {
 	}
 	for _, r := range results {
 		if r.Outcome == etcdwrite.Conflict || r.Outcome == etcdwrite.StillPresent || r.Outcome == etcdwrite.Unverified {
-			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
+			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", table.Escape(r.Key), table.Escape(r.Detail))}
 		}
 		if r.Outcome == etcdwrite.RestoredWithoutVolume {
-			return &exitError{code: ExitError, err: fmt.Errorf("a claim was restored without its volume (%s: %s)", escapeCell(r.Key), escapeCell(r.Detail))}
+			return &exitError{code: ExitError, err: fmt.Errorf("a claim was restored without its volume (%s: %s)", table.Escape(r.Key), table.Escape(r.Detail))}
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
@@ -139,8 +140,8 @@ func describeSnapshot(info *backup.SnapshotInfo) []string {
 // printSnapshot writes heading followed by the snapshot's path (on the
 // next line when they do not fit together), then what it holds, indented.
 func printSnapshot(out io.Writer, heading string, info *backup.SnapshotInfo) {
-	printWrapped(out, heading+info.Path)
+	table.Wrapped(out, heading+info.Path)
 	for _, l := range describeSnapshot(info) {
-		printPara(out, "  ", "    ", l)
+		table.Para(out, "  ", "    ", l)
 	}
 }

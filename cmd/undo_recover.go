@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 )
@@ -29,13 +30,13 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	}
 	if !f.confirm || todo == 0 {
 		if err := f.print.print(out, output{doc: map[string]any{"dryRun": !f.confirm, "undo": "recover", "results": plan}, rows: resultRows(plan), human: func(w io.Writer, _, _ bool) error {
-			printWrapped(w, fmt.Sprintf("%s is a recovery's backup: restoring it deletes the keys the recovery wrote, those still as it wrote them.", path))
+			table.Wrapped(w, fmt.Sprintf("%s is a recovery's backup: restoring it deletes the keys the recovery wrote, those still as it wrote them.", path))
 			printResults(w, plan)
 			fmt.Fprintln(w)
 			if todo == 0 {
-				printWrapped(w, "Nothing to undo: every key the recovery wrote is gone, changed since, or refused. Nothing was changed.")
+				table.Wrapped(w, "Nothing to undo: every key the recovery wrote is gone, changed since, or refused. Nothing was changed.")
 			} else {
-				printWrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be deleted. Nothing was changed. Re-run with --confirm.", todo, len(b.Entries)))
+				table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be deleted. Nothing was changed. Re-run with --confirm.", todo, len(b.Entries)))
 			}
 			return nil
 		}}); err != nil {
@@ -43,7 +44,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 		}
 		return refusedErr(plan)
 	}
-	printResults(&safeWriter{w: out}, plan)
+	printResults(table.NewSafeWriter(out), plan)
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %d keys the recovery wrote?", todo)); err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 		}
 	}
 	fmt.Fprintln(out)
-	printResults(&safeWriter{w: out}, results)
+	printResults(table.NewSafeWriter(out), results)
 	fmt.Fprintf(out, "Deleted %d keys the recovery wrote; the backup %s still holds them.\n", n, path)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/impact"
@@ -148,7 +149,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 			printAnalysis(w, a)
 			if a.Refusal != "" && a.Exists && a.Terminating {
 				fmt.Fprintln(w)
-				printPara(w, "Would be refused: ", "  ", a.Refusal+".")
+				table.Para(w, "Would be refused: ", "  ", a.Refusal+".")
 			} else if a.Refusal == "" {
 				fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
 			}
@@ -161,7 +162,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if o.print.structured() {
 		analysisOut = g.errOut
 	}
-	printAnalysis(&safeWriter{w: analysisOut}, a)
+	printAnalysis(table.NewSafeWriter(analysisOut), a)
 	if a.Refusal != "" {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
 	}
@@ -213,9 +214,9 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, o.wait, res.Left)
 		}
 		if res.Finished {
-			printPara(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", res.Dir, strings.Fields(a.Target)[0]))
+			table.Para(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", res.Dir, strings.Fields(a.Target)[0]))
 		} else {
-			printLabeledCommand(out, "Undo:", "regghost restore "+res.Dir+" --confirm")
+			table.LabeledCommand(out, "Undo:", "regghost restore "+res.Dir+" --confirm")
 		}
 		return nil
 	}}); perr != nil && err == nil {
@@ -237,26 +238,26 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 func printAnalysis(out io.Writer, a *unstick.Analysis) {
 	switch {
 	case !a.Exists:
-		printWrapped(out, fmt.Sprintf("%s: no %s key.", a.Target, a.Key))
+		table.Wrapped(out, fmt.Sprintf("%s: no %s key.", a.Target, a.Key))
 	case a.Terminating:
-		printWrapped(out, fmt.Sprintf("%s: Terminating for %s; finalizers [%s]", a.Target, a.Since, strings.Join(a.Finalizers, ", ")))
+		table.Wrapped(out, fmt.Sprintf("%s: Terminating for %s; finalizers [%s]", a.Target, a.Since, strings.Join(a.Finalizers, ", ")))
 	default:
-		printWrapped(out, fmt.Sprintf("%s: not terminating.", a.Target))
+		table.Wrapped(out, fmt.Sprintf("%s: not terminating.", a.Target))
 	}
 	for _, c := range a.Conditions {
-		printPara(out, "  condition ", "    ", c)
+		table.Para(out, "  condition ", "    ", c)
 	}
 	for _, u := range a.Unavailable {
-		printPara(out, "  unavailable: ", "    ", u)
+		table.Para(out, "  unavailable: ", "    ", u)
 	}
 	fmt.Fprintf(out, "  %d keys left in etcd, %d held by finalizers\n", a.Remaining, len(a.Blockers))
 	if len(a.Blockers) > 0 {
-		_, wide := layoutOf(out)
+		wide := table.Full(out)
 		hdr := []string{"KEY", "FINALIZERS", "TO REMOVE"}
 		if wide {
 			hdr = append(hdr, "SERVED BY")
 		}
-		t := newTable(out, hdr...).cutFirst(1, 2)
+		t := table.New(out, hdr...).CutFirst(1, 2)
 		cells := func(b unstick.Blocker) []string {
 			fins := strings.Join(b.Finalizers, ", ")
 			if b.Spec {
@@ -279,10 +280,10 @@ func printAnalysis(out io.Writer, a *unstick.Analysis) {
 		}
 		// Blockers whose finalizers nothing is said to serve first: no
 		// comment line above them.
-		emptyFirst(order)
+		table.EmptyFirst(order)
 		for _, served := range order {
 			if served != "" {
-				t.comment(served)
+				t.Comment(served)
 			}
 			for _, b := range byServed[served] {
 				_ = t.Append(cells(b))
@@ -291,9 +292,9 @@ func printAnalysis(out io.Writer, a *unstick.Analysis) {
 		_ = t.Render()
 	}
 	for _, u := range a.Unreadable {
-		printPara(out, "  cannot be read here: ", "    ", u)
+		table.Para(out, "  cannot be read here: ", "    ", u)
 	}
-	printWrapped(out, fmt.Sprintf("Next: %s.", a.Next))
+	table.Wrapped(out, fmt.Sprintf("Next: %s.", a.Next))
 }
 
 // deleteDanglingAPIServices unblocks a deletion held by APIServices whose

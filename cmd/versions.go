@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
@@ -79,7 +80,7 @@ func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out 
 }
 
 func printVersions(out io.Writer, rep *etcdscan.Report, findings []etcdscan.Finding) error {
-	t := newTable(out, "RESOURCE", "STORED AS", "OBJECTS", "CRD VERSIONS", "CRD STORED VERSIONS")
+	t := table.New(out, "RESOURCE", "STORED AS", "OBJECTS", "CRD VERSIONS", "CRD STORED VERSIONS")
 	for _, v := range rep.Versions {
 		var at []string
 		for a := range v.Stored {
@@ -105,7 +106,7 @@ func printVersions(out io.Writer, rep *etcdscan.Report, findings []etcdscan.Find
 		return nil
 	}
 	fmt.Fprintf(out, "\n%d objects are stored at a version that cannot be read (or soon will not be):\n", len(findings))
-	ft := newTable(out, "KEY", "FIX")
+	ft := table.New(out, "KEY", "FIX")
 	for _, f := range findings {
 		for i, c := range f.Classes {
 			if c == etcdscan.ClassStoredVersion {

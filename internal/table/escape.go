@@ -1,4 +1,4 @@
-package cmd
+package table
 
 import (
 	"fmt"
@@ -7,27 +7,33 @@ import (
 	"github.com/regghost/regghost/pkg/textsafe"
 )
 
-// escapeCell makes a value from etcd safe to print in one cell: every
-// control character (C0, DEL, C1; newline and tab too, which would break the
-// row) and every byte that is not UTF-8 is written as a visible escape. The
-// rule is textsafe.Escape, shared with the exporter's labels.
-func escapeCell(s string) string { return textsafe.Escape(s) }
+// Escape makes a value from etcd safe to print in one cell or on one line:
+// every control character (C0, DEL, C1; newline and tab too, which would
+// break the row) and every byte that is not UTF-8 is written as a visible
+// escape. The rule is textsafe.Escape, shared with the exporter's labels.
+// Tables, Para and Command escape what they print with it.
+func Escape(s string) string { return textsafe.Escape(s) }
 
-// isControl reports C0 controls, DEL and C1 controls (textsafe.IsControl).
-func isControl(r rune) bool { return textsafe.IsControl(r) }
-
-// safeWriter passes output through with every control character but
+// SafeWriter passes output through with every control character but
 // newline and tab written as \u00XX: a JSON-valid escape, and inert on a
 // terminal. The encoders already escape C0 inside JSON strings; DEL and C1
 // they leave raw, and a table cell or a template prints whatever it holds.
-type safeWriter struct {
+//
+// A write may hold back its last byte (the first half of a C1 control
+// split across writes): Flush writes it.
+type SafeWriter struct {
 	w io.Writer
 	// pending holds the first byte of a two-byte C1 sequence (0xc2) split
 	// across writes.
 	pending []byte
 }
 
-func (s *safeWriter) Write(p []byte) (int, error) {
+// NewSafeWriter returns a SafeWriter writing to w.
+func NewSafeWriter(w io.Writer) *SafeWriter { return &SafeWriter{w: w} }
+
+// Write writes p to the underlying writer, control characters escaped. It
+// returns len(p) unless the underlying writer fails.
+func (s *SafeWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	data := p
 	if len(s.pending) > 0 {
@@ -85,8 +91,8 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// flush writes a byte held back at the end.
-func (s *safeWriter) flush() error {
+// Flush writes a byte held back at the end.
+func (s *SafeWriter) Flush() error {
 	if len(s.pending) == 0 {
 		return nil
 	}

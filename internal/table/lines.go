@@ -1,4 +1,4 @@
-package cmd
+package table
 
 import (
 	"crypto/sha256"
@@ -23,6 +23,48 @@ func (m *memLines) each(fn func(tableLine) error) error {
 	for _, l := range m.lines {
 		if err := fn(l); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// memGroups keeps a grouped table's lines in memory, by group, as
+// groupedLines keeps them in a spill file: the rows added before any comment
+// line first, then each comment line's group in the order it first came.
+type memGroups struct {
+	// groups[0] are the rows before any comment line; every other group
+	// starts with its comment line.
+	groups [][]tableLine
+	// index is the group of each comment, by its text as given.
+	index map[string]int
+	// cur is the group rows are added to.
+	cur int
+}
+
+func (m *memGroups) add(l tableLine) error {
+	if m.groups == nil {
+		m.groups, m.index = [][]tableLine{nil}, map[string]int{}
+	}
+	if !l.isComment {
+		m.groups[m.cur] = append(m.groups[m.cur], l)
+		return nil
+	}
+	i, ok := m.index[l.raw]
+	if !ok {
+		i = len(m.groups)
+		m.index[l.raw] = i
+		m.groups = append(m.groups, []tableLine{l})
+	}
+	m.cur = i
+	return nil
+}
+
+func (m *memGroups) each(fn func(tableLine) error) error {
+	for _, g := range m.groups {
+		for _, l := range g {
+			if err := fn(l); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -98,7 +140,7 @@ type groupedLines struct {
 	// comment.
 	group  uint64
 	reason string
-	// err is a failure to pick a group (table.comment returns none): the
+	// err is a failure to pick a group (Table.Comment returns none): the
 	// next add or each returns it.
 	err error
 }
