@@ -17,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -89,7 +90,7 @@ and a line per key is appended to audit.log in the backup directory.`,
 	o.print.addFlags(c)
 	f.BoolVar(&o.retainVolumes, impact.RetainVolumesFlag[2:], false, "set each bound PersistentVolume whose reclaim policy would destroy its storage to Retain (through the API server, backed up) before deleting its claim")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: "+acceptableKinds())
-	f.BoolVar(&o.singleWitness, repair.AcceptSingleWitnessFlag[2:], false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
+	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
 	return c
 }
 
@@ -350,7 +351,7 @@ func printBlocker(out io.Writer, plan *repair.Plan, b repair.Blocker) {
 // blocker refuses (none for a blocker that is not about effects).
 func blockerEffects(plan *repair.Plan, b repair.Blocker) map[string][]string {
 	flag := blockerFlag(plan, b)
-	if flag == "" || flag == repair.AcceptSingleWitnessFlag {
+	if flag == "" || flag == flagnames.AcceptSingleWitness {
 		return nil
 	}
 	out := map[string][]string{}
@@ -374,8 +375,8 @@ func blockerFlag(plan *repair.Plan, b repair.Blocker) string {
 			}
 		}
 	}
-	if strings.Contains(b.WayOut, repair.AcceptSingleWitnessFlag) {
-		return repair.AcceptSingleWitnessFlag
+	if strings.Contains(b.WayOut, flagnames.AcceptSingleWitness) {
+		return flagnames.AcceptSingleWitness
 	}
 	return ""
 }
@@ -395,7 +396,7 @@ func printRefusedSummary(out io.Writer, plan *repair.Plan, blockers []repair.Blo
 		}
 		var why string
 		switch flag := blockerFlag(plan, b); {
-		case flag == repair.AcceptSingleWitnessFlag:
+		case flag == flagnames.AcceptSingleWitness:
 			why = fmt.Sprintf("%s %s %s, or an API server to confirm %s: %s on one witness only", keys(n), need, flag, it, rest)
 		case flag != "":
 			var kinds []string

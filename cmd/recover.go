@@ -18,6 +18,7 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/recovery"
 	"github.com/regghost/regghost/pkg/resolve"
@@ -108,7 +109,7 @@ decrypted with the encryption configs given; nothing is written.`,
 	f.StringVar(&o.name, "name", "", "only objects of this name")
 	f.StringVarP(&o.selector, "selector", "l", "", "only objects whose labels match (key=value,...)")
 	f.BoolVar(&o.withNamespace, "with-namespace", false, "also recover the namespace object of the chosen objects from the source")
-	f.BoolVar(&o.intoRecreated, strings.TrimPrefix(recovery.IntoRecreatedFlag, "--"), false, "also write objects into a namespace or CRD deleted and created again since the source (refused without it: they would join one they never belonged to)")
+	f.BoolVar(&o.intoRecreated, strings.TrimPrefix(flagnames.IntoRecreated, "--"), false, "also write objects into a namespace or CRD deleted and created again since the source (refused without it: they would join one they never belonged to)")
 	f.BoolVar(&o.withStatus, "with-status", false, "keep status in -o yaml|json manifests")
 	f.BoolVar(&o.withLive, "with-live", false, "with -o yaml|json, also print an object asked for by key or --name that exists live, at the live resourceVersion (kubectl apply then fails on a conflict instead of overwriting)")
 	o.other.add(c, "snapshot or revision")

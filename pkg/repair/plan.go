@@ -8,6 +8,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
@@ -58,9 +59,12 @@ func (p *Plan) Effects(key string) []impact.Effect {
 	return p.Impact.Effects[key]
 }
 
-// AcceptSingleWitnessFlag is the command-line flag that lets single-witness
-// verdicts be purged; refusals name it.
-const AcceptSingleWitnessFlag = "--accept-single-witness"
+// AcceptSingleWitnessFlag is flagnames.AcceptSingleWitness, which lets
+// single-witness verdicts be purged.
+//
+// Deprecated: use flagnames.AcceptSingleWitness. It is kept only while
+// cmd/output.go, being moved into internal/table, still names it.
+const AcceptSingleWitnessFlag = flagnames.AcceptSingleWitness
 
 // Blocker is a reason a confirmed purge would be refused, with the way out.
 type Blocker struct {
@@ -90,8 +94,8 @@ func (p *Plan) Blockers() []Blocker {
 		if len(keys) > 0 {
 			out = append(out, Blocker{Keys: keys,
 				Reason: fmt.Sprintf("%d ghost verdicts rest on one witness only, with nobody to confirm them: %s", len(keys), strings.Join(whys, "; ")),
-				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + AcceptSingleWitnessFlag,
-				Flag:   AcceptSingleWitnessFlag})
+				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + flagnames.AcceptSingleWitness,
+				Flag:   flagnames.AcceptSingleWitness})
 		}
 	}
 	if p.Impact != nil {
