@@ -71,7 +71,10 @@ type Blocker struct {
 	Keys   []string `json:"keys"`
 	Reason string   `json:"reason"`
 	WayOut string   `json:"wayOut"`
-	// Flag is the option that takes the keys anyway (part of WayOut).
+	// Flag is the option that takes the keys anyway (part of WayOut), as
+	// the refusal was made: flagnames.AcceptSingleWitness for ghost
+	// verdicts on one witness, else the refused effects' impact.Effect.WayOut
+	// (impact.RetainVolumesFlag, or impact.AcceptImpactFlag and a kind).
 	Flag string `json:"flag"`
 }
 
@@ -126,6 +129,29 @@ func (p *Plan) Blockers() []Blocker {
 				b.Reason += fmt.Sprintf(" (and %d more keys, listed)", n)
 			}
 			out = append(out, *b)
+		}
+	}
+	return out
+}
+
+// BlockerEffects returns, by key, the irreversible effects that b refuses:
+// those its Flag lets go ahead, in the order the impact lists them. It is
+// nil for a blocker that is not about effects (a single witness).
+func (p *Plan) BlockerEffects(b Blocker) map[string][]impact.Effect {
+	if p.Impact == nil || b.Flag == "" {
+		return nil
+	}
+	refused := p.Impact.Refused(p.ImpactOptions)
+	var out map[string][]impact.Effect
+	for _, k := range b.Keys {
+		for _, e := range refused[k] {
+			if e.WayOut != b.Flag {
+				continue
+			}
+			if out == nil {
+				out = map[string][]impact.Effect{}
+			}
+			out[k] = append(out[k], e)
 		}
 	}
 	return out
