@@ -12,16 +12,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/backup"
-	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/recovery"
-	"github.com/regghost/regghost/pkg/resolve"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -286,7 +283,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return err
 	}
 	view, _ := g.api()
-	types, err := loadTypes(ctx, live, g, view, cluster)
+	types, err := recovery.LoadTypes(ctx, live, g.prefix, view, cluster)
 	if err != nil {
 		return err
 	}
@@ -338,7 +335,9 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	defer doneWriting()
 	ro.Pacing = etcdwrite.Pacing{Stop: stop}
 	if view != nil {
-		ro.Served = func(ctx context.Context, crd *recovery.Object) error { return waitServed(ctx, view, crd, o.servedWait) }
+		ro.Served = func(ctx context.Context, crd *recovery.Object) error {
+			return recovery.WaitServed(ctx, view, crd, o.servedWait)
+		}
 	}
 	res, werr := recovery.Run(ctx, objs, ro)
 	if res == nil {
@@ -371,20 +370,6 @@ func keysOf(objs []*recovery.Object) []string {
 		keys[i] = obj.Key
 	}
 	return keys
-}
-
-// loadTypes names resources as the live cluster does: discovery when the
-// API server answers, the CRDs in etcd, the release catalog.
-func loadTypes(ctx context.Context, live etcdscan.Store, g *globalOptions, view *apiview.View, dec *decrypt.Decrypter) (*resolve.Resolver, error) {
-	var served *catalog.Catalog
-	if view != nil {
-		served, _ = view.Catalog(ctx)
-	}
-	var d resolve.Decrypter
-	if dec != nil {
-		d = dec
-	}
-	return resolve.Load(ctx, live, g.prefix, served, d)
 }
 
 // printRecoveryPlan lists each chosen object with what recover does with
@@ -430,26 +415,4 @@ func recoveryRefusedErr(objs []*recovery.Object) error {
 		}
 	}
 	return nil
-}
-
-// waitServed waits until the API server serves the custom resources of a
-// CRD just written, at its storage version.
-func waitServed(ctx context.Context, view *apiview.View, crd *recovery.Object, wait time.Duration) error {
-	res, err := recovery.CRDResource(crd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	for {
-		err := view.Serves(ctx, res)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not served after %s: %s", res.GroupResource(), wait, oneLine(err))
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
