@@ -16,7 +16,7 @@ import (
 
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/spill"
 )
 
@@ -150,7 +150,7 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 	}
 	fmt.Fprintf(out, "Ghosts: %d%s\n", ghosts, classCounts(rep, true))
 	if single > 0 {
-		fmt.Fprintf(out, "  of which %d (marked *) rest on a single witness: purge refuses them without %s\n", single, repair.AcceptSingleWitnessFlag)
+		fmt.Fprintf(out, "  of which %d (marked *) rest on a single witness: purge refuses them without %s\n", single, flagnames.AcceptSingleWitness)
 	}
 	fmt.Fprintf(out, "Suspects: %d%s\n", suspects, classCounts(rep, false))
 	if len(rep.Encrypted) > 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -90,7 +91,7 @@ and a line per key is appended to audit.log in the backup directory.`,
 	o.print.addFlags(c)
 	f.BoolVar(&o.retainVolumes, impact.RetainVolumesFlag[2:], false, "set each bound PersistentVolume whose reclaim policy would destroy its storage to Retain (through the API server, backed up) before deleting its claim")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: "+acceptableKinds())
-	f.BoolVar(&o.singleWitness, repair.AcceptSingleWitnessFlag[2:], false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
+	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
 	return c
 }
 
@@ -211,9 +212,8 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	return nil
 }
 
-// planPurge scans, selects the targets and works out what deleting them
-// sets in motion, all at the scan's revision and with one connection to
-// etcd and the API server. It returns the API server it used, if any.
+// planPurge makes the plan (repair.PlanPurge) with one connection to etcd
+// and the API server, and returns the API server it used, if any.
 func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repair.Selector, io impact.Options) (*repair.Plan, *apiview.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
 	defer cancel()
@@ -222,27 +222,19 @@ func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repai
 		return nil, nil, err
 	}
 	defer rs.close()
-	rep, err := rs.scan(ctx, g, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err := repair.NewPlan(rep, sel)
-	rep.Close() // the plan holds what it needs
-	if err != nil {
-		return nil, nil, err
-	}
-	var readers impact.Readers
+	po := repair.PlanOptions{Store: rs.store, Selector: sel, Impact: io, Scan: func(ctx context.Context) (*etcdscan.Report, error) {
+		return rs.scan(ctx, g, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
+	}}
 	if rs.dec != nil {
-		readers.Decrypter = rs.dec
+		po.Readers.Decrypter = rs.dec
 	}
 	if rs.view != nil {
-		readers.API = rs.view
+		po.Readers.API = rs.view
 	}
-	effects, err := impact.Analyze(ctx, rs.store, plan.Prefix, plan.Targets, readers)
+	plan, err := repair.PlanPurge(ctx, po)
 	if err != nil {
-		return nil, nil, fmt.Errorf("work out what the deletes set in motion: %w", err)
+		return nil, nil, err
 	}
-	plan.SetImpact(effects, io)
 	return plan, rs.view, nil
 }
 
@@ -331,13 +323,17 @@ func impactCell(plan *repair.Plan, key string) string {
 func printBlocker(out io.Writer, plan *repair.Plan, b repair.Blocker) {
 	fmt.Fprintln(out)
 	table.Para(out, "Would be refused: ", "  ", b.Reason+".")
-	effects := blockerEffects(plan, b)
+	effects := plan.BlockerEffects(b)
 	if len(b.Keys) > 1 && len(effects) > 0 {
 		fmt.Fprintln(out, "  Keys:")
 		for _, k := range b.Keys {
 			text := k
-			if s := effects[k]; len(s) > 0 {
-				text += ": " + strings.Join(s, "; ")
+			var says []string
+			for _, e := range effects[k] {
+				says = append(says, e.Summary)
+			}
+			if len(says) > 0 {
+				text += ": " + strings.Join(says, "; ")
 			}
 			table.Para(out, "    ", "      ", text)
 		}
@@ -345,40 +341,6 @@ func printBlocker(out io.Writer, plan *repair.Plan, b repair.Blocker) {
 		table.Para(out, "  Keys: ", "    ", strings.Join(b.Keys, ", "))
 	}
 	table.Para(out, "  Way out: ", "    ", b.WayOut+".")
-}
-
-// blockerEffects are, by key, the summaries of the irreversible effects a
-// blocker refuses (none for a blocker that is not about effects).
-func blockerEffects(plan *repair.Plan, b repair.Blocker) map[string][]string {
-	flag := blockerFlag(plan, b)
-	if flag == "" || flag == repair.AcceptSingleWitnessFlag {
-		return nil
-	}
-	out := map[string][]string{}
-	for _, k := range b.Keys {
-		for _, e := range plan.Impact.Refused(plan.ImpactOptions)[k] {
-			if e.WayOut == flag {
-				out[k] = append(out[k], e.Summary)
-			}
-		}
-	}
-	return out
-}
-
-// blockerFlag is the flag that lifts a blocker: --accept-single-witness,
-// --retain-volumes or --accept-impact KIND ("" if none is known).
-func blockerFlag(plan *repair.Plan, b repair.Blocker) string {
-	if plan.Impact != nil && len(b.Keys) > 0 {
-		for _, e := range plan.Impact.Refused(plan.ImpactOptions)[b.Keys[0]] {
-			if strings.HasSuffix(b.WayOut, e.WayOut) || strings.Contains(b.WayOut, e.WayOut+":") {
-				return e.WayOut
-			}
-		}
-	}
-	if strings.Contains(b.WayOut, repair.AcceptSingleWitnessFlag) {
-		return repair.AcceptSingleWitnessFlag
-	}
-	return ""
 }
 
 // printRefusedSummary ends the plan of a purge that --confirm would refuse.
@@ -395,14 +357,15 @@ func printRefusedSummary(out io.Writer, plan *repair.Plan, blockers []repair.Blo
 			need, it, rest = "need", "them", "their ghost verdicts rest"
 		}
 		var why string
-		switch flag := blockerFlag(plan, b); {
-		case flag == repair.AcceptSingleWitnessFlag:
+		switch flag := b.Flag; {
+		case flag == flagnames.AcceptSingleWitness:
 			why = fmt.Sprintf("%s %s %s, or an API server to confirm %s: %s on one witness only", keys(n), need, flag, it, rest)
 		case flag != "":
 			var kinds []string
+			effects := plan.BlockerEffects(b)
 			for _, k := range b.Keys {
-				for _, e := range plan.Impact.Refused(plan.ImpactOptions)[k] {
-					if e.WayOut == flag && !slices.Contains(kinds, string(e.Kind)) {
+				for _, e := range effects[k] {
+					if !slices.Contains(kinds, string(e.Kind)) {
 						kinds = append(kinds, string(e.Kind))
 					}
 				}

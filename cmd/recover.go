@@ -13,15 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/backup"
-	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/recovery"
-	"github.com/regghost/regghost/pkg/resolve"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -109,7 +107,7 @@ decrypted with the encryption configs given; nothing is written.`,
 	f.StringVar(&o.name, "name", "", "only objects of this name")
 	f.StringVarP(&o.selector, "selector", "l", "", "only objects whose labels match (key=value,...)")
 	f.BoolVar(&o.withNamespace, "with-namespace", false, "also recover the namespace object of the chosen objects from the source")
-	f.BoolVar(&o.intoRecreated, strings.TrimPrefix(recovery.IntoRecreatedFlag, "--"), false, "also write objects into a namespace or CRD deleted and created again since the source (refused without it: they would join one they never belonged to)")
+	f.BoolVar(&o.intoRecreated, strings.TrimPrefix(flagnames.IntoRecreated, "--"), false, "also write objects into a namespace or CRD deleted and created again since the source (refused without it: they would join one they never belonged to)")
 	f.BoolVar(&o.withStatus, "with-status", false, "keep status in -o yaml|json manifests")
 	f.BoolVar(&o.withLive, "with-live", false, "with -o yaml|json, also print an object asked for by key or --name that exists live, at the live resourceVersion (kubectl apply then fails on a conflict instead of overwriting)")
 	o.other.add(c, "snapshot or revision")
@@ -286,7 +284,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return err
 	}
 	view, _ := g.api()
-	types, err := loadTypes(ctx, live, g, view, cluster)
+	types, err := recovery.LoadTypes(ctx, live, g.prefix, view, cluster)
 	if err != nil {
 		return err
 	}
@@ -338,7 +336,9 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	defer doneWriting()
 	ro.Pacing = etcdwrite.Pacing{Stop: stop}
 	if view != nil {
-		ro.Served = func(ctx context.Context, crd *recovery.Object) error { return waitServed(ctx, view, crd, o.servedWait) }
+		ro.Served = func(ctx context.Context, crd *recovery.Object) error {
+			return recovery.WaitServed(ctx, view, crd, o.servedWait)
+		}
 	}
 	res, werr := recovery.Run(ctx, objs, ro)
 	if res == nil {
@@ -371,20 +371,6 @@ func keysOf(objs []*recovery.Object) []string {
 		keys[i] = obj.Key
 	}
 	return keys
-}
-
-// loadTypes names resources as the live cluster does: discovery when the
-// API server answers, the CRDs in etcd, the release catalog.
-func loadTypes(ctx context.Context, live etcdscan.Store, g *globalOptions, view *apiview.View, dec *decrypt.Decrypter) (*resolve.Resolver, error) {
-	var served *catalog.Catalog
-	if view != nil {
-		served, _ = view.Catalog(ctx)
-	}
-	var d resolve.Decrypter
-	if dec != nil {
-		d = dec
-	}
-	return resolve.Load(ctx, live, g.prefix, served, d)
 }
 
 // printRecoveryPlan lists each chosen object with what recover does with
@@ -430,26 +416,4 @@ func recoveryRefusedErr(objs []*recovery.Object) error {
 		}
 	}
 	return nil
-}
-
-// waitServed waits until the API server serves the custom resources of a
-// CRD just written, at its storage version.
-func waitServed(ctx context.Context, view *apiview.View, crd *recovery.Object, wait time.Duration) error {
-	res, err := recovery.CRDResource(crd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	for {
-		err := view.Serves(ctx, res)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not served after %s: %s", res.GroupResource(), wait, oneLine(err))
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }

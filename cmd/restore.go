@@ -12,6 +12,7 @@ import (
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
 )
@@ -78,7 +79,7 @@ func (o *otherClusterFlags) add(c *cobra.Command, source string) {
 // addIntoRecreatedFlag adds the flag that writes keys into a namespace or
 // CRD created again since the purge.
 func addIntoRecreatedFlag(c *cobra.Command, into *bool) {
-	c.Flags().BoolVar(into, strings.TrimPrefix(repair.IntoRecreatedFlag, "--"), false,
+	c.Flags().BoolVar(into, strings.TrimPrefix(flagnames.IntoRecreated, "--"), false,
 		"also write back keys whose namespace or CustomResourceDefinition was created again since the purge (refused without it: they would join a namespace or CRD they never belonged to)")
 }
 
@@ -148,7 +149,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	// refusedLine says what was refused and how to write it deliberately.
 	refusedLine := func(w io.Writer) {
 		if refused > 0 {
-			table.Wrapped(w, fmt.Sprintf("Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.", refused, repair.IntoRecreatedFlag))
+			table.Wrapped(w, fmt.Sprintf("Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.", refused, flagnames.IntoRecreated))
 		}
 	}
 	if !f.confirm || todo == 0 {

@@ -15,11 +15,8 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
-	"github.com/regghost/regghost/pkg/apiview"
-	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/exporter"
 )
@@ -119,9 +116,19 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	meter := &exporter.EtcdMeter{}
 	g.etcd.DialOptions = append(g.etcd.DialOptions, grpc.WithStatsHandler(meter))
 	coll := exporter.NewCollector(meter)
-	src := &serveSource{g: g, o: o}
-	defer src.close()
-	loop := &exporter.Loop{Scan: src.cycle, Interval: o.interval, Jitter: o.jitter, Timeout: g.etcd.CommandTimeout,
+	src := exporter.NewSource(exporter.SourceOptions{Connect: g.connect, LoadDecrypter: g.decrypter, OpenAPI: g.api,
+		DialTimeout: g.etcd.DialTimeout, PageSize: o.reads.pageSize, Stream: o.reads.stream, MaxKeysPerSecond: o.reads.maxKeysPerSecond,
+		Scan: func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
+			rs := &readSession{store: in.Store, dec: in.Decrypter, view: in.API, why: in.APIUnavailable, close: func() {}, quiet: true}
+			rep, err := rs.scan(ctx, g, "", o.terminatingAfter, o.apiCheckLimit)
+			var ae *apiError
+			if errors.As(err, &ae) {
+				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
+			}
+			return rep, err
+		}})
+	defer src.Close()
+	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}
 	srv := &http.Server{Handler: exporter.Handler(exporter.Registry(coll), coll), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
@@ -149,124 +156,4 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		return fmt.Errorf("serve %s: %w", o.listen, err)
 	}
 	return nil
-}
-
-// serveSource runs serve's scans on one etcd client and one API client,
-// opened at the first cycle that can and kept for the next.
-type serveSource struct {
-	g   *globalOptions
-	o   *serveOptions
-	cli *clientv3.Client
-	dec *decrypt.Decrypter
-	// decLoaded is set once the encryption config was read.
-	decLoaded bool
-	view      *apiview.View
-	// etcdFailures counts the cycles in a row etcd failed.
-	etcdFailures int
-}
-
-func (s *serveSource) close() {
-	if s.cli != nil {
-		s.cli.Close()
-	}
-}
-
-// cycle is one scan at a fresh revision on the shared clients.
-func (s *serveSource) cycle(ctx context.Context) (*etcdscan.Report, error) {
-	rep, err := s.scanOnce(ctx)
-	var ce *exporter.CycleError
-	switch {
-	case err == nil:
-		s.etcdFailures = 0
-	case errors.As(err, &ce) && ce.Reason == exporter.ReasonEtcd:
-		// etcd refused the client for cycles in a row: its certificates
-		// may have been rotated, or its endpoints changed. The next cycle
-		// connects afresh, reading the files (and the encryption config)
-		// again.
-		if s.etcdFailures++; s.etcdFailures >= reconnectAfter && s.cli != nil {
-			s.cli.Close()
-			s.cli, s.decLoaded, s.etcdFailures = nil, false, 0
-		}
-	}
-	return rep, err
-}
-
-// reconnectAfter is how many cycles in a row etcd must fail before serve
-// connects to it afresh.
-const reconnectAfter = 3
-
-// scanOnce is one scan at a fresh revision on the shared clients.
-func (s *serveSource) scanOnce(ctx context.Context) (*etcdscan.Report, error) {
-	g := s.g
-	if s.cli == nil {
-		cli, err := g.connect(ctx)
-		if err != nil {
-			return nil, &exporter.CycleError{Reason: exporter.ReasonEtcd, Err: err}
-		}
-		s.cli = cli
-	}
-	if !s.decLoaded {
-		dec, err := g.decrypter(ctx)
-		if err != nil {
-			return nil, &exporter.CycleError{Reason: exporter.ReasonScan, Err: err}
-		}
-		s.dec, s.decLoaded = dec, true
-	}
-	view, why := s.api()
-	// Pinning the revision is the cycle's first read: bounded by the dial
-	// timeout, an etcd that went away fails the cycle at once rather than
-	// at --command-timeout.
-	pctx, cancel := context.WithTimeout(ctx, 2*g.etcd.DialTimeout)
-	store, err := etcdscan.NewEtcdStore(pctx, s.cli, s.o.reads.pageSize)
-	cancel()
-	if err != nil {
-		return nil, &exporter.CycleError{Reason: exporter.ReasonEtcd, Err: err}
-	}
-	if !s.o.reads.stream {
-		store.DisableStreaming()
-	}
-	store.SetMaxKeysPerSecond(s.o.reads.maxKeysPerSecond)
-	rs := &readSession{store: store, dec: s.dec, view: view, why: why, close: func() {}, quiet: true}
-	rep, err := rs.scan(ctx, g, "", s.o.terminatingAfter, s.o.apiCheckLimit)
-	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) {
-			return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
-		}
-		return nil, s.etcdOrTimeout(ctx, err)
-	}
-	return rep, nil
-}
-
-// api returns the shared API client, opening it when it is not open yet;
-// nil and the reason when the API server is not used or does not answer
-// now (the scan then goes on from etcd alone and says so).
-func (s *serveSource) api() (*apiview.View, string) {
-	if s.g.noAPI {
-		return nil, "--no-api given"
-	}
-	if s.view == nil {
-		view, why := s.g.api()
-		if view == nil {
-			return nil, why
-		}
-		s.view = view
-	}
-	if v, err := s.view.Version(); err != nil {
-		return nil, "API server unreachable: " + oneLine(err)
-	} else {
-		s.view.ServerVersion = v
-	}
-	return s.view, ""
-}
-
-// etcdOrTimeout names the reason of a failed cycle: etcd when etcd does not
-// answer a read now, else timeout for a deadline, else scan.
-func (s *serveSource) etcdOrTimeout(ctx context.Context, err error) error {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.g.etcd.DialTimeout)
-	defer cancel()
-	if _, perr := s.cli.Get(pctx, "\x00", clientv3.WithCountOnly()); perr != nil {
-		return &exporter.CycleError{Reason: exporter.ReasonEtcd, Err: err}
-	}
-	return err
 }

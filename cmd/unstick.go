@@ -189,13 +189,8 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if err != nil {
 		return err
 	}
-	uo := unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Notices: g.errOut, Decrypt: identityDecrypter(dec)}
-	var res *unstick.Result
-	if len(a.DeleteAPIServices) > 0 {
-		res, err = deleteDanglingAPIServices(sctx, g, o, a, uo)
-	} else {
-		res, err = unstick.Run(sctx, a, g.prefix, uo)
-	}
+	res, err := unstick.Resolve(sctx, a, g.prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
+		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: identityDecrypter(dec)}})
 	if res == nil && err != nil {
 		if errors.Is(err, unstick.ErrRefused) {
 			return &exitError{code: ExitError, err: err}
@@ -295,39 +290,4 @@ func printAnalysis(out io.Writer, a *unstick.Analysis) {
 		table.Para(out, "  cannot be read here: ", "    ", u)
 	}
 	table.Wrapped(out, fmt.Sprintf("Next: %s.", a.Next))
-}
-
-// deleteDanglingAPIServices unblocks a deletion held by APIServices whose
-// Service is gone: it deletes them (dangling's fix: backed up,
-// preconditioned, read back), then waits for the deletion to finish.
-// Finalizers nobody serves are removed after, as unstick does.
-func deleteDanglingAPIServices(ctx context.Context, g *globalOptions, o *unstickOptions, a *unstick.Analysis, uo unstick.Options) (*unstick.Result, error) {
-	cli, dyn := uo.Client, uo.Dynamic
-	fixes, refused := dangling.PlanFixes(a.DeleteAPIServices, dangling.PlanOptions{AcceptManaged: o.acceptManaged})
-	if len(refused) > 0 {
-		return nil, &exitError{code: ExitError, err: fmt.Errorf("refused: APIService %s: %s (%s); nothing was changed", refused[0].Ref.Name, refused[0].Reason, refused[0].WayOut)}
-	}
-	fixed, err := dangling.Apply(ctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.prefix,
-		Scope: "unstick " + a.Target + ": dangling APIServices", Now: clock, Notices: uo.Notices, Decrypt: uo.Decrypt})
-	if fixed == nil {
-		return nil, err
-	}
-	res := &unstick.Result{Dir: fixed.Dir, Backup: fixed.Backup, Results: fixed.Results}
-	if err != nil {
-		return res, err
-	}
-	if err := unstick.Nudge(ctx, dyn, a, clock()); err != nil {
-		return res, err
-	}
-	if a.Removable() > 0 {
-		a.DeleteAPIServices = nil
-		more, err := unstick.Run(ctx, a, g.prefix, uo)
-		if more != nil {
-			res.Results = append(res.Results, more.Results...)
-			res.Finished, res.Left = more.Finished, more.Left
-		}
-		return res, err
-	}
-	res.Finished, res.Left, err = unstick.Wait(ctx, a, g.prefix, cli, o.wait)
-	return res, err
 }

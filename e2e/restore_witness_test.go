@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regghost/regghost/pkg/etcdwrite"
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -45,12 +45,12 @@ func assertRefused(t *testing.T, what string, got map[string]etcdwrite.Result, k
 	for _, k := range keys {
 		r := got[k]
 		if r.Outcome != etcdwrite.Refused || !strings.Contains(r.Detail, "namespace kb-system (/registry/namespaces/kb-system, create revision") ||
-			!strings.Contains(r.Detail, "was created again since the purge") || !strings.Contains(r.Detail, repair.IntoRecreatedFlag) {
-			t.Errorf("%s: %s: %s (%s), want refused: namespace kb-system created again, naming %s", what, k, r.Outcome, r.Detail, repair.IntoRecreatedFlag)
+			!strings.Contains(r.Detail, "was created again since the purge") || !strings.Contains(r.Detail, flagnames.IntoRecreated) {
+			t.Errorf("%s: %s: %s (%s), want refused: namespace kb-system created again, naming %s", what, k, r.Outcome, r.Detail, flagnames.IntoRecreated)
 		}
 	}
-	if !strings.Contains(errOut, "were refused, not restored") || !strings.Contains(errOut, repair.IntoRecreatedFlag) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
-		t.Errorf("%s: stderr %q, want one line: refused, naming %s", what, errOut, repair.IntoRecreatedFlag)
+	if !strings.Contains(errOut, "were refused, not restored") || !strings.Contains(errOut, flagnames.IntoRecreated) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("%s: stderr %q, want one line: refused, naming %s", what, errOut, flagnames.IntoRecreated)
 	}
 }
 
@@ -78,7 +78,7 @@ func TestRestoreRefusesARecreatedNamespace(t *testing.T) {
 		got, errOut, code := c.restoreOutcomes(t, "restore", dir)
 		assertRefused(t, "dry run", got, ghosts, errOut, code)
 		out, _, _ := c.regghost(t, "", "restore", dir)
-		if !strings.Contains(out, "Refused 5 keys") || !strings.Contains(out, repair.IntoRecreatedFlag+" writes them there anyway") {
+		if !strings.Contains(out, "Refused 5 keys") || !strings.Contains(out, flagnames.IntoRecreated+" writes them there anyway") {
 			t.Errorf("dry run table:\n%s", out)
 		}
 		c.assertUnchanged(t, "a restore dry run", state)
@@ -97,8 +97,8 @@ func TestRestoreRefusesARecreatedNamespace(t *testing.T) {
 	})
 
 	t.Run("--into-recreated writes them", func(t *testing.T) {
-		out, errOut, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes", repair.IntoRecreatedFlag)
-		if code != 0 || !strings.Contains(out, "Restored 5 keys") || !strings.Contains(out, "as "+repair.IntoRecreatedFlag+" asks") {
+		out, errOut, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes", flagnames.IntoRecreated)
+		if code != 0 || !strings.Contains(out, "Restored 5 keys") || !strings.Contains(out, "as "+flagnames.IntoRecreated+" asks") {
 			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 		}
 		for _, k := range ghosts {
@@ -189,9 +189,9 @@ func TestKineSnapshotRestoreWritesThePurgesKeys(t *testing.T) {
 		}
 	}
 
-	out, errOut, code = c.regghost(t, "", "snapshot", "restore", snap, "--confirm", "--yes", repair.IntoRecreatedFlag)
+	out, errOut, code = c.regghost(t, "", "snapshot", "restore", snap, "--confirm", "--yes", flagnames.IntoRecreated)
 	if code != 0 || !strings.Contains(out, "Restored 5 keys") {
-		t.Fatalf("snapshot restore %s: exit %d: %s%s", repair.IntoRecreatedFlag, code, out, errOut)
+		t.Fatalf("snapshot restore %s: exit %d: %s%s", flagnames.IntoRecreated, code, out, errOut)
 	}
 	for _, k := range ghosts {
 		if !bytes.Equal(c.value(t, k), before[k]) {

@@ -16,7 +16,7 @@ import (
 	kmsv2 "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/flagnames"
 )
 
 // clusterEncryption encrypts Secrets with aescbc key1 and can also read
@@ -188,12 +188,12 @@ func TestLiveObjectsAreNeverGhosts(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "backups")
 		args := append([]string{"purge", "-n", "app", "--no-api", "--encryption-provider-config", stalePath, "--backup-dir", root}, c.etcdArgs()...)
 		out, errOut, code := runBinary(t, "", args...)
-		if code != 0 || !strings.Contains(out, "single") || !strings.Contains(out, repair.AcceptSingleWitnessFlag) {
-			t.Errorf("dry run does not say which keys need %s: exit %d: %s\n%s", repair.AcceptSingleWitnessFlag, code, errOut, out)
+		if code != 0 || !strings.Contains(out, "single") || !strings.Contains(out, flagnames.AcceptSingleWitness) {
+			t.Errorf("dry run does not say which keys need %s: exit %d: %s\n%s", flagnames.AcceptSingleWitness, code, errOut, out)
 		}
 		before := c.state(t)
 		out, errOut, code = runBinary(t, "", append(args, "--confirm", "--yes")...)
-		if code != 1 || !strings.Contains(errOut, repair.AcceptSingleWitnessFlag) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		if code != 1 || !strings.Contains(errOut, flagnames.AcceptSingleWitness) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("purge of a single-witness verdict: exit %d: %s\n%s", code, errOut, out)
 		}
 		c.assertUnchanged(t, "a refused purge", before)
@@ -298,7 +298,7 @@ func TestAPIServerOfAnotherClusterIsNoWitness(t *testing.T) {
 		t.Errorf("api server witness check: %+v", ch)
 	}
 	_, errOut, code = runBinary(t, "", append([]string{"purge", "-n", "gone", "--confirm", "--yes", "--backup-dir", t.TempDir()}, wrong...)...)
-	if code != 1 || !strings.Contains(errOut, repair.AcceptSingleWitnessFlag) {
+	if code != 1 || !strings.Contains(errOut, flagnames.AcceptSingleWitness) {
 		t.Errorf("purge with another cluster's API server: exit %d: %s", code, errOut)
 	}
 	if c.value(t, "/registry/configmaps/gone/cm") == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
 )
 
@@ -51,11 +52,10 @@ type Refusal struct {
 	WayOut string `json:"wayOut,omitempty"`
 }
 
-// The flags that accept what a fix refuses by default.
-const (
-	AcceptManagedFlag       = "--accept-managed"
-	AcceptSingleWitnessFlag = "--accept-single-witness"
-)
+// AcceptManagedFlag accepts a fix of an object Helm, Argo CD or Flux
+// tracks, refused by default (flagnames.AcceptSingleWitness accepts one
+// only etcd could confirm).
+const AcceptManagedFlag = "--accept-managed"
 
 // PlanOptions say what a fix may take.
 type PlanOptions struct {
@@ -95,7 +95,7 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 		}
 		switch {
 		case r.SingleWitness && !o.AcceptSingleWitness:
-			refused = append(refused, Refusal{Ref: r, WayOut: AcceptSingleWitnessFlag,
+			refused = append(refused, Refusal{Ref: r, WayOut: flagnames.AcceptSingleWitness,
 				Reason: "only etcd says " + r.Target + " is gone (the API server could not confirm it)"})
 			continue
 		case len(r.ManagedBy) > 0 && !o.AcceptManaged:

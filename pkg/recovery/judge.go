@@ -17,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/resolve"
 )
 
@@ -371,16 +372,12 @@ func (j *judge) witness(ctx context.Context, key, what, wayOut string) (Verdict,
 	switch {
 	case j.IntoRecreated:
 	case why != "":
-		return refused("%s in the source cannot be read (%s): whether it was created again since cannot be told; %s writes the object anyway", what, why, IntoRecreatedFlag), nil
+		return refused("%s in the source cannot be read (%s): whether it was created again since cannot be told; %s writes the object anyway", what, why, flagnames.IntoRecreated), nil
 	case was != "" && was != string(m.GetUID()):
-		return refused("%s was deleted and created again since the source (UID %s, now %s): the object would join one it never belonged to; %s writes it there anyway", what, was, m.GetUID(), IntoRecreatedFlag), nil
+		return refused("%s was deleted and created again since the source (UID %s, now %s): the object would join one it never belonged to; %s writes it there anyway", what, was, m.GetUID(), flagnames.IntoRecreated), nil
 	}
 	return Verdict{Needs: []Need{{Key: key, What: what, CreateRevision: kv.CreateRevision}}}, nil
 }
-
-// IntoRecreatedFlag writes objects into a namespace or CRD created again
-// since the source.
-const IntoRecreatedFlag = "--into-recreated"
 
 // sourceUID is the UID of key in the source: "" when the source lacks it;
 // why says why it cannot be read there (decrypted with the source's

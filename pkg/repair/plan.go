@@ -8,6 +8,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
@@ -58,16 +59,15 @@ func (p *Plan) Effects(key string) []impact.Effect {
 	return p.Impact.Effects[key]
 }
 
-// AcceptSingleWitnessFlag is the command-line flag that lets single-witness
-// verdicts be purged; refusals name it.
-const AcceptSingleWitnessFlag = "--accept-single-witness"
-
 // Blocker is a reason a confirmed purge would be refused, with the way out.
 type Blocker struct {
 	Keys   []string `json:"keys"`
 	Reason string   `json:"reason"`
 	WayOut string   `json:"wayOut"`
-	// Flag is the option that takes the keys anyway (part of WayOut).
+	// Flag is the option that takes the keys anyway (part of WayOut), as
+	// the refusal was made: flagnames.AcceptSingleWitness for ghost
+	// verdicts on one witness, else the refused effects' impact.Effect.WayOut
+	// (impact.RetainVolumesFlag, or impact.AcceptImpactFlag and a kind).
 	Flag string `json:"flag"`
 }
 
@@ -90,8 +90,8 @@ func (p *Plan) Blockers() []Blocker {
 		if len(keys) > 0 {
 			out = append(out, Blocker{Keys: keys,
 				Reason: fmt.Sprintf("%d ghost verdicts rest on one witness only, with nobody to confirm them: %s", len(keys), strings.Join(whys, "; ")),
-				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + AcceptSingleWitnessFlag,
-				Flag:   AcceptSingleWitnessFlag})
+				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + flagnames.AcceptSingleWitness,
+				Flag:   flagnames.AcceptSingleWitness})
 		}
 	}
 	if p.Impact != nil {
@@ -122,6 +122,29 @@ func (p *Plan) Blockers() []Blocker {
 				b.Reason += fmt.Sprintf(" (and %d more keys, listed)", n)
 			}
 			out = append(out, *b)
+		}
+	}
+	return out
+}
+
+// BlockerEffects returns, by key, the irreversible effects that b refuses:
+// those its Flag lets go ahead, in the order the impact lists them. It is
+// nil for a blocker that is not about effects (a single witness).
+func (p *Plan) BlockerEffects(b Blocker) map[string][]impact.Effect {
+	if p.Impact == nil || b.Flag == "" {
+		return nil
+	}
+	refused := p.Impact.Refused(p.ImpactOptions)
+	var out map[string][]impact.Effect
+	for _, k := range b.Keys {
+		for _, e := range refused[k] {
+			if e.WayOut != b.Flag {
+				continue
+			}
+			if out == nil {
+				out = map[string][]impact.Effect{}
+			}
+			out[k] = append(out[k], e)
 		}
 	}
 	return out

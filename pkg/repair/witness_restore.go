@@ -13,11 +13,8 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 )
-
-// IntoRecreatedFlag is the restore flag that writes keys back into a
-// namespace or CRD created again since the purge; refusals name it.
-const IntoRecreatedFlag = "--into-recreated"
 
 // RestoreOptions configure RestoreWith.
 type RestoreOptions struct {
@@ -25,7 +22,7 @@ type RestoreOptions struct {
 	// DryRun writes nothing and reports what would be written.
 	DryRun bool
 	// IntoRecreated writes keys whose namespace or CRD was created again
-	// since the purge (the user asked for it: IntoRecreatedFlag).
+	// since the purge (the user asked for it: flagnames.IntoRecreated).
 	IntoRecreated bool
 	// Prefix is the registry prefix the witnesses of a key are worked out
 	// under when the backup does not name one (a backup made from a logical
@@ -119,14 +116,14 @@ func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *backup.Backup, o Re
 		switch {
 		case len(recreated) == 0:
 		case g.into:
-			results[i].Detail = "written into " + strings.Join(into, " and ") + ", created again since the purge, as " + IntoRecreatedFlag + " asks"
+			results[i].Detail = "written into " + strings.Join(into, " and ") + ", created again since the purge, as " + flagnames.IntoRecreated + " asks"
 		default:
 			verb := "was"
 			if len(recreated) > 1 {
 				verb = "were"
 			}
 			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%s %s created again since the purge: written back, the key would join a %s of that name it never belonged to; %s writes it there anyway",
-				strings.Join(recreated, " and "), verb, strings.Join(kinds, " and "), IntoRecreatedFlag)}
+				strings.Join(recreated, " and "), verb, strings.Join(kinds, " and "), flagnames.IntoRecreated)}
 			continue
 		}
 		kept = append(kept, i)
@@ -210,7 +207,7 @@ func (g *witnessGuard) changed(ctx context.Context, kv clientv3.KV, i int) (stri
 			if rev != 0 {
 				now = fmt.Sprintf("created again (create revision %d)", rev)
 			}
-			return fmt.Sprintf("%s was %s during the restore (%s); left alone: run restore again to judge it anew (%s writes it into a namespace or CRD created since the purge)", describeWitness(g.prefix, w), now, w, IntoRecreatedFlag), nil
+			return fmt.Sprintf("%s was %s during the restore (%s); left alone: run restore again to judge it anew (%s writes it into a namespace or CRD created since the purge)", describeWitness(g.prefix, w), now, w, flagnames.IntoRecreated), nil
 		}
 	}
 	return "", nil

@@ -14,6 +14,7 @@ import (
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/flagnames"
 )
 
 const (
@@ -46,9 +47,9 @@ func TestRestoreWitnessRule(t *testing.T) {
 	}{
 		{name: "recorded namespace still absent: the undo", key: "/registry/pods/ns1/p", absent: []string{nsKey}, want: etcdwrite.Restored},
 		{name: "recorded namespace created again", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey}, want: etcdwrite.Refused,
-			detail: []string{"namespace ns1 (" + nsKey + ", create revision", "absent when the purge deleted this key) was created again since the purge", IntoRecreatedFlag}},
+			detail: []string{"namespace ns1 (" + nsKey + ", create revision", "absent when the purge deleted this key) was created again since the purge", flagnames.IntoRecreated}},
 		{name: "recorded namespace created again, --into-recreated", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey}, into: true, want: etcdwrite.Restored,
-			detail: []string{"written into namespace ns1 (create revision", "created again since the purge, as " + IntoRecreatedFlag}},
+			detail: []string{"written into namespace ns1 (create revision", "created again since the purge, as " + flagnames.IntoRecreated}},
 		{name: "recorded namespace created again, backup without prefix or revision", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey},
 			noPrefix: true, noRevision: true, want: etcdwrite.Refused, detail: []string{"absent when the purge deleted this key"}},
 		{name: "no record: namespace created after the purge", key: "/registry/pods/ns1/p", after: []string{nsKey}, want: etcdwrite.Refused,

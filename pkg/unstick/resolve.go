@@ -1,0 +1,76 @@
+package unstick
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/regghost/regghost/pkg/dangling"
+)
+
+// ResolveOptions configure Resolve: Run's options, and what deleting the
+// dangling APIServices that hold a deletion may take.
+type ResolveOptions struct {
+	Options
+	// AcceptManaged deletes a dangling APIService that Helm, Argo CD or
+	// Flux tracks (dangling.AcceptManagedFlag); without it such an
+	// APIService is refused and nothing is changed.
+	AcceptManaged bool
+}
+
+// Resolve finishes a deletion the way the analysis says it can be.
+//
+// A deletion held by APIServices whose Service is gone
+// (a.DeleteAPIServices, see Follow) is unblocked by deleting them, with
+// dangling's fix (dangling.PlanFixes, then dangling.Apply: a verified
+// per-key backup, each delete preconditioned and read back); then the
+// namespace controller is asked to look again (Nudge), and the finalizers
+// nobody serves are removed as Run does, or, when there are none, Resolve
+// waits for the deletion to finish (Wait). Any other deletion is Run.
+//
+// A refusal, before anything is changed, wraps ErrRefused. The Result is
+// nil only when nothing was written.
+func Resolve(ctx context.Context, a *Analysis, registry string, o ResolveOptions) (*Result, error) {
+	if len(a.DeleteAPIServices) == 0 {
+		return Run(ctx, a, registry, o.Options)
+	}
+	return deleteDanglingAPIServices(ctx, a, registry, o)
+}
+
+// deleteDanglingAPIServices unblocks a deletion held by APIServices whose
+// Service is gone: it deletes them, then waits for the deletion to finish.
+// Finalizers nobody serves are removed after, as Run does.
+func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string, o ResolveOptions) (*Result, error) {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	fixes, refused := dangling.PlanFixes(a.DeleteAPIServices, dangling.PlanOptions{AcceptManaged: o.AcceptManaged})
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("%w: APIService %s: %s (%s); nothing was changed", ErrRefused, refused[0].Ref.Name, refused[0].Reason, refused[0].WayOut)
+	}
+	fixed, err := dangling.Apply(ctx, fixes, dangling.FixOptions{Client: o.Client, Dynamic: o.Dynamic, BackupRoot: o.BackupRoot, Registry: registry,
+		Scope: "unstick " + a.Target + ": dangling APIServices", Now: now, Notices: o.Notices, Decrypt: o.Decrypt})
+	if fixed == nil {
+		return nil, err
+	}
+	res := &Result{Dir: fixed.Dir, Backup: fixed.Backup, Results: fixed.Results}
+	if err != nil {
+		return res, err
+	}
+	if err := Nudge(ctx, o.Dynamic, a, now()); err != nil {
+		return res, err
+	}
+	if a.Removable() > 0 {
+		// What is left to do is Run's: the APIServices are gone.
+		a.DeleteAPIServices = nil
+		more, err := Run(ctx, a, registry, o.Options)
+		if more != nil {
+			res.Results = append(res.Results, more.Results...)
+			res.Finished, res.Left = more.Finished, more.Left
+		}
+		return res, err
+	}
+	res.Finished, res.Left, err = Wait(ctx, a, registry, o.Client, o.Wait)
+	return res, err
+}
