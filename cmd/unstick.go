@@ -15,6 +15,7 @@ import (
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dangling"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/objread"
 	"github.com/regghost/regghost/pkg/unstick"
@@ -190,7 +191,18 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return err
 	}
 	res, err := unstick.Resolve(sctx, a, g.prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
-		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: identityDecrypter(dec)}})
+		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: identityDecrypter(dec),
+			Analyze: func(ctx context.Context) (*unstick.Analysis, error) {
+				live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
+				if err != nil {
+					return nil, err
+				}
+				again, err := analyse(ctx, live, g.prefix, name, readers, clock())
+				if err == nil && len(o.accept) > 0 {
+					again.Accept(o.accept)
+				}
+				return again, err
+			}}})
 	if res == nil && err != nil {
 		if errors.Is(err, unstick.ErrRefused) {
 			return &exitError{code: ExitError, err: err}

@@ -43,6 +43,9 @@ type Plan struct {
 	Impact *impact.Report `json:"impact,omitempty"`
 	// ImpactOptions say which irreversible effects may go ahead.
 	ImpactOptions impact.Options
+	// readers are what the impact was worked out with (PlanPurge): the
+	// purge works it out again under the lock with them.
+	readers *impact.Readers
 }
 
 // SetImpact records what deleting the targets sets in motion, and which

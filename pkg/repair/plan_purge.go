@@ -46,5 +46,7 @@ func PlanPurge(ctx context.Context, o PlanOptions) (*Plan, error) {
 		return nil, fmt.Errorf("work out what the deletes set in motion: %w", err)
 	}
 	plan.SetImpact(effects, o.Impact)
+	readers := o.Readers
+	plan.readers = &readers
 	return plan, nil
 }

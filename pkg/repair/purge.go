@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/protect"
@@ -87,7 +89,8 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	out, err := protect.Run(ctx, protect.Job{
 		Client: o.Client, Holder: "regghost purge " + plan.Scope, Notices: o.Notices, Pacing: o.Pacing,
 		Prefix: plan.Prefix, Decrypt: o.Decrypt, Action: "purge",
-		Backup: &protect.Record{Root: o.BackupRoot, Scope: plan.Scope, Keys: wants, ScanRevision: plan.Revision, Snapshot: &cfg, Now: o.Now},
+		Rejudge: func(ctx context.Context) error { return rejudge(ctx, o.Client, plan) },
+		Backup:  &protect.Record{Root: o.BackupRoot, Scope: plan.Scope, Keys: wants, ScanRevision: plan.Revision, Snapshot: &cfg, Now: o.Now},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			// Keys of a reviewed scan that were skipped count as planned:
 			// they are ghosts left behind.
@@ -157,4 +160,51 @@ func volumeWants(vols []impact.Volume) []protect.Want {
 			Role: backup.RoleRetainedVolume, Reason: "set to reclaim policy Retain (was " + v.ReclaimPolicy + ") before its claim was deleted"}})
 	}
 	return wants
+}
+
+// ErrChanged is returned (wrapped) when what a purge sets in motion changed
+// between the plan and the write.
+var ErrChanged = errors.New("the cluster changed since the plan")
+
+// rejudge works out again, under the lock, what deleting the plan's
+// targets sets in motion, against etcd as it is now (a volume switched to
+// Delete, a pod started on a node since the plan): a purge that would now
+// be refused, or whose volumes to set to Retain changed, stops before
+// anything is written. A plan made without PlanPurge has nothing to work
+// it out with; its keys are still compared at their revision.
+func rejudge(ctx context.Context, cli *clientv3.Client, plan *Plan) error {
+	if plan.readers == nil || plan.Impact == nil {
+		return nil
+	}
+	live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
+	if err != nil {
+		return err
+	}
+	effects, err := impact.Analyze(ctx, live, plan.Prefix, plan.Targets, *plan.readers)
+	if err != nil {
+		return fmt.Errorf("work out again what the deletes set in motion: %w", err)
+	}
+	now := *plan
+	now.SetImpact(effects, plan.ImpactOptions)
+	if b := now.Blockers(); len(b) > 0 {
+		return fmt.Errorf("%w: deleting %s now needs %s; run purge again to see why", ErrChanged, b[0].Keys[0], b[0].Flag)
+	}
+	was, is := volumeKeys(plan), volumeKeys(&now)
+	if !slices.Equal(was, is) {
+		return fmt.Errorf("%w: the volumes to set to Retain were %v, now %v; run purge again", ErrChanged, was, is)
+	}
+	return nil
+}
+
+// volumeKeys are the keys of the volumes a plan sets to Retain, sorted.
+func volumeKeys(p *Plan) []string {
+	if !p.ImpactOptions.RetainVolumes || p.Impact == nil {
+		return nil
+	}
+	var keys []string
+	for _, v := range p.Impact.VolumesToRetain() {
+		keys = append(keys, v.Key)
+	}
+	slices.Sort(keys)
+	return keys
 }

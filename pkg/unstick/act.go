@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,11 @@ type Options struct {
 	// kube-system namespace (the cluster's identity).
 	Notices io.Writer
 	Decrypt backup.Decrypter
+	// Analyze analyses the target again, against etcd and the API server
+	// as they are now: Run does it under the lock and stops when a
+	// finalizer it would remove is served again (its controller is back)
+	// or a blocker changed. nil: only each blocker's revision is compared.
+	Analyze func(ctx context.Context) (*Analysis, error)
 }
 
 // Result is what Run did.
@@ -88,7 +94,8 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	removed := 0
 	out, err := protect.Run(ctx, protect.Job{Client: o.Client, Holder: "regghost unstick " + a.Target, Notices: o.Notices,
 		Prefix: registry, Decrypt: o.Decrypt, Action: "unstick",
-		Backup: &protect.Record{Root: o.BackupRoot, Scope: "unstick " + a.Target, Keys: wants, Now: o.Now},
+		Rejudge: func(ctx context.Context) error { return rejudge(ctx, a, o.Analyze) },
+		Backup:  &protect.Record{Root: o.BackupRoot, Scope: "unstick " + a.Target, Keys: wants, Now: o.Now},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			var results []etcdwrite.Result
 			for _, b := range a.Blockers {
@@ -255,6 +262,44 @@ func Nudge(ctx context.Context, dyn dynamic.Interface, a *Analysis, now time.Tim
 	_, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("ask the namespace controller to look at %s again: %w", a.Target, err)
+	}
+	return nil
+}
+
+// ErrChanged is returned (wrapped) when a blocker changed between the
+// analysis and the write.
+var ErrChanged = errors.New("changed since the analysis")
+
+// rejudge analyses the target again (analyze) and fails when a finalizer
+// unstick would remove is no longer one to remove (served again) or a
+// blocker is gone or changed.
+func rejudge(ctx context.Context, a *Analysis, analyze func(ctx context.Context) (*Analysis, error)) error {
+	if analyze == nil {
+		return nil
+	}
+	now, err := analyze(ctx)
+	if err != nil {
+		return fmt.Errorf("analyse %s again: %w", a.Target, err)
+	}
+	if now.Refusal != "" {
+		return fmt.Errorf("%w: %s", ErrChanged, now.Refusal)
+	}
+	fresh := map[string]Blocker{}
+	for _, b := range now.Blockers {
+		fresh[b.Key] = b
+	}
+	for _, b := range a.Blockers {
+		if len(b.Remove) == 0 {
+			continue
+		}
+		n, ok := fresh[b.Key]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s no longer holds %s; run unstick again", ErrChanged, b.Key, a.Target)
+		case n.ModRevision != b.ModRevision || !slices.Equal(n.Remove, b.Remove):
+			return fmt.Errorf("%w: %s now has finalizers [%s] to remove, not [%s] (served again, or changed); run unstick again",
+				ErrChanged, b.Key, strings.Join(n.Remove, ", "), strings.Join(b.Remove, ", "))
+		}
 	}
 	return nil
 }

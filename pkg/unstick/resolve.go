@@ -61,6 +61,13 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 	if err := Nudge(ctx, o.Dynamic, a, now()); err != nil {
 		return res, err
 	}
+	if o.Analyze != nil {
+		// The APIServices are gone and the namespace nudged: what is left
+		// is judged anew, not from the analysis made before.
+		if a, err = o.Analyze(ctx); err != nil {
+			return res, fmt.Errorf("analyse again once the APIServices are gone: %w", err)
+		}
+	}
 	if a.Removable() > 0 {
 		// What is left to do is Run's: the APIServices are gone.
 		a.DeleteAPIServices = nil
