@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -112,6 +113,15 @@ func Manifests(objs []*Object, o ManifestOptions) (*unstructured.UnstructuredLis
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 	var left []Left
+	// printed names the objects in the list by their UID: an owner applied
+	// by kubectl gets a new UID, so a dependent printed with it would point
+	// at one that no longer exists, and the garbage collector deletes it.
+	printed := map[string]*Object{}
+	for _, obj := range objs {
+		if uid := objectUID(obj); uid != "" && (obj.Action == Recover || obj.Action == Refused && obj.ThroughAPI) {
+			printed[uid] = obj
+		}
+	}
 	for _, obj := range objs {
 		var rv int64
 		switch obj.Action {
@@ -133,6 +143,10 @@ func Manifests(objs []*Object, o ManifestOptions) (*unstructured.UnstructuredLis
 		u, err := Manifest(obj, o.WithStatus)
 		if err != nil {
 			return nil, nil, fmt.Errorf("manifests: %w", err)
+		}
+		if owner := printedOwner(obj, printed); owner != nil && rv == 0 {
+			left = append(left, Left{Key: obj.Key, Action: obj.Action, Reason: fmt.Sprintf("its owner %s is in these manifests and gets a new UID when applied: the garbage collector would delete this object; apply the manifests, then recover it by key with --confirm or again once its owner is there", owner.Key)})
+			continue
 		}
 		if rv != 0 {
 			u.SetResourceVersion(strconv.FormatInt(rv, 10))
@@ -186,4 +200,27 @@ func crdOf(o *Object) (*apiextensionsv1.CustomResourceDefinition, error) {
 		return nil, fmt.Errorf("%s is not a readable CustomResourceDefinition (%v)", o.Key, err)
 	}
 	return &crd, nil
+}
+
+// objectUID is the UID an object was stored with.
+func objectUID(obj *Object) string {
+	if m, ok := obj.Obj.(metav1.Object); ok && m != nil {
+		return string(m.GetUID())
+	}
+	return ""
+}
+
+// printedOwner is an owner of obj, by ownerReference UID, that is among
+// the objects printed.
+func printedOwner(obj *Object, printed map[string]*Object) *Object {
+	m, ok := obj.Obj.(metav1.Object)
+	if !ok || m == nil {
+		return nil
+	}
+	for _, ref := range m.GetOwnerReferences() {
+		if owner := printed[string(ref.UID)]; owner != nil {
+			return owner
+		}
+	}
+	return nil
 }
