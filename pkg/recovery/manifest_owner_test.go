@@ -42,4 +42,3 @@ func TestManifestsLeaveOutADependentOfAPrintedOwner(t *testing.T) {
 		t.Errorf("left out %+v, want the pod whose owner is printed, with why", left)
 	}
 }
-
