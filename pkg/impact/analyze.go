@@ -122,6 +122,12 @@ type analysis struct {
 	contents           []storedContent
 	unreadableContents []unreadableContent
 	contentsLoaded     bool
+	// callers are the webhooks and APIServices that call Services,
+	// unreadableCallers those nobody here could read; callersLoaded is set
+	// once they were read.
+	callers           []caller
+	unreadableCallers []string
+	callersLoaded     bool
 }
 
 func (a *analysis) add(key string, e Effect) { a.rep.Effects[key] = append(a.rep.Effects[key], e) }
@@ -195,6 +201,9 @@ func (a *analysis) target(t etcdscan.Finding) (string, error) {
 			return "", err
 		}
 	case *corev1.Service:
+		if err := a.serviceCallers(t.Key, o.Namespace, o.Name); err != nil {
+			return "", err
+		}
 		if o.Spec.Type == corev1.ServiceTypeLoadBalancer && !has(LoadBalancerDeleted) && !has(LoadBalancerLeaked) {
 			ing := ""
 			for _, i := range o.Status.LoadBalancer.Ingress {

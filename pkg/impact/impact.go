@@ -57,7 +57,7 @@ const AcceptImpactFlag = "--accept-impact"
 // Acceptable lists the kinds --accept-impact takes. Destroyed storage is not
 // among them: its way out is --retain-volumes, which loses nothing.
 var Acceptable = []Kind{LoadBalancerDeleted, LoadBalancerLeaked, DependentsDeleted, PodsOnNodeDeleted, SnapshotDestroyed, SnapshotLeaked,
-	VolumeLeaked, VolumeLeftAttached, DeviceAllocationLost, InstanceTerminated, CloudResourceLeaked, Unknown}
+	VolumeLeaked, VolumeLeftAttached, DeviceAllocationLost, InstanceTerminated, CloudResourceLeaked, CallersFail, Unknown}
 
 // Effect is one thing deleting a key sets in motion.
 type Effect struct {
