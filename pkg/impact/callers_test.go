@@ -67,4 +67,3 @@ func TestServiceCallersFail(t *testing.T) {
 		})
 	}
 }
-
