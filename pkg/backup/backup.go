@@ -259,6 +259,10 @@ const ActionRecover = "recover"
 // it rewrote is journaled with the revision it left it at.
 const ActionDangling = "dangling"
 
+// ActionUnstick names unstick in the audit log, where each object whose
+// finalizers it removed is journaled with the revision it left it at.
+const ActionUnstick = "unstick"
+
 // RoleRetainedVolume marks a backup entry that holds a PersistentVolume as
 // it was before purge set it to Retain. restore never writes it back: the
 // original asks for the storage to be deleted.

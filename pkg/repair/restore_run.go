@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"io"
+	"maps"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -52,14 +53,19 @@ func (r *Restorer) job(action string, write func(ctx context.Context, w *protect
 }
 
 // rewrittenAt fills in, for each entry regghost rewrote through the API
-// server (a dangling fix), the revision it left the object at, from the
-// audit log where the fix journaled it: restore writes the backed-up bytes
+// server (a dangling fix, the finalizers unstick removed), the revision it
+// left the object at, from the audit log where the write journaled it: restore writes the backed-up bytes
 // back only while the object is still at that revision.
 func (r *Restorer) rewrittenAt() error {
 	written, err := backup.Written(r.AuditDir, backup.ActionDangling, etcdwrite.Rewritten)
 	if err != nil {
 		return err
 	}
+	unstuck, err := backup.Written(r.AuditDir, backup.ActionUnstick, etcdwrite.FinalizersRemoved)
+	if err != nil {
+		return err
+	}
+	maps.Copy(written, unstuck)
 	for i, e := range r.Backup.Entries {
 		if rev := written[e.Key]; rev != 0 && e.Rewritten == 0 {
 			r.Backup.Entries[i].Rewritten = rev

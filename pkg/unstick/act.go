@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	res := &Result{}
 	removed := 0
 	out, err := protect.Run(ctx, protect.Job{Client: o.Client, Holder: "regghost unstick " + a.Target, Notices: o.Notices,
-		Prefix: registry, Decrypt: o.Decrypt, Action: "unstick",
+		Prefix: registry, Decrypt: o.Decrypt, Action: backup.ActionUnstick,
 		Rejudge: func(ctx context.Context) error { return rejudge(ctx, a, o.Analyze) },
 		Backup:  &protect.Record{Root: o.BackupRoot, Scope: "unstick " + a.Target, Keys: wants, Now: o.Now},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
@@ -166,6 +167,7 @@ func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) etc
 	}
 	rv := fmt.Sprint(b.ModRevision)
 	var err error
+	var after *unstructured.Unstructured
 	if b.Spec {
 		var obj *unstructured.Unstructured
 		if obj, err = ri.Get(ctx, b.Name, metav1.GetOptions{}); err == nil {
@@ -177,12 +179,12 @@ func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) etc
 				spec[i] = f
 			}
 			if err = unstructured.SetNestedSlice(obj.Object, spec, "spec", "finalizers"); err == nil {
-				_, err = ri.Update(ctx, obj, metav1.UpdateOptions{}, "finalize")
+				after, err = ri.Update(ctx, obj, metav1.UpdateOptions{}, "finalize")
 			}
 		}
 	} else {
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": rv}})
-		_, err = ri.Patch(ctx, b.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		after, err = ri.Patch(ctx, b.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	}
 	where := ""
 	if b.Spec {
@@ -190,7 +192,11 @@ func removeFinalizers(ctx context.Context, dyn dynamic.Interface, b Blocker) etc
 	}
 	switch {
 	case err == nil:
-		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.FinalizersRemoved, Detail: fmt.Sprintf("[%s] removed%s through the API server (resourceVersion %d)", strings.Join(b.Remove, ", "), where, b.ModRevision)}
+		// The revision the patch left the object at is journaled: restore
+		// puts the finalizers back only while the object is still at it.
+		left, _ := strconv.ParseInt(after.GetResourceVersion(), 10, 64)
+		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.FinalizersRemoved, Revision: left,
+			Detail: fmt.Sprintf("[%s] removed%s through the API server (resourceVersion %d)", strings.Join(b.Remove, ", "), where, b.ModRevision)}
 	case apierrors.IsConflict(err):
 		return etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.SkippedChanged, Detail: "changed since it was reviewed; left alone"}
 	case apierrors.IsNotFound(err):
