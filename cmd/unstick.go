@@ -220,10 +220,12 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		default:
 			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, o.wait, res.Left)
 		}
-		if res.Finished {
-			table.Para(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", res.Dir, strings.Fields(a.Target)[0]))
-		} else {
-			table.LabeledCommand(out, "Undo:", "regghost restore "+res.Dir+" --confirm")
+		for _, dir := range res.Dirs {
+			if res.Finished {
+				table.Para(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", dir, strings.Fields(a.Target)[0]))
+			} else {
+				table.LabeledCommand(out, "Undo:", "regghost restore "+dir+" --confirm")
+			}
 		}
 		return nil
 	}}); perr != nil && err == nil {

@@ -53,8 +53,12 @@ type Options struct {
 
 // Result is what Run did.
 type Result struct {
-	Dir     string             `json:"dir"`
-	Backup  string             `json:"backup"`
+	Dir    string `json:"dir"`
+	Backup string `json:"backup"`
+	// Dirs are every backup directory the run made, in order (Resolve makes
+	// one for the APIServices it deletes and one for the finalizers it
+	// removes after); each is restored on its own.
+	Dirs    []string           `json:"dirs"`
 	Results []etcdwrite.Result `json:"results"`
 	// Finished is set when the target's key is gone.
 	Finished bool `json:"finished"`
@@ -132,7 +136,7 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 		}
 		return nil, err
 	}
-	res.Dir, res.Backup, res.Results = out.Dir, out.Backup, out.Results
+	res.Dir, res.Backup, res.Results, res.Dirs = out.Dir, out.Backup, out.Results, []string{out.Dir}
 	if err != nil {
 		return res, err
 	}

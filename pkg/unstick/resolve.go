@@ -54,7 +54,7 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 	if fixed == nil {
 		return nil, err
 	}
-	res := &Result{Dir: fixed.Dir, Backup: fixed.Backup, Results: fixed.Results}
+	res := &Result{Dir: fixed.Dir, Backup: fixed.Backup, Results: fixed.Results, Dirs: []string{fixed.Dir}}
 	if err != nil {
 		return res, err
 	}
@@ -74,6 +74,7 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 		more, err := Run(ctx, a, registry, o.Options)
 		if more != nil {
 			res.Results = append(res.Results, more.Results...)
+			res.Dirs = append(res.Dirs, more.Dirs...)
 			res.Finished, res.Left = more.Finished, more.Left
 		}
 		return res, err
