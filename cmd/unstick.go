@@ -197,7 +197,15 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 				if err != nil {
 					return nil, err
 				}
-				again, err := analyse(ctx, live, g.prefix, name, readers, clock())
+				// Discovery is asked again: an APIService deleted since the
+				// first analysis no longer fails its group.
+				fresh := readers
+				if rs.view != nil {
+					if fresh.Served, err = rs.view.Catalog(ctx); err != nil {
+						return nil, err
+					}
+				}
+				again, err := analyse(ctx, live, g.prefix, name, fresh, clock())
 				if err == nil && len(o.accept) > 0 {
 					again.Accept(o.accept)
 				}

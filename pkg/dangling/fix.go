@@ -224,6 +224,15 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			results := make([]etcdwrite.Result, len(fixes))
 			for i, f := range fixes {
+				// A stop (a signal, or an audit log that can no longer be
+				// written) is honoured between fixes.
+				select {
+				case <-w.Pacing.Stop:
+					results[i] = etcdwrite.Result{Key: f.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the run stopped before it"}
+					w.Journal(results[i])
+					continue
+				default:
+				}
 				// Each target is read again right before its write: a
 				// Service or account created again since the plan stops
 				// the fix.

@@ -42,12 +42,21 @@ func (a *analysis) loadCallers() error {
 		start := a.registry + p
 		err := a.store.Range(a.ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
 			key := string(kv.Key)
+			if a.targets[key] {
+				// Deleted in the same purge: it calls nobody after.
+				return nil
+			}
 			obj, err := a.reader.Read(a.ctx, key, kv.Value)
 			if err != nil {
 				a.unreadableCallers = append(a.unreadableCallers, key+" ("+oneLine(err)+")")
 				return nil
 			}
-			a.callers = append(a.callers, callersOf(obj)...)
+			callers, ok := callersOf(obj)
+			if !ok {
+				a.unreadableCallers = append(a.unreadableCallers, key+" (read, but not as a webhook configuration or APIService)")
+				return nil
+			}
+			a.callers = append(a.callers, callers...)
 			return nil
 		})
 		if err != nil {
@@ -59,7 +68,8 @@ func (a *analysis) loadCallers() error {
 
 // callersOf lists the Services an object calls and fails closed without:
 // webhooks whose failurePolicy is Fail (the v1 default), and APIServices.
-func callersOf(obj runtime.Object) []caller {
+// ok is false for an object of another type (one only read untyped).
+func callersOf(obj runtime.Object) (_ []caller, ok bool) {
 	var out []caller
 	fails := func(p *admissionregistrationv1.FailurePolicyType) bool {
 		return p == nil || *p == admissionregistrationv1.Fail
@@ -81,8 +91,10 @@ func callersOf(obj runtime.Object) []caller {
 		if s := o.Spec.Service; s != nil {
 			out = append(out, caller{what: "APIService " + o.Name, ns: s.Namespace, name: s.Name})
 		}
+	default:
+		return nil, false
 	}
-	return out
+	return out, true
 }
 
 // serviceCallers adds the effect of deleting Service ns/name that live

@@ -41,6 +41,7 @@ func TestServiceCallersFail(t *testing.T) {
 		{"a webhook of another Service", map[string]string{"validatingwebhookconfigurations/guard": hook("guard", "other", &fail)}, nil},
 		{"an APIService", map[string]string{"apiregistration.k8s.io/apiservices/v1.metrics.example.com": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.metrics.example.com","uid":"u-a"},"spec":{"group":"metrics.example.com","version":"v1","service":{"namespace":"ns","name":"hook"}}}`}, []Kind{CallersFail}},
 		{"a caller nobody can read", map[string]string{"mutatingwebhookconfigurations/broken": "k8s:enc:kms:v2:key:\x01"}, []Kind{Unknown}},
+		{"a caller purged with it", map[string]string{"validatingwebhookconfigurations/doomed": hook("doomed", "hook", &fail)}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,7 +54,11 @@ func TestServiceCallersFail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Analyze(ctx, store, "/registry/", []etcdscan.Finding{{Key: "/registry/services/specs/ns/hook", Namespace: "ns", Name: "hook"}}, Readers{})
+			targets := []etcdscan.Finding{{Key: "/registry/services/specs/ns/hook", Namespace: "ns", Name: "hook"}}
+			if _, ok := tt.keys["validatingwebhookconfigurations/doomed"]; ok {
+				targets = append(targets, etcdscan.Finding{Key: "/registry/validatingwebhookconfigurations/doomed", Name: "doomed"})
+			}
+			rep, err := Analyze(ctx, store, "/registry/", targets, Readers{})
 			if err != nil {
 				t.Fatal(err)
 			}

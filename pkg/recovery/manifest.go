@@ -145,7 +145,7 @@ func Manifests(objs []*Object, o ManifestOptions) (*unstructured.UnstructuredLis
 			return nil, nil, fmt.Errorf("manifests: %w", err)
 		}
 		if owner := printedOwner(obj, printed); owner != nil && rv == 0 {
-			left = append(left, Left{Key: obj.Key, Action: obj.Action, Reason: fmt.Sprintf("its owner %s is in these manifests and gets a new UID when applied: the garbage collector would delete this object; apply the manifests, then recover it by key with --confirm or again once its owner is there", owner.Key)})
+			left = append(left, Left{Key: obj.Key, Action: obj.Action, Reason: fmt.Sprintf("its owner %s is in these manifests and gets a new UID when applied, while this object's ownerReference names the old one: the garbage collector would delete it; the owner's controller makes it anew, or apply it by hand without that ownerReference", owner.Key)})
 			continue
 		}
 		if rv != 0 {

@@ -176,7 +176,9 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []backup.Entry
 // deleted (counted again right before): deleting it under any other
 // object, a key of the recovery left alone included, would make a ghost.
 // With dryRun nothing is deleted.
-func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir string, dryRun bool, pacing etcdwrite.Pacing) ([]etcdwrite.Result, error) {
+//
+// journal, when set, is told each key's outcome as its transaction returns.
+func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir string, dryRun bool, pacing etcdwrite.Pacing, journal func(etcdwrite.Result)) ([]etcdwrite.Result, error) {
 	if b.Action != backup.ActionRecover {
 		return nil, fmt.Errorf("backup of scope %q is not a recovery's", b.Scope)
 	}
@@ -234,7 +236,7 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir stri
 			gone[e.Key] = true
 		}
 	} else if len(todo) > 0 {
-		deleted, err := GuardedDelete(ctx, kv, todo, pacing, nil)
+		deleted, err := GuardedDelete(ctx, kv, todo, pacing, journal)
 		set(deleted)
 		if err != nil {
 			return results, err
@@ -261,7 +263,7 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir stri
 	if dryRun || len(empty) == 0 {
 		return results, nil
 	}
-	deleted, err := GuardedDelete(ctx, kv, empty, pacing, nil)
+	deleted, err := GuardedDelete(ctx, kv, empty, pacing, journal)
 	set(deleted)
 	return results, err
 }

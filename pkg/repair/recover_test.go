@@ -70,7 +70,7 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 		entries[0], entries[3],
 	}}
 	put(reg+"events/a/e", "changed")
-	plan, err := UndoRecover(ctx, cli, b, t.TempDir(), true, etcdwrite.Pacing{})
+	plan, err := UndoRecover(ctx, cli, b, t.TempDir(), true, etcdwrite.Pacing{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestWriteRecoveredAndUndo(t *testing.T) {
 			t.Errorf("undo plan %s: %s (%s), want %s", r.Key, r.Outcome, r.Detail, wantPlan[r.Key])
 		}
 	}
-	done, err := UndoRecover(ctx, cli, b, t.TempDir(), false, etcdwrite.Pacing{})
+	done, err := UndoRecover(ctx, cli, b, t.TempDir(), false, etcdwrite.Pacing{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestUndoKeepsANamespaceHoldingARecoveredKeyChangedSince(t *testing.T) {
 	if _, err := cli.Put(ctx, reg+"configmaps/c/x", "edited"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := UndoRecover(ctx, cli, &backup.Backup{Prefix: reg, Action: backup.ActionRecover, Entries: entries}, t.TempDir(), false, etcdwrite.Pacing{})
+	res, err := UndoRecover(ctx, cli, &backup.Backup{Prefix: reg, Action: backup.ActionRecover, Entries: entries}, t.TempDir(), false, etcdwrite.Pacing{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestUndoDeletesOnlyWhatTheRecordSaysWasWritten(t *testing.T) {
 		{Key: reg + "configmaps/d/one", Value: []byte("one")},
 		{Key: reg + "widgets.example.com/d/w", Value: []byte("w")},
 	}}
-	done, err := UndoRecover(ctx, cli, b, dir, false, etcdwrite.Pacing{})
+	done, err := UndoRecover(ctx, cli, b, dir, false, etcdwrite.Pacing{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

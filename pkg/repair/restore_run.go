@@ -85,7 +85,7 @@ func (r *Restorer) Plan(ctx context.Context) ([]etcdwrite.Result, error) {
 		return nil, err
 	}
 	if r.Backup.Action == backup.ActionRecover {
-		return UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, true, etcdwrite.Pacing{})
+		return UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, true, etcdwrite.Pacing{}, nil)
 	}
 	o := r.Options
 	o.DryRun = true
@@ -104,7 +104,7 @@ func (r *Restorer) Run(ctx context.Context) ([]etcdwrite.Result, error) {
 	}
 	out, err := protect.Run(ctx, r.job(action, func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 		if r.Backup.Action == backup.ActionRecover {
-			return UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, false, w.Pacing)
+			return UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, false, w.Pacing, func(res etcdwrite.Result) { w.Journal(res) })
 		}
 		o := r.Options
 		o.DryRun, o.Pacing = false, w.Pacing

@@ -107,6 +107,14 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 				if len(b.Remove) == 0 {
 					continue
 				}
+				// A stop (a signal, or an audit log that can no longer be
+				// written) is honoured between patches.
+				if stopped(w.Pacing.Stop) {
+					r := etcdwrite.Result{Key: b.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the run stopped before it"}
+					w.Journal(r)
+					results = append(results, r)
+					continue
+				}
 				r := removeFinalizers(ctx, o.Dynamic, b)
 				if r.Outcome == etcdwrite.FinalizersRemoved {
 					removed++
@@ -294,22 +302,40 @@ func rejudge(ctx context.Context, a *Analysis, analyze func(ctx context.Context)
 	if now.Refusal != "" {
 		return fmt.Errorf("%w: %s", ErrChanged, now.Refusal)
 	}
-	fresh := map[string]Blocker{}
+	// A namespace is two blockers under one key: its metadata finalizers
+	// and its spec finalizers.
+	type id struct {
+		key  string
+		spec bool
+	}
+	fresh := map[id]Blocker{}
 	for _, b := range now.Blockers {
-		fresh[b.Key] = b
+		fresh[id{b.Key, b.Spec}] = b
 	}
 	for _, b := range a.Blockers {
 		if len(b.Remove) == 0 {
 			continue
 		}
-		n, ok := fresh[b.Key]
+		n, ok := fresh[id{b.Key, b.Spec}]
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %s no longer holds %s; run unstick again", ErrChanged, b.Key, a.Target)
-		case n.ModRevision != b.ModRevision || !slices.Equal(n.Remove, b.Remove):
+		case !slices.Equal(n.Remove, b.Remove):
 			return fmt.Errorf("%w: %s now has finalizers [%s] to remove, not [%s] (served again, or changed); run unstick again",
 				ErrChanged, b.Key, strings.Join(n.Remove, ", "), strings.Join(b.Remove, ", "))
+		case n.ModRevision != b.ModRevision:
+			return fmt.Errorf("%w: %s changed at revision %d (reviewed at %d); run unstick again", ErrChanged, b.Key, n.ModRevision, b.ModRevision)
 		}
 	}
 	return nil
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }

@@ -35,3 +35,15 @@ func TestRejudge(t *testing.T) {
 		})
 	}
 }
+
+// TestRejudgeANamespaceOfTwoBlockers: a namespace's metadata and spec
+// finalizers are two blockers under one key; the same analysis again goes on.
+func TestRejudgeANamespaceOfTwoBlockers(t *testing.T) {
+	meta := Blocker{Key: "/registry/namespaces/ns", ModRevision: 7, Remove: []string{"example.com/x"}}
+	spec := Blocker{Key: "/registry/namespaces/ns", ModRevision: 7, Spec: true, Remove: []string{"openshift.io/origin"}}
+	was := &Analysis{Target: "namespace ns", Blockers: []Blocker{meta, spec}}
+	now := &Analysis{Blockers: []Blocker{meta, spec}}
+	if err := rejudge(context.Background(), was, func(context.Context) (*Analysis, error) { return now, nil }); err != nil {
+		t.Errorf("rejudge of the same namespace: %v", err)
+	}
+}
