@@ -127,10 +127,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		}
 		return nil
 	}
-	planOut := out
-	if o.print.structured() {
-		planOut = g.errOut
-	}
+	planOut := o.print.planWriter(out, g.errOut)
 	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
 	if rs.view == nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.why)}
@@ -163,9 +160,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		}
 		return err
 	}
-	if perr := o.print.print(out, render.DanglingResult(rep.Dangling, fixes, refused, res)); perr != nil && err == nil {
-		err = perr
-	}
+	err = o.print.printResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
 	if err == nil && len(refused) > 0 {
 		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
 	}

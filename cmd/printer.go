@@ -87,6 +87,24 @@ func (p *printFlags) structured() bool {
 	return !ok
 }
 
+// planWriter is where a write command shows its plan before the question:
+// stdout, or in a machine format (stdout then holds the result alone) errOut.
+func (p *printFlags) planWriter(out, errOut io.Writer) io.Writer {
+	if p.structured() {
+		return errOut
+	}
+	return out
+}
+
+// printResult prints a write's result, o, and returns the write's error,
+// werr, or else the printer's.
+func (p *printFlags) printResult(w io.Writer, o render.Output, werr error) error {
+	if err := p.print(w, o); err != nil && werr == nil {
+		return err
+	}
+	return werr
+}
+
 // validate checks -o once, before anything runs.
 func (p *printFlags) validate() error {
 	if ok, _ := p.humanFormat(); ok {

@@ -154,12 +154,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		}
 		return err
 	}
-	// In a machine format stdout holds the result alone; the plan is shown
-	// with the question, on stderr.
-	planOut := out
-	if o.print.structured() {
-		planOut = g.errOut
-	}
+	planOut := o.print.planWriter(out, g.errOut)
 	if err := render.WritePurgePlan(table.NewSafeWriter(planOut), plan, false); err != nil {
 		return err
 	}
@@ -197,9 +192,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if res == nil && err != nil {
 		return err
 	}
-	if perr := o.print.print(out, render.PurgeResult(res)); perr != nil && err == nil {
-		err = perr
-	}
+	err = o.print.printResult(out, render.PurgeResult(res), err)
 	if err != nil {
 		return err
 	}

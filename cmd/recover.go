@@ -349,11 +349,6 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 	if err != nil {
 		return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
 	}
-	for _, l := range left {
-		fmt.Fprintf(errOut, "regghost: left out %s (%s): %s\n", table.Escape(l.Key), l.Action, table.Escape(l.Reason))
-	}
-	if len(left) > 0 && !o.withLive {
-		fmt.Fprintf(errOut, "regghost: %d objects left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live\n", len(left))
-	}
+	render.ManifestsLeftOut(errOut, left, o.withLive)
 	return o.print.print(out, render.Output{Doc: list})
 }

@@ -132,12 +132,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 		}
 		return failed(render.ConflictError(plan))
 	}
-	// In a machine format stdout holds the result alone; the plan is shown
-	// with the question, on stderr.
-	planOut := out
-	if f.print.structured() {
-		planOut = g.errOut
-	}
+	planOut := f.print.planWriter(out, g.errOut)
 	render.WriteRestoreResults(table.NewSafeWriter(planOut), plan, f.summary)
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err

@@ -206,7 +206,7 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	var progress func(read, total int)
 	doneProgress := func() {}
 	if !rs.quiet {
-		progress, doneProgress = scanProgress(g.errOut)
+		progress, doneProgress = render.ScanProgress(g.errOut)
 	}
 	opts.Progress = progress
 	rep, err := etcdscan.Scan(ctx, rs.store, opts)

@@ -143,12 +143,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if !o.confirm {
 		return o.print.print(out, render.UnstickPlan(a))
 	}
-	// In a machine format stdout holds the result alone; the analysis is
-	// shown with the question, on stderr.
-	analysisOut := out
-	if o.print.structured() {
-		analysisOut = g.errOut
-	}
+	analysisOut := o.print.planWriter(out, g.errOut)
 	render.UnstickAnalysis(table.NewSafeWriter(analysisOut), a)
 	if a.Refusal != "" {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
@@ -184,9 +179,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		}
 		return err
 	}
-	if perr := o.print.print(out, render.UnstickResult(a, res, o.wait)); perr != nil && err == nil {
-		err = perr
-	}
+	err = o.print.printResult(out, render.UnstickResult(a, res, o.wait), err)
 	if err != nil {
 		return err
 	}
