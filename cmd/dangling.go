@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -40,39 +41,6 @@ func (rs *readSession) findDangling(ctx context.Context, g *globalOptions, rep *
 	}
 	rep.Checks = append(rep.Checks, check)
 	return nil
-}
-
-// printDangling writes the dangling references: one line each, then what
-// breaks and the fix, wrapped.
-func printDangling(out io.Writer, refs []etcdscan.DanglingRef) {
-	if len(refs) == 0 {
-		return
-	}
-	n := map[etcdscan.DanglingState]int{}
-	for _, d := range refs {
-		n[d.State]++
-	}
-	ghosts := ""
-	if n[etcdscan.DanglingGhost] > 0 {
-		ghosts = fmt.Sprintf(", %d into ghosts", n[etcdscan.DanglingGhost])
-	}
-	fmt.Fprintf(out, "\nDangling references: %d gone, %d down%s\n", n[etcdscan.DanglingGone], n[etcdscan.DanglingDown], ghosts)
-	for _, d := range refs {
-		who := d.Kind + " " + d.Name
-		if d.Namespace != "" {
-			who = d.Kind + " " + d.Namespace + "/" + d.Name
-		}
-		mark := ""
-		if d.SingleWitness {
-			mark = " *"
-		}
-		table.Wrapped(out, fmt.Sprintf("%s %s: %s -> %s is %s%s", strings.ToUpper(string(d.State)), table.Escape(who), table.Escape(d.Field), table.Escape(d.Target), d.State, mark))
-		table.Wrapped(out, "  "+table.Escape(d.Consequence))
-		table.Wrapped(out, "  fix: "+table.Escape(d.Fix))
-		if len(d.ManagedBy) > 0 {
-			table.Wrapped(out, "  managed by: "+table.Escape(strings.Join(d.ManagedBy, "; ")))
-		}
-	}
 }
 
 type danglingOptions struct {
@@ -150,21 +118,8 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	}
 	rep.Close() // only its dangling references are read
 	fixes, refused := dangling.PlanFixes(rep.Dangling, dangling.PlanOptions{AcceptManaged: o.acceptManaged, AcceptSingleWitness: o.singleWitness})
-	plan := func(w io.Writer) {
-		printDangling(w, rep.Dangling)
-		printFixPlan(w, fixes, refused)
-	}
 	if !o.confirm || len(fixes) == 0 {
-		if err := o.print.print(out, output{doc: map[string]any{"dryRun": !o.confirm, "references": nonNil(rep.Dangling), "fixes": nonNil(fixes), "refused": nonNil(refused), "results": []any{}},
-			human: func(w io.Writer, _, _ bool) error {
-				plan(w)
-				if len(rep.Dangling) == 0 {
-					fmt.Fprintln(w, "No dangling reference.")
-				} else if !o.confirm && len(fixes) > 0 {
-					fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to make the fixes above.")
-				}
-				return nil
-			}}); err != nil {
+		if err := o.print.print(out, render.DanglingPlan(rep.Dangling, fixes, refused, o.confirm)); err != nil {
 			return err
 		}
 		if o.confirm && len(refused) > 0 {
@@ -172,11 +127,8 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		}
 		return nil
 	}
-	planOut := out
-	if o.print.structured() {
-		planOut = g.errOut
-	}
-	plan(table.NewSafeWriter(planOut))
+	planOut := o.print.planWriter(out, g.errOut)
+	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
 	if rs.view == nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.why)}
 	}
@@ -208,43 +160,11 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		}
 		return err
 	}
-	if perr := o.print.print(out, output{doc: map[string]any{"dryRun": false, "references": rep.Dangling, "fixes": fixes, "refused": nonNil(refused), "results": res.Results, "backup": res.Backup},
-		rows: resultRows(res.Results), human: func(w io.Writer, _, _ bool) error {
-			fmt.Fprintf(w, "\nBackup %s (verified)\n\n", res.Backup)
-			printResults(w, res.Results)
-			fmt.Fprintf(w, "Undo:  regghost restore %s --confirm\n", res.Dir)
-			return nil
-		}}); perr != nil && err == nil {
-		err = perr
-	}
+	err = o.print.printResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
 	if err == nil && len(refused) > 0 {
 		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
 	}
 	return err
-}
-
-// printFixPlan says what a fix would do, and what it refuses.
-func printFixPlan(w io.Writer, fixes []dangling.Fix, refused []dangling.Refusal) {
-	if len(fixes) > 0 {
-		fmt.Fprintln(w, "\nFixes (through the API server, behind a verified backup):")
-		for _, f := range fixes {
-			what := "delete " + f.Kind + " " + nsName(f.Namespace, f.Name)
-			if !f.Delete {
-				what = "remove " + strings.Join(f.Remove, ", ") + " from " + f.Kind + " " + nsName(f.Namespace, f.Name)
-			}
-			table.Wrapped(w, "  "+table.Escape(what))
-		}
-	}
-	for _, r := range refused {
-		table.Wrapped(w, fmt.Sprintf("Refused: %s %s: %s; %s takes it", r.Ref.Kind, table.Escape(r.Ref.Name), table.Escape(r.Reason), r.WayOut))
-	}
-}
-
-func nsName(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return ns + "/" + name
 }
 
 // apiGetter is the API server as a witness of what is gone, or nil.

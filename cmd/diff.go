@@ -1,12 +1,9 @@
 package cmd
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dbfile"
 )
 
@@ -46,33 +43,10 @@ maps: memory grows with the number of keys and differences, not the values.`,
 			if err != nil {
 				return err
 			}
-			rows := make([]row, len(changes))
-			for i := range changes {
-				rows[i] = row{name: changes[i].Key, obj: &changes[i]}
-			}
-			return p.print(c.OutOrStdout(), output{doc: nonNil(changes), rows: rows, human: func(out io.Writer, _, _ bool) error {
-				return printDiff(out, args, a, b, changes, g.prefix)
-			}})
+			return p.print(c.OutOrStdout(), render.Diff(args[0], args[1], a, b, changes, g.prefix))
 		},
 	}
 	p.addFlags(c)
 	c.Flags().BoolVar(&values, "values", false, "include both sides' stored bytes in -o json/yaml (default: their sha256)")
 	return c
-}
-
-func printDiff(out io.Writer, args []string, a, b *dbfile.Store, changes []dbfile.Change, prefix string) error {
-	counts := map[string]int{}
-	if len(changes) > 0 {
-		t := table.New(out, "KEY", "CHANGE", "REV A", "REV B", "BYTES A", "BYTES B")
-		for _, ch := range changes {
-			counts[ch.Kind]++
-			_ = t.Append([]string{ch.Key, ch.Kind, fmt.Sprint(ch.RevA), fmt.Sprint(ch.RevB), fmt.Sprint(ch.SizeA), fmt.Sprint(ch.SizeB), table.OrDash(ch.HashA), table.OrDash(ch.HashB)})
-		}
-		if err := t.Render(); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(out, "%s (revision %d, %d keys) -> %s (revision %d, %d keys): %d added, %d removed, %d changed under %s\n",
-		args[0], a.Revision(), a.Len(), args[1], b.Revision(), b.Len(), counts["added"], counts["removed"], counts["changed"], prefix)
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
 )
 
@@ -63,5 +64,5 @@ func runGet(ctx context.Context, g *globalOptions, key string, p *printFlags, ou
 		}
 		return fmt.Errorf("decode %s: %w", key, err)
 	}
-	return p.print(out, output{doc: obj, human: func(w io.Writer, _, _ bool) error { return printStructured(w, "yaml", obj) }})
+	return p.print(out, render.Object(obj))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
@@ -35,12 +36,12 @@ func TestReportJSONStreamedAsPrinted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPrintFlags(true, "table", "wide")
 			p.output = "json"
-			o := reportOutput(tt.rep)
+			o := render.Report(tt.rep, time.Now)
 			var streamed, printed bytes.Buffer
 			if err := p.print(&streamed, o); err != nil {
 				t.Fatal(err)
 			}
-			o.json = nil
+			o.JSON = nil
 			if err := p.print(&printed, o); err != nil {
 				t.Fatal(err)
 			}

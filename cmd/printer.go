@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/kubectl/pkg/cmd/get"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 )
 
@@ -86,6 +87,24 @@ func (p *printFlags) structured() bool {
 	return !ok
 }
 
+// planWriter is where a write command shows its plan before the question:
+// stdout, or in a machine format (stdout then holds the result alone) errOut.
+func (p *printFlags) planWriter(out, errOut io.Writer) io.Writer {
+	if p.structured() {
+		return errOut
+	}
+	return out
+}
+
+// printResult prints a write's result, o, and returns the write's error,
+// werr, or else the printer's.
+func (p *printFlags) printResult(w io.Writer, o render.Output, werr error) error {
+	if err := p.print(w, o); err != nil && werr == nil {
+		return err
+	}
+	return werr
+}
+
 // validate checks -o once, before anything runs.
 func (p *printFlags) validate() error {
 	if ok, _ := p.humanFormat(); ok {
@@ -117,58 +136,22 @@ func (p *printFlags) printer() (printers.ResourcePrinter, error) {
 	return nil, fmt.Errorf("not one of %s", strings.Join(p.allowed(), ", "))
 }
 
-// row is one line of a command's output for -o name and custom-columns.
-type row struct {
-	// name is what -o name prints (an etcd key, a backup directory).
-	name string
-	// obj is what custom-columns' JSONPath expressions read.
-	obj any
-}
-
-// output is what one command has to say, in every form -o can ask for.
-type output struct {
-	// doc is the whole document (json, yaml, jsonpath, go-template).
-	doc any
-	// rows are its lines for name and custom-columns.
-	rows []row
-	// eachRow, when set, gives the rows one at a time instead.
-	eachRow func(fn func(row) error) error
-	// human writes the table or wide form.
-	human func(w io.Writer, wide, noHeaders bool) error
-	// json, when set, writes -o json as the JSON printer would, without
-	// holding the whole document in memory.
-	json func(w io.Writer) error
-}
-
-// each calls fn with every row.
-func (o output) each(fn func(row) error) error {
-	if o.eachRow != nil {
-		return o.eachRow(fn)
-	}
-	for _, r := range o.rows {
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // print writes o in the format -o chose. Everything goes through a writer
 // that escapes terminal control characters: names and values come from
 // etcd, and a name holding an escape sequence must not reach the terminal.
-func (p *printFlags) print(w io.Writer, o output) error {
+func (p *printFlags) print(w io.Writer, o render.Output) error {
 	sw := table.NewSafeWriter(w)
 	if ok, wide := p.humanFormat(); ok {
 		// Laid out for the terminal's width (at most 120 columns); -o wide
 		// prints table cells whole.
-		if err := o.human(&table.Layout{Writer: sw, Width: table.TermWidth(w), Full: wide}, wide, p.noHeaders); err != nil {
+		if err := o.Human(&table.Layout{Writer: sw, Width: table.TermWidth(w), Full: wide}, wide, p.noHeaders); err != nil {
 			return err
 		}
 		return sw.Flush()
 	}
 	if p.output == "name" {
-		err := o.each(func(r row) error {
-			_, err := fmt.Fprintln(sw, table.Escape(r.name))
+		err := o.Each(func(r render.Row) error {
+			_, err := fmt.Fprintln(sw, table.Escape(r.Name))
 			return err
 		})
 		if err != nil {
@@ -176,8 +159,8 @@ func (p *printFlags) print(w io.Writer, o output) error {
 		}
 		return sw.Flush()
 	}
-	if p.output == "json" && o.json != nil {
-		if err := o.json(sw); err != nil {
+	if p.output == "json" && o.JSON != nil {
+		if err := o.JSON(sw); err != nil {
 			return err
 		}
 		return sw.Flush()
@@ -189,8 +172,8 @@ func (p *printFlags) print(w io.Writer, o output) error {
 	var obj runtime.Object
 	if strings.HasPrefix(p.output, "custom-columns") {
 		list := &unstructured.UnstructuredList{Object: map[string]any{}}
-		err := o.each(func(r row) error {
-			m, err := toMap(r.obj)
+		err := o.Each(func(r render.Row) error {
+			m, err := toMap(r.Obj)
 			if err != nil {
 				return err
 			}
@@ -202,7 +185,7 @@ func (p *printFlags) print(w io.Writer, o output) error {
 		}
 		obj = list
 	} else {
-		raw, err := json.Marshal(o.doc)
+		raw, err := json.Marshal(o.Doc)
 		if err != nil {
 			return fmt.Errorf("encode output: %w", err)
 		}

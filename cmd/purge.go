@@ -5,23 +5,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/apiview"
-	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
-	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // defaultBackupRoot is where purge keeps snapshots and backups.
@@ -146,24 +143,19 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	if !o.confirm {
-		return o.print.print(out, planOutput(plan, true))
+		return o.print.print(out, render.PurgePlan(plan, true))
 	}
 	if len(plan.Targets) == 0 {
-		return o.print.print(out, planOutput(plan, false))
+		return o.print.print(out, render.PurgePlan(plan, false))
 	}
 	if err := plan.Refusal(); err != nil {
-		if perr := o.print.print(out, planOutput(plan, true)); perr != nil {
+		if perr := o.print.print(out, render.PurgePlan(plan, true)); perr != nil {
 			return perr
 		}
 		return err
 	}
-	// In a machine format stdout holds the result alone; the plan is shown
-	// with the question, on stderr.
-	planOut := out
-	if o.print.structured() {
-		planOut = g.errOut
-	}
-	if err := printPlan(table.NewSafeWriter(planOut), plan, false); err != nil {
+	planOut := o.print.planWriter(out, g.errOut)
+	if err := render.WritePurgePlan(table.NewSafeWriter(planOut), plan, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
@@ -200,9 +192,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if res == nil && err != nil {
 		return err
 	}
-	if perr := o.print.print(out, purgeResultOutput(res)); perr != nil && err == nil {
-		err = perr
-	}
+	err = o.print.printResult(out, render.PurgeResult(res), err)
 	if err != nil {
 		return err
 	}
@@ -236,250 +226,4 @@ func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repai
 		return nil, nil, err
 	}
 	return plan, rs.view, nil
-}
-
-// planOutput is a purge plan (a dry run) in every form -o can ask for;
-// its rows are the keys that would be deleted.
-func planOutput(plan *repair.Plan, dryRun bool) output {
-	rows := make([]row, len(plan.Targets))
-	for i := range plan.Targets {
-		rows[i] = row{name: plan.Targets[i].Key, obj: &plan.Targets[i]}
-	}
-	return output{doc: map[string]any{"dryRun": dryRun, "scope": plan.Scope, "revision": plan.Revision,
-		"targets": nonNil(plan.Targets), "skipped": nonNil(plan.Skipped), "blockers": nonNil(plan.Blockers()),
-		"impact": plan.Impact}, rows: rows,
-		human: func(w io.Writer, _, _ bool) error { return printPlan(w, plan, dryRun) }}
-}
-
-// printPlan writes what a purge would delete: the grouped table (IMPACT cut
-// to fit, whole in -o wide), what would be refused with the way out of
-// each, as wrapped paragraphs, and for a dry run a summary that counts what
-// would be deleted and what would be refused, one line each.
-func printPlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
-	if len(plan.Targets) > 0 {
-		// IMPACT and a long NAME share what the screen leaves them.
-		t := groupedTable(out, plan.Targets, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "REV", "IMPACT"}, false, func(f *etcdscan.Finding) []string {
-			return []string{table.OrDash(f.Namespace), kindOf(f), f.Name, markedClass(f), fmt.Sprint(f.ModRevision), impactCell(plan, f.Key)}
-		})
-		t.Balanced = true
-		_ = t.Render()
-		single := 0
-		for _, f := range plan.Targets {
-			if f.SingleWitness {
-				single++
-			}
-		}
-		if single > 0 {
-			table.Wrapped(out, fmt.Sprintf("* %d rest on a single witness (the API server could not confirm them)", single))
-		}
-	}
-	if len(plan.Skipped) > 0 {
-		fmt.Fprintln(out)
-		printResults(out, plan.Skipped)
-	}
-	blockers := plan.Blockers()
-	for _, b := range blockers {
-		printBlocker(out, plan, b)
-	}
-	switch {
-	case len(plan.Targets) == 0:
-		fmt.Fprintf(out, "No ghost to purge in %s at etcd revision %d; nothing was changed.\n", plan.Scope, plan.Revision)
-	case len(blockers) > 0:
-		printRefusedSummary(out, plan, blockers)
-	case dryRun:
-		fmt.Fprintln(out)
-		table.Wrapped(out, fmt.Sprintf("Dry run: %s in %s would be deleted (etcd revision %d). Nothing was changed.", keys(len(plan.Targets)), plan.Scope, plan.Revision))
-		fmt.Fprintln(out, "Re-run with --confirm to snapshot, back up and delete them.")
-	}
-	return nil
-}
-
-// impactCell is the IMPACT cell of a key: its effects, those a confirmed
-// purge refuses first, then those let go ahead, then the reversible ones,
-// so that what matters most survives a cut.
-func impactCell(plan *repair.Plan, key string) string {
-	effects := plan.Effects(key)
-	var refused map[string][]impact.Effect
-	if plan.Impact != nil {
-		refused = plan.Impact.Refused(plan.ImpactOptions)
-	}
-	rank := func(e impact.Effect) int {
-		switch {
-		case !e.Irreversible:
-			return 2
-		case slices.ContainsFunc(refused[key], func(r impact.Effect) bool { return r.Kind == e.Kind && r.Summary == e.Summary }):
-			return 0
-		}
-		return 1
-	}
-	ordered := slices.Clone(effects)
-	slices.SortStableFunc(ordered, func(a, b impact.Effect) int { return rank(a) - rank(b) })
-	return impact.Short(ordered, plan.ImpactOptions)
-}
-
-// printBlocker writes one reason a confirmed purge would be refused, as
-// paragraphs: the reason, the keys (each with the irreversible effects it
-// sets off, when there are several), the way out.
-func printBlocker(out io.Writer, plan *repair.Plan, b repair.Blocker) {
-	fmt.Fprintln(out)
-	table.Para(out, "Would be refused: ", "  ", b.Reason+".")
-	effects := plan.BlockerEffects(b)
-	if len(b.Keys) > 1 && len(effects) > 0 {
-		fmt.Fprintln(out, "  Keys:")
-		for _, k := range b.Keys {
-			text := k
-			var says []string
-			for _, e := range effects[k] {
-				says = append(says, e.Summary)
-			}
-			if len(says) > 0 {
-				text += ": " + strings.Join(says, "; ")
-			}
-			table.Para(out, "    ", "      ", text)
-		}
-	} else {
-		table.Para(out, "  Keys: ", "    ", strings.Join(b.Keys, ", "))
-	}
-	table.Para(out, "  Way out: ", "    ", b.WayOut+".")
-}
-
-// printRefusedSummary ends the plan of a purge that --confirm would refuse.
-// A purge is refused whole: as it stands nothing would be deleted. One line
-// says so, one line per reason says how many keys need which flag, and the
-// last says what would be deleted once every reason is met.
-func printRefusedSummary(out io.Writer, plan *repair.Plan, blockers []repair.Blocker) {
-	fmt.Fprintln(out)
-	table.Wrapped(out, fmt.Sprintf("Refused as it stands: a purge is refused whole, so --confirm would delete none of these %s (etcd revision %d):", keys(len(plan.Targets)), plan.Revision))
-	for _, b := range blockers {
-		n := len(b.Keys)
-		need, it, rest := "needs", "it", "its ghost verdict rests"
-		if n != 1 {
-			need, it, rest = "need", "them", "their ghost verdicts rest"
-		}
-		var why string
-		switch flag := b.Flag; {
-		case flag == flagnames.AcceptSingleWitness:
-			why = fmt.Sprintf("%s %s %s, or an API server to confirm %s: %s on one witness only", keys(n), need, flag, it, rest)
-		case flag != "":
-			var kinds []string
-			effects := plan.BlockerEffects(b)
-			for _, k := range b.Keys {
-				for _, e := range effects[k] {
-					if !slices.Contains(kinds, string(e.Kind)) {
-						kinds = append(kinds, string(e.Kind))
-					}
-				}
-			}
-			why = fmt.Sprintf("%s %s %s: deleting %s sets off what a restore cannot undo (%s)", keys(n), need, flag, it, strings.Join(kinds, ", "))
-		default:
-			why = fmt.Sprintf("%s: %s", keys(n), b.Reason)
-		}
-		table.Para(out, "  ", "    ", why)
-	}
-	table.Wrapped(out, fmt.Sprintf("Given what each line needs, the %s in %s would be deleted. Nothing was changed.", keys(len(plan.Targets)), plan.Scope))
-}
-
-// keys is "1 key" or "n keys".
-func keys(n int) string {
-	if n == 1 {
-		return "1 key"
-	}
-	return fmt.Sprintf("%d keys", n)
-}
-
-// printResults writes the outcome of each key, in order. DETAIL is cut to
-// fit; each detail cut is written whole below the table, on lines of its
-// own under its outcome and key (or how many keys share it), wrapped.
-func printResults(out io.Writer, results []etcdwrite.Result) {
-	if len(results) == 0 {
-		return
-	}
-	t := table.New(out, "KEY", "OUTCOME", "DETAIL")
-	t.Quiet = true
-	for _, r := range results {
-		_ = t.Append([]string{r.Key, string(r.Outcome), r.Detail})
-	}
-	_ = t.Render()
-	if !t.WasCut() {
-		return
-	}
-	type group struct {
-		outcome etcdwrite.Outcome
-		detail  string
-		keys    []string
-	}
-	var groups []*group
-	byDetail := map[string]*group{}
-	for _, r := range results {
-		detail := table.Escape(r.Detail)
-		if table.TextWidth(detail) <= t.Widths()[2] {
-			continue
-		}
-		id := string(r.Outcome) + "\x00" + detail
-		g := byDetail[id]
-		if g == nil {
-			g = &group{outcome: r.Outcome, detail: detail}
-			byDetail[id] = g
-			groups = append(groups, g)
-		}
-		g.keys = append(g.keys, table.Escape(r.Key))
-	}
-	if len(groups) == 0 {
-		return
-	}
-	fmt.Fprintln(out)
-	for _, g := range groups {
-		who := g.keys[0]
-		if len(g.keys) > 1 {
-			who = fmt.Sprintf("(%d keys)", len(g.keys))
-		}
-		table.Para(out, "", "  ", fmt.Sprintf("%s %s:", g.outcome, who))
-		table.Para(out, "  ", "  ", g.detail)
-	}
-}
-
-// purgeResultOutput is a finished purge; its rows are the keys with their outcome.
-func purgeResultOutput(res *repair.PurgeResult) output {
-	return output{doc: res, rows: resultRows(res.Results), human: func(w io.Writer, _, _ bool) error { return printPurgeResult(w, res) }}
-}
-
-// resultRows are the keys of a repair with their outcome.
-func resultRows(results []etcdwrite.Result) []row {
-	rows := make([]row, len(results))
-	for i := range results {
-		rows[i] = row{name: results[i].Key, obj: &results[i]}
-	}
-	return rows
-}
-
-// printPurgeResult writes a finished purge: the snapshot and the backup,
-// the outcome of each key, and how to undo it (commands on lines of their
-// own, whole).
-func printPurgeResult(out io.Writer, res *repair.PurgeResult) error {
-	fmt.Fprintln(out)
-	if res.Snapshot != nil {
-		printSnapshot(out, "Snapshot from "+res.Endpoint+": ", res.Snapshot)
-	}
-	table.Wrapped(out, "Backup   "+res.Backup+" (verified)")
-	fmt.Fprintln(out)
-	printResults(out, res.Results)
-	fmt.Fprintln(out)
-	table.Wrapped(out, fmt.Sprintf("Deleted %d of %d planned keys. Audit log: %s", res.Deleted, res.Planned, filepath.Join(res.Dir, backup.AuditFile)))
-	table.LabeledCommand(out, "Undo these deletes:", "regghost restore "+res.Dir+" --confirm")
-	if res.Snapshot != nil {
-		fmt.Fprintln(out, "Disaster path (whole cluster; stop every kube-apiserver first):")
-		command, note, _ := strings.Cut(snapshot.DisasterRestoreCommand(res.Snapshot), "   # ")
-		if note != "" {
-			table.Para(out, "  # ", "  # ", note)
-		}
-		table.Command(out, "  ", command)
-	}
-	return nil
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -296,39 +295,14 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if o.manifests() {
 		return o.printManifests(out, g.errOut, objs)
 	}
-	todo, refused := 0, 0
-	for _, obj := range objs {
-		switch obj.Action {
-		case recovery.Recover:
-			todo++
-		case recovery.Refused:
-			refused++
-		}
-	}
-	plan := func(w io.Writer) {
-		table.Para(w, "", "", fmt.Sprintf("From %s:", from))
-		printRecoveryPlan(w, objs)
-	}
+	todo, _ := render.RecoveryCounts(objs)
 	if !o.confirm || todo == 0 {
-		err := o.print.print(out, output{doc: map[string]any{"dryRun": !o.confirm, "source": from, "objects": objs}, human: func(w io.Writer, _, _ bool) error {
-			plan(w)
-			fmt.Fprintln(w)
-			if todo == 0 {
-				table.Wrapped(w, fmt.Sprintf("Nothing to recover: every chosen object (%d) is present already, changed since the source, or refused. Nothing was changed.", len(objs)))
-			} else {
-				table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d objects would be recovered. Nothing was changed. Re-run with --confirm.", todo, len(objs)))
-			}
-			if refused > 0 {
-				table.Wrapped(w, fmt.Sprintf("Refused %d objects (each reason above).", refused))
-			}
-			return nil
-		}})
-		if err != nil {
+		if err := o.print.print(out, render.RecoveryPlan(from, objs, !o.confirm)); err != nil {
 			return err
 		}
-		return recoveryRefusedErr(objs)
+		return failed(render.RecoveryRefusedError(objs))
 	}
-	plan(table.NewSafeWriter(out))
+	render.WriteRecoveryPlan(table.NewSafeWriter(out), from, objs)
 	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
 		return err
 	}
@@ -347,21 +321,11 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		}
 		return werr
 	}
-	n := 0
-	for _, r := range res.Results {
-		if r.Outcome == etcdwrite.Recovered {
-			n++
-		}
-	}
-	fmt.Fprintln(out)
-	printResults(table.NewSafeWriter(out), res.Results)
-	fmt.Fprintln(out)
-	table.Wrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, res.Dir, filepath.Join(res.Dir, backup.AuditFile)))
-	table.LabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+res.Dir+" --confirm")
+	render.WriteRecoveryResult(out, res, todo)
 	if werr != nil {
 		return werr
 	}
-	return conflictErr(res.Results)
+	return failed(render.ConflictError(res.Results))
 }
 
 // keysOf lists the objects' keys.
@@ -371,20 +335,6 @@ func keysOf(objs []*recovery.Object) []string {
 		keys[i] = obj.Key
 	}
 	return keys
-}
-
-// printRecoveryPlan lists each chosen object with what recover does with
-// it; a detail cut to fit is written whole below the table.
-func printRecoveryPlan(w io.Writer, objs []*recovery.Object) {
-	rows := make([]etcdwrite.Result, len(objs))
-	for i, obj := range objs {
-		detail := obj.Detail
-		if len(obj.Notes) > 0 {
-			detail = strings.TrimPrefix(detail+"; ", "; ") + strings.Join(obj.Notes, "; ")
-		}
-		rows[i] = etcdwrite.Result{Key: obj.Key, Outcome: etcdwrite.Outcome(obj.Action), Detail: detail}
-	}
-	printResults(w, rows)
 }
 
 // printManifests writes, as one List for kubectl apply, only what recover
@@ -399,21 +349,6 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 	if err != nil {
 		return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
 	}
-	for _, l := range left {
-		fmt.Fprintf(errOut, "regghost: left out %s (%s): %s\n", table.Escape(l.Key), l.Action, table.Escape(l.Reason))
-	}
-	if len(left) > 0 && !o.withLive {
-		fmt.Fprintf(errOut, "regghost: %d objects left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live\n", len(left))
-	}
-	return o.print.print(out, output{doc: list})
-}
-
-// recoveryRefusedErr fails a dry run that refused objects.
-func recoveryRefusedErr(objs []*recovery.Object) error {
-	for _, obj := range objs {
-		if obj.Action == recovery.Refused {
-			return &exitError{code: ExitError, err: fmt.Errorf("some objects are refused (%s: %s)", table.Escape(obj.Key), table.Escape(obj.Detail))}
-		}
-	}
-	return nil
+	render.ManifestsLeftOut(errOut, left, o.withLive)
+	return o.print.print(out, render.Output{Doc: list})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -121,66 +122,18 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if err != nil {
 		return err
 	}
-	show := func(out io.Writer, results []etcdwrite.Result) {
-		if !f.summary {
-			printResults(out, results)
-			return
-		}
-		var shown []etcdwrite.Result
-		count := map[etcdwrite.Outcome]int{}
-		for _, r := range results {
-			count[r.Outcome]++
-			if r.Outcome != etcdwrite.AlreadyPresent && r.Outcome != etcdwrite.Conflict {
-				shown = append(shown, r)
-			}
-		}
-		printResults(out, shown)
-		table.Wrapped(out, fmt.Sprintf("%d keys present with the snapshot's bytes and %d present with other bytes are left alone.", count[etcdwrite.AlreadyPresent], count[etcdwrite.Conflict]))
-	}
-	todo, refused := 0, 0
-	for _, r := range plan {
-		switch r.Outcome {
-		case etcdwrite.WouldRestore:
-			todo++
-		case etcdwrite.Refused:
-			refused++
-		}
-	}
-	// refusedLine says what was refused and how to write it deliberately.
-	refusedLine := func(w io.Writer) {
-		if refused > 0 {
-			table.Wrapped(w, fmt.Sprintf("Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.", refused, flagnames.IntoRecreated))
-		}
-	}
+	todo, _ := render.RestoreCounts(plan)
 	if !f.confirm || todo == 0 {
-		if err := f.print.print(out, output{doc: map[string]any{"dryRun": !f.confirm, "results": plan}, rows: resultRows(plan), human: func(w io.Writer, _, _ bool) error {
-			show(w, plan)
-			switch {
-			case todo == 0 && refused > 0:
-				table.Wrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already, in conflict or refused. Nothing was changed.", path, len(b.Entries)))
-			case todo == 0:
-				table.Wrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already or in conflict.", path, len(b.Entries)))
-			default:
-				fmt.Fprintln(w)
-				table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.", todo, len(b.Entries)))
-			}
-			refusedLine(w)
-			return nil
-		}}); err != nil {
+		if err := f.print.print(out, render.RestorePlan(path, len(b.Entries), plan, !f.confirm, f.summary)); err != nil {
 			return err
 		}
 		if f.summary {
-			return refusedErr(plan)
+			return failed(render.RefusedError(plan))
 		}
-		return conflictErr(plan)
+		return failed(render.ConflictError(plan))
 	}
-	// In a machine format stdout holds the result alone; the plan is shown
-	// with the question, on stderr.
-	planOut := out
-	if f.print.structured() {
-		planOut = g.errOut
-	}
-	show(table.NewSafeWriter(planOut), plan)
+	planOut := f.print.planWriter(out, g.errOut)
+	render.WriteRestoreResults(table.NewSafeWriter(planOut), plan, f.summary)
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
@@ -191,79 +144,19 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if results == nil {
 		return err
 	}
-	if perr := f.print.print(out, output{doc: map[string]any{"dryRun": false, "results": results}, rows: resultRows(results), human: func(w io.Writer, _, _ bool) error {
-		fmt.Fprintln(w)
-		show(w, results)
-		n := 0
-		refused = 0
-		for _, r := range results {
-			switch r.Outcome {
-			case etcdwrite.Restored, etcdwrite.RestoredWithoutVolume:
-				n++
-			case etcdwrite.Refused:
-				refused++
-			}
-		}
-		fmt.Fprintf(w, "Restored %d keys, byte-identical to the backup.\n", n)
-		refusedLine(w)
-		return nil
-	}}); perr != nil {
+	if perr := f.print.print(out, render.RestoreResult(results, f.summary)); perr != nil {
 		return perr
 	}
 	if err != nil {
 		return err
 	}
 	if f.summary {
-		if err := stillPresentErr(results); err != nil {
-			return err
+		if err := render.StillPresentError(results); err != nil {
+			return failed(err)
 		}
-		return refusedErr(results)
+		return failed(render.RefusedError(results))
 	}
-	return conflictErr(results)
-}
-
-// refusedErr fails a run that left keys refused by the witness rule: their
-// namespace or CRD was created again since the purge.
-func refusedErr(results []etcdwrite.Result) error {
-	n := 0
-	var first etcdwrite.Result
-	for _, r := range results {
-		if r.Outcome == etcdwrite.Refused {
-			if n == 0 {
-				first = r
-			}
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	return &exitError{code: ExitError, err: fmt.Errorf("%d keys were refused, not restored (%s: %s)", n, table.Escape(first.Key), table.Escape(first.Detail))}
-}
-
-// stillPresentErr fails a run whose writes did not all stick.
-func stillPresentErr(results []etcdwrite.Result) error {
-	for _, r := range results {
-		if r.Outcome == etcdwrite.StillPresent {
-			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", table.Escape(r.Key), table.Escape(r.Detail))}
-		}
-	}
-	return nil
-}
-
-func conflictErr(results []etcdwrite.Result) error {
-	if err := refusedErr(results); err != nil {
-		return err
-	}
-	for _, r := range results {
-		if r.Outcome == etcdwrite.Conflict || r.Outcome == etcdwrite.StillPresent || r.Outcome == etcdwrite.Unverified {
-			return &exitError{code: ExitError, err: fmt.Errorf("some keys were not restored (%s: %s)", table.Escape(r.Key), table.Escape(r.Detail))}
-		}
-		if r.Outcome == etcdwrite.RestoredWithoutVolume {
-			return &exitError{code: ExitError, err: fmt.Errorf("a claim was restored without its volume (%s: %s)", table.Escape(r.Key), table.Escape(r.Detail))}
-		}
-	}
-	return nil
+	return failed(render.ConflictError(results))
 }
 
 // restorer opens etcd for putting a backup's keys back (or undoing a

@@ -46,6 +46,15 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
+// failed makes err, why a command's results fail it, the command's error
+// (exit code 1); nil for nil.
+func failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: ExitError, err: err}
+}
+
 func usageError(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
 }

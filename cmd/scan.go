@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
@@ -129,7 +130,7 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 		return err
 	}
 	defer rep.Close()
-	if err := o.print.print(out, reportOutput(rep)); err != nil {
+	if err := o.print.print(out, render.Report(rep, clock)); err != nil {
 		return err
 	}
 	if rep.Ghosts() > 0 || rep.DanglingGoneCount() > 0 {
@@ -205,7 +206,7 @@ func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace str
 	var progress func(read, total int)
 	doneProgress := func() {}
 	if !rs.quiet {
-		progress, doneProgress = scanProgress(g.errOut)
+		progress, doneProgress = render.ScanProgress(g.errOut)
 	}
 	opts.Progress = progress
 	rep, err := etcdscan.Scan(ctx, rs.store, opts)

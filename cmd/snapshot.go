@@ -3,14 +3,12 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -35,7 +33,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printSnapshot(c.OutOrStdout(), "Snapshot from "+ep+" saved at ", info)
+			render.Snapshot(c.OutOrStdout(), "Snapshot from "+ep+" saved at ", info)
 			return nil
 		},
 	}, &cobra.Command{
@@ -47,7 +45,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printSnapshot(c.OutOrStdout(), "Snapshot ", info)
+			render.Snapshot(c.OutOrStdout(), "Snapshot ", info)
 			return nil
 		},
 	}, newSnapshotRestoreCmd(g))
@@ -123,25 +121,4 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 	other.add(c, "snapshot")
 	p.addFlags(c)
 	return c
-}
-
-// describeSnapshot says what a verified snapshot holds, in two lines (its
-// path apart, so that it is written whole): its size, revision and keys,
-// then its sha256.
-func describeSnapshot(info *backup.SnapshotInfo) []string {
-	if info.Format == "logical" {
-		return []string{fmt.Sprintf("logical snapshot (%s has no snapshot RPC): %d bytes, revision %d, %d keys (verified)",
-			info.Datastore, info.Size, info.Revision, info.TotalKeys), "sha256 " + info.SHA256}
-	}
-	return []string{fmt.Sprintf("%d bytes, revision %d, %d keys, hash %d (verified)", info.Size, info.Revision, info.TotalKeys, info.Hash),
-		"sha256 " + info.SHA256}
-}
-
-// printSnapshot writes heading followed by the snapshot's path (on the
-// next line when they do not fit together), then what it holds, indented.
-func printSnapshot(out io.Writer, heading string, info *backup.SnapshotInfo) {
-	table.Wrapped(out, heading+info.Path)
-	for _, l := range describeSnapshot(info) {
-		table.Para(out, "  ", "    ", l)
-	}
 }

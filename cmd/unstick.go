@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dangling"
@@ -141,29 +141,11 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		}
 		a.Follow(dangling.WithoutGhosts(refs))
 	}
-	blockerRows := make([]row, len(a.Blockers))
-	for i := range a.Blockers {
-		blockerRows[i] = row{name: a.Blockers[i].Key, obj: &a.Blockers[i]}
-	}
 	if !o.confirm {
-		return o.print.print(out, output{doc: a, rows: blockerRows, human: func(w io.Writer, _, _ bool) error {
-			printAnalysis(w, a)
-			if a.Refusal != "" && a.Exists && a.Terminating {
-				fmt.Fprintln(w)
-				table.Para(w, "Would be refused: ", "  ", a.Refusal+".")
-			} else if a.Refusal == "" {
-				fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
-			}
-			return nil
-		}})
+		return o.print.print(out, render.UnstickPlan(a))
 	}
-	// In a machine format stdout holds the result alone; the analysis is
-	// shown with the question, on stderr.
-	analysisOut := out
-	if o.print.structured() {
-		analysisOut = g.errOut
-	}
-	printAnalysis(table.NewSafeWriter(analysisOut), a)
+	analysisOut := o.print.planWriter(out, g.errOut)
+	render.UnstickAnalysis(table.NewSafeWriter(analysisOut), a)
 	if a.Refusal != "" {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
 	}
@@ -217,28 +199,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		}
 		return err
 	}
-	if perr := o.print.print(out, output{doc: map[string]any{"analysis": a, "result": res}, rows: resultRows(res.Results), human: func(out io.Writer, _, _ bool) error {
-		fmt.Fprintf(out, "\nBackup %s (verified)\n\n", res.Backup)
-		printResults(out, res.Results)
-		switch {
-		case res.Finished && res.Left == 0:
-			fmt.Fprintf(out, "\n%s is gone, and nothing of it is left in etcd.\n", a.Target)
-		case res.Finished:
-			fmt.Fprintf(out, "\n%s is gone, but %d of its keys are left in etcd: ghosts (see regghost scan).\n", a.Target, res.Left)
-		default:
-			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, o.wait, res.Left)
-		}
-		for _, dir := range res.Dirs {
-			if res.Finished {
-				table.Para(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", dir, strings.Fields(a.Target)[0]))
-			} else {
-				table.LabeledCommand(out, "Undo:", "regghost restore "+dir+" --confirm")
-			}
-		}
-		return nil
-	}}); perr != nil && err == nil {
-		err = perr
-	}
+	err = o.print.printResult(out, render.UnstickResult(a, res, o.wait), err)
 	if err != nil {
 		return err
 	}
@@ -246,70 +207,4 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish cleanly (%d keys left)", a.Target, res.Left)}
 	}
 	return nil
-}
-
-// printAnalysis writes the chain that holds a deletion, and the next action,
-// wrapped to the screen. The blockers are a table whose rows are grouped by
-// what serves their finalizers, said once above each group as scan says
-// its reasons (-o wide: a SERVED BY column instead).
-func printAnalysis(out io.Writer, a *unstick.Analysis) {
-	switch {
-	case !a.Exists:
-		table.Wrapped(out, fmt.Sprintf("%s: no %s key.", a.Target, a.Key))
-	case a.Terminating:
-		table.Wrapped(out, fmt.Sprintf("%s: Terminating for %s; finalizers [%s]", a.Target, a.Since, strings.Join(a.Finalizers, ", ")))
-	default:
-		table.Wrapped(out, fmt.Sprintf("%s: not terminating.", a.Target))
-	}
-	for _, c := range a.Conditions {
-		table.Para(out, "  condition ", "    ", c)
-	}
-	for _, u := range a.Unavailable {
-		table.Para(out, "  unavailable: ", "    ", u)
-	}
-	fmt.Fprintf(out, "  %d keys left in etcd, %d held by finalizers\n", a.Remaining, len(a.Blockers))
-	if len(a.Blockers) > 0 {
-		wide := table.Full(out)
-		hdr := []string{"KEY", "FINALIZERS", "TO REMOVE"}
-		if wide {
-			hdr = append(hdr, "SERVED BY")
-		}
-		t := table.New(out, hdr...).CutFirst(1, 2)
-		cells := func(b unstick.Blocker) []string {
-			fins := strings.Join(b.Finalizers, ", ")
-			if b.Spec {
-				fins = "spec: " + fins
-			}
-			return []string{b.Key, fins, strings.Join(b.Remove, ", ")}
-		}
-		var order []string
-		byServed := map[string][]unstick.Blocker{}
-		for _, b := range a.Blockers {
-			served := strings.Join(b.Served, "; ")
-			if wide {
-				_ = t.Append(append(cells(b), served))
-				continue
-			}
-			if _, ok := byServed[served]; !ok {
-				order = append(order, served)
-			}
-			byServed[served] = append(byServed[served], b)
-		}
-		// Blockers whose finalizers nothing is said to serve first: no
-		// comment line above them.
-		table.EmptyFirst(order)
-		for _, served := range order {
-			if served != "" {
-				t.Comment(served)
-			}
-			for _, b := range byServed[served] {
-				_ = t.Append(cells(b))
-			}
-		}
-		_ = t.Render()
-	}
-	for _, u := range a.Unreadable {
-		table.Para(out, "  cannot be read here: ", "    ", u)
-	}
-	table.Wrapped(out, fmt.Sprintf("Next: %s.", a.Next))
 }

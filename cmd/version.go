@@ -1,11 +1,9 @@
 package cmd
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/version"
 )
 
@@ -20,11 +18,7 @@ func newVersionCmd() *cobra.Command {
 				return err
 			}
 			info := version.Get()
-			return p.print(c.OutOrStdout(), output{doc: info, human: func(w io.Writer, _, _ bool) error {
-				fmt.Fprintf(w, "Version:       %s\nCommit:        %s\nGo:            %s\nPlatform:      %s\netcd client:   %s\nKubernetes:    %s\n",
-					info.Version, info.Commit, info.GoVersion, info.Platform, info.EtcdClient, info.Kubernetes)
-				return nil
-			}})
+			return p.print(c.OutOrStdout(), render.Version(info))
 		},
 	}
 	p.addFlags(c)

@@ -2,14 +2,11 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
@@ -65,54 +62,11 @@ func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out 
 	if err != nil {
 		return err
 	}
-	rows := make([]row, len(findings))
-	for i := range findings {
-		rows[i] = row{name: findings[i].Key, obj: &findings[i]}
-	}
-	if err := o.print.print(out, output{doc: map[string]any{"revision": rep.Revision, "versions": nonNil(rep.Versions), "findings": nonNil(findings)},
-		rows: rows, human: func(w io.Writer, _, _ bool) error { return printVersions(w, rep, findings) }}); err != nil {
+	if err := o.print.print(out, render.Versions(rep, findings)); err != nil {
 		return err
 	}
 	if len(findings) > 0 {
 		return &exitError{code: ExitGhosts}
 	}
 	return nil
-}
-
-func printVersions(out io.Writer, rep *etcdscan.Report, findings []etcdscan.Finding) error {
-	t := table.New(out, "RESOURCE", "STORED AS", "OBJECTS", "CRD VERSIONS", "CRD STORED VERSIONS")
-	for _, v := range rep.Versions {
-		var at []string
-		for a := range v.Stored {
-			at = append(at, a)
-		}
-		sort.Strings(at)
-		for i, a := range at {
-			row := []string{"", a, fmt.Sprint(v.Stored[a]), "", ""}
-			if i == 0 {
-				row[0], row[3], row[4] = v.Resource, strings.Join(v.CRDVersions, ", "), strings.Join(v.CRDStoredVersions, ", ")
-			}
-			if err := t.Append(row); err != nil {
-				return err
-			}
-		}
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\nCounted at etcd revision %d.\n", rep.Revision)
-	if len(findings) == 0 {
-		fmt.Fprintln(out, "No object is stored at a version that cannot be read.")
-		return nil
-	}
-	fmt.Fprintf(out, "\n%d objects are stored at a version that cannot be read (or soon will not be):\n", len(findings))
-	ft := table.New(out, "KEY", "FIX")
-	for _, f := range findings {
-		for i, c := range f.Classes {
-			if c == etcdscan.ClassStoredVersion {
-				_ = ft.Append([]string{f.Key, f.Reasons[i]})
-			}
-		}
-	}
-	return ft.Render()
 }

@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"fmt"
@@ -13,12 +13,12 @@ import (
 // progressAfter is how long a scan runs before it shows progress.
 const progressAfter = 2 * time.Second
 
-// scanProgress shows a long scan's progress on one line of errOut, when
+// ScanProgress shows a long scan's progress on one line of errOut, when
 // errOut is a terminal: keys read, keys a second, and the share of the
 // keyspace when it is known. Nothing is written when errOut is not a
 // terminal (a pipe, a file, CI), nor for a scan shorter than two seconds.
 // done clears the line.
-func scanProgress(errOut io.Writer) (report func(read, total int), done func()) {
+func ScanProgress(errOut io.Writer) (report func(read, total int), done func()) {
 	f, ok := errOut.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil, func() {}

@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"bufio"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/yaml"
 
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -20,39 +19,23 @@ import (
 	"github.com/regghost/regghost/pkg/spill"
 )
 
-// printStructured writes v as indented JSON or YAML.
-func printStructured(out io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", format, err)
-	}
-	if format == "yaml" {
-		if b, err = yaml.JSONToYAML(b); err != nil {
-			return fmt.Errorf("encode yaml: %w", err)
-		}
-	} else {
-		b = append(b, '\n')
-	}
-	_, err = out.Write(b)
-	return err
-}
-
-// reportOutput is scan's output in every form -o can ask for.
-func reportOutput(rep *etcdscan.Report) output {
+// Report is scan's report in every form -o can ask for; now is the time
+// the ages are counted to.
+func Report(rep *etcdscan.Report, now func() time.Time) Output {
 	if rep.Findings == nil && !rep.Spilled() {
 		rep.Findings = []etcdscan.Finding{}
 	}
-	return output{doc: rep, eachRow: func(fn func(row) error) error {
-		return rep.Each(func(f *etcdscan.Finding) error { return fn(row{name: f.Key, obj: f}) })
-	}, human: func(w io.Writer, wide, noHeaders bool) error {
-		return printReport(w, rep, wide, noHeaders)
-	}, json: func(w io.Writer) error { return writeReportJSON(w, rep) }}
+	return Output{Doc: rep, EachRow: func(fn func(Row) error) error {
+		return rep.Each(func(f *etcdscan.Finding) error { return fn(Row{Name: f.Key, Obj: f}) })
+	}, Human: func(w io.Writer, wide, noHeaders bool) error {
+		return WriteReport(w, rep, now(), wide, noHeaders)
+	}, JSON: func(w io.Writer) error { return WriteReportJSON(w, rep) }}
 }
 
-// writeReportJSON writes rep as the JSON printer does (marshalled, indented
+// WriteReportJSON writes rep as the JSON printer does (marshalled, indented
 // by four spaces), one finding at a time: a report of many findings is never
 // held in memory as one document, nor twice.
-func writeReportJSON(w io.Writer, rep *etcdscan.Report) error {
+func WriteReportJSON(w io.Writer, rep *etcdscan.Report) error {
 	shallow := rep.Header()
 	raw, err := json.Marshal(&shallow)
 	if err != nil {
@@ -102,12 +85,11 @@ func writeReportJSON(w io.Writer, rep *etcdscan.Report) error {
 	return bw.Flush()
 }
 
-// printReport writes the human scan report. The default table has one row
+// WriteReport writes the human scan report, ages counted to now. The default table has one row
 // per finding, NAMESPACE, KIND, NAME, CLASS and AGE, grouped by reason: a
 // reason many rows share (their namespace is gone) is said once, above its
 // group. Wide adds the witnesses, revision, key and full reason to each row.
-func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) error {
-	now := clock()
+func WriteReport(out io.Writer, rep *etcdscan.Report, now time.Time, wide, noHeaders bool) error {
 	if rep.Len() > 0 {
 		// The rows of a report too large for memory wait in a spill file
 		// of their own until the columns' widths are known.
@@ -138,7 +120,7 @@ func printReport(out io.Writer, rep *etcdscan.Report, wide, noHeaders bool) erro
 			return err
 		}
 	}
-	printDangling(out, rep.Dangling)
+	Dangling(out, rep.Dangling)
 	scope := "all namespaces"
 	if rep.Namespace != "" {
 		scope = "namespace " + rep.Namespace

@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
 )
@@ -40,7 +39,7 @@ func TestPlanFitsNarrowTerminals(t *testing.T) {
 	irreversible := plan.Effects("/registry/persistentvolumeclaims/vault/data")[1].Summary
 	for _, width := range []int{table.MaxWidth, 100, 80} {
 		var b bytes.Buffer
-		if err := printPlan(&table.Layout{Writer: &b, Width: width}, plan, true); err != nil {
+		if err := WritePurgePlan(&table.Layout{Writer: &b, Width: width}, plan, true); err != nil {
 			t.Fatal(err)
 		}
 		out := b.String()
@@ -70,35 +69,10 @@ func TestPlanFitsNarrowTerminals(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := printPlan(&table.Layout{Writer: &b, Width: table.MaxWidth, Full: true}, plan, true); err != nil {
+	if err := WritePurgePlan(&table.Layout{Writer: &b, Width: table.MaxWidth, Full: true}, plan, true); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "IRREVERSIBLE: "+irreversible+"; finalizers [kubernetes.io/pvc-protection] never run") {
 		t.Errorf("-o wide does not print IMPACT whole, the irreversible effect first:\n%s", b.String())
-	}
-}
-
-// TestResultsKeepOrder: the outcome table keeps its rows in order (a
-// volume's Retain right before its claim's delete), and each detail it
-// cuts is written whole below it.
-func TestResultsKeepOrder(t *testing.T) {
-	pv, claim := "/registry/persistentvolumes/pvc-8730bc07-1390-4a1e-9e63-c8346b2f7c94", "/registry/persistentvolumeclaims/kb-system/data"
-	detail := "reclaim policy Delete -> Retain through the API server (resourceVersion 86 -> 95); the original is in the backup"
-	var b bytes.Buffer
-	printResults(&table.Layout{Writer: &b, Width: table.MaxWidth}, []etcdwrite.Result{
-		{Key: pv, Outcome: etcdwrite.Retained, Detail: detail},
-		{Key: claim, Outcome: etcdwrite.Deleted},
-	})
-	lines := strings.Split(b.String(), "\n")
-	if !strings.HasPrefix(lines[1], pv+"  retained") || !strings.HasPrefix(lines[2], claim+" ") {
-		t.Errorf("rows out of order:\n%s", b.String())
-	}
-	if !strings.Contains(b.String(), "\nretained "+pv+":\n  "+detail+"\n") {
-		t.Errorf("the cut detail is not written whole:\n%s", b.String())
-	}
-	for _, l := range lines {
-		if table.TextWidth(l) > table.MaxWidth {
-			t.Errorf("line of %d columns: %q", table.TextWidth(l), l)
-		}
 	}
 }

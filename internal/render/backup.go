@@ -1,0 +1,113 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/backup"
+)
+
+// BackupList is the backups of a directory in every form -o can ask for;
+// its rows are the backups.
+func BackupList(list []backup.BackupSummary) Output {
+	return Output{Doc: map[string]any{"backups": list}, Rows: RowsOf(list, func(s *backup.BackupSummary) string { return s.Path }),
+		Human: func(w io.Writer, _, noHeaders bool) error { return writeBackupList(w, list, noHeaders) }}
+}
+
+// Backup is what a backup holds in every form -o can ask for; its rows are
+// its keys.
+func Backup(b *backup.Backup) Output {
+	return Output{Doc: b, Rows: RowsOf(b.Entries, func(e *backup.Entry) string { return e.Key }),
+		Human: func(w io.Writer, _, noHeaders bool) error { return writeBackup(w, b, noHeaders) }}
+}
+
+// writeBackupList writes the backups, one a row. The default table leaves
+// out CREATED and SCOPE, which the directory name starts with and ends with
+// (-o wide has them): the path, which restore takes, is then seldom cut.
+func writeBackupList(out io.Writer, list []backup.BackupSummary, noHeaders bool) error {
+	wide := table.Full(out)
+	hdr := []string{"BACKUP", "KEYS", "SNAPSHOT REV", "STATUS"}
+	if wide {
+		hdr = []string{"BACKUP", "CREATED", "SCOPE", "KEYS", "SNAPSHOT REV", "STATUS"}
+	}
+	if noHeaders {
+		hdr = nil
+	}
+	t := table.New(out, hdr...)
+	for _, s := range list {
+		created, scope, keys, rev, status := "-", "-", "-", "-", s.Status
+		switch s.Status {
+		case backup.BackupUnusable:
+			status = "unusable: " + s.Detail
+		case backup.BackupUnfinished:
+			status = "UNFINISHED: " + s.Detail
+		}
+		if s.Status != backup.BackupUnusable {
+			created, scope, keys = s.Created.Format("2006-01-02 15:04:05Z"), s.Scope, fmt.Sprint(s.Keys)
+			if s.SnapshotRevision != 0 {
+				rev = fmt.Sprint(s.SnapshotRevision)
+			}
+		}
+		row := []string{s.Path, keys, rev, status}
+		if wide {
+			row = []string{s.Path, created, scope, keys, rev, status}
+		}
+		_ = t.Append(row)
+	}
+	return t.Render()
+}
+
+// writeBackup writes what a backup holds: where it comes from, its
+// snapshot, and its keys grouped by the reason they were deleted, each
+// reason once, wrapped, above its keys, as scan does (-o wide: a REASON
+// column instead).
+func writeBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
+	wide := table.Full(out)
+	if !noHeaders {
+		table.Wrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok",
+			table.Escape(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), table.Escape(b.Endpoint), table.OrDash(b.ClusterID), b.ScanRevision, b.Count))
+		if b.Snapshot != nil {
+			table.Wrapped(out, "Snapshot "+table.Escape(b.Snapshot.Path))
+			fmt.Fprintf(out, "  revision %d, %d keys, sha256 %s\n", b.Snapshot.Revision, b.Snapshot.TotalKeys, b.Snapshot.SHA256)
+		}
+		fmt.Fprintln(out)
+	}
+	hdr := []string{"KEY", "MOD REV", "BYTES", "CLASSES"}
+	if wide {
+		hdr = append(hdr, "REASON")
+	}
+	if noHeaders {
+		hdr = nil
+	}
+	t := table.New(out, hdr...)
+	cells := func(e backup.Entry) []string {
+		return []string{e.Key, fmt.Sprint(e.ModRevision), fmt.Sprint(len(e.Value)), table.OrDash(strings.Join(e.Classes, ","))}
+	}
+	if wide {
+		for _, e := range b.Entries {
+			_ = t.Append(append(cells(e), e.Reason))
+		}
+		return t.Render()
+	}
+	var order []string
+	byReason := map[string][]backup.Entry{}
+	for _, e := range b.Entries {
+		if _, ok := byReason[e.Reason]; !ok {
+			order = append(order, e.Reason)
+		}
+		byReason[e.Reason] = append(byReason[e.Reason], e)
+	}
+	// Keys without a reason first: no comment line above them.
+	table.EmptyFirst(order)
+	for _, reason := range order {
+		if reason != "" {
+			t.Comment(reason)
+		}
+		for _, e := range byReason[reason] {
+			_ = t.Append(cells(e))
+		}
+	}
+	return t.Render()
+}

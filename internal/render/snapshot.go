@@ -1,0 +1,30 @@
+package render
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/backup"
+)
+
+// describeSnapshot says what a verified snapshot holds, in two lines (its
+// path apart, so that it is written whole): its size, revision and keys,
+// then its sha256.
+func describeSnapshot(info *backup.SnapshotInfo) []string {
+	if info.Format == "logical" {
+		return []string{fmt.Sprintf("logical snapshot (%s has no snapshot RPC): %d bytes, revision %d, %d keys (verified)",
+			info.Datastore, info.Size, info.Revision, info.TotalKeys), "sha256 " + info.SHA256}
+	}
+	return []string{fmt.Sprintf("%d bytes, revision %d, %d keys, hash %d (verified)", info.Size, info.Revision, info.TotalKeys, info.Hash),
+		"sha256 " + info.SHA256}
+}
+
+// Snapshot writes heading followed by the snapshot's path (on the next
+// line when they do not fit together), then what it holds, indented.
+func Snapshot(out io.Writer, heading string, info *backup.SnapshotInfo) {
+	table.Wrapped(out, heading+info.Path)
+	for _, l := range describeSnapshot(info) {
+		table.Para(out, "  ", "    ", l)
+	}
+}

@@ -1,0 +1,121 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/unstick"
+)
+
+// UnstickPlan is unstick's analysis (without --confirm) in every form -o
+// can ask for; its rows are the objects whose finalizers hold the deletion.
+func UnstickPlan(a *unstick.Analysis) Output {
+	return Output{Doc: a, Rows: blockerRows(a), Human: func(w io.Writer, _, _ bool) error {
+		UnstickAnalysis(w, a)
+		if a.Refusal != "" && a.Exists && a.Terminating {
+			fmt.Fprintln(w)
+			table.Para(w, "Would be refused: ", "  ", a.Refusal+".")
+		} else if a.Refusal == "" {
+			fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
+		}
+		return nil
+	}}
+}
+
+func blockerRows(a *unstick.Analysis) []Row {
+	return RowsOf(a.Blockers, func(b *unstick.Blocker) string { return b.Key })
+}
+
+// UnstickResult is a finished unstick, having waited wait for the deletion;
+// its rows are the keys with their outcome.
+func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration) Output {
+	return Output{Doc: map[string]any{"analysis": a, "result": res}, Rows: ResultRows(res.Results), Human: func(out io.Writer, _, _ bool) error {
+		fmt.Fprintf(out, "\nBackup %s (verified)\n\n", res.Backup)
+		Results(out, res.Results)
+		switch {
+		case res.Finished && res.Left == 0:
+			fmt.Fprintf(out, "\n%s is gone, and nothing of it is left in etcd.\n", a.Target)
+		case res.Finished:
+			fmt.Fprintf(out, "\n%s is gone, but %d of its keys are left in etcd: ghosts (see regghost scan).\n", a.Target, res.Left)
+		default:
+			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, wait, res.Left)
+		}
+		for _, dir := range res.Dirs {
+			if res.Finished {
+				table.Para(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", dir, strings.Fields(a.Target)[0]))
+			} else {
+				table.LabeledCommand(out, "Undo:", "regghost restore "+dir+" --confirm")
+			}
+		}
+		return nil
+	}}
+}
+
+// UnstickAnalysis writes the chain that holds a deletion, and the next action,
+// wrapped to the screen. The blockers are a table whose rows are grouped by
+// what serves their finalizers, said once above each group as scan says
+// its reasons (-o wide: a SERVED BY column instead).
+func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
+	switch {
+	case !a.Exists:
+		table.Wrapped(out, fmt.Sprintf("%s: no %s key.", a.Target, a.Key))
+	case a.Terminating:
+		table.Wrapped(out, fmt.Sprintf("%s: Terminating for %s; finalizers [%s]", a.Target, a.Since, strings.Join(a.Finalizers, ", ")))
+	default:
+		table.Wrapped(out, fmt.Sprintf("%s: not terminating.", a.Target))
+	}
+	for _, c := range a.Conditions {
+		table.Para(out, "  condition ", "    ", c)
+	}
+	for _, u := range a.Unavailable {
+		table.Para(out, "  unavailable: ", "    ", u)
+	}
+	fmt.Fprintf(out, "  %d keys left in etcd, %d held by finalizers\n", a.Remaining, len(a.Blockers))
+	if len(a.Blockers) > 0 {
+		wide := table.Full(out)
+		hdr := []string{"KEY", "FINALIZERS", "TO REMOVE"}
+		if wide {
+			hdr = append(hdr, "SERVED BY")
+		}
+		t := table.New(out, hdr...).CutFirst(1, 2)
+		cells := func(b unstick.Blocker) []string {
+			fins := strings.Join(b.Finalizers, ", ")
+			if b.Spec {
+				fins = "spec: " + fins
+			}
+			return []string{b.Key, fins, strings.Join(b.Remove, ", ")}
+		}
+		var order []string
+		byServed := map[string][]unstick.Blocker{}
+		for _, b := range a.Blockers {
+			served := strings.Join(b.Served, "; ")
+			if wide {
+				_ = t.Append(append(cells(b), served))
+				continue
+			}
+			if _, ok := byServed[served]; !ok {
+				order = append(order, served)
+			}
+			byServed[served] = append(byServed[served], b)
+		}
+		// Blockers whose finalizers nothing is said to serve first: no
+		// comment line above them.
+		table.EmptyFirst(order)
+		for _, served := range order {
+			if served != "" {
+				t.Comment(served)
+			}
+			for _, b := range byServed[served] {
+				_ = t.Append(cells(b))
+			}
+		}
+		_ = t.Render()
+	}
+	for _, u := range a.Unreadable {
+		table.Para(out, "  cannot be read here: ", "    ", u)
+	}
+	table.Wrapped(out, fmt.Sprintf("Next: %s.", a.Next))
+}

@@ -1,0 +1,59 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Versions is the stored versions a scan counted, and the findings stored
+// at a version that cannot be read, in every form -o can ask for; its rows
+// are those findings.
+func Versions(rep *etcdscan.Report, findings []etcdscan.Finding) Output {
+	return Output{Doc: map[string]any{"revision": rep.Revision, "versions": NonNil(rep.Versions), "findings": NonNil(findings)},
+		Rows: RowsOf(findings, func(f *etcdscan.Finding) string { return f.Key }), Human: func(w io.Writer, _, _ bool) error { return writeVersions(w, rep, findings) }}
+}
+
+// writeVersions writes the counts per resource and stored version, then
+// the findings with their fix.
+func writeVersions(out io.Writer, rep *etcdscan.Report, findings []etcdscan.Finding) error {
+	t := table.New(out, "RESOURCE", "STORED AS", "OBJECTS", "CRD VERSIONS", "CRD STORED VERSIONS")
+	for _, v := range rep.Versions {
+		var at []string
+		for a := range v.Stored {
+			at = append(at, a)
+		}
+		sort.Strings(at)
+		for i, a := range at {
+			row := []string{"", a, fmt.Sprint(v.Stored[a]), "", ""}
+			if i == 0 {
+				row[0], row[3], row[4] = v.Resource, strings.Join(v.CRDVersions, ", "), strings.Join(v.CRDStoredVersions, ", ")
+			}
+			if err := t.Append(row); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nCounted at etcd revision %d.\n", rep.Revision)
+	if len(findings) == 0 {
+		fmt.Fprintln(out, "No object is stored at a version that cannot be read.")
+		return nil
+	}
+	fmt.Fprintf(out, "\n%d objects are stored at a version that cannot be read (or soon will not be):\n", len(findings))
+	ft := table.New(out, "KEY", "FIX")
+	for _, f := range findings {
+		for i, c := range f.Classes {
+			if c == etcdscan.ClassStoredVersion {
+				_ = ft.Append([]string{f.Key, f.Reasons[i]})
+			}
+		}
+	}
+	return ft.Render()
+}
