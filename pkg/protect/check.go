@@ -2,7 +2,6 @@ package protect
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/regghost/regghost/pkg/backup"
 )
@@ -13,7 +12,7 @@ import (
 func Check(ctx context.Context, job Job) (backup.Identity, error) {
 	here, err := backup.ReadIdentity(ctx, job.Client, job.Prefix, job.Decrypt)
 	if err != nil {
-		return here, fmt.Errorf("%w; %w", err, ErrNothingChanged)
+		return here, unchanged(err)
 	}
 	if err := checkSource(job, here); err != nil {
 		return here, unchanged(err)

@@ -211,12 +211,9 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 	if err != nil {
 		return nil, unchanged(fmt.Errorf("no etcd endpoint answers: %w", err))
 	}
-	here, err := backup.ReadIdentity(ctx, job.Client, job.Prefix, job.Decrypt)
+	here, err := Check(ctx, job)
 	if err != nil {
-		return nil, unchanged(err)
-	}
-	if err := checkSource(job, here); err != nil {
-		return nil, unchanged(err)
+		return nil, err
 	}
 	if err := preflight(ctx, job, ds); err != nil {
 		return nil, unchanged(err)
@@ -236,12 +233,13 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 			return nil, unchanged(err)
 		}
 	}
-	w := &Writer{Datastore: ds, Identity: here, Pacing: ds.Pacing(job.Pacing), Dir: job.AuditDir, action: job.Action}
+	w := &Writer{Datastore: ds, Identity: here, Pacing: ds.Pacing(job.Pacing), action: job.Action}
 	var done func()
 	w.Pacing.Stop, w.halt, done = stopOrHalt(job.Pacing.Stop)
 	defer done()
-	if job.Backup != nil {
-		w.Dir = ""
+	if job.Backup == nil {
+		w.Dir = job.AuditDir
+	} else {
 		if err := record(ctx, job, ds, here, w, out); err != nil {
 			// Only the directory record made is removed.
 			if w.Dir != "" {
