@@ -14,11 +14,13 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 // defaultBackupRoot is where purge keeps snapshots and backups.
@@ -162,21 +164,21 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
 		return err
 	}
-	ctx, cli, done, err := g.session(ctx)
+	ctx, cli, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	cfg, err := g.etcd.ClientConfig()
+	cfg, err := g.Etcd.ClientConfig()
 	if err != nil {
 		return err
 	}
-	dec, err := g.decrypter(ctx)
+	dec, err := g.Decrypter(ctx)
 	if err != nil {
 		return err
 	}
 	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.errOut,
-		Decrypt: identityDecrypter(dec), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
+		Decrypt: decrypt.Namespaces(dec), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
 			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
@@ -205,25 +207,25 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 // planPurge makes the plan (repair.PlanPurge) with one connection to etcd
 // and the API server, and returns the API server it used, if any.
 func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repair.Selector, io impact.Options) (*repair.Plan, *apiview.View, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	rs, err := g.openRead(ctx, scanReads())
+	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rs.close()
-	po := repair.PlanOptions{Store: rs.store, Selector: sel, Impact: io, Scan: func(ctx context.Context) (*etcdscan.Report, error) {
-		return rs.scan(ctx, g, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
+	defer rs.Close()
+	po := repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: io, Scan: func(ctx context.Context) (*etcdscan.Report, error) {
+		return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false)
 	}}
-	if rs.dec != nil {
-		po.Readers.Decrypter = rs.dec
+	if rs.Decrypter != nil {
+		po.Readers.Decrypter = rs.Decrypter
 	}
-	if rs.view != nil {
-		po.Readers.API = rs.view
+	if rs.API != nil {
+		po.Readers.API = rs.API
 	}
 	plan, err := repair.PlanPurge(ctx, po)
 	if err != nil {
 		return nil, nil, err
 	}
-	return plan, rs.view, nil
+	return plan, rs.API, nil
 }

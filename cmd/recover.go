@@ -132,7 +132,7 @@ func recoveryKinds() string {
 func (o *recoverOptions) manifests() bool { return o.print.structured() }
 
 func (o *recoverOptions) complete(g *globalOptions) error {
-	o.sel = recovery.Selection{Registry: g.prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
+	o.sel = recovery.Selection{Registry: g.Prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
 	switch strings.ToLower(o.resource) {
 	case "crd", "crds":
 		o.sel.Resource = "customresourcedefinitions"
@@ -176,8 +176,8 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 		return err
 	}
 	for _, k := range o.keys {
-		if !strings.HasPrefix(k, g.prefix) {
-			return usageError("%s is not under the registry prefix %s", k, g.prefix)
+		if !strings.HasPrefix(k, g.Prefix) {
+			return usageError("%s is not under the registry prefix %s", k, g.Prefix)
 		}
 	}
 	if o.manifests() && o.confirm {
@@ -201,13 +201,13 @@ func (o *recoverOptions) source(ctx context.Context, g *globalOptions) (recovery
 		return recovery.NewEntriesSource(info.Revision, entries), fmt.Sprintf("logical snapshot %s (revision %d)", o.snapshot, info.Revision), func() {}, nil
 	}
 	if o.snapshot != "" {
-		s, err := g.openDB(o.snapshot)
+		s, err := g.OpenDB(o.snapshot)
 		if err != nil {
 			return nil, "", nil, err
 		}
 		return s, fmt.Sprintf("snapshot %s (revision %d)", o.snapshot, s.Revision()), func() { s.Close() }, nil
 	}
-	cli, err := g.connect(ctx)
+	cli, err := g.Connect(ctx)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -220,7 +220,7 @@ func (o *recoverOptions) source(ctx context.Context, g *globalOptions) (recovery
 }
 
 func (o *recoverOptions) decoders(ctx context.Context, g *globalOptions) (*decrypt.Decrypter, recovery.Decoders, error) {
-	cluster, err := g.decrypter(ctx)
+	cluster, err := g.Decrypter(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -239,7 +239,7 @@ func (o *recoverOptions) decoders(ctx context.Context, g *globalOptions) (*decry
 }
 
 func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	cluster, decs, err := o.decoders(ctx, g)
 	if err != nil {
@@ -257,11 +257,11 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if len(objs) == 0 {
 		return &exitError{code: ExitError, err: fmt.Errorf("nothing in %s matches the selection; nothing was changed", from)}
 	}
-	srcID, err := recovery.SourceIdentity(ctx, src, g.prefix, decs)
+	srcID, err := recovery.SourceIdentity(ctx, src, g.Prefix, decs)
 	if err != nil {
 		return err
 	}
-	ctx, cli, done, err := g.session(ctx)
+	ctx, cli, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
@@ -269,8 +269,8 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	// What came from elsewhere is compared with this cluster before it is
 	// judged, printed as manifests or written.
 	ro := recovery.RunOptions{Client: cli, From: from, Source: srcID, OtherCluster: o.other.cluster, OtherClusterGrants: o.other.grants,
-		BackupRoot: o.backupDir, Notices: g.errOut, Decrypt: identityDecrypter(cluster)}
-	if _, err := protect.Check(ctx, protect.Job{Client: cli, Prefix: g.prefix, Decrypt: ro.Decrypt, Source: &srcID, SourceKeys: keysOf(objs),
+		BackupRoot: o.backupDir, Notices: g.errOut, Decrypt: decrypt.Namespaces(cluster)}
+	if _, err := protect.Check(ctx, protect.Job{Client: cli, Prefix: g.Prefix, Decrypt: ro.Decrypt, Source: &srcID, SourceKeys: keysOf(objs),
 		OtherCluster: ro.OtherCluster, OtherClusterGrants: ro.OtherClusterGrants}); err != nil {
 		return &exitError{code: ExitError, err: err}
 	}
@@ -278,17 +278,17 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if err != nil {
 		return err
 	}
-	reader, err := g.contentReader(ctx)
+	reader, err := g.ContentReader(ctx)
 	if err != nil {
 		return err
 	}
-	view, _ := g.api()
-	types, err := recovery.LoadTypes(ctx, live, g.prefix, view, cluster)
+	view, _ := g.API()
+	types, err := recovery.LoadTypes(ctx, live, g.Prefix, view, cluster)
 	if err != nil {
 		return err
 	}
 	reader.Types = types
-	ro.Judge = recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated, Decoders: decs}
+	ro.Judge = recovery.Options{Registry: g.Prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated, Decoders: decs}
 	if err := recovery.Judge(ctx, objs, ro.Judge); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/exporter"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 // DefaultListenAddress is where serve listens unless told otherwise.
@@ -30,13 +31,13 @@ type serveOptions struct {
 	interval         time.Duration
 	jitter           float64
 	namespaceLimit   int
-	reads            readSettings
+	reads            session.Reads
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
-	o := &serveOptions{reads: scanReads()}
+	o := &serveOptions{reads: session.ScanReads()}
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Export ghosts, dangling references and terminating namespaces as Prometheus metrics, scanning every --interval (read-only)",
@@ -72,16 +73,16 @@ configuration (TLS, basic auth) for the endpoint.`,
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
-	f.Int64Var(&o.reads.pageSize, "page-size", o.reads.pageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.maxKeysPerSecond, "max-keys-per-second", o.reads.maxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.reads.stream, "stream", o.reads.stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
+	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
+	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server per scan")
 	return c
 }
 
 func (o *serveOptions) validate(g *globalOptions) error {
-	if g.db != "" {
+	if g.DB != "" {
 		return usageError("serve watches a live etcd; --db is for one-off reads (regghost scan --db)")
 	}
 	if o.interval <= 0 {
@@ -114,21 +115,21 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	meter := &exporter.EtcdMeter{}
-	g.etcd.DialOptions = append(g.etcd.DialOptions, grpc.WithStatsHandler(meter))
+	g.Etcd.DialOptions = append(g.Etcd.DialOptions, grpc.WithStatsHandler(meter))
 	coll := exporter.NewCollector(meter)
-	src := exporter.NewSource(exporter.SourceOptions{Connect: g.connect, LoadDecrypter: g.decrypter, OpenAPI: g.api,
-		DialTimeout: g.etcd.DialTimeout, PageSize: o.reads.pageSize, Stream: o.reads.stream, MaxKeysPerSecond: o.reads.maxKeysPerSecond,
+	src := exporter.NewSource(exporter.SourceOptions{Connect: g.Connect, LoadDecrypter: g.Decrypter, OpenAPI: g.API,
+		DialTimeout: g.Etcd.DialTimeout, PageSize: o.reads.PageSize, Stream: o.reads.Stream, MaxKeysPerSecond: o.reads.MaxKeysPerSecond,
 		Scan: func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
-			rs := &readSession{store: in.Store, dec: in.Decrypter, view: in.API, why: in.APIUnavailable, close: func() {}, quiet: true}
-			rep, err := rs.scan(ctx, g, "", o.terminatingAfter, o.apiCheckLimit)
-			var ae *apiError
+			rs := session.Wrap(g.Prefix, in.Store, in.Decrypter, in.API, in.APIUnavailable)
+			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true)
+			var ae *session.APIError
 			if errors.As(err, &ae) {
 				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
 			}
 			return rep, err
 		}})
 	defer src.Close()
-	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.etcd.CommandTimeout,
+	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.Etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}
 	srv := &http.Server{Handler: exporter.Handler(exporter.Registry(coll), coll), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

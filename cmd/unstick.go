@@ -15,9 +15,11 @@ import (
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dangling"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/unstick"
 )
 
@@ -83,8 +85,8 @@ controller needs is unavailable.`,
 					return err
 				}
 			}
-			if o.wait <= 0 || o.wait >= g.etcd.CommandTimeout {
-				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.etcd.CommandTimeout, o.wait)
+			if o.wait <= 0 || o.wait >= g.Etcd.CommandTimeout {
+				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.Etcd.CommandTimeout, o.wait)
 			}
 			return runUnstick(c.Context(), g, o, kind, name, c.InOrStdin(), c.OutOrStdout())
 		},
@@ -101,16 +103,16 @@ controller needs is unavailable.`,
 }
 
 func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, name string, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	rs, err := g.openRead(ctx, scanReads())
+	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
 	}
-	defer rs.close()
+	defer rs.Close()
 	var served *catalog.Catalog
-	if rs.view != nil {
-		if served, err = rs.view.Catalog(ctx); err != nil {
+	if rs.API != nil {
+		if served, err = rs.API.Catalog(ctx); err != nil {
 			return err
 		}
 	}
@@ -119,13 +121,13 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		analyse = unstick.CRD
 	}
 	readers := unstick.Readers{Served: served}
-	if rs.view != nil {
-		readers.API = rs.view
+	if rs.API != nil {
+		readers.API = rs.API
 	}
-	if rs.dec != nil {
-		readers.Decrypter = rs.dec
+	if rs.Decrypter != nil {
+		readers.Decrypter = rs.Decrypter
 	}
-	a, err := analyse(ctx, rs.store, g.prefix, name, readers, clock())
+	a, err := analyse(ctx, rs.Store, g.Prefix, name, readers, clock())
 	if err != nil {
 		return err
 	}
@@ -135,7 +137,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if len(a.UnavailableNames) > 0 {
 		// Follow the chain: is the APIService that holds discovery
 		// dangling (its Service gone) or down?
-		refs, _, err := dangling.Find(ctx, rs.store, dangling.Options{Registry: g.prefix, Reader: &objread.Reader{Registry: g.prefix, API: readers.API, Decrypter: readers.Decrypter}, API: rs.apiGetter()})
+		refs, _, err := dangling.Find(ctx, rs.Store, dangling.Options{Registry: g.Prefix, Reader: &objread.Reader{Registry: g.Prefix, API: readers.API, Decrypter: readers.Decrypter}, API: rs.Getter()})
 		if err != nil {
 			return err
 		}
@@ -149,10 +151,10 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if a.Refusal != "" {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
 	}
-	if rs.view == nil {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.why)}
+	if rs.API == nil {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.Why)}
 	}
-	dyn, err := dynamic.NewForConfig(rs.view.Config)
+	dyn, err := dynamic.NewForConfig(rs.API.Config)
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
@@ -163,17 +165,17 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if err := confirmAction(in, g.errOut, o.yes, question); err != nil {
 		return err
 	}
-	sctx, cli, done, err := g.session(ctx)
+	sctx, cli, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	dec, err := g.decrypter(sctx)
+	dec, err := g.Decrypter(sctx)
 	if err != nil {
 		return err
 	}
-	res, err := unstick.Resolve(sctx, a, g.prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
-		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: identityDecrypter(dec),
+	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
+		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(dec),
 			Analyze: func(ctx context.Context) (*unstick.Analysis, error) {
 				live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
 				if err != nil {
@@ -182,12 +184,12 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 				// Discovery is asked again: an APIService deleted since the
 				// first analysis no longer fails its group.
 				fresh := readers
-				if rs.view != nil {
-					if fresh.Served, err = rs.view.Catalog(ctx); err != nil {
+				if rs.API != nil {
+					if fresh.Served, err = rs.API.Catalog(ctx); err != nil {
 						return nil, err
 					}
 				}
-				again, err := analyse(ctx, live, g.prefix, name, fresh, clock())
+				again, err := analyse(ctx, live, g.Prefix, name, fresh, clock())
 				if err == nil && len(o.accept) > 0 {
 					again.Accept(o.accept)
 				}

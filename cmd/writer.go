@@ -1,17 +1,11 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/regghost/regghost/pkg/backup"
-	"github.com/regghost/regghost/pkg/decrypt"
 )
 
 // stopOnSignal turns the first SIGINT or SIGTERM of a write phase into a
@@ -35,16 +29,5 @@ func stopOnSignal(errOut io.Writer) (stop <-chan struct{}, done func()) {
 	return ch, func() {
 		signal.Stop(sigs)
 		close(quit)
-	}
-}
-
-// identityDecrypter opens an encrypted kube-system namespace with the
-// cluster's encryption config, for the cluster's identity; nil without one.
-func identityDecrypter(d *decrypt.Decrypter) backup.Decrypter {
-	if d == nil {
-		return nil
-	}
-	return func(ctx context.Context, key string, value []byte) ([]byte, error) {
-		return d.Decrypt(ctx, key, schema.GroupResource{Resource: "namespaces"}, value)
 	}
 }
