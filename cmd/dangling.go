@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -120,20 +119,13 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		return err
 	}
 	defer done()
-	dec, err := g.Decrypter(sctx)
-	if err != nil {
-		return err
-	}
 	scope := "dangling references"
 	if o.namespace != "" {
 		scope += " into namespace " + o.namespace
 	}
 	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.Prefix, Scope: scope, Now: clock,
-		Notices: g.errOut, Decrypt: decrypt.Namespaces(dec)})
+		Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter)})
 	if res == nil && err != nil {
-		if errors.Is(err, dangling.ErrRefused) {
-			return &exitError{code: ExitError, err: err}
-		}
 		return err
 	}
 	err = o.print.printResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -140,10 +139,22 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if o.namespace == "" && len(o.keys) == 0 {
 		return usageError("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
 	}
-	plan, view, err := planPurge(ctx, g, o, sel, impactOpts)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	defer cancel()
+	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
 	}
+	defer rs.Close()
+	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: impactOpts,
+		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
+		Scan: func(ctx context.Context) (*etcdscan.Report, error) {
+			return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false)
+		}})
+	if err != nil {
+		return err
+	}
+	view := rs.API
 	if !o.confirm {
 		return o.print.print(out, render.PurgePlan(plan, true))
 	}
@@ -164,21 +175,17 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
 		return err
 	}
-	ctx, cli, done, err := g.Bounded(ctx)
+	cli, err := g.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer cli.Close()
 	cfg, err := g.Etcd.ClientConfig()
 	if err != nil {
 		return err
 	}
-	dec, err := g.Decrypter(ctx)
-	if err != nil {
-		return err
-	}
 	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.errOut,
-		Decrypt: decrypt.Namespaces(dec), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
+		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
 			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
@@ -202,30 +209,4 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return &exitError{code: ExitGhosts, err: fmt.Errorf("deleted %d of %d planned keys; the rest were left alone (see above)", res.Deleted, res.Planned)}
 	}
 	return nil
-}
-
-// planPurge makes the plan (repair.PlanPurge) with one connection to etcd
-// and the API server, and returns the API server it used, if any.
-func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repair.Selector, io impact.Options) (*repair.Plan, *apiview.View, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
-	rs, err := g.Open(ctx, session.ScanReads())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rs.Close()
-	po := repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: io, Scan: func(ctx context.Context) (*etcdscan.Report, error) {
-		return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false)
-	}}
-	if rs.Decrypter != nil {
-		po.Readers.Decrypter = rs.Decrypter
-	}
-	if rs.API != nil {
-		po.Readers.API = rs.API
-	}
-	plan, err := repair.PlanPurge(ctx, po)
-	if err != nil {
-		return nil, nil, err
-	}
-	return plan, rs.API, nil
 }

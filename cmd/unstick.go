@@ -2,23 +2,18 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decrypt"
-	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
-	"github.com/regghost/regghost/pkg/objread"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/unstick"
 )
@@ -57,18 +52,9 @@ controller needs is unavailable.`,
   regghost unstick crd widgets.example.com --confirm`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			kind, name := args[0], args[1]
-			switch kind {
-			case "namespace", "ns":
-				if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-					return usageError("%q is not a namespace name: %s", name, errs[0])
-				}
-			case "crd", "customresourcedefinition":
-				if _, ok := catalog.CustomFromCRDName(name); !ok {
-					return usageError("%q is not a CustomResourceDefinition name (<plural>.<group>)", name)
-				}
-			default:
-				return usageError("unstick takes namespace NAME or crd NAME, not %q", kind)
+			target, err := unstick.ParseTarget(args[0], args[1])
+			if err != nil {
+				return usageError("%v", err)
 			}
 			if err := o.print.validate(); err != nil {
 				return err
@@ -88,7 +74,7 @@ controller needs is unavailable.`,
 			if o.wait <= 0 || o.wait >= g.Etcd.CommandTimeout {
 				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.Etcd.CommandTimeout, o.wait)
 			}
-			return runUnstick(c.Context(), g, o, kind, name, c.InOrStdin(), c.OutOrStdout())
+			return runUnstick(c.Context(), g, o, target, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	f := c.Flags()
@@ -102,7 +88,7 @@ controller needs is unavailable.`,
 	return c
 }
 
-func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, name string, in io.Reader, out io.Writer) error {
+func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target unstick.Target, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
@@ -110,38 +96,10 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return err
 	}
 	defer rs.Close()
-	var served *catalog.Catalog
-	if rs.API != nil {
-		if served, err = rs.API.Catalog(ctx); err != nil {
-			return err
-		}
-	}
-	analyse := unstick.Namespace
-	if kind != "namespace" && kind != "ns" {
-		analyse = unstick.CRD
-	}
-	readers := unstick.Readers{Served: served}
-	if rs.API != nil {
-		readers.API = rs.API
-	}
-	if rs.Decrypter != nil {
-		readers.Decrypter = rs.Decrypter
-	}
-	a, err := analyse(ctx, rs.Store, g.Prefix, name, readers, clock())
+	z := &unstick.Analyzer{Read: rs, Target: target, Accept: o.accept, Now: clock}
+	a, err := z.Analyze(ctx)
 	if err != nil {
 		return err
-	}
-	if len(o.accept) > 0 {
-		a.Accept(o.accept)
-	}
-	if len(a.UnavailableNames) > 0 {
-		// Follow the chain: is the APIService that holds discovery
-		// dangling (its Service gone) or down?
-		refs, _, err := dangling.Find(ctx, rs.Store, dangling.Options{Registry: g.Prefix, Reader: &objread.Reader{Registry: g.Prefix, API: readers.API, Decrypter: readers.Decrypter}, API: rs.Getter()})
-		if err != nil {
-			return err
-		}
-		a.Follow(dangling.WithoutGhosts(refs))
 	}
 	if !o.confirm {
 		return o.print.print(out, render.UnstickPlan(a))
@@ -170,35 +128,10 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 		return err
 	}
 	defer done()
-	dec, err := g.Decrypter(sctx)
-	if err != nil {
-		return err
-	}
 	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
-		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(dec),
-			Analyze: func(ctx context.Context) (*unstick.Analysis, error) {
-				live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
-				if err != nil {
-					return nil, err
-				}
-				// Discovery is asked again: an APIService deleted since the
-				// first analysis no longer fails its group.
-				fresh := readers
-				if rs.API != nil {
-					if fresh.Served, err = rs.API.Catalog(ctx); err != nil {
-						return nil, err
-					}
-				}
-				again, err := analyse(ctx, live, g.Prefix, name, fresh, clock())
-				if err == nil && len(o.accept) > 0 {
-					again.Accept(o.accept)
-				}
-				return again, err
-			}}})
+		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter),
+			Analyze: z.Again(cli)}})
 	if res == nil && err != nil {
-		if errors.Is(err, unstick.ErrRefused) {
-			return &exitError{code: ExitError, err: err}
-		}
 		return err
 	}
 	err = o.print.printResult(out, render.UnstickResult(a, res, o.wait), err)

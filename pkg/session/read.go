@@ -101,3 +101,6 @@ func (s *Settings) Open(ctx context.Context, reads Reads) (*Read, error) {
 func Wrap(prefix string, store etcdscan.Store, dec *decrypt.Decrypter, view *apiview.View, why string) *Read {
 	return &Read{Store: store, Decrypter: dec, API: view, Why: why, Close: func() {}, prefix: prefix}
 }
+
+// Registry is the prefix kube-apiserver stores under.
+func (r *Read) Registry() string { return r.prefix }
