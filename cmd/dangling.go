@@ -19,9 +19,8 @@ import (
 )
 
 type danglingOptions struct {
+	writeFlags
 	namespace     string
-	confirm, yes  bool
-	backupDir     string
 	acceptManaged bool
 	singleWitness bool
 	print         *printFlags
@@ -70,9 +69,7 @@ changed. Objects Helm, Argo CD or Flux track are refused unless --accept-managed
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only the references into this namespace")
-	f.BoolVar(&o.confirm, "confirm", false, "really fix them (without it dangling only lists them)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really fix them (without it dangling only lists them)", "where the per-key backup goes")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also fix objects Helm, Argo CD or Flux track (they may put them back)")
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also fix references only etcd confirms (the API server could not be asked)")
 	o.print.addFlags(c)
@@ -111,7 +108,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Fix %d objects through the API server?", len(fixes))); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Fix %d objects through the API server?", len(fixes))); err != nil {
 		return err
 	}
 	sctx, cli, done, err := g.Bounded(ctx)

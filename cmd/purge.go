@@ -26,13 +26,11 @@ import (
 const defaultBackupRoot = "/var/lib/regghost/backups"
 
 type purgeOptions struct {
+	writeFlags
 	namespace        string
 	keys             []string
 	from             string
 	forceClasses     []string
-	confirm          bool
-	yes              bool
-	backupDir        string
 	batchSize        int
 	rate             float64
 	terminatingAfter time.Duration
@@ -79,9 +77,7 @@ and a line per key is appended to audit.log in the backup directory.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
 	f.StringVar(&o.from, "from", "", "a reviewed `scan -o json` report: purge only its keys, and only if unchanged since")
 	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class (stuck-terminating, dangling-owner, unserved-now, resurrected; never disputed)")
-	f.BoolVar(&o.confirm, "confirm", false, "really delete (without it purge is a dry run)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where snapshots and backups go (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
 	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
 	o.print = newPrintFlags(true, "table")
@@ -172,7 +168,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
 		return err
 	}
 	cli, err := g.Connect(ctx)
@@ -194,7 +190,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 			return fmt.Errorf("api server client: %w", err)
 		}
 	}
-	stop, doneWriting := stopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
 	popts.Pacing.Stop = stop
 	res, err := repair.Purge(ctx, plan, popts)

@@ -18,6 +18,7 @@ import (
 )
 
 type recoverOptions struct {
+	writeFlags
 	snapshot      string
 	rev           int64
 	keys          []string
@@ -31,8 +32,6 @@ type recoverOptions struct {
 	withLive      bool
 	other         otherClusterFlags
 	sourceEncCfg  string
-	confirm, yes  bool
-	backupDir     string
 	acceptImpacts []string
 	servedWait    time.Duration
 	print         *printFlags
@@ -106,9 +105,7 @@ decrypted with the encryption configs given; nothing is written.`,
 	f.BoolVar(&o.withLive, "with-live", false, "with -o yaml|json, also print an object asked for by key or --name that exists live, at the live resourceVersion (kubectl apply then fails on a conflict instead of overwriting)")
 	o.other.add(c, "snapshot or revision")
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
-	f.BoolVar(&o.confirm, "confirm", false, "really write (without it recover is a dry run)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the recovery's backup goes (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
 	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
 	f.DurationVar(&o.servedWait, "wait-served", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
 	o.print.addFlags(c)
@@ -207,10 +204,10 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return failed(render.RecoveryRefusedError(objs))
 	}
 	render.WriteRecoveryPlan(table.NewSafeWriter(out), rec.From, objs)
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting := stopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
 	res, werr := rec.Write(ctx, etcdwrite.Pacing{Stop: stop}, o.servedWait)
 	if res == nil {

@@ -138,7 +138,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting := stopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
 	r.Pacing = etcdwrite.Pacing{Stop: stop}
 	results, err := r.Run(ctx)

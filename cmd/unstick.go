@@ -19,11 +19,9 @@ import (
 )
 
 type unstickOptions struct {
-	confirm   bool
-	yes       bool
-	backupDir string
-	wait      time.Duration
-	print     *printFlags
+	writeFlags
+	wait  time.Duration
+	print *printFlags
 	// acceptManaged deletes a dangling APIService Helm, Argo CD or Flux tracks.
 	acceptManaged bool
 	// acceptImpacts are --accept-impact's words; accept the kinds they name.
@@ -78,9 +76,7 @@ controller needs is unavailable.`,
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&o.confirm, "confirm", false, "really remove the blocking finalizers (without it unstick only explains)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really remove the blocking finalizers (without it unstick only explains)", "where the per-key backup goes")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+acceptableKinds())
@@ -120,7 +116,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	if len(a.DeleteAPIServices) > 0 {
 		question = fmt.Sprintf("Delete %d dangling APIServices through the API server?", len(a.DeleteAPIServices))
 	}
-	if err := confirmAction(in, g.errOut, o.yes, question); err != nil {
+	if err := o.ask(in, g.errOut, question); err != nil {
 		return err
 	}
 	sctx, cli, done, err := g.Bounded(ctx)

@@ -1,4 +1,4 @@
-package cmd
+package etcdwrite
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"syscall"
 )
 
-// stopOnSignal turns the first SIGINT or SIGTERM of a write phase into a
-// request to stop between transactions: the one in flight finishes, the
-// rest are left and read back, and the command prints its summary and how
-// to undo it. done stops listening. (The lock is the protected write's.)
-func stopOnSignal(errOut io.Writer) (stop <-chan struct{}, done func()) {
+// StopOnSignal turns the first SIGINT or SIGTERM of a write phase into a
+// request to stop between transactions (Pacing.Stop): the one in flight
+// finishes, the rest are left and read back, and the command prints its
+// summary and how to undo it. done stops listening.
+func StopOnSignal(errOut io.Writer) (stop <-chan struct{}, done func()) {
 	ch := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
