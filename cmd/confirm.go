@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -56,4 +57,30 @@ func (w *writeFlags) add(c *cobra.Command, confirmHelp, backupHelp string) {
 // ask is confirmAction with --yes.
 func (w *writeFlags) ask(in io.Reader, errOut io.Writer, question string) error {
 	return confirmAction(in, errOut, w.yes, question)
+}
+
+// askPassword asks for the etcd password of --user NAME on the terminal
+// when neither --user NAME:PASSWORD, --password nor ETCDCTL_PASSWORD gave
+// it (as etcdctl does); without a terminal, connecting says what to give.
+func askPassword(in io.Reader, errOut io.Writer, c *etcdconn.Config) error {
+	if c.User == "" || strings.Contains(c.User, ":") || c.Password != "" {
+		return nil
+	}
+	f, ok := in.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	out := errOut
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		out = tty
+	}
+	fmt.Fprintf(out, "Password for etcd user %s: ", c.User)
+	pw, err := term.ReadPassword(int(f.Fd()))
+	fmt.Fprintln(out)
+	if err != nil {
+		return fmt.Errorf("read the password of etcd user %s: %w", c.User, err)
+	}
+	c.Password = string(pw)
+	return nil
 }

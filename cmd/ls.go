@@ -48,6 +48,6 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().BoolVarP(&long, "long", "l", false, "also print each key's mod revision and value size")
+	c.Flags().BoolVar(&long, "long", false, "also print each key's mod revision and value size")
 	return c
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/version"
 )
 
@@ -87,10 +88,13 @@ snapshot and per-key backup that restore can put back.`,
 	f.StringVar(&g.Etcd.Cert, "cert", "", "client certificate for etcd (env ETCDCTL_CERT)")
 	f.StringVar(&g.Etcd.Key, "key", "", "client key for etcd (env ETCDCTL_KEY)")
 	f.BoolVar(&g.Etcd.InsecureSkipVerify, "insecure-skip-tls-verify", false, "do not verify etcd's server certificate (env ETCDCTL_INSECURE_SKIP_TLS_VERIFY)")
-	f.StringVar(&g.Etcd.User, "user", "", `etcd user as "name:password", for clusters with etcd auth (env ETCDCTL_USER)`)
+	f.StringVar(&g.Etcd.User, "user", "", "etcd user for clusters with etcd auth; the password is asked on the terminal (env ETCDCTL_USER)")
+	f.StringVar(&g.Etcd.Password, "password", "", "etcd password for --user, instead of the question (env ETCDCTL_PASSWORD: keeps it out of ps and shell history)")
 	f.DurationVar(&g.Etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
 	f.DurationVar(&g.Etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
-	f.StringVar(&g.Prefix, "prefix", "/registry/", "etcd prefix kube-apiserver stores under (--etcd-prefix), ending in /")
+	f.StringVar(&g.Prefix, nodeconfig.FlagPrefix, "/registry/", "the key prefix kube-apiserver stores under (its --etcd-prefix), ending in /")
+	f.StringVar(&g.Prefix, "prefix", "/registry/", "")
+	_ = f.MarkDeprecated("prefix", "use --etcd-prefix (etcdctl's --prefix is a switch)")
 	f.StringVar(&g.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server to compare with (env KUBECONFIG, else ~/.kube/config, else /etc/kubernetes/admin.conf)")
 	f.StringVar(&g.Context, "context", "", "kubeconfig context to use")
 	f.BoolVar(&g.NoAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
@@ -123,7 +127,10 @@ snapshot and per-key backup that restore can put back.`,
 			return usageError("--command-timeout must be positive, got %s", g.Etcd.CommandTimeout)
 		}
 		if len(g.Prefix) == 0 || g.Prefix[0] != '/' || g.Prefix[len(g.Prefix)-1] != '/' {
-			return usageError("--prefix %q must start and end with /", g.Prefix)
+			return usageError("--etcd-prefix %q must start and end with /", g.Prefix)
+		}
+		if err := askPassword(in, errOut, &g.Etcd); err != nil {
+			return err
 		}
 		return nil
 	}
