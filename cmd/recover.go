@@ -138,13 +138,9 @@ func (o *recoverOptions) complete(g *globalOptions) error {
 	}
 	o.accept = map[recovery.ImpactKind]bool{}
 	for _, a := range o.acceptImpacts {
-		k := recovery.ImpactKind(a)
-		ok := false
-		for _, known := range recovery.Acceptable {
-			ok = ok || known == k
-		}
-		if !ok {
-			return usageError("--accept-impact %q is not an impact of recover (%s)", a, recoveryKinds())
+		k, err := recovery.ParseImpact(a)
+		if err != nil {
+			return usageError("--accept-impact: %v", err)
 		}
 		o.accept[k] = true
 	}

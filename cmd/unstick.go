@@ -58,7 +58,7 @@ controller needs is unavailable.`,
 				return err
 			}
 			for _, s := range o.acceptImpacts {
-				k, err := impact.ParseKind(s)
+				k, err := impact.ParseStripKind(s)
 				if err != nil {
 					return usageError("%s: %v", impact.AcceptImpactFlag, err)
 				}
@@ -79,7 +79,7 @@ controller needs is unavailable.`,
 	o.writeFlags.add(c, "really remove the blocking finalizers (without it unstick only explains)", "where the per-key backup goes")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
-	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+acceptableKinds())
+	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+impact.Names(impact.StripAcceptable()))
 	o.print.addFlags(c)
 	return c
 }
