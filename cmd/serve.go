@@ -190,7 +190,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	g.etcd.DialOptions = append(g.etcd.DialOptions, grpc.WithStatsHandler(meter))
 	coll := exporter.NewCollector(meter)
 	src := exporter.NewSource(exporter.SourceOptions{Connect: g.connect, LoadDecrypter: g.decrypter, OpenAPI: openAPI, Log: log,
-		TLSFiles: func() string { g.discover(); return g.etcd.TLSFingerprint() },
+		TLSFiles:    func() string { g.discover(); return g.etcd.TLSFingerprint() },
 		DialTimeout: g.etcd.DialTimeout, PageSize: o.reads.pageSize, Stream: o.reads.stream, MaxKeysPerSecond: o.reads.maxKeysPerSecond,
 		Scan: func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
 			rs := &readSession{store: in.Store, dec: in.Decrypter, view: in.API, why: in.APIUnavailable, close: func() {}, quiet: true}
