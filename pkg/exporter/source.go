@@ -35,8 +35,9 @@ type SourceOptions struct {
 	// TLSFiles, when set, fingerprints the files Connect reads (etcd's CA,
 	// client certificate and key). When the fingerprint differs from the
 	// one taken before the client was opened, the next cycle connects
-	// afresh: a rotated client certificate is presented at once, on a new
-	// connection, rather than after the old one fails.
+	// afresh and drops the old client once the new one answers: a rotated
+	// client certificate is presented at once, on a new connection, rather
+	// than after the old one fails.
 	TLSFiles func() string
 	// Log, when set, says when the Source connects afresh and why.
 	Log *slog.Logger
@@ -130,13 +131,7 @@ func (s *Source) Scan(ctx context.Context) (*etcdscan.Report, error) {
 
 // scanOnce is one scan at a fresh revision on the shared clients.
 func (s *Source) scanOnce(ctx context.Context) (*etcdscan.Report, error) {
-	if s.cli != nil && s.o.TLSFiles != nil && s.o.TLSFiles() != s.tlsSum {
-		if s.o.Log != nil {
-			s.o.Log.Info("etcd's TLS files changed on disk; connecting afresh")
-		}
-		s.cli.Close()
-		s.cli, s.decLoaded = nil, false
-	}
+	s.rotate(ctx)
 	if s.cli == nil {
 		if s.o.TLSFiles != nil {
 			// Taken before the files are read: a change while connecting
@@ -179,6 +174,34 @@ func (s *Source) scanOnce(ctx context.Context) (*etcdscan.Report, error) {
 		return nil, s.etcdOrTimeout(ctx, err)
 	}
 	return rep, nil
+}
+
+// rotate connects afresh when etcd's TLS files changed since the client
+// was opened. The old client is closed only once the new one answers: files
+// caught half rewritten (a new certificate beside the old key) leave the
+// cycle on the old connection, and the next cycle tries again.
+func (s *Source) rotate(ctx context.Context) {
+	if s.cli == nil || s.o.TLSFiles == nil {
+		return
+	}
+	sum := s.o.TLSFiles()
+	if sum == s.tlsSum {
+		return
+	}
+	cli, err := s.o.Connect(ctx)
+	if err != nil {
+		s.logInfo("etcd's TLS files changed on disk but cannot be used yet; the open connection goes on", "err", firstLine(err))
+		return
+	}
+	s.cli.Close()
+	s.cli, s.tlsSum, s.decLoaded = cli, sum, false
+	s.logInfo("etcd's TLS files changed on disk; connected afresh with them")
+}
+
+func (s *Source) logInfo(msg string, args ...any) {
+	if s.o.Log != nil {
+		s.o.Log.Info(msg, args...)
+	}
 }
 
 // api returns the shared API client, opening it when it is not open yet

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // TestSourceConnectsAfreshWhenTLSFilesChange: a Source keeps its etcd
 // client while etcd's TLS files are unchanged, and connects afresh (loading
 // the encryption config again) at the first cycle after they change,
-// without waiting for a cycle to fail; OpenAPI is asked at every cycle.
+// without waiting for a cycle to fail. Files that cannot be used yet (half
+// rewritten) leave the cycle on the old client, and the next cycle tries
+// again. OpenAPI is asked at every cycle.
 func TestSourceConnectsAfreshWhenTLSFilesChange(t *testing.T) {
 	_, ep := etcdtest.Start(t)
 	connects, loads, asked := 0, 0, 0
@@ -31,6 +34,9 @@ func TestSourceConnectsAfreshWhenTLSFilesChange(t *testing.T) {
 	src := NewSource(SourceOptions{
 		Connect: func(context.Context) (*clientv3.Client, error) {
 			connects++
+			if files == "new certificate, old key" {
+				return nil, errors.New("--key is not the private key of --cert")
+			}
 			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 			clients = append(clients, cli)
 			return cli, err
@@ -43,14 +49,16 @@ func TestSourceConnectsAfreshWhenTLSFilesChange(t *testing.T) {
 	})
 	defer src.Close()
 	steps := []struct {
-		name                    string
-		files                   string
+		name  string
+		files string
+		// wantConnects counts the tries, wantLoads the clients opened.
 		wantConnects, wantLoads int
 	}{
 		{"first cycle", "first certificate", 1, 1},
 		{"files unchanged", "first certificate", 1, 1},
-		{"files rotated", "second certificate", 2, 2},
-		{"unchanged again", "second certificate", 2, 2},
+		{"files half rewritten", "new certificate, old key", 2, 1},
+		{"files rotated", "second certificate", 3, 2},
+		{"unchanged again", "second certificate", 3, 2},
 	}
 	for i, s := range steps {
 		files = s.files
