@@ -139,10 +139,14 @@ func retryBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
 
+// refusedToken is the error k8s.io/apiserver's bearer token authenticator
+// returns for a token the TokenReview did not authenticate.
+const refusedToken = "invalid bearer token"
+
 // Wrap returns next behind the guard: 401 without a token the API server
-// accepts, 403 when its user may not use the request's verb on the path,
-// 500 when the API server could not be asked (the cause is logged, not
-// told to the caller).
+// accepts (or when it could not review it: the cause is logged, not told
+// to the caller), 403 when its user may not use the request's verb on the
+// path, 500 when the access could not be reviewed.
 func (d *Delegated) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		authn, authz, err := d.current()
@@ -152,12 +156,13 @@ func (d *Delegated) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		res, ok, err := authn.AuthenticateRequest(r)
-		if err != nil {
-			d.log.Error("token review failed", "path", r.URL.Path, "err", err.Error())
-			http.Error(w, "Internal Server Error: the token could not be reviewed", http.StatusInternalServerError)
-			return
-		}
-		if !ok {
+		if err != nil || !ok {
+			// As kube-apiserver's own filter does: any failure to
+			// authenticate is 401. A refused token is routine; a review
+			// that could not be made (the API server away) is logged.
+			if err != nil && err.Error() != refusedToken {
+				d.log.Warn("token review failed", "path", r.URL.Path, "err", err.Error())
+			}
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
