@@ -97,9 +97,8 @@ func (d *Delegated) current() (authenticator.Request, authorizer.Authorizer, err
 // build makes the delegating authenticator and authorizer on cfg.
 func build(cfg *rest.Config) (authenticator.Request, authorizer.Authorizer, error) {
 	cfg = rest.CopyConfig(cfg)
-	// Reviews are bounded by ReviewTimeout and the request's context, not
-	// by the client's timeout.
-	cfg.Timeout = 0
+	// Each review's own bound (the witness's requests have theirs).
+	cfg.Timeout = ReviewTimeout
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
