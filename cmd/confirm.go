@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
@@ -33,4 +34,26 @@ func confirmAction(in io.Reader, errOut io.Writer, yes bool, question string) er
 		return usageError("stdin is not a terminal, so nobody can be asked: add --yes to confirm; nothing was changed")
 	}
 	return nil
+}
+
+// writeFlags are the flags of every command that writes: --confirm (a dry
+// run without it), --yes and, where it writes a backup, --backup-dir.
+type writeFlags struct {
+	confirm, yes bool
+	backupDir    string
+}
+
+// add adds the flags; confirmHelp says what --confirm does, backupHelp what
+// goes into --backup-dir ("" for a command without one).
+func (w *writeFlags) add(c *cobra.Command, confirmHelp, backupHelp string) {
+	c.Flags().BoolVar(&w.confirm, "confirm", false, confirmHelp)
+	c.Flags().BoolVar(&w.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	if backupHelp != "" {
+		c.Flags().StringVar(&w.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), backupHelp+" (env REGGHOST_BACKUP_DIR)")
+	}
+}
+
+// ask is confirmAction with --yes.
+func (w *writeFlags) ask(in io.Reader, errOut io.Writer, question string) error {
+	return confirmAction(in, errOut, w.yes, question)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/exporter"
 	"github.com/regghost/regghost/pkg/metricsauth"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 // DefaultListenAddress is where serve listens unless told otherwise.
@@ -34,7 +35,7 @@ type serveOptions struct {
 	interval         time.Duration
 	jitter           float64
 	namespaceLimit   int
-	reads            readSettings
+	reads            session.Reads
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 	metricsAuth      string
@@ -47,7 +48,7 @@ const (
 )
 
 func newServeCmd(g *globalOptions) *cobra.Command {
-	o := &serveOptions{reads: scanReads()}
+	o := &serveOptions{reads: session.ScanReads()}
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Export ghosts, dangling references and terminating namespaces as Prometheus metrics, scanning every --interval (read-only)",
@@ -93,16 +94,16 @@ the API clients are rebuilt and etcd is connected afresh, without a restart.`,
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
-	f.Int64Var(&o.reads.pageSize, "page-size", o.reads.pageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.maxKeysPerSecond, "max-keys-per-second", o.reads.maxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.reads.stream, "stream", o.reads.stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
+	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
+	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server per scan")
 	return c
 }
 
 func (o *serveOptions) validate(g *globalOptions) error {
-	if g.db != "" {
+	if g.DB != "" {
 		return usageError("serve watches a live etcd; --db is for one-off reads (regghost scan --db)")
 	}
 	if o.interval <= 0 {
@@ -128,7 +129,7 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	switch o.metricsAuth {
 	case metricsAuthNone:
 	case metricsAuthDelegated:
-		if g.noAPI {
+		if g.NoAPI {
 			return usageError("--metrics-auth=delegated asks the API server to review each scrape; it cannot go with --no-api (use --metrics-auth=none, with --web-config-file)")
 		}
 		if o.webConfig != "" {
@@ -166,7 +167,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	log := slog.New(slog.NewTextHandler(errOut, nil))
 	// One loader for the witness and the reviews: one identity, its files
 	// read again when they change.
-	kube := apiview.NewLoader(apiview.Options{Kubeconfig: g.kubeconfig, Context: g.context, Timeout: g.etcd.DialTimeout * 2})
+	kube := apiview.NewLoader(apiview.Options{Kubeconfig: g.Kubeconfig, Context: g.Context, Timeout: g.Etcd.DialTimeout * 2})
 	kube.OnChange = func(files []string) {
 		log.Info("the kubeconfig changed on disk; API clients rebuilt", "files", strings.Join(files, ","))
 	}
@@ -179,30 +180,30 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		guard = d.Wrap
 	}
 	openAPI := kube.Open
-	if g.noAPI {
-		openAPI = g.api
+	if g.NoAPI {
+		openAPI = g.API
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	meter := &exporter.EtcdMeter{}
-	g.etcd.DialOptions = append(g.etcd.DialOptions, grpc.WithStatsHandler(meter))
+	g.Etcd.DialOptions = append(g.Etcd.DialOptions, grpc.WithStatsHandler(meter))
 	coll := exporter.NewCollector(meter)
-	src := exporter.NewSource(exporter.SourceOptions{Connect: g.connect, LoadDecrypter: g.decrypter, OpenAPI: openAPI, Log: log,
-		TLSFiles:    func() string { g.discover(); return g.etcd.TLSFingerprint() },
-		DialTimeout: g.etcd.DialTimeout, PageSize: o.reads.pageSize, Stream: o.reads.stream, MaxKeysPerSecond: o.reads.maxKeysPerSecond,
+	src := exporter.NewSource(exporter.SourceOptions{Connect: g.Connect, LoadDecrypter: g.Decrypter, OpenAPI: openAPI, Log: log,
+		TLSFiles:    func() string { g.Discover(); return g.Etcd.TLSFingerprint() },
+		DialTimeout: g.Etcd.DialTimeout, PageSize: o.reads.PageSize, Stream: o.reads.Stream, MaxKeysPerSecond: o.reads.MaxKeysPerSecond,
 		Scan: func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
-			rs := &readSession{store: in.Store, dec: in.Decrypter, view: in.API, why: in.APIUnavailable, close: func() {}, quiet: true}
-			rep, err := rs.scan(ctx, g, "", o.terminatingAfter, o.apiCheckLimit)
-			var ae *apiError
+			rs := session.Wrap(g.Prefix, in.Store, in.Decrypter, in.API, in.APIUnavailable)
+			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true)
+			var ae *session.APIError
 			if errors.As(err, &ae) {
 				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
 			}
 			return rep, err
 		}})
 	defer src.Close()
-	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.etcd.CommandTimeout,
+	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.Etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}
 	srv := &http.Server{Handler: exporter.GuardedHandler(exporter.Registry(coll), coll, guard), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

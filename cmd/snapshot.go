@@ -19,12 +19,12 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 		Short: "Save a verified snapshot to FILE from the first endpoint that answers (like etcdctl snapshot save; a logical snapshot from kine)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, cli, done, err := g.session(c.Context())
+			ctx, cli, done, err := g.Bounded(c.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			cfg, err := g.etcd.ClientConfig()
+			cfg, err := g.Etcd.ClientConfig()
 			if err != nil {
 				return err
 			}

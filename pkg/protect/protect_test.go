@@ -187,3 +187,51 @@ func registryOnlyUser(t *testing.T, cli *clientv3.Client) *clientv3.Client {
 	t.Cleanup(func() { op.Close() })
 	return op
 }
+
+// TestJournalFailureStopsTheWrites: once an outcome cannot be appended to
+// the audit log, the writes stop before the next transaction (a write that
+// cannot be recorded could not be undone), and Run returns why.
+func TestJournalFailureStopsTheWrites(t *testing.T) {
+	cli := cluster(t, "here")
+	if _, err := cli.Put(context.Background(), reg+"configmaps/a/y", "y"); err != nil {
+		t.Fatal(err)
+	}
+	var written []string
+	_, err := Run(context.Background(), Job{Client: cli, Holder: "regghost test", Prefix: reg, Action: "test",
+		Backup: &Record{Root: t.TempDir(), Scope: "test", Keys: []Want{{Entry: backup.Entry{Key: reg + "configmaps/a/x"}}, {Entry: backup.Entry{Key: reg + "configmaps/a/y"}}}},
+		Write: func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error) {
+			// The audit log becomes unwritable (a directory in its place)
+			// before the first outcome is journaled.
+			if err := os.Remove(filepath.Join(w.Dir, backup.AuditFile)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(w.Dir, backup.AuditFile), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var results []etcdwrite.Result
+			for _, k := range []string{"x", "y"} {
+				select {
+				case <-w.Pacing.Stop:
+					return results, nil
+				default:
+				}
+				if _, err := cli.Delete(ctx, reg+"configmaps/a/"+k); err != nil {
+					return results, err
+				}
+				written = append(written, k)
+				r := etcdwrite.Result{Key: reg + "configmaps/a/" + k, Outcome: etcdwrite.Deleted}
+				w.Journal(r)
+				results = append(results, r)
+			}
+			return results, nil
+		}})
+	if err == nil || !strings.Contains(err.Error(), "could no longer be recorded") {
+		t.Fatalf("err %v, want the journal's failure", err)
+	}
+	if len(written) != 1 {
+		t.Fatalf("written %v: the writes went on after the audit log failed", written)
+	}
+	if got, _ := cli.Get(context.Background(), reg+"configmaps/a/y"); len(got.Kvs) != 1 {
+		t.Error("configmaps/a/y was deleted after the journal failed")
+	}
+}
