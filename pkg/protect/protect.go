@@ -9,7 +9,9 @@
 //     (bindings, webhooks, APIServices) without their own accept;
 //  2. take the writers' lock: refused when another regghost writes, and
 //     when the lock cannot be taken, except where the datastore cannot hold
-//     one at all (kine), which is said;
+//     one at all (kine), which is said; under etcd's NOSPACE alarm (etcd
+//     refuses the lock's lease) a job that only deletes takes a lock of
+//     this node instead, which is said, and a job that puts is refused;
 //  3. judge the plan again under the lock, and stop when a verdict changed;
 //  4. capture every key the write touches at its revision (with lease TTLs),
 //     with the cluster's identity, into a backup that is verified as read
@@ -79,6 +81,12 @@ type Job struct {
 	AuditDir string
 	// Action names the job in the audit log ("purge", "restore").
 	Action string
+
+	// DeletesOnly says every write of the job deletes (no put, no update
+	// through the API server): such a job runs under etcd's NOSPACE alarm,
+	// which refuses puts and still serves deletes; any other is refused
+	// there before anything is recorded.
+	DeletesOnly bool
 
 	// Write sends the guarded writes and returns an outcome for every key.
 	Write func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error)
@@ -219,15 +227,12 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 		return nil, unchanged(err)
 	}
 	out := &Outcome{}
-	unlock, warning, err := lock(ctx, job, ds)
+	unlock, warning, nospace, err := lock(ctx, job, ds, here)
 	if err != nil {
 		return nil, unchanged(err)
 	}
 	defer unlock()
-	if warning != "" {
-		out.Warnings = append(out.Warnings, warning)
-		fmt.Fprintf(job.Notices, "regghost: warning: %s\n", warning)
-	}
+	out.warn(job, warning)
 	if job.Rejudge != nil {
 		if err := job.Rejudge(ctx); err != nil {
 			return nil, unchanged(err)
@@ -263,7 +268,24 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 	if err == nil {
 		err = w.journalErr
 	}
+	if nospace {
+		out.warn(job, "etcd's NOSPACE alarm is still raised: what was deleted is free only once etcd is compacted and defragmented, and etcd refuses writes until the alarm is disarmed; 'regghost space' shows what fills it, 'regghost space reclaim' compacts, defragments and disarms (a dry run first)")
+	}
 	return out, err
+}
+
+// warn keeps a warning in the outcome and says it.
+func (out *Outcome) warn(job Job, warning string) {
+	if warning == "" {
+		return
+	}
+	out.Warnings = append(out.Warnings, warning)
+	fmt.Fprintf(job.Notices, "regghost: warning: %s\n", warning)
+}
+
+// refuseNoSpace is the refusal of a job that puts under the alarm.
+func refuseNoSpace() error {
+	return fmt.Errorf("%w: etcd refuses every put until space is reclaimed, and this write puts keys; free space first ('regghost space' shows what fills it; 'regghost purge' deletes ghosts under the alarm; 'regghost space reclaim' compacts, defragments and disarms)", etcdwrite.ErrNoSpace)
 }
 
 // checkSource refuses what comes from another cluster (see Job.Source).
@@ -297,16 +319,33 @@ const OtherClusterGrantsFlag = "--other-cluster-grants"
 
 // lock takes the writers' lock. It is refused when another regghost holds
 // it and whenever it cannot be taken, except where the datastore has no
-// leases to hold one (kine): then the warning says so.
-func lock(ctx context.Context, job Job, ds etcdwrite.Datastore) (func(), string, error) {
+// leases to hold one (kine) and under etcd's NOSPACE alarm (etcd refuses
+// the lease), when a job that only deletes holds this node's lock instead:
+// the warning says so. nospace says the alarm is raised.
+func lock(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Identity) (unlock func(), warning string, nospace bool, err error) {
 	if ds.Limited() {
-		return func() {}, ds.Name + " has no leases to keep regghost's lock alive, so it cannot be taken; make sure no other operator repairs this datastore now", nil
+		return func() {}, ds.Name + " has no leases to keep regghost's lock alive, so it cannot be taken; make sure no other operator repairs this datastore now", false, nil
 	}
-	unlock, err := etcdwrite.Lock(ctx, job.Client, job.Holder, etcdwrite.WithLockNotices(job.Notices))
+	// An etcd user that may not list alarms (etcd auth) is told by the
+	// lock's refused lease instead.
+	nospace, _ = etcdwrite.NoSpace(ctx, job.Client)
+	if !nospace {
+		unlock, err = etcdwrite.Lock(ctx, job.Client, job.Holder, etcdwrite.WithLockNotices(job.Notices))
+		if err == nil {
+			return unlock, "", false, nil
+		}
+		if !etcdwrite.IsNoSpace(err) {
+			return nil, "", false, err
+		}
+	}
+	if !job.DeletesOnly {
+		return nil, "", true, refuseNoSpace()
+	}
+	unlock, path, err := etcdwrite.NodeLock(ctx, job.Client, here.ClusterID, job.Holder)
 	if err != nil {
-		return nil, "", err
+		return nil, "", true, err
 	}
-	return unlock, "", nil
+	return unlock, "etcd's NOSPACE alarm is raised, so etcd refuses the lease of regghost's lock: this node's lock " + path + " is held instead; it stops a second regghost on this node, not one on another node", true, nil
 }
 
 // record captures what the job changes into a new, verified backup

@@ -102,14 +102,18 @@ func (r *Restorer) Run(ctx context.Context) ([]etcdwrite.Result, error) {
 	if r.Backup.Action == backup.ActionRecover {
 		action = "undo-recover"
 	}
-	out, err := protect.Run(ctx, r.job(action, func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
+	job := r.job(action, func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 		if r.Backup.Action == backup.ActionRecover {
 			return UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, false, w.Pacing, func(res etcdwrite.Result) { w.Journal(res) })
 		}
 		o := r.Options
 		o.DryRun, o.Pacing = false, w.Pacing
 		return RestoreWith(ctx, r.Client, r.Backup, o)
-	}))
+	})
+	// The undo of a recovery only deletes: it runs under etcd's NOSPACE
+	// alarm too.
+	job.DeletesOnly = r.Backup.Action == backup.ActionRecover
+	out, err := protect.Run(ctx, job)
 	if out == nil {
 		return nil, err
 	}
