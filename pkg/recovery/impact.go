@@ -1,9 +1,9 @@
 package recovery
 
 import (
-	"strings"
 	"context"
 	"fmt"
+	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
