@@ -4,7 +4,9 @@ package etcdtest
 
 import (
 	"bytes"
+	"fmt"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -31,6 +33,9 @@ func Start(t testing.TB) (*clientv3.Client, string) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*lc}, []url.URL{*lc}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*lp}, []url.URL{*lp}
 	cfg.InitialCluster = cfg.Name + "=" + lp.String()
+	// A token of its own gives each test's etcd a cluster ID of its own
+	// (it is derived from the peer URLs and the token), as real clusters have.
+	cfg.InitialClusterToken = fmt.Sprintf("etcdtest-%d-%d", os.Getpid(), time.Now().UnixNano())
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatalf("start embedded etcd: %v", err)

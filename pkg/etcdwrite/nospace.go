@@ -46,37 +46,36 @@ const LockDirEnv = "REGGHOST_LOCK_DIR"
 
 // nodeLockDir is where NodeLock keeps its files: $REGGHOST_LOCK_DIR, else
 // /run/regghost (memory-backed, gone at reboot, shared by every process of
-// the node).
-func nodeLockDir() string {
+// the node), else, where that cannot be made (not root), a directory in
+// $TMPDIR.
+func nodeLockDir() (string, error) {
 	if d := os.Getenv(LockDirEnv); d != "" {
-		return d
+		return d, os.MkdirAll(d, 0o700)
 	}
-	return "/run/regghost"
+	if err := os.MkdirAll("/run/regghost", 0o700); err == nil {
+		return "/run/regghost", nil
+	}
+	d := filepath.Join(os.TempDir(), "regghost-locks")
+	return d, os.MkdirAll(d, 0o700)
 }
 
-// NodeLock is the writers' lock where etcd cannot hold one (under its
-// NOSPACE alarm etcd refuses the lock's lease and put): an exclusive flock
-// on a file of this node named after the etcd cluster, held until unlock or
-// the process ends (the kernel drops it with the process, so a killed
-// regghost leaves nothing to wait out). It stops a second regghost on this
-// node only. It also refuses while a regghost holds the etcd lock (taken
-// before the alarm, its lease kept alive), naming it.
-func NodeLock(ctx context.Context, cli *clientv3.Client, clusterID, what string) (unlock func(), path string, err error) {
-	st, err := readLockState(ctx, cli)
+// NodeLock is the writers' lock of this node: an exclusive flock on a file
+// named after the cluster (its etcd cluster ID and kube-system UID), held
+// until unlock or the process ends (the kernel drops it with the process,
+// so a killed regghost leaves nothing to wait out). Every write takes it,
+// before the etcd lock: it is all there is where etcd cannot hold a lock
+// (kine has no leases; under its NOSPACE alarm etcd refuses the lease),
+// and it stops a second regghost on this node whichever of the two the
+// other took. It does not stop one on another node.
+func NodeLock(cluster, what string) (unlock func(), path string, err error) {
+	dir, err := nodeLockDir()
 	if err != nil {
-		return nil, "", fmt.Errorf("%w (%v)", ErrNoLock, err)
-	}
-	if st.lease != 0 && st.ttl > 0 {
-		return nil, "", fmt.Errorf("%w: %s; wait for it to finish and run again", ErrLocked, st.holderText())
-	}
-	dir := nodeLockDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, "", fmt.Errorf("%w: create %s: %v", ErrNoLock, dir, err)
 	}
-	if clusterID == "" {
-		clusterID = "unknown"
+	if cluster == "" {
+		cluster = "unknown"
 	}
-	path = filepath.Join(dir, "etcd-"+clusterID+".lock")
+	path = filepath.Join(dir, "cluster-"+cluster+".lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: open %s: %v", ErrNoLock, path, err)
@@ -85,7 +84,7 @@ func NodeLock(ctx context.Context, cli *clientv3.Client, clusterID, what string)
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, "", fmt.Errorf("%w: %s holds %s; wait for it to finish and run again", ErrLocked, strings.TrimSpace(string(holder)), path)
+			return nil, "", fmt.Errorf("%w: %s (this node's lock %s); wait for it to finish and run again", ErrLocked, strings.TrimSpace(string(holder)), path)
 		}
 		return nil, "", fmt.Errorf("%w: lock %s: %v", ErrNoLock, path, err)
 	}
@@ -99,4 +98,19 @@ func NodeLock(ctx context.Context, cli *clientv3.Client, clusterID, what string)
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, path, nil
+}
+
+// RefuseEtcdHolder refuses while a regghost holds the etcd lock (taken
+// before etcd's NOSPACE alarm, its lease kept alive, or on another node):
+// a writer that cannot take the etcd lock must not write beside it. A
+// holder whose lease cannot be read is taken to be alive.
+func RefuseEtcdHolder(ctx context.Context, cli *clientv3.Client) error {
+	st, err := readLockState(ctx, cli)
+	if err != nil {
+		return fmt.Errorf("%w (%v)", ErrNoLock, err)
+	}
+	if st.lease != 0 && (st.ttl > 0 || st.ttlErr != nil) {
+		return fmt.Errorf("%w: %s; wait for it to finish and run again", ErrLocked, st.holderText())
+	}
+	return nil
 }

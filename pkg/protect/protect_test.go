@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -99,11 +100,35 @@ func TestRunRefusals(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				unlock, _, err := etcdwrite.NodeLock(context.Background(), cli, fmt.Sprintf("%x", st.Header.ClusterId), "regghost purge namespace other")
+				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x-uid-here", st.Header.ClusterId), "regghost purge namespace other")
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(unlock)
+			}},
+		{name: "another regghost of this node holds its lock", is: etcdwrite.ErrLocked, want: "this node's lock",
+			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
+				t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+				st, err := cli.Status(context.Background(), cli.Endpoints()[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x-uid-here", st.Header.ClusterId), "regghost purge namespace other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(unlock)
+			}},
+		{name: "another regghost holds etcd's lock, under NOSPACE", is: etcdwrite.ErrLocked, want: "regghost purge namespace other",
+			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
+				t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+				unlock, err := etcdwrite.Lock(context.Background(), cli, "regghost purge namespace other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(unlock)
+				raiseNoSpace(t, cli)
+				j.DeletesOnly = true
 			}},
 		{name: "a verdict changed under the lock", want: "changed since the plan",
 			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
@@ -304,5 +329,35 @@ func TestDeletesUnderNoSpace(t *testing.T) {
 		if !strings.Contains(said, want) || !strings.Contains(notices.String(), want) {
 			t.Errorf("warnings %q (notices %q) do not say %q", said, notices.String(), want)
 		}
+	}
+}
+
+// TestLostLockStopsTheWrites: when the etcd lock's lease ends while the
+// job writes (etcd unreachable or regghost paused past its TTL, and a
+// second writer may take it), the writes stop before the next transaction
+// and Run says why.
+func TestLostLockStopsTheWrites(t *testing.T) {
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	cli := cluster(t, "here")
+	_, err := Run(context.Background(), Job{Client: cli, Holder: "regghost test", Prefix: reg, Action: "test",
+		Backup: &Record{Root: t.TempDir(), Scope: "test", Keys: []Want{{Entry: backup.Entry{Key: reg + "configmaps/a/x"}}}},
+		Write: func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error) {
+			owner, err := cli.Get(ctx, etcdwrite.LockPrefix+"/", clientv3.WithPrefix())
+			if err != nil || len(owner.Kvs) == 0 {
+				t.Fatalf("no lock owner key: %v", err)
+			}
+			if _, err := cli.Revoke(ctx, clientv3.LeaseID(owner.Kvs[0].Lease)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-w.Pacing.Stop:
+				return nil, nil
+			case <-time.After(time.Minute):
+				t.Fatal("the writes were not stopped when the lock's lease ended")
+				return nil, nil
+			}
+		}})
+	if err == nil || !strings.Contains(err.Error(), "lock was lost") {
+		t.Fatalf("err %v, want the lost lock", err)
 	}
 }
