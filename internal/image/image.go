@@ -145,12 +145,22 @@ func Build(o Options) (*Result, error) {
 		}
 		images = append(images, bi)
 		p := b.platform
-		adds = append(adds, mutate.IndexAddendum{Add: bi.img, Descriptor: v1.Descriptor{Platform: &p}})
+		adds = append(adds, mutate.IndexAddendum{Add: plainImage{bi.img}, Descriptor: v1.Descriptor{Platform: &p}})
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	idx = mutate.Annotations(mutate.AppendManifests(idx, adds...), annotations).(v1.ImageIndex)
 	return write(o, tag, idx, images)
 }
+
+// plainImage is an image whose descriptor in the index has no
+// artifactType: go-containerregistry would set the config's media type
+// there, a field image-spec 1.1 means for artifacts, which containers/image
+// before 5.26 (skopeo 1.9, podman 4.3 in Debian 12) cannot copy with
+// --preserve-digests.
+type plainImage struct{ v1.Image }
+
+// ArtifactType is empty: this is an image, not an artifact.
+func (plainImage) ArtifactType() (string, error) { return "", nil }
 
 // platformImage is b's image: the root file system layer, a config that
 // runs the binary as User with Created at the commit's time, and the OCI

@@ -75,7 +75,7 @@ func rootfsLayer(bin, sbom []byte, mtime time.Time) (v1.Layer, error) {
 	}
 	// gzip with no name and no time in its header: only the content counts.
 	var gz bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&gz, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
