@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: all build test lint unit e2e demo catalog bench tools release clean
+.PHONY: all build test lint unit e2e demo catalog bench tools release image clean
 
 all: build
 
@@ -12,9 +12,16 @@ build:
 	$(GO) build -o bin/regghost .
 
 # release builds static linux/amd64 and linux/arm64 binaries with the version
-# stamped in, kubectl-plugin archives, SHA256SUMS and a krew manifest in dist/.
+# stamped in, kubectl-plugin archives, SHA256SUMS, a krew manifest and the
+# image (below) in dist/, and prints the image's digest.
 release:
 	GO=$(GO) hack/release.sh
+
+# image builds the OCI image index of those binaries (no Docker daemon, no
+# base image) in dist/image/, and copies of deploy/ naming its tag in
+# dist/deploy/. The version is hack/version.sh's; IMAGE_REPO names the image.
+image:
+	GO=$(GO) hack/release.sh image
 
 # tools builds (and caches) etcd 3.7, 3.6 and 3.5, etcdctl, etcdutl, kine (cgo, SQLite),
 # kube-apiserver, kube-controller-manager, kubectl, Prometheus (for serve's e2e
