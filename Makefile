@@ -45,10 +45,18 @@ lint:
 unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/... ./internal/...
 
-e2e: tools
+e2e: tools runtime
 	$(GO) test -count=1 -timeout 45m ./e2e/...
 
-test: lint tools
+# runtime installs podman, runc and skopeo from Debian's packages where they
+# are missing and apt-get may run (as root), so the image's e2e test runs
+# the image in a real container runtime; without them that step is skipped.
+runtime:
+	@command -v podman >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		DEBIAN_FRONTEND=noninteractive timeout 600 sh -c 'apt-get update -qq && apt-get install -y -qq podman runc skopeo >/dev/null' ; } || \
+		echo "podman is not installed: the image's e2e test will not run it in a container"
+
+test: lint tools runtime
 	$(GO) test -count=1 -timeout 45m ./...
 
 demo:
