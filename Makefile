@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: all build test lint unit e2e demo catalog bench tools release image clean
+.PHONY: all build test lint unit e2e demo catalog bench tools release image clean runtime
 
 all: build
 
