@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: all build test lint unit e2e demo catalog bench tools release image clean runtime
+.PHONY: all build test lint unit e2e demo catalog bench tools release image clean runtime docs
 
 all: build
 
@@ -58,6 +58,11 @@ runtime:
 
 test: lint tools runtime
 	$(GO) test -count=1 -timeout 45m ./...
+
+# docs regenerates the command reference (docs/reference, docs/man) from the
+# commands; a test fails when the checked-in pages differ.
+docs:
+	$(GO) run ./hack/gendocs
 
 demo:
 	hack/demo.sh
