@@ -156,10 +156,10 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(errOut, "regghost: %v\n", ee.err)
+			fmt.Fprintf(errOut, "regghost: %s\n", withOverrideLink(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(errOut, "regghost: %v\n", err)
+	fmt.Fprintf(errOut, "regghost: %s\n", withOverrideLink(err.Error()))
 	return ExitError
 }
