@@ -20,6 +20,13 @@ import (
 // ends and returns a client and the client URL.
 func Start(t testing.TB) (*clientv3.Client, string) {
 	t.Helper()
+	return StartWith(t, nil)
+}
+
+// StartWith is Start with the server's configuration changed by set
+// (a quota, a data directory of the test's own) before it starts.
+func StartWith(t testing.TB, set func(*embed.Config)) (*clientv3.Client, string) {
+	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	cfg.Logger = "zap"
@@ -31,6 +38,9 @@ func Start(t testing.TB) (*clientv3.Client, string) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*lc}, []url.URL{*lc}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*lp}, []url.URL{*lp}
 	cfg.InitialCluster = cfg.Name + "=" + lp.String()
+	if set != nil {
+		set(cfg)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatalf("start embedded etcd: %v", err)

@@ -1,0 +1,180 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/reclaim"
+)
+
+type spaceReclaimOptions struct {
+	confirm    bool
+	yes        bool
+	backupDir  string
+	dataDirs   []string
+	quota      int64
+	memberWait time.Duration
+	print      *printFlags
+}
+
+// newSpaceReclaimCmd is `regghost space reclaim`.
+func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
+	o := &spaceReclaimOptions{print: newPrintFlags(true, "table")}
+	c := &cobra.Command{
+		Use:   "reclaim",
+		Short: "Give etcd its space back: snapshot, compact, defragment member by member (the leader last), disarm NOSPACE (dry run without --confirm)",
+		Long: `space reclaim ends the "etcdserver: mvcc: database space exceeded" incident once
+what filled etcd is deleted (deletes are served under the NOSPACE alarm; the
+space is not free until etcd is compacted and defragmented, and the alarm
+stays until it is disarmed).
+
+Without --confirm it reads every member (db size, size in use, leader,
+alarms, quota, health, and the room on its disk where it can be checked)
+and says what it would do. With --confirm it:
+  1. saves a verified snapshot into a new directory under --backup-dir;
+  2. compacts at the snapshot's revision: 'history' and 'recover --rev' then
+     end there for every earlier revision, and the snapshot keeps those
+     readable ('recover --snapshot', 'history --db');
+  3. defragments one member at a time, followers first and the leader last,
+     each only while every member is healthy (Status, a linearizable read, no
+     alarm but NOSPACE) and its disk holds the rewrite, waiting for each to
+     come back healthy;
+  4. disarms NOSPACE only when every member is below its quota.
+It refuses to start while a member is down or unhealthy, and stops at the
+first member that does not come back healthy, saying which were done.
+
+Every member is reached on the client URL it advertises (or the endpoint
+given that answers as it). A member's quota is read from the member itself
+(its Status, etcd 3.6+, else its /metrics), else from this node's etcd
+static pod, else --quota-backend-bytes. A member's disk is checked only when
+its data directory is on this node: --data-dir, or this node's etcd static
+pod. A database of several GiB takes minutes per member: raise
+--command-timeout to match.
+
+kine (k3s over SQL) has none of these: reclaim says what to do there instead.`,
+		Example: `  regghost space reclaim
+  regghost space reclaim --confirm
+  regghost space reclaim --data-dir /var/lib/etcd --confirm
+  regghost space reclaim --data-dir cp-1=/var/lib/etcd --command-timeout 30m --confirm`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.print.validate(); err != nil {
+				return err
+			}
+			if err := refuseDB(g, "space reclaim"); err != nil {
+				return err
+			}
+			dirs, err := parseDataDirs(o.dataDirs)
+			if err != nil {
+				return err
+			}
+			if o.quota == 0 {
+				return usageError("--quota-backend-bytes must not be 0 (negative: no quota)")
+			}
+			if o.memberWait <= 0 {
+				return usageError("--member-wait must be positive, got %s", o.memberWait)
+			}
+			return runSpaceReclaim(c.Context(), g, o, dirs, c.Flags().Changed("quota-backend-bytes"), c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&o.confirm, "confirm", false, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)")
+	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the snapshot goes (env REGGHOST_BACKUP_DIR)")
+	f.StringArrayVar(&o.dataDirs, "data-dir", nil, "a member's data directory on this node, to check its disk holds the rewrite: NAME=DIR, or DIR for the member on this node")
+	f.Int64Var(&o.quota, "quota-backend-bytes", reclaim.DefaultQuota, "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics)")
+	f.DurationVar(&o.memberWait, "member-wait", time.Minute, "how long a defragmented member has to come back healthy before reclaim stops")
+	o.print.addFlags(c)
+	return c
+}
+
+// parseDataDirs reads --data-dir: NAME=DIR, or DIR alone once (the member
+// on this node).
+func parseDataDirs(values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		name, dir, ok := strings.Cut(v, "=")
+		if !ok {
+			name, dir = "", v
+		}
+		if dir == "" || (ok && name == "") {
+			return nil, usageError("--data-dir %q: want NAME=DIR or DIR", v)
+		}
+		if _, dup := out[name]; dup {
+			return nil, usageError("--data-dir: given twice for %s", orThisNode(name))
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, usageError("--data-dir %q: %v", v, err)
+		}
+		out[name] = abs
+	}
+	return out, nil
+}
+
+func orThisNode(name string) string {
+	if name == "" {
+		return "the member on this node"
+	}
+	return "member " + name
+}
+
+func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptions, dirs map[string]string, quotaGiven bool, in io.Reader, out io.Writer) error {
+	ctx, cli, done, err := g.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg, err := g.etcd.ClientConfig()
+	if err != nil {
+		return err
+	}
+	cfg.Endpoints = cli.Endpoints()
+	node, err := nodeconfig.DiscoverEtcd(g.nodeRoot)
+	if err != nil && !errors.Is(err, nodeconfig.ErrNotFound) {
+		fmt.Fprintf(g.errOut, "regghost: could not read this node's etcd manifest (%v); no data directory or quota is taken from it\n", oneLine(err))
+	}
+	ro := reclaim.Options{Client: cli, Config: cfg, DataDirs: dirs, Node: node, Quota: o.quota, QuotaGiven: quotaGiven,
+		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock}
+	plan, err := reclaim.Survey(ctx, ro)
+	if err != nil {
+		return err
+	}
+	if !o.confirm {
+		return o.print.print(out, render.ReclaimPlan(plan, true))
+	}
+	if len(plan.Refusals) > 0 {
+		if err := o.print.print(out, render.ReclaimPlan(plan, false)); err != nil {
+			return err
+		}
+		return failed(fmt.Errorf("refused: %s; nothing was changed", strings.Join(plan.Refusals, "; ")))
+	}
+	planOut := table.NewSafeWriter(o.print.planWriter(out, g.errOut))
+	render.WriteReclaimPlan(planOut, plan)
+	if err := planOut.Flush(); err != nil {
+		return err
+	}
+	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Snapshot, compact and defragment the %d members of etcd?", len(plan.Members))); err != nil {
+		return err
+	}
+	fmt.Fprintln(planOut)
+	ro.Progress = func(s reclaim.Step) {
+		render.ReclaimStep(planOut, s)
+		_ = planOut.Flush()
+	}
+	res, err := reclaim.Run(ctx, ro)
+	if res == nil {
+		return err
+	}
+	return failed(o.print.printResult(out, render.ReclaimResult(res), err))
+}
