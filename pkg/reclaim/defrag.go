@@ -62,7 +62,7 @@ func defragmentAll(ctx context.Context, o Options, res *Result) error {
 	for _, m := range res.Plan.Members {
 		if m.Learner {
 			res.Members = append(res.Members, MemberResult{Name: m.Name, ID: m.ID, Endpoint: m.Endpoint, Learner: true, Outcome: Skipped,
-				Why: "etcd serves a learner no Defragment: promote it first, or defragment it stopped (etcdutl defrag --data-dir)",
+				Why:    "etcd serves a learner no Defragment: promote it first, or defragment it stopped (etcdutl defrag --data-dir)",
 				Before: m.DBSize, BeforeInUse: m.DBSizeInUse, Quota: m.Quota})
 		}
 	}

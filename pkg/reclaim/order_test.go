@@ -75,7 +75,9 @@ func TestPick(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	healthy := func(name string, leader bool) Member { return Member{Name: name, Endpoint: name + ":2379", Healthy: true, Leader: leader} }
+	healthy := func(name string, leader bool) Member {
+		return Member{Name: name, Endpoint: name + ":2379", Healthy: true, Leader: leader}
+	}
 	ok := Plan{Members: []Member{healthy("m1", false), healthy("m0", true)}, Snapshot: SnapshotPlan{Fits: true}}
 	for _, tc := range []struct {
 		name string
@@ -84,7 +86,9 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"everything fine", func(*Plan) {}, ""},
 		{"NOSPACE is what reclaim is for", func(p *Plan) { p.Alarms = []Alarm{{Member: "m0", Type: "NOSPACE", typ: pb.AlarmType_NOSPACE}} }, ""},
-		{"a member down", func(p *Plan) { p.Members[0].Healthy, p.Members[0].Problem = false, "it does not answer Status: deadline exceeded" },
+		{"a member down", func(p *Plan) {
+			p.Members[0].Healthy, p.Members[0].Problem = false, "it does not answer Status: deadline exceeded"
+		},
 			"member m1 (m1:2379) is not healthy: it does not answer Status: deadline exceeded"},
 		{"no leader", func(p *Plan) { p.Members[1].Leader = false }, "no member leads the cluster"},
 		{"a corrupt member", func(p *Plan) { p.Alarms = []Alarm{{Member: "m1", Type: "CORRUPT", typ: pb.AlarmType_CORRUPT}} }, "member m1 raised the CORRUPT alarm"},
