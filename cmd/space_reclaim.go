@@ -145,7 +145,10 @@ func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptio
 		fmt.Fprintf(g.errOut, "regghost: could not read this node's etcd manifest (%v); no data directory or quota is taken from it\n", oneLine(err))
 	}
 	ro := reclaim.Options{Client: cli, Config: cfg, DataDirs: dirs, Node: node, Quota: o.quota, QuotaGiven: quotaGiven,
-		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock}
+		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock,
+		// A member that does not answer costs this, once: etcd's client
+		// waits for a connection until the deadline.
+		CheckTimeout: 2 * g.etcd.DialTimeout}
 	plan, err := reclaim.Survey(ctx, ro)
 	if err != nil {
 		return err

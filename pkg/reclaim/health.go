@@ -19,7 +19,7 @@ import (
 // the leader's commit). A learner serves no linearizable read; its Status
 // is all that is asked.
 func probe(ctx context.Context, o Options, m *Member) {
-	m.Healthy, m.Problem = false, ""
+	m.Healthy, m.Problem, m.answered = false, "", false
 	if m.Endpoint == "" {
 		m.Problem = "it advertises no client URL (it has not started)"
 		return
@@ -31,6 +31,7 @@ func probe(ctx context.Context, o Options, m *Member) {
 		m.Problem = "it does not answer Status: " + oneLine(err)
 		return
 	}
+	m.answered = true
 	m.DBSize, m.DBSizeInUse, m.leaderID = st.DbSize, st.DbSizeInUse, st.Leader
 	m.Leader = st.Header != nil && st.Leader != 0 && st.Leader == st.Header.MemberId
 	m.Learner = m.Learner || st.IsLearner

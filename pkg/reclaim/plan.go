@@ -62,6 +62,8 @@ type Member struct {
 	id       uint64
 	leaderID uint64
 	urls     []string
+	// answered says the member answered its last Status.
+	answered bool
 }
 
 // Fragmented is what a defragmentation of the member gives back now.

@@ -29,7 +29,9 @@ func learnQuota(ctx context.Context, o Options, m *Member) {
 	ctx, cancel := context.WithTimeout(ctx, o.checkTimeout())
 	defer cancel()
 	var why []string
-	if m.Endpoint != "" {
+	if !m.answered {
+		why = append(why, "it does not answer")
+	} else {
 		st, err := o.Client.Status(ctx, m.Endpoint)
 		switch {
 		case err != nil:
