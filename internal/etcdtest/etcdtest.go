@@ -5,6 +5,7 @@ package etcdtest
 import (
 	"bytes"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,14 @@ func Start(t testing.TB) (*clientv3.Client, string) {
 // (a quota, a data directory of the test's own) before it starts.
 func StartWith(t testing.TB, set func(*embed.Config)) (*clientv3.Client, string) {
 	t.Helper()
+	_, cli, ep := StartServer(t, set)
+	return cli, ep
+}
+
+// StartServer is StartWith that also returns what stops the server, for a
+// test that stops it before its end.
+func StartServer(t testing.TB, set func(*embed.Config)) (stop func(), cli *clientv3.Client, ep string) {
+	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	cfg.Logger = "zap"
@@ -45,19 +54,20 @@ func StartWith(t testing.TB, set func(*embed.Config)) (*clientv3.Client, string)
 	if err != nil {
 		t.Fatalf("start embedded etcd: %v", err)
 	}
-	t.Cleanup(e.Close)
+	stop = sync.OnceFunc(e.Close)
+	t.Cleanup(stop)
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
 		t.Fatal("embedded etcd did not become ready")
 	}
-	ep := e.Clients[0].Addr().String()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	ep = e.Clients[0].Addr().String()
+	cli, err = clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("embedded etcd client: %v", err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	return cli, ep
+	return stop, cli, ep
 }
 
 // Encode writes obj as kube-apiserver stores it: the protobuf envelope.

@@ -24,19 +24,20 @@ import (
 
 // member is one embedded etcd with a quota, and its data directory.
 type member struct {
-	cli *clientv3.Client
-	ep  string
-	dir string
+	stop func()
+	cli  *clientv3.Client
+	ep   string
+	dir  string
 }
 
 // start runs an embedded etcd on dir with a quota of quota bytes.
 func start(t *testing.T, dir string, quota int64) member {
 	t.Helper()
-	cli, ep := etcdtest.StartWith(t, func(c *embed.Config) {
+	stop, cli, ep := etcdtest.StartServer(t, func(c *embed.Config) {
 		c.Dir = dir
 		c.QuotaBackendBytes = quota
 	})
-	return member{cli: cli, ep: ep, dir: dir}
+	return member{stop: stop, cli: cli, ep: ep, dir: dir}
 }
 
 func (m member) options(t *testing.T) Options {
@@ -248,5 +249,46 @@ func TestRunRefusesWithoutRoom(t *testing.T) {
 	}
 	if _, err := os.Stat(o.BackupRoot); err == nil {
 		t.Error("a refused run wrote something")
+	}
+}
+
+// TestRunStops: the run stops at the first member that is not healthy
+// before its turn, or whose defragmentation fails, says where, and leaves
+// NOSPACE alone; the snapshot taken first stays.
+func TestRunStops(t *testing.T) {
+	for _, tc := range []struct {
+		name, at, outcome, why string
+	}{
+		{"not healthy before its turn", StepCompacted, NotReached, "member default is not healthy: it does not answer Status"},
+		{"its defragmentation fails", StepDefragmenting, Failed, "defragmentation failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := start(t, t.TempDir(), 64<<20)
+			o := m.options(t)
+			o.CheckTimeout = time.Second
+			o.Progress = func(s Step) {
+				if s.Kind == tc.at {
+					m.stop()
+				}
+			}
+			// A Defragment sent to a server already gone waits for it
+			// until the deadline, as etcd's client waits for a connection.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			res, err := Run(ctx, o)
+			if err == nil || !strings.Contains(err.Error(), "stopped at member default: "+tc.why) || !strings.Contains(err.Error(), "NOSPACE was not disarmed") {
+				t.Fatalf("Run: %v", err)
+			}
+			s := res.Stop
+			if s == nil || s.Member != "default" || len(s.Done) != 0 || strings.Join(s.NotDone, ",") != "default" || res.Disarm != nil {
+				t.Fatalf("stop %+v, disarm %+v", s, res.Disarm)
+			}
+			if len(res.Members) != 1 || res.Members[0].Outcome != tc.outcome {
+				t.Errorf("members: %+v, want %s", res.Members, tc.outcome)
+			}
+			if _, err := snapshot.VerifySnapshot(res.Snapshot.Path); err != nil {
+				t.Errorf("snapshot: %v", err)
+			}
+		})
 	}
 }
