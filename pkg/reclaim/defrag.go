@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // pollEvery is how often a defragmented member is asked whether it is back.
@@ -27,6 +30,12 @@ func defragmentAll(ctx context.Context, o Options, res *Result) error {
 		}
 		if why := unhealthy(ctx, o, members); why != "" {
 			return stop(o, res, members, done, next.Name, why)
+		}
+		if err := settle(ctx, o, next, res.Compaction.Revision); err != nil {
+			return stop(o, res, members, done, next.Name, "it did not finish the compaction: "+oneLine(err))
+		}
+		if probe(ctx, o, next); !next.Healthy {
+			return stop(o, res, members, done, next.Name, "it is not healthy: "+next.Problem)
 		}
 		if next.Disk.DataDir != "" {
 			next.Disk = checkDisk(next, o.BackupRoot, 0)
@@ -67,6 +76,29 @@ func defragmentAll(ctx context.Context, o Options, res *Result) error {
 		}
 	}
 	return nil
+}
+
+// settle waits until m has applied the compaction at rev, so that its
+// defragmentation rewrites the compacted keyspace and its size in use is
+// fresh: each member compacts on its own, in the background, and a
+// physical compaction waits for the member that served it alone. The same
+// compaction again, sent to m alone, returns once m's earlier compactions
+// are done (etcd queues a barrier behind them) and its backend committed;
+// it answers "already compacted".
+func settle(ctx context.Context, o Options, m *Member, rev int64) error {
+	cfg := o.Config
+	cfg.Endpoints = []string{m.Endpoint}
+	cfg.Context = ctx
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	_, err = cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return nil
+	}
+	return err
 }
 
 // pick is the next member to defragment: a voting member not done yet, a
