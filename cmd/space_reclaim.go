@@ -139,7 +139,6 @@ func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptio
 	if err != nil {
 		return err
 	}
-	cfg.Endpoints = cli.Endpoints()
 	node, err := nodeconfig.DiscoverEtcd(g.nodeRoot)
 	if err != nil && !errors.Is(err, nodeconfig.ErrNotFound) {
 		fmt.Fprintf(g.errOut, "regghost: could not read this node's etcd manifest (%v); no data directory or quota is taken from it\n", oneLine(err))

@@ -3,6 +3,7 @@ package reclaim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -36,6 +37,7 @@ func listMembers(ctx context.Context, o Options) ([]Member, error) {
 			m.Endpoint = ep
 		} else if len(pm.ClientURLs) > 0 {
 			m.Endpoint = pm.ClientURLs[0]
+			m.advertised = !slices.Contains(o.Config.Endpoints, m.Endpoint)
 		}
 		if m.Name == "" {
 			m.Name = m.ID

@@ -21,7 +21,7 @@ type Options struct {
 	Client *clientv3.Client
 	// Config is the client's configuration: each member is reached on its
 	// own endpoint with its TLS files and credentials (Status, reads,
-	// /metrics, the snapshot).
+	// /metrics, the snapshot). Its Endpoints are those the user gave.
 	Config clientv3.Config
 	// DataDirs are members' data directories on this node, by member
 	// name; the name "" stands for the member that runs on this node.

@@ -62,8 +62,9 @@ type Member struct {
 	id       uint64
 	leaderID uint64
 	urls     []string
-	// answered says the member answered its last Status.
-	answered bool
+	// answered says the member answered its last Status; advertised that
+	// its endpoint is a client URL it advertises that was not given.
+	answered, advertised bool
 }
 
 // Fragmented is what a defragmentation of the member gives back now.
@@ -184,7 +185,11 @@ func refusals(p *Plan) []string {
 	var out []string
 	for _, m := range p.Members {
 		if !m.Healthy {
-			out = append(out, fmt.Sprintf("member %s (%s) is not healthy: %s", m.Name, m.Endpoint, m.Problem))
+			why := fmt.Sprintf("member %s (%s) is not healthy: %s", m.Name, m.Endpoint, m.Problem)
+			if m.advertised && !m.answered {
+				why += " (that is the client URL it advertises; if this host reaches it another way, add that endpoint to --endpoints)"
+			}
+			out = append(out, why)
 		}
 	}
 	if p.Leader() == nil && len(out) == 0 {
