@@ -221,6 +221,7 @@ func TestReclaimThreeMembers(t *testing.T) {
 		// A member down costs the dial timeout (connect) and twice that
 		// (its health check).
 		out, errOut, code := c.regghost(t, "", "space", "reclaim", "--backup-dir", root, "--dial-timeout", "1s")
+		t.Logf("regghost space reclaim with %s down:\n%s", down.name, out)
 		if code != 0 || !regexp.MustCompile(down.name+`\s+follower\s+NOT HEALTHY`).MatchString(out) || !strings.Contains(out, "Would be refused") {
 			t.Errorf("dry run with %s down: exit %d\n%s%s", down.name, code, out, errOut)
 		}

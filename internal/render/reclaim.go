@@ -50,8 +50,12 @@ func WriteReclaimPlan(out io.Writer, p *reclaim.Plan) {
 		if !m.Healthy {
 			health = "NOT HEALTHY"
 		}
-		_ = t.Append([]string{m.Name, role(m.Leader, m.Learner), health, reclaimSize(m.DBSize), reclaimSize(m.DBSizeInUse),
-			fragmented(m), quotaCell(m.Quota), diskCell(m)})
+		cells := []string{m.Name, role(m.Leader, m.Learner), health, reclaimSize(m.DBSize), reclaimSize(m.DBSizeInUse), fragmented(m), quotaCell(m.Quota), diskCell(m)}
+		if !m.Healthy && m.DBSize == 0 {
+			// It said nothing: its sizes and quota are unknown.
+			cells = []string{m.Name, role(m.Leader, m.Learner), health, "-", "-", "-", "-", "-"}
+		}
+		_ = t.Append(cells)
 		if !m.Learner && !m.Disk.Checked {
 			unchecked = append(unchecked, m.Name)
 		}
@@ -62,7 +66,7 @@ func WriteReclaimPlan(out io.Writer, p *reclaim.Plan) {
 			strings.Join(unchecked, ", ")))
 	}
 	for _, m := range p.Members {
-		if m.Quota.Source == reclaim.QuotaAssumed {
+		if m.Quota.Source == reclaim.QuotaAssumed && m.Healthy {
 			table.Wrapped(out, fmt.Sprintf("The quota of %s is assumed to be etcd's default (pass --quota-backend-bytes if it is not): %s.", m.Name, m.Quota.Why))
 		}
 	}
