@@ -15,8 +15,8 @@ import (
 func ReclaimPlan(p *reclaim.Plan, dryRun bool) Output {
 	return Output{Doc: map[string]any{"dryRun": dryRun, "plan": p},
 		Rows: RowsOf(p.Members, func(m *reclaim.Member) string { return m.Name }),
-		Human: func(w io.Writer, _, _ bool) error {
-			WriteReclaimPlan(w, p)
+		Human: func(w io.Writer, wide, _ bool) error {
+			writeReclaimPlan(w, p, wide)
 			if dryRun && len(p.Refusals) == 0 {
 				fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to do the above.")
 			}
@@ -24,10 +24,14 @@ func ReclaimPlan(p *reclaim.Plan, dryRun bool) Output {
 		}}
 }
 
-// WriteReclaimPlan writes the members as they are now (size, what a
-// defragmentation gives back, quota, room for the rewrite), the steps a
-// run takes, and why it would be refused.
-func WriteReclaimPlan(out io.Writer, p *reclaim.Plan) {
+// WriteReclaimPlan writes the members as they are now (size, size in use,
+// quota, room for the rewrite), the steps a run takes, and why it would be
+// refused.
+func WriteReclaimPlan(out io.Writer, p *reclaim.Plan) { writeReclaimPlan(out, p, false) }
+
+// writeReclaimPlan is WriteReclaimPlan; wide adds what a defragmentation
+// gives back now (the db size less the size in use) and each quota's source.
+func writeReclaimPlan(out io.Writer, p *reclaim.Plan, wide bool) {
 	if p.Advice != "" {
 		table.Wrapped(out, fmt.Sprintf("%s %s: nothing to reclaim here.", p.Datastore.Name, p.Datastore.Version))
 		fmt.Fprintln(out)
@@ -42,27 +46,39 @@ func WriteReclaimPlan(out io.Writer, p *reclaim.Plan) {
 	}
 	table.Wrapped(out, head)
 	fmt.Fprintln(out)
-	t := table.New(out, "MEMBER", "ROLE", "HEALTH", "DB SIZE", "IN USE", "FRAGMENTED", "QUOTA", "DISK FOR THE REWRITE")
+	hdr := []string{"MEMBER", "ROLE", "HEALTHY", "DB SIZE", "IN USE", "QUOTA", "DISK FOR THE REWRITE"}
+	if wide {
+		hdr = []string{"MEMBER", "ROLE", "HEALTHY", "DB SIZE", "IN USE", "FRAGMENTED", "QUOTA", "QUOTA FROM", "DISK FOR THE REWRITE"}
+	}
+	t := table.New(out, hdr...)
 	var unchecked []string
 	for i := range p.Members {
 		m := &p.Members[i]
-		health := "healthy"
+		healthy, size, inUse, frag, quota, from, disk := "yes", reclaimSize(m.DBSize), reclaimSize(m.DBSizeInUse), fragmented(m), quotaSize(m.Quota), quotaFrom(m.Quota), diskCell(m)
 		if !m.Healthy {
-			health = "NOT HEALTHY"
+			healthy = "NO"
+			if m.DBSize == 0 {
+				// It said nothing: its sizes and quota are unknown.
+				size, inUse, frag, quota, from, disk = "-", "-", "-", "-", "-", "-"
+			}
 		}
-		cells := []string{m.Name, role(m.Leader, m.Learner), health, reclaimSize(m.DBSize), reclaimSize(m.DBSizeInUse), fragmented(m), quotaCell(m.Quota), diskCell(m)}
-		if !m.Healthy && m.DBSize == 0 {
-			// It said nothing: its sizes and quota are unknown.
-			cells = []string{m.Name, role(m.Leader, m.Learner), health, "-", "-", "-", "-", "-"}
-		}
-		_ = t.Append(cells)
 		if !m.Learner && !m.Disk.Checked {
 			unchecked = append(unchecked, m.Name)
 		}
+		if wide {
+			_ = t.Append([]string{m.Name, role(m.Leader, m.Learner), healthy, size, inUse, frag, quota, from, disk})
+		} else {
+			_ = t.Append([]string{m.Name, role(m.Leader, m.Learner), healthy, size, inUse, quota, disk})
+		}
 	}
 	_ = t.Render()
+	if !wide {
+		if q := quotaSources(p.Members); q != "" {
+			table.Wrapped(out, q)
+		}
+	}
 	if len(unchecked) > 0 {
-		table.Wrapped(out, fmt.Sprintf("Not checked from here: the disk of %s (data directory not on this node, or not known: --data-dir NAME=DIR); the rewrite needs about the size in use free there.",
+		table.Wrapped(out, fmt.Sprintf("Disk not checked from here: %s (data directory not on this node, or not known: --data-dir NAME=DIR); the rewrite needs about the size in use free there.",
 			strings.Join(unchecked, ", ")))
 	}
 	for _, m := range p.Members {
@@ -79,6 +95,46 @@ func WriteReclaimPlan(out io.Writer, p *reclaim.Plan) {
 			table.Para(out, "  - ", "    ", r)
 		}
 	}
+}
+
+// quotaSources says where the quotas were read, grouped: "Quotas from the
+// members' Status: cp-1, cp-2; from /metrics: cp-3".
+func quotaSources(members []reclaim.Member) string {
+	by := map[string][]string{}
+	var order []string
+	for _, m := range members {
+		if !m.Healthy && m.DBSize == 0 {
+			continue
+		}
+		f := quotaFrom(m.Quota)
+		if _, ok := by[f]; !ok {
+			order = append(order, f)
+		}
+		by[f] = append(by[f], m.Name)
+	}
+	var parts []string
+	for _, f := range order {
+		parts = append(parts, "from "+f+": "+strings.Join(by[f], ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Quotas " + strings.Join(parts, "; ") + "."
+}
+
+// quotaFrom says where a quota was read.
+func quotaFrom(q reclaim.Quota) string {
+	switch q.Source {
+	case reclaim.QuotaFromStatus:
+		return "the member's Status"
+	case reclaim.QuotaFromMetrics:
+		return "the member's /metrics"
+	case reclaim.QuotaFromFlag:
+		return "--quota-backend-bytes"
+	case reclaim.QuotaAssumed:
+		return "etcd's default (assumed)"
+	}
+	return q.Source
 }
 
 // writeSteps says what a run does, in order.
@@ -151,7 +207,7 @@ func ReclaimResult(res *reclaim.Result) Output {
 func WriteReclaimResult(out io.Writer, res *reclaim.Result) {
 	if res.Snapshot == nil {
 		// Refused: the plan says why.
-		WriteReclaimPlan(out, res.Plan)
+		writeReclaimPlan(out, res.Plan, false)
 		return
 	}
 	fmt.Fprintln(out)
@@ -165,7 +221,7 @@ func WriteReclaimResult(out io.Writer, res *reclaim.Result) {
 			case reclaim.Failed, reclaim.Skipped:
 				outcome += ": " + m.Why
 			}
-			_ = t.Append([]string{m.Name, role(m.Leader, m.Learner), reclaimSize(m.Before), after, quotaCell(m.Quota), outcome})
+			_ = t.Append([]string{m.Name, role(m.Leader, m.Learner), reclaimSize(m.Before), after, quotaSize(m.Quota), outcome})
 		}
 		_ = t.Render()
 		fmt.Fprintln(out)
@@ -211,19 +267,12 @@ func fragmented(m *reclaim.Member) string {
 	return fmt.Sprintf("%s (%d%%)", reclaimSize(f), f*100/m.DBSize)
 }
 
-// quotaCell is a quota and where it was read.
-func quotaCell(q reclaim.Quota) string {
-	size := reclaimSize(q.Bytes)
+// quotaSize is a quota's size, "none" for no quota.
+func quotaSize(q reclaim.Quota) string {
 	if q.Bytes < 0 {
-		size = "none"
+		return "none"
 	}
-	src := q.Source
-	switch src {
-	case reclaim.QuotaFromStatus, reclaim.QuotaFromMetrics, reclaim.QuotaFromFlag, reclaim.QuotaAssumed:
-	default:
-		src = "manifest"
-	}
-	return size + " (" + src + ")"
+	return reclaimSize(q.Bytes)
 }
 
 // diskCell says whether the member's disk holds its rewrite.
@@ -237,9 +286,9 @@ func diskCell(m *reclaim.Member) string {
 	case !d.Checked:
 		return "not checked"
 	case d.Fits:
-		return fmt.Sprintf("fits: needs %s, %s free", reclaimSize(int64(d.Need)), reclaimSize(int64(d.Free)))
+		return fmt.Sprintf("fits: %s of %s free", reclaimSize(int64(d.Need)), reclaimSize(int64(d.Free)))
 	}
-	return fmt.Sprintf("DOES NOT FIT: needs %s, %s free, %s kept", reclaimSize(int64(d.Need)), reclaimSize(int64(d.Free)), reclaimSize(int64(d.Keep)))
+	return fmt.Sprintf("DOES NOT FIT: %s of %s free, %s to keep", reclaimSize(int64(d.Need)), reclaimSize(int64(d.Free)), reclaimSize(int64(d.Keep)))
 }
 
 // raisers names the members that raised alarms.
