@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/regghost/regghost/pkg/etcdconn"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
@@ -32,5 +34,53 @@ func confirmAction(in io.Reader, errOut io.Writer, yes bool, question string) er
 	if !yes {
 		return usageError("stdin is not a terminal, so nobody can be asked: add --yes to confirm; nothing was changed")
 	}
+	return nil
+}
+
+// writeFlags are the flags of every command that writes: --confirm (a dry
+// run without it), --yes and, where it writes a backup, --backup-dir.
+type writeFlags struct {
+	confirm, yes bool
+	backupDir    string
+}
+
+// add adds the flags; confirmHelp says what --confirm does, backupHelp what
+// goes into --backup-dir ("" for a command without one).
+func (w *writeFlags) add(c *cobra.Command, confirmHelp, backupHelp string) {
+	c.Flags().BoolVar(&w.confirm, "confirm", false, confirmHelp)
+	c.Flags().BoolVar(&w.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	if backupHelp != "" {
+		c.Flags().StringVar(&w.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), backupHelp+" (env REGGHOST_BACKUP_DIR)")
+	}
+}
+
+// ask is confirmAction with --yes.
+func (w *writeFlags) ask(in io.Reader, errOut io.Writer, question string) error {
+	return confirmAction(in, errOut, w.yes, question)
+}
+
+// askPassword asks for the etcd password of --user NAME on the terminal
+// when neither --user NAME:PASSWORD, --password nor ETCDCTL_PASSWORD gave
+// it (as etcdctl does); without a terminal, connecting says what to give.
+func askPassword(in io.Reader, errOut io.Writer, c *etcdconn.Config) error {
+	if c.User == "" || strings.Contains(c.User, ":") || c.Password != "" {
+		return nil
+	}
+	f, ok := in.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	out := errOut
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		out = tty
+	}
+	fmt.Fprintf(out, "Password for etcd user %s: ", c.User)
+	pw, err := term.ReadPassword(int(f.Fd()))
+	fmt.Fprintln(out)
+	if err != nil {
+		return fmt.Errorf("read the password of etcd user %s: %w", c.User, err)
+	}
+	c.Password = string(pw)
 	return nil
 }

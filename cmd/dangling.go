@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,40 +12,15 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dangling"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
-	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/session"
 )
 
-// findDangling adds to rep the references of live objects into what is gone
-// or down (into rep.Namespace only, when the scan has one).
-func (rs *readSession) findDangling(ctx context.Context, g *globalOptions, rep *etcdscan.Report) error {
-	reader := &objread.Reader{Registry: g.prefix}
-	o := dangling.Options{Registry: g.prefix, Namespace: rep.Namespace, Reader: reader}
-	if rs.dec != nil {
-		reader.Decrypter = rs.dec
-	}
-	if rs.view != nil && rep.APIWitness {
-		reader.API, o.API = rs.view, rs.view
-	}
-	refs, unreadable, err := dangling.Find(ctx, rs.store, o)
-	if err != nil {
-		return fmt.Errorf("dangling references: %w", err)
-	}
-	rep.Dangling = refs
-	check := etcdscan.Check{Name: "dangling references", Done: len(unreadable) == 0,
-		Note: "APIServices, webhook configurations, CRD conversion webhooks, RBAC bindings and PersistentVolumes read"}
-	if len(unreadable) > 0 {
-		check.Note = fmt.Sprintf("%d objects that could point into a namespace cannot be read here: %s", len(unreadable), strings.Join(unreadable, ", "))
-	}
-	rep.Checks = append(rep.Checks, check)
-	return nil
-}
-
 type danglingOptions struct {
+	writeFlags
 	namespace     string
-	confirm, yes  bool
-	backupDir     string
 	acceptManaged bool
 	singleWitness bool
 	print         *printFlags
@@ -95,9 +69,7 @@ changed. Objects Helm, Argo CD or Flux track are refused unless --accept-managed
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only the references into this namespace")
-	f.BoolVar(&o.confirm, "confirm", false, "really fix them (without it dangling only lists them)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really fix them (without it dangling only lists them)", "where the per-key backup goes")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also fix objects Helm, Argo CD or Flux track (they may put them back)")
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also fix references only etcd confirms (the API server could not be asked)")
 	o.print.addFlags(c)
@@ -105,14 +77,14 @@ changed. Objects Helm, Argo CD or Flux track are refused unless --accept-managed
 }
 
 func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	rs, err := g.openRead(ctx, scanReads())
+	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
 	}
-	defer rs.close()
-	rep, err := rs.scan(ctx, g, o.namespace, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit)
+	defer rs.Close()
+	rep, err := g.scan(ctx, rs, o.namespace, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false)
 	if err != nil {
 		return err
 	}
@@ -129,35 +101,28 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	}
 	planOut := o.print.planWriter(out, g.errOut)
 	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
-	if rs.view == nil {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.why)}
+	if rs.API == nil {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why)}
 	}
-	dyn, err := dynamic.NewForConfig(rs.view.Config)
+	dyn, err := dynamic.NewForConfig(rs.API.Config)
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Fix %d objects through the API server?", len(fixes))); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Fix %d objects through the API server?", len(fixes))); err != nil {
 		return err
 	}
-	sctx, cli, done, err := g.session(ctx)
+	sctx, cli, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	dec, err := g.decrypter(sctx)
-	if err != nil {
-		return err
-	}
 	scope := "dangling references"
 	if o.namespace != "" {
 		scope += " into namespace " + o.namespace
 	}
-	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.prefix, Scope: scope, Now: clock,
-		Notices: g.errOut, Decrypt: identityDecrypter(dec)})
+	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.Prefix, Scope: scope, Now: clock,
+		Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter)})
 	if res == nil && err != nil {
-		if errors.Is(err, dangling.ErrRefused) {
-			return &exitError{code: ExitError, err: err}
-		}
 		return err
 	}
 	err = o.print.printResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
@@ -165,12 +130,4 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
 	}
 	return err
-}
-
-// apiGetter is the API server as a witness of what is gone, or nil.
-func (rs *readSession) apiGetter() dangling.Getter {
-	if rs.view == nil {
-		return nil
-	}
-	return rs.view
 }

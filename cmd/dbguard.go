@@ -5,8 +5,8 @@ package cmd
 // or change a live key. It is one line, exit code 2, and comes before
 // anything is read or written.
 func refuseDB(g *globalOptions, command string) error {
-	if g.db == "" {
+	if g.DB == "" {
 		return nil
 	}
-	return usageError("--db %s reads a file offline, and %s writes to the live cluster: it never acts on a file's verdict; drop --db (regghost scan --db shows what the file holds); nothing was changed", g.db, command)
+	return usageError("--db %s reads a file offline, and %s writes to the live cluster: it never acts on a file's verdict; drop --db (regghost scan --db shows what the file holds); nothing was changed", g.DB, command)
 }

@@ -25,25 +25,25 @@ maps: memory grows with the number of keys and differences, not the values.`,
 			if err := p.validate(); err != nil {
 				return err
 			}
-			a, err := g.openDB(args[0])
+			a, err := g.OpenDB(args[0])
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			b, err := g.openDB(args[1])
+			b, err := g.OpenDB(args[1])
 			if err != nil {
 				return err
 			}
 			defer b.Close()
 			var changes []dbfile.Change
-			err = dbfile.Diff(c.Context(), a, b, dbfile.DiffOptions{Prefix: g.prefix, Values: values}, func(ch dbfile.Change) error {
+			err = dbfile.Diff(c.Context(), a, b, dbfile.DiffOptions{Prefix: g.Prefix, Values: values}, func(ch dbfile.Change) error {
 				changes = append(changes, ch)
 				return nil
 			})
 			if err != nil {
 				return err
 			}
-			return p.print(c.OutOrStdout(), render.Diff(args[0], args[1], a, b, changes, g.prefix))
+			return p.print(c.OutOrStdout(), render.Diff(args[0], args[1], a, b, changes, g.Prefix))
 		},
 	}
 	p.addFlags(c)

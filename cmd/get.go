@@ -9,6 +9,7 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
@@ -34,9 +35,9 @@ func newGetCmd(g *globalOptions) *cobra.Command {
 }
 
 func runGet(ctx context.Context, g *globalOptions, key string, p *printFlags, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	store, closeStore, err := g.openStore(ctx, readSettings{pageSize: 1, stream: true})
+	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
 	if err != nil {
 		return err
 	}
@@ -53,11 +54,11 @@ func runGet(ctx context.Context, g *globalOptions, key string, p *printFlags, ou
 		_, err := out.Write(kv.Value)
 		return err
 	}
-	dec, err := g.decrypter(ctx)
+	dec, err := g.Decrypter(ctx)
 	if err != nil {
 		return err
 	}
-	obj, meta, err := decrypt.DecodeStored(ctx, dec, g.prefix, key, kv.Value)
+	obj, meta, err := decrypt.DecodeStored(ctx, dec, g.Prefix, key, kv.Value)
 	if err != nil {
 		if meta != nil && meta.Format != "" {
 			return fmt.Errorf("decode %s (%s): %w", key, meta.Format, err)

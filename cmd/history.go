@@ -67,12 +67,12 @@ A KEY or PREFIX not starting with / is taken under --prefix.`,
 
 // complete builds the selection from the argument or --namespace.
 func (o *historyOptions) complete(g *globalOptions, args []string) error {
-	g.discover()
-	o.sel = history.Selection{Registry: g.prefix, Namespace: o.namespace}
+	g.Discover()
+	o.sel = history.Selection{Registry: g.Prefix, Namespace: o.namespace}
 	if len(args) == 1 {
 		arg := args[0]
 		if !strings.HasPrefix(arg, "/") {
-			arg = g.prefix + arg
+			arg = g.Prefix + arg
 		}
 		if strings.HasSuffix(arg, "/") {
 			o.sel.Prefix = arg
@@ -97,31 +97,31 @@ func (o *historyOptions) validate() error {
 }
 
 func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	dec, err := g.decrypter(ctx)
+	dec, err := g.Decrypter(ctx)
 	if err != nil {
 		return err
 	}
 	opts := history.Options{From: o.rev, Decode: func(ctx context.Context, key string, value []byte) (*decode.Object, error) {
-		return decrypt.DecodeMeta(ctx, dec, g.prefix, key, value)
+		return decrypt.DecodeMeta(ctx, dec, g.Prefix, key, value)
 	}}
 	var h *history.History
 	var info *dbfile.Info
-	if g.db != "" {
-		f, err := dbfile.OpenFile(g.db)
+	if g.DB != "" {
+		f, err := dbfile.OpenFile(g.DB)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		i := f.Info()
 		info = &i
-		g.sayDB(i)
+		g.SayDB(i)
 		if h, err = history.FromFile(ctx, f, o.sel, opts); err != nil {
 			return err
 		}
 	} else {
-		ctx, cli, done, err := g.session(ctx)
+		ctx, cli, done, err := g.Bounded(ctx)
 		if err != nil {
 			return err
 		}

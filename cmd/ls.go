@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 func newLsCmd(g *globalOptions) *cobra.Command {
@@ -17,14 +18,14 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 		Short: "List keys under a prefix (default the registry prefix), from etcd or a --db file",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			g.discover()
-			prefix := g.prefix
+			g.Discover()
+			prefix := g.Prefix
 			if len(args) == 1 {
 				prefix = args[0]
 			}
-			ctx, cancel := context.WithTimeout(c.Context(), g.etcd.CommandTimeout)
+			ctx, cancel := context.WithTimeout(c.Context(), g.Etcd.CommandTimeout)
 			defer cancel()
-			store, closeStore, err := g.openStore(ctx, readSettings{pageSize: etcdscan.DefaultPageSize, stream: true})
+			store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: etcdscan.DefaultPageSize, Stream: true})
 			if err != nil {
 				return err
 			}
@@ -47,6 +48,6 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().BoolVarP(&long, "long", "l", false, "also print each key's mod revision and value size")
+	c.Flags().BoolVar(&long, "long", false, "also print each key's mod revision and value size")
 	return c
 }

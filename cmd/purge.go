@@ -13,25 +13,24 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 // defaultBackupRoot is where purge keeps snapshots and backups.
 const defaultBackupRoot = "/var/lib/regghost/backups"
 
 type purgeOptions struct {
+	writeFlags
 	namespace        string
 	keys             []string
 	from             string
 	forceClasses     []string
-	confirm          bool
-	yes              bool
-	backupDir        string
 	batchSize        int
 	rate             float64
 	terminatingAfter time.Duration
@@ -78,16 +77,14 @@ and a line per key is appended to audit.log in the backup directory.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
 	f.StringVar(&o.from, "from", "", "a reviewed `scan -o json` report: purge only its keys, and only if unchanged since")
 	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class (stuck-terminating, dangling-owner, unserved-now, resurrected; never disputed)")
-	f.BoolVar(&o.confirm, "confirm", false, "really delete (without it purge is a dry run)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where snapshots and backups go (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
 	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
 	o.print = newPrintFlags(true, "table")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
 	o.print.addFlags(c)
 	f.BoolVar(&o.retainVolumes, impact.RetainVolumesFlag[2:], false, "set each bound PersistentVolume whose reclaim policy would destroy its storage to Retain (through the API server, backed up) before deleting its claim")
-	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: "+acceptableKinds())
+	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: "+impact.Names(impact.Acceptable))
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
 	return c
 }
@@ -138,10 +135,22 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if o.namespace == "" && len(o.keys) == 0 {
 		return usageError("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
 	}
-	plan, view, err := planPurge(ctx, g, o, sel, impactOpts)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	defer cancel()
+	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
 	}
+	defer rs.Close()
+	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: impactOpts,
+		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
+		Scan: func(ctx context.Context) (*etcdscan.Report, error) {
+			return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false)
+		}})
+	if err != nil {
+		return err
+	}
+	view := rs.API
 	if !o.confirm {
 		return o.print.print(out, render.PurgePlan(plan, true))
 	}
@@ -159,24 +168,20 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
 		return err
 	}
-	ctx, cli, done, err := g.session(ctx)
+	cli, err := g.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
-	cfg, err := g.etcd.ClientConfig()
-	if err != nil {
-		return err
-	}
-	dec, err := g.decrypter(ctx)
+	defer cli.Close()
+	cfg, err := g.Etcd.ClientConfig()
 	if err != nil {
 		return err
 	}
 	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.errOut,
-		Decrypt: identityDecrypter(dec), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
+		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
 			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
@@ -185,7 +190,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 			return fmt.Errorf("api server client: %w", err)
 		}
 	}
-	stop, doneWriting := stopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
 	popts.Pacing.Stop = stop
 	res, err := repair.Purge(ctx, plan, popts)
@@ -200,30 +205,4 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return &exitError{code: ExitGhosts, err: fmt.Errorf("deleted %d of %d planned keys; the rest were left alone (see above)", res.Deleted, res.Planned)}
 	}
 	return nil
-}
-
-// planPurge makes the plan (repair.PlanPurge) with one connection to etcd
-// and the API server, and returns the API server it used, if any.
-func planPurge(ctx context.Context, g *globalOptions, o *purgeOptions, sel repair.Selector, io impact.Options) (*repair.Plan, *apiview.View, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
-	defer cancel()
-	rs, err := g.openRead(ctx, scanReads())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rs.close()
-	po := repair.PlanOptions{Store: rs.store, Selector: sel, Impact: io, Scan: func(ctx context.Context) (*etcdscan.Report, error) {
-		return rs.scan(ctx, g, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit)
-	}}
-	if rs.dec != nil {
-		po.Readers.Decrypter = rs.dec
-	}
-	if rs.view != nil {
-		po.Readers.API = rs.view
-	}
-	plan, err := repair.PlanPurge(ctx, po)
-	if err != nil {
-		return nil, nil, err
-	}
-	return plan, rs.view, nil
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,16 +12,13 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/decrypt"
-	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
-	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/recovery"
-	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 type recoverOptions struct {
+	writeFlags
 	snapshot      string
 	rev           int64
 	keys          []string
@@ -36,8 +32,6 @@ type recoverOptions struct {
 	withLive      bool
 	other         otherClusterFlags
 	sourceEncCfg  string
-	confirm, yes  bool
-	backupDir     string
 	acceptImpacts []string
 	servedWait    time.Duration
 	print         *printFlags
@@ -111,9 +105,7 @@ decrypted with the encryption configs given; nothing is written.`,
 	f.BoolVar(&o.withLive, "with-live", false, "with -o yaml|json, also print an object asked for by key or --name that exists live, at the live resourceVersion (kubectl apply then fails on a conflict instead of overwriting)")
 	o.other.add(c, "snapshot or revision")
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
-	f.BoolVar(&o.confirm, "confirm", false, "really write (without it recover is a dry run)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the recovery's backup goes (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
 	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
 	f.DurationVar(&o.servedWait, "wait-served", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
 	o.print.addFlags(c)
@@ -132,7 +124,7 @@ func recoveryKinds() string {
 func (o *recoverOptions) manifests() bool { return o.print.structured() }
 
 func (o *recoverOptions) complete(g *globalOptions) error {
-	o.sel = recovery.Selection{Registry: g.prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
+	o.sel = recovery.Selection{Registry: g.Prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
 	switch strings.ToLower(o.resource) {
 	case "crd", "crds":
 		o.sel.Resource = "customresourcedefinitions"
@@ -146,13 +138,9 @@ func (o *recoverOptions) complete(g *globalOptions) error {
 	}
 	o.accept = map[recovery.ImpactKind]bool{}
 	for _, a := range o.acceptImpacts {
-		k := recovery.ImpactKind(a)
-		ok := false
-		for _, known := range recovery.Acceptable {
-			ok = ok || known == k
-		}
-		if !ok {
-			return usageError("--accept-impact %q is not an impact of recover (%s)", a, recoveryKinds())
+		k, err := recovery.ParseImpact(a)
+		if err != nil {
+			return usageError("--accept-impact: %v", err)
 		}
 		o.accept[k] = true
 	}
@@ -176,8 +164,8 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 		return err
 	}
 	for _, k := range o.keys {
-		if !strings.HasPrefix(k, g.prefix) {
-			return usageError("%s is not under the registry prefix %s", k, g.prefix)
+		if !strings.HasPrefix(k, g.Prefix) {
+			return usageError("%s is not under the registry prefix %s", k, g.Prefix)
 		}
 	}
 	if o.manifests() && o.confirm {
@@ -190,135 +178,35 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 	return nil
 }
 
-// source opens the objects' source: the snapshot file, or the live etcd at
-// --rev (then also returned as the live client's owner).
-func (o *recoverOptions) source(ctx context.Context, g *globalOptions) (recovery.Source, string, func(), error) {
-	if o.snapshot != "" && snapshot.IsLogical(o.snapshot) {
-		info, entries, err := snapshot.ReadLogical(o.snapshot)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("read %s: %w", o.snapshot, err)
-		}
-		return recovery.NewEntriesSource(info.Revision, entries), fmt.Sprintf("logical snapshot %s (revision %d)", o.snapshot, info.Revision), func() {}, nil
-	}
-	if o.snapshot != "" {
-		s, err := g.openDB(o.snapshot)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		return s, fmt.Sprintf("snapshot %s (revision %d)", o.snapshot, s.Revision()), func() { s.Close() }, nil
-	}
-	cli, err := g.connect(ctx)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	s, err := etcdscan.NewEtcdStoreAt(ctx, cli, etcdscan.DefaultPageSize, o.rev)
-	if err != nil {
-		cli.Close()
-		return nil, "", nil, err
-	}
-	return s, fmt.Sprintf("etcd at revision %d", o.rev), func() { cli.Close() }, nil
-}
-
-func (o *recoverOptions) decoders(ctx context.Context, g *globalOptions) (*decrypt.Decrypter, recovery.Decoders, error) {
-	cluster, err := g.decrypter(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var decs recovery.Decoders
-	if cluster != nil {
-		decs = append(decs, cluster)
-	}
-	if o.sourceEncCfg != "" {
-		d, err := decrypt.Load(ctx, o.sourceEncCfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		decs = append(decs, d)
-	}
-	return cluster, decs, nil
-}
-
 func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	cluster, decs, err := o.decoders(ctx, g)
+	rec, err := recovery.Prepare(ctx, &g.Settings, recovery.Request{Snapshot: o.snapshot, Rev: o.rev, SourceEncryptionConfig: o.sourceEncCfg,
+		Selection: o.sel, Accept: o.accept, IntoRecreated: o.intoRecreated, OtherCluster: o.other.cluster, OtherClusterGrants: o.other.grants,
+		BackupRoot: o.backupDir, Notices: g.errOut})
 	if err != nil {
 		return err
 	}
-	src, from, closeSrc, err := o.source(ctx, g)
-	if err != nil {
-		return err
-	}
-	defer closeSrc()
-	objs, err := recovery.Select(ctx, src, o.sel, decs)
-	if err != nil {
-		return err
-	}
-	if len(objs) == 0 {
-		return &exitError{code: ExitError, err: fmt.Errorf("nothing in %s matches the selection; nothing was changed", from)}
-	}
-	srcID, err := recovery.SourceIdentity(ctx, src, g.prefix, decs)
-	if err != nil {
-		return err
-	}
-	ctx, cli, done, err := g.session(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	// What came from elsewhere is compared with this cluster before it is
-	// judged, printed as manifests or written.
-	ro := recovery.RunOptions{Client: cli, From: from, Source: srcID, OtherCluster: o.other.cluster, OtherClusterGrants: o.other.grants,
-		BackupRoot: o.backupDir, Notices: g.errOut, Decrypt: identityDecrypter(cluster)}
-	if _, err := protect.Check(ctx, protect.Job{Client: cli, Prefix: g.prefix, Decrypt: ro.Decrypt, Source: &srcID, SourceKeys: keysOf(objs),
-		OtherCluster: ro.OtherCluster, OtherClusterGrants: ro.OtherClusterGrants}); err != nil {
-		return &exitError{code: ExitError, err: err}
-	}
-	live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
-	if err != nil {
-		return err
-	}
-	reader, err := g.contentReader(ctx)
-	if err != nil {
-		return err
-	}
-	view, _ := g.api()
-	types, err := recovery.LoadTypes(ctx, live, g.prefix, view, cluster)
-	if err != nil {
-		return err
-	}
-	reader.Types = types
-	ro.Judge = recovery.Options{Registry: g.prefix, Live: live, Reader: reader, Cluster: cluster, Types: types, Accept: o.accept, Source: src, IntoRecreated: o.intoRecreated, Decoders: decs}
-	if err := recovery.Judge(ctx, objs, ro.Judge); err != nil {
-		return err
-	}
+	defer rec.Close()
+	objs := rec.Objects
 	if o.manifests() {
 		return o.printManifests(out, g.errOut, objs)
 	}
 	todo, _ := render.RecoveryCounts(objs)
 	if !o.confirm || todo == 0 {
-		if err := o.print.print(out, render.RecoveryPlan(from, objs, !o.confirm)); err != nil {
+		if err := o.print.print(out, render.RecoveryPlan(rec.From, objs, !o.confirm)); err != nil {
 			return err
 		}
 		return failed(render.RecoveryRefusedError(objs))
 	}
-	render.WriteRecoveryPlan(table.NewSafeWriter(out), from, objs)
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
+	render.WriteRecoveryPlan(table.NewSafeWriter(out), rec.From, objs)
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting := stopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
-	ro.Pacing = etcdwrite.Pacing{Stop: stop}
-	if view != nil {
-		ro.Served = func(ctx context.Context, crd *recovery.Object) error {
-			return recovery.WaitServed(ctx, view, crd, o.servedWait)
-		}
-	}
-	res, werr := recovery.Run(ctx, objs, ro)
+	res, werr := rec.Write(ctx, etcdwrite.Pacing{Stop: stop}, o.servedWait)
 	if res == nil {
-		if errors.Is(werr, recovery.ErrChanged) || errors.Is(werr, protect.ErrNothingChanged) {
-			return &exitError{code: ExitError, err: werr}
-		}
 		return werr
 	}
 	render.WriteRecoveryResult(out, res, todo)
@@ -326,15 +214,6 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return werr
 	}
 	return failed(render.ConflictError(res.Results))
-}
-
-// keysOf lists the objects' keys.
-func keysOf(objs []*recovery.Object) []string {
-	keys := make([]string, len(objs))
-	for i, obj := range objs {
-		keys[i] = obj.Key
-	}
-	return keys
 }
 
 // printManifests writes, as one List for kubectl apply, only what recover

@@ -12,6 +12,7 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
@@ -137,7 +138,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting := stopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
 	r.Pacing = etcdwrite.Pacing{Stop: stop}
 	results, err := r.Run(ctx)
@@ -165,19 +166,19 @@ func restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, aud
 	if auditDir == "" {
 		auditDir = filepath.Dir(path)
 	}
-	ctx, cli, done, err := g.session(ctx)
+	ctx, cli, done, err := g.Bounded(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	dec, err := g.decrypter(ctx)
+	dec, err := g.Decrypter(ctx)
 	if err != nil {
 		done()
 		return nil, nil, nil, err
 	}
-	r := &repair.Restorer{Client: cli, Backup: b, Path: path, AuditDir: auditDir, Notices: g.errOut, Decrypt: identityDecrypter(dec),
+	r := &repair.Restorer{Client: cli, Backup: b, Path: path, AuditDir: auditDir, Notices: g.errOut, Decrypt: decrypt.Namespaces(dec),
 		OtherCluster: f.otherCluster, OtherClusterGrants: f.otherClusterGrants,
-		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.prefix}}
-	if r.Options.Reader, err = g.contentReader(ctx); err != nil {
+		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.Prefix}}
+	if r.Options.Reader, err = g.ContentReader(ctx); err != nil {
 		done()
 		return nil, nil, nil, err
 	}

@@ -14,6 +14,9 @@ import (
 	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 	"go.uber.org/zap"
 
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/version"
 )
 
@@ -80,21 +83,24 @@ snapshot and per-key backup that restore can put back.`,
 		return &exitError{code: ExitUsage, err: err}
 	})
 	f := root.PersistentFlags()
-	f.StringSliceVar(&g.etcd.Endpoints, "endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints (env ETCDCTL_ENDPOINTS)")
-	f.StringVar(&g.etcd.CACert, "cacert", "", "CA bundle to verify etcd's certificate (env ETCDCTL_CACERT)")
-	f.StringVar(&g.etcd.Cert, "cert", "", "client certificate for etcd (env ETCDCTL_CERT)")
-	f.StringVar(&g.etcd.Key, "key", "", "client key for etcd (env ETCDCTL_KEY)")
-	f.BoolVar(&g.etcd.InsecureSkipVerify, "insecure-skip-tls-verify", false, "do not verify etcd's server certificate (env ETCDCTL_INSECURE_SKIP_TLS_VERIFY)")
-	f.StringVar(&g.etcd.User, "user", "", `etcd user as "name:password", for clusters with etcd auth (env ETCDCTL_USER)`)
-	f.DurationVar(&g.etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
-	f.DurationVar(&g.etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
-	f.StringVar(&g.prefix, "prefix", "/registry/", "etcd prefix kube-apiserver stores under (--etcd-prefix), ending in /")
-	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to compare with (env KUBECONFIG, else ~/.kube/config, else /etc/kubernetes/admin.conf)")
-	f.StringVar(&g.context, "context", "", "kubeconfig context to use")
-	f.BoolVar(&g.noAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
-	f.StringVar(&g.db, "db", "", "read this etcd db file (snapshot or member/snap/db) instead of a live etcd, read-only")
-	f.StringVar(&g.encryptionConfig, "encryption-provider-config", "", "kube-apiserver EncryptionConfiguration to decrypt aescbc, aesgcm and secretbox values")
-	f.StringVar(&g.nodeRoot, "node-root", envOr("REGGHOST_NODE_ROOT", "/"), "where the control-plane node's files are, to find etcd's endpoints, certificates, prefix and encryption config that no flag or ETCDCTL_* variable gives (env REGGHOST_NODE_ROOT)")
+	f.StringSliceVar(&g.Etcd.Endpoints, "endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints (env ETCDCTL_ENDPOINTS)")
+	f.StringVar(&g.Etcd.CACert, "cacert", "", "CA bundle to verify etcd's certificate (env ETCDCTL_CACERT)")
+	f.StringVar(&g.Etcd.Cert, "cert", "", "client certificate for etcd (env ETCDCTL_CERT)")
+	f.StringVar(&g.Etcd.Key, "key", "", "client key for etcd (env ETCDCTL_KEY)")
+	f.BoolVar(&g.Etcd.InsecureSkipVerify, "insecure-skip-tls-verify", false, "do not verify etcd's server certificate (env ETCDCTL_INSECURE_SKIP_TLS_VERIFY)")
+	f.StringVar(&g.Etcd.User, "user", "", "etcd user for clusters with etcd auth; the password is asked on the terminal (env ETCDCTL_USER)")
+	f.StringVar(&g.Etcd.Password, "password", "", "etcd password for --user, instead of the question (env ETCDCTL_PASSWORD: keeps it out of ps and shell history)")
+	f.DurationVar(&g.Etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
+	f.DurationVar(&g.Etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
+	f.StringVar(&g.Prefix, nodeconfig.FlagPrefix, "/registry/", "the key prefix kube-apiserver stores under (its --etcd-prefix), ending in /")
+	f.StringVar(&g.Prefix, "prefix", "/registry/", "")
+	_ = f.MarkDeprecated("prefix", "use --etcd-prefix (etcdctl's --prefix is a switch)")
+	f.StringVar(&g.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server to compare with (env KUBECONFIG, else ~/.kube/config, else /etc/kubernetes/admin.conf)")
+	f.StringVar(&g.Context, "context", "", "kubeconfig context to use")
+	f.BoolVar(&g.NoAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
+	f.StringVar(&g.DB, "db", "", "read this etcd db file (snapshot or member/snap/db) instead of a live etcd, read-only")
+	f.StringVar(&g.EncryptionConfig, "encryption-provider-config", "", "kube-apiserver EncryptionConfiguration to decrypt aescbc, aesgcm and secretbox values")
+	f.StringVar(&g.NodeRoot, "node-root", envOr("REGGHOST_NODE_ROOT", "/"), "where the control-plane node's files are, to find etcd's endpoints, certificates, prefix and encryption config that no flag or ETCDCTL_* variable gives (env REGGHOST_NODE_ROOT)")
 	f.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = f.MarkHidden("cpuprofile")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
@@ -112,14 +118,19 @@ snapshot and per-key backup that restore can put back.`,
 			return usageError("%v", err)
 		}
 		g.errOut = c.ErrOrStderr()
-		if g.etcd.DialTimeout <= 0 {
-			return usageError("--dial-timeout must be positive, got %s", g.etcd.DialTimeout)
+		g.Notices = g.errOut
+		g.SayDB = func(info dbfile.Info) { table.Wrapped(g.errOut, "regghost: "+info.String()) }
+		if g.Etcd.DialTimeout <= 0 {
+			return usageError("--dial-timeout must be positive, got %s", g.Etcd.DialTimeout)
 		}
-		if g.etcd.CommandTimeout <= 0 {
-			return usageError("--command-timeout must be positive, got %s", g.etcd.CommandTimeout)
+		if g.Etcd.CommandTimeout <= 0 {
+			return usageError("--command-timeout must be positive, got %s", g.Etcd.CommandTimeout)
 		}
-		if len(g.prefix) == 0 || g.prefix[0] != '/' || g.prefix[len(g.prefix)-1] != '/' {
-			return usageError("--prefix %q must start and end with /", g.prefix)
+		if len(g.Prefix) == 0 || g.Prefix[0] != '/' || g.Prefix[len(g.Prefix)-1] != '/' {
+			return usageError("--etcd-prefix %q must start and end with /", g.Prefix)
+		}
+		if err := askPassword(in, errOut, &g.Etcd); err != nil {
+			return err
 		}
 		return nil
 	}

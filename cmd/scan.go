@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -14,18 +12,19 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 type scanOptions struct {
 	namespace        string
 	print            *printFlags
-	reads            readSettings
+	reads            session.Reads
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 }
 
 func newScanCmd(g *globalOptions) *cobra.Command {
-	o := &scanOptions{reads: scanReads(), print: newPrintFlags(true, "table", "wide")}
+	o := &scanOptions{reads: session.ScanReads(), print: newPrintFlags(true, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "scan",
 		Short: "List ghost resources: objects in etcd that Kubernetes can no longer manage",
@@ -68,9 +67,9 @@ whose ServiceAccount is gone, PersistentVolumes whose claim is gone; see
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
 	o.print.addFlags(c)
-	f.Int64Var(&o.reads.pageSize, "page-size", o.reads.pageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.maxKeysPerSecond, "max-keys-per-second", o.reads.maxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.reads.stream, "stream", o.reads.stream, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
+	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
+	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
+	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server")
 	return c
@@ -88,12 +87,12 @@ func (o *scanOptions) validate() error {
 
 // validateScanSettings checks the flags of a scan's reads and verdicts
 // (scan and serve).
-func validateScanSettings(reads readSettings, terminatingAfter time.Duration, apiCheckLimit int) error {
-	if reads.pageSize <= 0 || reads.pageSize > 10000 {
-		return usageError("--page-size must be between 1 and 10000, got %d", reads.pageSize)
+func validateScanSettings(reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int) error {
+	if reads.PageSize <= 0 || reads.PageSize > 10000 {
+		return usageError("--page-size must be between 1 and 10000, got %d", reads.PageSize)
 	}
-	if reads.maxKeysPerSecond < 0 {
-		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.maxKeysPerSecond)
+	if reads.MaxKeysPerSecond < 0 {
+		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
 	}
 	if terminatingAfter <= 0 {
 		return usageError("--terminating-after must be positive, got %s", terminatingAfter)
@@ -140,15 +139,15 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 }
 
 // scanReport connects to etcd and the API server and runs one scan.
-func scanReport(ctx context.Context, g *globalOptions, namespace string, reads readSettings, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+func scanReport(ctx context.Context, g *globalOptions, namespace string, reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	rs, err := g.openRead(ctx, reads)
+	rs, err := g.Open(ctx, reads)
 	if err != nil {
 		return nil, err
 	}
-	defer rs.close()
-	return rs.scan(ctx, g, namespace, terminatingAfter, apiCheckLimit)
+	defer rs.Close()
+	return g.scan(ctx, rs, namespace, terminatingAfter, apiCheckLimit, false)
 }
 
 // spillAfter is how many findings a scan keeps in memory before it spills
@@ -172,65 +171,16 @@ func spillSetting() (int, error) {
 	return n, nil
 }
 
-// scan runs one scan over the session's keyspace.
-func (rs *readSession) scan(ctx context.Context, g *globalOptions, namespace string, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
+// scan runs one scan over rs with the progress line on stderr (unless
+// quiet) and the spill setting.
+func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace string, terminatingAfter time.Duration, apiCheckLimit int, quiet bool) (*etcdscan.Report, error) {
 	spill, err := spillSetting()
 	if err != nil {
 		return nil, err
 	}
-	opts := etcdscan.Options{Prefix: g.prefix, Namespace: namespace, APIUnavailable: rs.why,
-		TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, Now: clock, SpillAfter: spill}
-	if rs.view != nil {
-		served, err := rs.view.Catalog(ctx)
-		if err != nil {
-			return nil, &apiError{err}
-		}
-		opts.API, opts.Served, opts.ServerVersion = rs.view, served, rs.view.ServerVersion
-		view := rs.view
-		opts.APIServers = func(ctx context.Context) ([]etcdscan.APIChecker, error) {
-			peers, err := view.Peers(ctx)
-			out := make([]etcdscan.APIChecker, len(peers))
-			for i, p := range peers {
-				out[i] = p
-			}
-			return out, err
-		}
+	so := session.ScanOptions{Namespace: namespace, TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, SpillAfter: spill, Now: clock}
+	if !quiet {
+		so.Progress = func() (func(read, total int), func()) { return render.ScanProgress(g.errOut) }
 	}
-	if rs.dec != nil {
-		opts.Decrypter = rs.dec
-	}
-	if g.db != "" {
-		// Offline there is no etcd to leave a core to.
-		opts.DecodeWorkers = max(1, runtime.GOMAXPROCS(0)-1)
-	}
-	var progress func(read, total int)
-	doneProgress := func() {}
-	if !rs.quiet {
-		progress, doneProgress = render.ScanProgress(g.errOut)
-	}
-	opts.Progress = progress
-	rep, err := etcdscan.Scan(ctx, rs.store, opts)
-	doneProgress()
-	if err != nil {
-		return nil, fmt.Errorf("scan: %w", err)
-	}
-	// The report's spill file goes unless it is returned, even on a panic
-	// (serve recovers from one and scans again).
-	returned := false
-	defer func() {
-		if !returned {
-			rep.Close()
-		}
-	}()
-	if err := rs.findDangling(ctx, g, rep); err != nil {
-		return nil, err
-	}
-	returned = true
-	return rep, nil
+	return rs.Scan(ctx, so)
 }
-
-// apiError is an error of the API server's discovery.
-type apiError struct{ err error }
-
-func (e *apiError) Error() string { return e.err.Error() }
-func (e *apiError) Unwrap() error { return e.err }

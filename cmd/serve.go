@@ -10,15 +10,20 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"sigs.k8s.io/yaml"
 
+	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/exporter"
+	"github.com/regghost/regghost/pkg/metricsauth"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 // DefaultListenAddress is where serve listens unless told otherwise.
@@ -30,13 +35,20 @@ type serveOptions struct {
 	interval         time.Duration
 	jitter           float64
 	namespaceLimit   int
-	reads            readSettings
+	reads            session.Reads
 	terminatingAfter time.Duration
 	apiCheckLimit    int
+	metricsAuth      string
 }
 
+// The values of --metrics-auth.
+const (
+	metricsAuthNone      = "none"
+	metricsAuthDelegated = "delegated"
+)
+
 func newServeCmd(g *globalOptions) *cobra.Command {
-	o := &serveOptions{reads: scanReads()}
+	o := &serveOptions{reads: session.ScanReads()}
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Export ghosts, dangling references and terminating namespaces as Prometheus metrics, scanning every --interval (read-only)",
@@ -52,9 +64,18 @@ an etcd or API server error.
 
 Labels carry no object names; namespaces beyond --namespace-label-limit (those
 holding the fewest findings) share the namespace label "other". Namespace names
-are not public: --web-config-file takes a Prometheus exporter-toolkit web
-configuration (TLS, basic auth) for the endpoint.`,
+are not public: --metrics-auth=delegated lets only those the API server
+allows "get" on the non-resource URL /metrics read it, as Kubernetes'
+control-plane components do (the bearer token is reviewed with a TokenReview,
+the access with a SubjectAccessReview, through --kubeconfig's identity);
+/healthz and /readyz stay open for the kubelet's probes. --web-config-file
+takes a Prometheus exporter-toolkit web configuration: TLS (with either auth),
+or basic auth for a Prometheus outside the cluster (instead of delegated auth).
+
+The kubeconfig and etcd's TLS files are read again when they change on disk:
+the API clients are rebuilt and etcd is connected afresh, without a restart.`,
 		Example: `  regghost serve
+  regghost serve --metrics-auth delegated --kubeconfig /etc/kubernetes/regghost.conf
   regghost serve --interval 5m --listen-address 127.0.0.1:9819 --web-config-file /etc/regghost/web.yml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -69,19 +90,20 @@ configuration (TLS, basic auth) for the endpoint.`,
 	f := c.Flags()
 	f.StringVar(&o.listen, "listen-address", DefaultListenAddress, "address to serve /metrics, /healthz and /readyz on")
 	f.StringVar(&o.webConfig, "web-config-file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth for the endpoint")
+	f.StringVar(&o.metricsAuth, "metrics-auth", metricsAuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics) or "none"`)
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
-	f.Int64Var(&o.reads.pageSize, "page-size", o.reads.pageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.maxKeysPerSecond, "max-keys-per-second", o.reads.maxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.reads.stream, "stream", o.reads.stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
+	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
+	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server per scan")
 	return c
 }
 
 func (o *serveOptions) validate(g *globalOptions) error {
-	if g.db != "" {
+	if g.DB != "" {
 		return usageError("serve watches a live etcd; --db is for one-off reads (regghost scan --db)")
 	}
 	if o.interval <= 0 {
@@ -104,39 +126,92 @@ func (o *serveOptions) validate(g *globalOptions) error {
 			return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
 		}
 	}
+	switch o.metricsAuth {
+	case metricsAuthNone:
+	case metricsAuthDelegated:
+		if g.NoAPI {
+			return usageError("--metrics-auth=delegated asks the API server to review each scrape; it cannot go with --no-api (use --metrics-auth=none, with --web-config-file)")
+		}
+		if o.webConfig != "" {
+			basic, err := webConfigHasUsers(o.webConfig)
+			if err != nil {
+				return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
+			}
+			if basic {
+				return usageError("--web-config-file %s sets basic_auth_users and --metrics-auth=delegated asks for a bearer token: a scraper sends one Authorization header, so none could pass both (keep the file's TLS, drop its users, or use --metrics-auth=none)", o.webConfig)
+			}
+		}
+	default:
+		return usageError("--metrics-auth must be %q or %q, got %q", metricsAuthDelegated, metricsAuthNone, o.metricsAuth)
+	}
 	return nil
+}
+
+// webConfigHasUsers reports whether an exporter-toolkit web configuration
+// turns on basic auth.
+func webConfigHasUsers(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	var cfg struct {
+		Users map[string]any `json:"basic_auth_users"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return false, err
+	}
+	return len(cfg.Users) > 0, nil
 }
 
 func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.Writer) error {
 	log := slog.New(slog.NewTextHandler(errOut, nil))
+	// One loader for the witness and the reviews: one identity, its files
+	// read again when they change.
+	kube := apiview.NewLoader(apiview.Options{Kubeconfig: g.Kubeconfig, Context: g.Context, Timeout: g.Etcd.DialTimeout * 2})
+	kube.OnChange = func(files []string) {
+		log.Info("the kubeconfig changed on disk; API clients rebuilt", "files", strings.Join(files, ","))
+	}
+	var guard exporter.Guard
+	if o.metricsAuth == metricsAuthDelegated {
+		d, err := metricsauth.New(kube, log)
+		if err != nil {
+			return fmt.Errorf("--metrics-auth=delegated: %w", err)
+		}
+		guard = d.Wrap
+	}
+	openAPI := kube.Open
+	if g.NoAPI {
+		openAPI = g.API
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	meter := &exporter.EtcdMeter{}
-	g.etcd.DialOptions = append(g.etcd.DialOptions, grpc.WithStatsHandler(meter))
+	g.Etcd.DialOptions = append(g.Etcd.DialOptions, grpc.WithStatsHandler(meter))
 	coll := exporter.NewCollector(meter)
-	src := exporter.NewSource(exporter.SourceOptions{Connect: g.connect, LoadDecrypter: g.decrypter, OpenAPI: g.api,
-		DialTimeout: g.etcd.DialTimeout, PageSize: o.reads.pageSize, Stream: o.reads.stream, MaxKeysPerSecond: o.reads.maxKeysPerSecond,
+	src := exporter.NewSource(exporter.SourceOptions{Connect: g.Connect, LoadDecrypter: g.Decrypter, OpenAPI: openAPI, Log: log,
+		TLSFiles:    func() string { g.Discover(); return g.Etcd.TLSFingerprint() },
+		DialTimeout: g.Etcd.DialTimeout, PageSize: o.reads.PageSize, Stream: o.reads.Stream, MaxKeysPerSecond: o.reads.MaxKeysPerSecond,
 		Scan: func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
-			rs := &readSession{store: in.Store, dec: in.Decrypter, view: in.API, why: in.APIUnavailable, close: func() {}, quiet: true}
-			rep, err := rs.scan(ctx, g, "", o.terminatingAfter, o.apiCheckLimit)
-			var ae *apiError
+			rs := session.Wrap(g.Prefix, in.Store, in.Decrypter, in.API, in.APIUnavailable)
+			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true)
+			var ae *session.APIError
 			if errors.As(err, &ae) {
 				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
 			}
 			return rep, err
 		}})
 	defer src.Close()
-	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.etcd.CommandTimeout,
+	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.Etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}
-	srv := &http.Server{Handler: exporter.Handler(exporter.Registry(coll), coll), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: exporter.GuardedHandler(exporter.Registry(coll), coll, guard), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() {
 		no := false
 		served <- web.Serve(ln, srv, &web.FlagConfig{WebListenAddresses: &[]string{o.listen}, WebSystemdSocket: &no, WebConfigFile: &o.webConfig}, log)
 	}()
-	log.Info("serving metrics", "address", ln.Addr().String(), "interval", o.interval.String())
+	log.Info("serving metrics", "address", ln.Addr().String(), "interval", o.interval.String(), "metrics_auth", o.metricsAuth)
 	looped := make(chan struct{})
 	lctx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()

@@ -24,6 +24,14 @@ func TestServeRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(missingCert, []byte("tls_server_config:\n  cert_file: /nonexistent.crt\n  key_file: /nonexistent.key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	basicAuth := filepath.Join(dir, "basic.yml")
+	if err := os.WriteFile(basicAuth, []byte("basic_auth_users:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badKubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(badKubeconfig, []byte("clusters: [oops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -39,6 +47,9 @@ func TestServeRefusesBadInput(t *testing.T) {
 		{"db file", []string{"--db", filepath.Join(dir, "x.db")}, "serve watches a live etcd"},
 		{"page size", []string{"--page-size", "0"}, "--page-size"},
 		{"argument", []string{"extra"}, "unknown command"},
+		{"metrics auth unknown", []string{"--metrics-auth", "tls"}, `--metrics-auth must be "delegated" or "none"`},
+		{"delegated without the API server", []string{"--metrics-auth", "delegated", "--no-api"}, "cannot go with --no-api"},
+		{"delegated and basic auth", []string{"--metrics-auth", "delegated", "--web-config-file", basicAuth}, "sets basic_auth_users"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

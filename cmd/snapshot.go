@@ -19,12 +19,12 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 		Short: "Save a verified snapshot to FILE from the first endpoint that answers (like etcdctl snapshot save; a logical snapshot from kine)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, cli, done, err := g.session(c.Context())
+			ctx, cli, done, err := g.Bounded(c.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			cfg, err := g.etcd.ClientConfig()
+			cfg, err := g.Etcd.ClientConfig()
 			if err != nil {
 				return err
 			}
@@ -73,13 +73,13 @@ deleted. As restore does, a key is refused when its namespace or
 CustomResourceDefinition was created again since the purge (--into-recreated
 writes it anyway).
 
---all-absent writes back every key of the snapshot under --prefix that is
+--all-absent writes back every key of the snapshot under --key-prefix that is
 absent now, the purge's or not, with or without the purge's backup beside it.
 That also brings back what Kubernetes deleted on purpose since the snapshot
 was taken (pods, jobs, events, objects of deleted namespaces): use it only to
 rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 		Example: `  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl
-  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl --prefix /registry/configmaps/kb-system/ --confirm
+  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl --key-prefix /registry/configmaps/kb-system/ --confirm
   regghost snapshot restore snapshot.jsonl --all-absent --confirm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -114,7 +114,7 @@ rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	c.Flags().StringVar(&prefix, "prefix", "", "restore only the keys under this prefix (default: every key the purge deleted; with --all-absent every key of the snapshot)")
+	c.Flags().StringVar(&prefix, "key-prefix", "", "restore only the keys under this key prefix (default: every key the purge deleted; with --all-absent every key of the snapshot)")
 	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(snapshot.AllAbsentFlag, "--"), false,
 		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")
 	addIntoRecreatedFlag(c, &intoRecreated)

@@ -13,14 +13,13 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/reclaim"
 )
 
 type spaceReclaimOptions struct {
-	confirm    bool
-	yes        bool
-	backupDir  string
+	writeFlags
 	dataDirs   []string
 	quota      int64
 	memberWait time.Duration
@@ -88,9 +87,7 @@ kine (k3s over SQL) has none of these: reclaim says what to do there instead.`,
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&o.confirm, "confirm", false, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the snapshot goes (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)", "where the snapshot goes")
 	f.StringArrayVar(&o.dataDirs, "data-dir", nil, "a member's data directory on this node, to check its disk holds the rewrite: NAME=DIR, or DIR for the member on this node")
 	f.Int64Var(&o.quota, "quota-backend-bytes", reclaim.DefaultQuota, "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics)")
 	f.DurationVar(&o.memberWait, "member-wait", time.Minute, "how long a defragmented member has to come back healthy before reclaim stops")
@@ -130,16 +127,20 @@ func orThisNode(name string) string {
 }
 
 func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptions, dirs map[string]string, quotaGiven bool, in io.Reader, out io.Writer) error {
-	ctx, cli, done, err := g.session(ctx)
+	ctx, cli, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	cfg, err := g.etcd.ClientConfig()
+	cfg, err := g.Etcd.ClientConfig()
 	if err != nil {
 		return err
 	}
-	node, err := nodeconfig.DiscoverEtcd(g.nodeRoot)
+	dec, err := g.Decrypter(ctx)
+	if err != nil {
+		return err
+	}
+	node, err := nodeconfig.DiscoverEtcd(g.NodeRoot)
 	if err != nil && !errors.Is(err, nodeconfig.ErrNotFound) {
 		fmt.Fprintf(g.errOut, "regghost: could not read this node's etcd manifest (%v); no data directory or quota is taken from it\n", oneLine(err))
 	}
@@ -147,7 +148,8 @@ func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptio
 		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock,
 		// A member that does not answer costs this, once: etcd's client
 		// waits for a connection until the deadline.
-		CheckTimeout: 2 * g.etcd.DialTimeout}
+		CheckTimeout: 2 * g.Etcd.DialTimeout,
+		Prefix:       g.Prefix, Decrypt: decrypt.Namespaces(dec), Holder: "regghost space reclaim", Notices: g.errOut}
 	plan, err := reclaim.Survey(ctx, ro)
 	if err != nil {
 		return err
@@ -166,7 +168,7 @@ func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptio
 	if err := planOut.Flush(); err != nil {
 		return err
 	}
-	if err := confirmAction(in, g.errOut, o.yes, fmt.Sprintf("Snapshot, compact and defragment the %d members of etcd?", len(plan.Members))); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %d members of etcd?", len(plan.Members))); err != nil {
 		return err
 	}
 	fmt.Fprintln(planOut)

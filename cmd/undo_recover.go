@@ -34,7 +34,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %d keys the recovery wrote?", todo)); err != nil {
 		return err
 	}
-	stop, doneWriting := stopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
 	r.Pacing = etcdwrite.Pacing{Stop: stop}
 	results, err := r.Run(ctx)

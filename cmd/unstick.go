@@ -2,31 +2,26 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dangling"
-	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/impact"
-	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/unstick"
 )
 
 type unstickOptions struct {
-	confirm   bool
-	yes       bool
-	backupDir string
-	wait      time.Duration
-	print     *printFlags
+	writeFlags
+	wait  time.Duration
+	print *printFlags
 	// acceptManaged deletes a dangling APIService Helm, Argo CD or Flux tracks.
 	acceptManaged bool
 	// acceptImpacts are --accept-impact's words; accept the kinds they name.
@@ -55,24 +50,15 @@ controller needs is unavailable.`,
   regghost unstick crd widgets.example.com --confirm`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			kind, name := args[0], args[1]
-			switch kind {
-			case "namespace", "ns":
-				if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-					return usageError("%q is not a namespace name: %s", name, errs[0])
-				}
-			case "crd", "customresourcedefinition":
-				if _, ok := catalog.CustomFromCRDName(name); !ok {
-					return usageError("%q is not a CustomResourceDefinition name (<plural>.<group>)", name)
-				}
-			default:
-				return usageError("unstick takes namespace NAME or crd NAME, not %q", kind)
+			target, err := unstick.ParseTarget(args[0], args[1])
+			if err != nil {
+				return usageError("%v", err)
 			}
 			if err := o.print.validate(); err != nil {
 				return err
 			}
 			for _, s := range o.acceptImpacts {
-				k, err := impact.ParseKind(s)
+				k, err := impact.ParseStripKind(s)
 				if err != nil {
 					return usageError("%s: %v", impact.AcceptImpactFlag, err)
 				}
@@ -83,63 +69,33 @@ controller needs is unavailable.`,
 					return err
 				}
 			}
-			if o.wait <= 0 || o.wait >= g.etcd.CommandTimeout {
-				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.etcd.CommandTimeout, o.wait)
+			if o.wait <= 0 || o.wait >= g.Etcd.CommandTimeout {
+				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.Etcd.CommandTimeout, o.wait)
 			}
-			return runUnstick(c.Context(), g, o, kind, name, c.InOrStdin(), c.OutOrStdout())
+			return runUnstick(c.Context(), g, o, target, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&o.confirm, "confirm", false, "really remove the blocking finalizers (without it unstick only explains)")
-	f.BoolVar(&o.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where the per-key backup goes (env REGGHOST_BACKUP_DIR)")
+	o.writeFlags.add(c, "really remove the blocking finalizers (without it unstick only explains)", "where the per-key backup goes")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
-	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+acceptableKinds())
+	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+impact.Names(impact.StripAcceptable()))
 	o.print.addFlags(c)
 	return c
 }
 
-func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, name string, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.etcd.CommandTimeout)
+func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target unstick.Target, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	rs, err := g.openRead(ctx, scanReads())
+	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
 	}
-	defer rs.close()
-	var served *catalog.Catalog
-	if rs.view != nil {
-		if served, err = rs.view.Catalog(ctx); err != nil {
-			return err
-		}
-	}
-	analyse := unstick.Namespace
-	if kind != "namespace" && kind != "ns" {
-		analyse = unstick.CRD
-	}
-	readers := unstick.Readers{Served: served}
-	if rs.view != nil {
-		readers.API = rs.view
-	}
-	if rs.dec != nil {
-		readers.Decrypter = rs.dec
-	}
-	a, err := analyse(ctx, rs.store, g.prefix, name, readers, clock())
+	defer rs.Close()
+	z := &unstick.Analyzer{Read: rs, Target: target, Accept: o.accept, Now: clock}
+	a, err := z.Analyze(ctx)
 	if err != nil {
 		return err
-	}
-	if len(o.accept) > 0 {
-		a.Accept(o.accept)
-	}
-	if len(a.UnavailableNames) > 0 {
-		// Follow the chain: is the APIService that holds discovery
-		// dangling (its Service gone) or down?
-		refs, _, err := dangling.Find(ctx, rs.store, dangling.Options{Registry: g.prefix, Reader: &objread.Reader{Registry: g.prefix, API: readers.API, Decrypter: readers.Decrypter}, API: rs.apiGetter()})
-		if err != nil {
-			return err
-		}
-		a.Follow(dangling.WithoutGhosts(refs))
 	}
 	if !o.confirm {
 		return o.print.print(out, render.UnstickPlan(a))
@@ -149,10 +105,10 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if a.Refusal != "" {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
 	}
-	if rs.view == nil {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.why)}
+	if rs.API == nil {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.Why)}
 	}
-	dyn, err := dynamic.NewForConfig(rs.view.Config)
+	dyn, err := dynamic.NewForConfig(rs.API.Config)
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
@@ -160,43 +116,18 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, kind, 
 	if len(a.DeleteAPIServices) > 0 {
 		question = fmt.Sprintf("Delete %d dangling APIServices through the API server?", len(a.DeleteAPIServices))
 	}
-	if err := confirmAction(in, g.errOut, o.yes, question); err != nil {
+	if err := o.ask(in, g.errOut, question); err != nil {
 		return err
 	}
-	sctx, cli, done, err := g.session(ctx)
+	sctx, cli, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	dec, err := g.decrypter(sctx)
-	if err != nil {
-		return err
-	}
-	res, err := unstick.Resolve(sctx, a, g.prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
-		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: identityDecrypter(dec),
-			Analyze: func(ctx context.Context) (*unstick.Analysis, error) {
-				live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
-				if err != nil {
-					return nil, err
-				}
-				// Discovery is asked again: an APIService deleted since the
-				// first analysis no longer fails its group.
-				fresh := readers
-				if rs.view != nil {
-					if fresh.Served, err = rs.view.Catalog(ctx); err != nil {
-						return nil, err
-					}
-				}
-				again, err := analyse(ctx, live, g.prefix, name, fresh, clock())
-				if err == nil && len(o.accept) > 0 {
-					again.Accept(o.accept)
-				}
-				return again, err
-			}}})
+	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
+		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter),
+			Analyze: z.Again(cli)}})
 	if res == nil && err != nil {
-		if errors.Is(err, unstick.ErrRefused) {
-			return &exitError{code: ExitError, err: err}
-		}
 		return err
 	}
 	err = o.print.printResult(out, render.UnstickResult(a, res, o.wait), err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 type versionsOptions struct {
@@ -47,7 +48,7 @@ with the migration step. They are recoverable: purge never takes them unless
 }
 
 func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out io.Writer) error {
-	rep, err := scanReport(ctx, g, o.namespace, scanReads(), etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit)
+	rep, err := scanReport(ctx, g, o.namespace, session.ScanReads(), etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,10 @@ import (
 	"time"
 )
 
-// pki is a throwaway CA with a server and a client certificate, as files.
+// pki is a throwaway CA with a server and a client certificate, as files
+// (and the CA's key, to sign more: issueClientCert).
 type pki struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey string
+	CA, CAKey, ServerCert, ServerKey, ClientCert, ClientKey string
 }
 
 func newPKI(t *testing.T, dir string) pki {
@@ -26,9 +27,10 @@ func newPKI(t *testing.T, dir string) pki {
 		Subject: pkix.Name{CommonName: "regghost-test-ca"}, IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	})
-	p := pki{CA: filepath.Join(dir, "ca.crt"), ServerCert: filepath.Join(dir, "server.crt"), ServerKey: filepath.Join(dir, "server.key"),
+	p := pki{CA: filepath.Join(dir, "ca.crt"), CAKey: filepath.Join(dir, "ca.key"), ServerCert: filepath.Join(dir, "server.crt"), ServerKey: filepath.Join(dir, "server.key"),
 		ClientCert: filepath.Join(dir, "client.crt"), ClientKey: filepath.Join(dir, "client.key")}
 	writePEM(t, p.CA, "CERTIFICATE", caDER)
+	writeKey(t, p.CAKey, caKey)
 	sKey, _, sDER := newCert(t, caCert, caKey, &x509.Certificate{
 		Subject: pkix.Name{CommonName: "etcd"}, DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,

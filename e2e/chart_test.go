@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,20 +39,52 @@ func helm(t *testing.T, args ...string) string {
 
 // renderedObject is one document of helm template's output.
 type renderedObject struct {
-	Kind     string         `json:"kind"`
-	Metadata map[string]any `json:"metadata"`
-	Spec     map[string]any `json:"spec"`
-	Data     map[string]any `json:"data"`
-	Rules    []struct {
-		Verbs []string `json:"verbs"`
-	} `json:"rules"`
+	Kind     string              `json:"kind"`
+	Metadata map[string]any      `json:"metadata"`
+	Spec     map[string]any      `json:"spec"`
+	Data     map[string]any      `json:"data"`
+	Type     string              `json:"type"`
+	Rules    []rbacv1.PolicyRule `json:"rules"`
+	RoleRef  rbacv1.RoleRef      `json:"roleRef"`
+	Subjects []rbacv1.Subject    `json:"subjects"`
+}
+
+// renderChart runs helm template and returns its objects by "Kind/name",
+// and the Deployment's document.
+func renderChart(t *testing.T, args ...string) (map[string]renderedObject, string) {
+	t.Helper()
+	out := helm(t, append([]string{"template", "ghosts", chartDir, "--namespace", "monitoring"}, args...)...)
+	objs := map[string]renderedObject{}
+	var deployment string
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(out, -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var o renderedObject
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("rendered YAML does not parse: %v\n%s", err, doc)
+		}
+		if o.Kind == "" {
+			continue
+		}
+		objs[o.Kind+"/"+fmt.Sprint(o.Metadata["name"])] = o
+		if o.Kind == "Deployment" {
+			deployment = doc
+		}
+	}
+	return objs, deployment
 }
 
 // TestChartLintsAndRenders: the chart passes `helm lint` (strict) and
-// renders, with and without a web config, a Deployment pinned to
-// control-plane nodes running serve, read-only RBAC, a ServiceMonitor, a
+// renders a Deployment pinned to control-plane nodes running serve, the
+// witness's read-only RBAC (the static pod's rules), a ServiceMonitor, a
 // PrometheusRule holding exactly the rule file Prometheus loads in
-// TestServeExportsToPrometheus, and the dashboard ConfigMap.
+// TestServeExportsToPrometheus, and the dashboard ConfigMap. By default
+// /metrics is guarded by delegated auth: the ServiceMonitor sends the
+// chart's scraper's token, the ClusterRole a scraper needs is shipped and
+// bound to it, serve may ask for reviews; with metricsAuth none and a
+// basic-auth web config, none of that is rendered. Values that cannot work
+// together are refused.
 func TestChartLintsAndRenders(t *testing.T) {
 	helm(t, "lint", "--strict", chartDir)
 	helm(t, "lint", "--strict", chartDir, "--set-string", "webConfig=basic_auth_users: {}")
@@ -60,47 +94,59 @@ func TestChartLintsAndRenders(t *testing.T) {
 	mustNoErr(t, "parse rules", yaml.Unmarshal(rules, &wantRules))
 	dashboard, err := os.ReadFile(dashboardFile)
 	mustNoErr(t, "read dashboard", err)
+	staticRBAC := staticPodRBAC(t)
 
+	const (
+		scraperToken  = "Secret/ghosts-regghost-scraper-token"
+		webSecret     = "Secret/ghosts-regghost-web-config"
+		reader        = "ClusterRole/ghosts-regghost-metrics-reader"
+		readerBinding = "ClusterRoleBinding/ghosts-regghost-metrics-reader"
+		delegator     = "ClusterRoleBinding/ghosts-regghost-auth-delegator"
+	)
 	tests := []struct {
 		name string
 		args []string
 		// webConfig: a Secret is rendered and the Deployment reads it.
 		webConfig bool
+		auth      string
+		// endpoint holds what the ServiceMonitor's endpoint must say, and
+		// present which objects must (true) or must not (false) be rendered.
+		endpoint []string
+		present  map[string]bool
+		// probe is what the Deployment's probes must say.
+		probe string
 	}{
-		{name: "defaults"},
-		{name: "web config", args: []string{"--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"}, webConfig: true},
+		{name: "defaults", auth: "delegated",
+			endpoint: []string{"authorization:", "type: Bearer", "name: ghosts-regghost-scraper-token", "key: token"},
+			present:  map[string]bool{scraperToken: true, reader: true, readerBinding: true, delegator: true, webSecret: false},
+			probe:    "scheme: HTTP\n"},
+		{name: "Prometheus's own token", args: []string{"--set", "serviceMonitor.bearer=file", "--set", "metricsReader.subjects[0].kind=ServiceAccount,metricsReader.subjects[0].name=prometheus-k8s,metricsReader.subjects[0].namespace=monitoring"},
+			auth: "delegated", endpoint: []string{"bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token"},
+			present: map[string]bool{scraperToken: false, reader: true, readerBinding: true, delegator: true}, probe: "scheme: HTTP\n"},
+		{name: "TLS web config", args: []string{"--set-string", "webConfig=tls_server_config:\n  cert_file: /etc/regghost/tls.crt\n  key_file: /etc/regghost/tls.key"},
+			webConfig: true, auth: "delegated", endpoint: []string{"authorization:"},
+			present: map[string]bool{scraperToken: true, reader: true, delegator: true, webSecret: true}, probe: "scheme: HTTPS\n"},
+		{name: "basic auth web config", args: []string{"--set", "metricsAuth=none", "--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"},
+			webConfig: true, auth: "none",
+			present: map[string]bool{scraperToken: false, reader: false, readerBinding: false, delegator: false, webSecret: true}, probe: "tcpSocket:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := helm(t, append([]string{"template", "ghosts", chartDir, "--namespace", "monitoring"}, tt.args...)...)
-			objs := map[string]renderedObject{}
-			var deployment string
-			for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(out, -1) {
-				if strings.TrimSpace(doc) == "" {
-					continue
-				}
-				var o renderedObject
-				if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-					t.Fatalf("rendered YAML does not parse: %v\n%s", err, doc)
-				}
-				if o.Kind == "" {
-					continue
-				}
-				objs[o.Kind] = o
-				if o.Kind == "Deployment" {
-					deployment = doc
+			objs, deployment := renderChart(t, tt.args...)
+			for _, name := range []string{"Deployment/ghosts-regghost", "Service/ghosts-regghost", "ServiceAccount/ghosts-regghost", "ClusterRole/ghosts-regghost",
+				"ClusterRoleBinding/ghosts-regghost", "Role/ghosts-regghost-apiservers", "RoleBinding/ghosts-regghost-apiservers",
+				"ServiceMonitor/ghosts-regghost", "PrometheusRule/ghosts-regghost", "ConfigMap/ghosts-regghost-dashboard"} {
+				if _, ok := objs[name]; !ok {
+					t.Errorf("no %s rendered", name)
 				}
 			}
-			for _, kind := range []string{"Deployment", "Service", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ServiceMonitor", "PrometheusRule", "ConfigMap"} {
-				if _, ok := objs[kind]; !ok {
-					t.Errorf("no %s rendered", kind)
+			for name, want := range tt.present {
+				if _, ok := objs[name]; ok != want {
+					t.Errorf("%s rendered: %v, want %v", name, ok, want)
 				}
-			}
-			if _, ok := objs["Secret"]; ok != tt.webConfig {
-				t.Errorf("web config Secret rendered: %v, want %v", ok, tt.webConfig)
 			}
 			for _, want := range []string{"- serve", "node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "operator: Exists", "type: Recreate", "hostNetwork: true", "readOnly: true", "--node-root=/host",
-				"mountPath: /tmp", "emptyDir: {}"} {
+				"mountPath: /tmp", "emptyDir: {}", "--metrics-auth=" + tt.auth, tt.probe} {
 				if !strings.Contains(deployment, want) {
 					t.Errorf("the Deployment lacks %q:\n%s", want, deployment)
 				}
@@ -108,21 +154,111 @@ func TestChartLintsAndRenders(t *testing.T) {
 			if strings.Contains(deployment, "--web-config-file") != tt.webConfig {
 				t.Errorf("--web-config-file in the Deployment: %v, want %v", !tt.webConfig, tt.webConfig)
 			}
-			for _, r := range objs["ClusterRole"].Rules {
-				for _, v := range r.Verbs {
-					if v != "get" && v != "list" && v != "watch" {
-						t.Errorf("the ClusterRole grants %q: serve only reads", v)
+			endpoints, _ := objs["ServiceMonitor/ghosts-regghost"].Spec["endpoints"].([]any)
+			if len(endpoints) != 1 {
+				t.Fatalf("ServiceMonitor endpoints: %v", endpoints)
+			}
+			ep, err := yaml.Marshal(endpoints[0])
+			mustNoErr(t, "marshal endpoint", err)
+			for _, want := range tt.endpoint {
+				if !strings.Contains(string(ep), want) {
+					t.Errorf("the ServiceMonitor's endpoint lacks %q:\n%s", want, ep)
+				}
+			}
+			if len(tt.endpoint) == 0 && (strings.Contains(string(ep), "authorization") || strings.Contains(string(ep), "bearerTokenFile")) {
+				t.Errorf("the ServiceMonitor sends a token without delegated auth:\n%s", ep)
+			}
+			if s, ok := objs[scraperToken]; ok {
+				if s.Type != "kubernetes.io/service-account-token" || s.Metadata["annotations"].(map[string]any)["kubernetes.io/service-account.name"] != "ghosts-regghost-scraper" {
+					t.Errorf("the scraper's token Secret is not its ServiceAccount's token: %+v", s)
+				}
+			}
+			if r, ok := objs[reader]; ok {
+				want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+				if !reflect.DeepEqual(r.Rules, want) {
+					t.Errorf("the metrics reader ClusterRole: %+v, want %+v", r.Rules, want)
+				}
+				if !reflect.DeepEqual(r.Rules, staticRBAC["ClusterRole/regghost-metrics-reader"].Rules) {
+					t.Errorf("the chart's metrics reader differs from the static pod's")
+				}
+			}
+			if b, ok := objs[delegator]; ok && b.RoleRef.Name != "system:auth-delegator" {
+				t.Errorf("the auth delegator binding binds %s", b.RoleRef.Name)
+			}
+			for name, o := range objs {
+				if o.Kind != "ClusterRole" && o.Kind != "Role" {
+					continue
+				}
+				for _, r := range o.Rules {
+					for _, v := range r.Verbs {
+						if v != "get" && v != "list" && v != "watch" {
+							t.Errorf("%s grants %q: serve only reads", name, v)
+						}
 					}
 				}
 			}
-			if got := objs["PrometheusRule"].Spec; !reflect.DeepEqual(got, wantRules) {
+			for chart, static := range map[string]string{"ClusterRole/ghosts-regghost": "ClusterRole/regghost", "Role/ghosts-regghost-apiservers": "Role/regghost-apiservers"} {
+				if got, want := objs[chart].Rules, staticRBAC[static].Rules; !reflect.DeepEqual(got, want) {
+					t.Errorf("the chart's %s differs from the static pod's %s:\n%+v\n%+v", chart, static, got, want)
+				}
+			}
+			if got := objs["PrometheusRule/ghosts-regghost"].Spec; !reflect.DeepEqual(got, wantRules) {
 				t.Errorf("the PrometheusRule's spec is not the rule file:\n got %v\nwant %v", got, wantRules)
 			}
-			if got, _ := objs["ConfigMap"].Data["regghost-dashboard.json"].(string); strings.TrimSpace(got) != strings.TrimSpace(string(dashboard)) {
+			if got, _ := objs["ConfigMap/ghosts-regghost-dashboard"].Data["regghost-dashboard.json"].(string); strings.TrimSpace(got) != strings.TrimSpace(string(dashboard)) {
 				t.Errorf("the dashboard ConfigMap does not hold the dashboard file")
 			}
 		})
 	}
+
+	t.Run("refused values", func(t *testing.T) {
+		for _, tt := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"}, "one Authorization header"},
+			{[]string{"--set", "metricsAuth=basic"}, `metricsAuth must be "delegated" or "none"`},
+			{[]string{"--set", "serviceMonitor.bearer=header"}, `serviceMonitor.bearer must be "secret" or "file"`},
+		} {
+			bin, err := helmBin()
+			mustNoErr(t, "build helm", err)
+			cmd := exec.Command(bin, append([]string{"template", "ghosts", chartDir}, tt.args...)...)
+			cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tt.want) {
+				t.Errorf("helm template %v: %v, want a failure saying %q:\n%s", tt.args, err, tt.want, out)
+			}
+		}
+	})
+}
+
+// staticPodRBAC reads deploy/static-pod/rbac.yaml by "Kind/name".
+func staticPodRBAC(t *testing.T) map[string]renderedObject {
+	t.Helper()
+	b, err := os.ReadFile("../deploy/static-pod/rbac.yaml")
+	mustNoErr(t, "read rbac.yaml", err)
+	out := map[string]renderedObject{}
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		var o renderedObject
+		mustNoErr(t, "parse rbac.yaml", yaml.UnmarshalStrict([]byte(doc), &struct {
+			APIVersion string `json:"apiVersion"`
+			*renderedObject
+		}{renderedObject: &o}))
+		out[o.Kind+"/"+fmt.Sprint(o.Metadata["name"])] = o
+	}
+	for _, want := range []string{"ClusterRole/regghost", "ClusterRoleBinding/regghost", "ClusterRoleBinding/regghost:auth-delegator", "Role/regghost-apiservers", "RoleBinding/regghost-apiservers", "ClusterRole/regghost-metrics-reader"} {
+		if _, ok := out[want]; !ok {
+			t.Errorf("rbac.yaml has no %s", want)
+		}
+	}
+	for name, o := range out {
+		for _, s := range o.Subjects {
+			if s.Kind != "User" || s.Name != "regghost" {
+				t.Errorf("%s binds %s %s, want the user regghost of regghost.conf", name, s.Kind, s.Name)
+			}
+		}
+	}
+	return out
 }
 
 // TestStaticPodManifest: the static pod manifest is a valid Pod whose
@@ -144,6 +280,16 @@ func TestStaticPodManifest(t *testing.T) {
 		if !strings.Contains(help, name+" ") {
 			t.Errorf("serve has no flag %s", name)
 		}
+	}
+	// Its own identity (rbac.yaml), not admin.conf; /metrics guarded.
+	args := strings.Join(pod.Spec.Containers[0].Args, " ")
+	for _, want := range []string{"--kubeconfig=/host/etc/kubernetes/regghost.conf", "--metrics-auth=delegated"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the static pod's arguments lack %s: %s", want, args)
+		}
+	}
+	if strings.Contains(string(b), "admin.conf") {
+		t.Errorf("the static pod still names admin.conf")
 	}
 	// The node's files are read only; the one thing written is a spill
 	// file of findings, in an emptyDir at /tmp ($TMPDIR), since the root

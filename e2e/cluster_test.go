@@ -75,6 +75,9 @@ type clusterOptions struct {
 	// by default; the flag is a list, so it cannot be overridden through
 	// apiserverArgs).
 	authorization string
+	// clientCertAuth makes kube-apiserver take client certificates signed
+	// by the cluster's CA too (--client-ca-file), as kubeadm's does.
+	clientCertAuth bool
 }
 
 func freePort(t *testing.T) int {
@@ -238,6 +241,9 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 		"--service-account-signing-key-file", saKey, "--token-auth-file", tokens,
 		"--authorization-mode", authz, "--service-cluster-ip-range", "10.0.0.0/24",
 		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
+	}
+	if o.clientCertAuth {
+		args = append(args, "--client-ca-file", c.pki.CA)
 	}
 	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, name+".log"), bins.kubeAPIServer, append(args, o.apiserverArgs...)...)
 	host := "https://" + net.JoinHostPort(ip, strconv.Itoa(port))

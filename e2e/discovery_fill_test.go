@@ -120,12 +120,12 @@ func TestDiscoveryFillsWhatEnvLeavesOut(t *testing.T) {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 	})
-	t.Run("a --prefix other than the node's is used and noted", func(t *testing.T) {
-		out, errOut, code := runWithEnv(t, env, "ls", "--node-root", root, "--prefix", "/registry/")
+	t.Run("a --etcd-prefix other than the node's is used and noted", func(t *testing.T) {
+		out, errOut, code := runWithEnv(t, env, "ls", "--node-root", root, "--etcd-prefix", "/registry/")
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
-		note := "regghost: note: kube-apiserver on this node uses prefix /kubernetes.io/ (kubeadm static pod /etc/kubernetes/manifests/kube-apiserver.yaml); using /registry/ from --prefix"
+		note := "regghost: note: kube-apiserver on this node uses prefix /kubernetes.io/ (kubeadm static pod /etc/kubernetes/manifests/kube-apiserver.yaml); using /registry/ from --etcd-prefix"
 		// ls ends with its own count line.
-		if code != 0 || len(lines) < 2 || lines[1] != note || !strings.Contains(lines[0], "prefix /registry/ (--prefix)") {
+		if code != 0 || len(lines) < 2 || lines[1] != note || !strings.Contains(lines[0], "prefix /registry/ (--etcd-prefix)") {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 		if strings.TrimSpace(out) != "" {

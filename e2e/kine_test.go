@@ -114,7 +114,7 @@ func TestKine(t *testing.T) {
 	// The logical snapshot alone brings a key back, and only what is absent.
 	key := ghosts[0]
 	c.forceDelete(t, key)
-	out, errOut, code = c.regghost(t, "", "snapshot", "restore", snap, "--prefix", key)
+	out, errOut, code = c.regghost(t, "", "snapshot", "restore", snap, "--key-prefix", key)
 	if code != 0 || !strings.Contains(out, "Dry run: 1 of 1 keys would be restored") || c.value(t, key) != nil {
 		t.Fatalf("snapshot restore dry run: exit %d: %s%s", code, out, errOut)
 	}

@@ -56,7 +56,7 @@ func (c *cluster) state(t *testing.T) etcdState {
 // controllers write on their own while a test runs: leases and lease
 // candidates renewed every few seconds.
 func renewedByTheCluster(key string) bool {
-	for _, p := range []string{"/registry/leases/", "/registry/leasecandidates/", "/registry/masterleases/"} {
+	for _, p := range []string{"/registry/leases/", "/registry/leasecandidates/", "/registry/masterleases/", "/registry/peerserverleases/"} {
 		if strings.HasPrefix(key, p) {
 			return true
 		}

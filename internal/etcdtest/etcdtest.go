@@ -4,7 +4,9 @@ package etcdtest
 
 import (
 	"bytes"
+	"fmt"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +49,9 @@ func StartServer(t testing.TB, set func(*embed.Config)) (stop func(), cli *clien
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*lc}, []url.URL{*lc}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*lp}, []url.URL{*lp}
 	cfg.InitialCluster = cfg.Name + "=" + lp.String()
+	// A token of its own gives each test's etcd a cluster ID of its own
+	// (it is derived from the peer URLs and the token), as real clusters have.
+	cfg.InitialClusterToken = fmt.Sprintf("etcdtest-%d-%d", os.Getpid(), time.Now().UnixNano())
 	if set != nil {
 		set(cfg)
 	}

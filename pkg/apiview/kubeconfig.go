@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -27,21 +28,15 @@ type Options struct {
 // the last resort on a control-plane node, and checks that the API server
 // answers. It returns nil and the reason in one line when it cannot be used.
 func Open(o Options) (*View, string) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.Kubeconfig != "" {
-		rules.ExplicitPath = o.Kubeconfig
-	} else if os.Getenv("KUBECONFIG") == "" {
-		if _, err := os.Stat(rules.GetDefaultFilename()); err != nil {
-			if _, err := os.Stat(AdminConf); err == nil {
-				rules.ExplicitPath = AdminConf
-			}
-		}
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	cfg, err := o.RESTConfig()
 	if err != nil {
 		return nil, "no usable kubeconfig: " + firstLine(err)
 	}
-	cfg.Timeout = o.Timeout
+	return open(cfg)
+}
+
+// open connects to the API server of cfg and checks that it answers.
+func open(cfg *rest.Config) (*View, string) {
 	view, err := New(cfg)
 	if err != nil {
 		return nil, firstLine(err)
@@ -52,6 +47,34 @@ func Open(o Options) (*View, string) {
 	}
 	view.ServerVersion = v
 	return view, ""
+}
+
+// loadingRules find the kubeconfig as kubectl does, with kubeadm's
+// admin.conf as the last resort on a control-plane node.
+func (o Options) loadingRules() *clientcmd.ClientConfigLoadingRules {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	} else if os.Getenv("KUBECONFIG") == "" {
+		if _, err := os.Stat(rules.GetDefaultFilename()); err != nil {
+			if _, err := os.Stat(AdminConf); err == nil {
+				rules.ExplicitPath = AdminConf
+			}
+		}
+	}
+	return rules
+}
+
+// RESTConfig reads the kubeconfig (in a pod without one, the pod's
+// ServiceAccount) into a client configuration, without asking the API
+// server anything.
+func (o Options) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(o.loadingRules(), &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = o.Timeout
+	return cfg, nil
 }
 
 func firstLine(err error) string {

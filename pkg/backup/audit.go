@@ -28,6 +28,9 @@ type AuditRecord struct {
 
 // AppendAudit appends one JSON line per result to dir/audit.log and fsyncs it.
 func AppendAudit(dir, action string, results []etcdwrite.Result) error {
+	if len(results) == 0 {
+		return CheckAudit(dir)
+	}
 	path := filepath.Join(dir, AuditFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -99,4 +102,16 @@ func Written(dir, action string, outcomes ...etcdwrite.Outcome) (map[string]int6
 		}
 	}
 	return out, nil
+}
+
+// CheckAudit checks the audit log in dir can be appended to, before a
+// write that journals there: a write that cannot be recorded could not be
+// undone.
+func CheckAudit(dir string) error {
+	path := filepath.Join(dir, AuditFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open audit log: %w", err)
+	}
+	return f.Close()
 }

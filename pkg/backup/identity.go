@@ -59,18 +59,28 @@ var ErrUnknownCluster = errors.New("which cluster it comes from cannot be told")
 
 // SameCluster compares the identity of a source (a backup, a snapshot, an
 // older revision) with this cluster's. The kube-system UIDs decide when
-// both are known; else etcd's cluster IDs when both are known. When
-// neither can be compared while one side is known, the source is refused
-// (ErrUnknownCluster): a snapshot without kube-system, or a cluster whose
-// kube-system cannot be read here (encrypted with a key not given), cannot
-// be told apart from another cluster's. Only where neither side can be
-// told at all (a bare etcd that no Kubernetes wrote) is nothing refused.
+// both are known. etcd's cluster IDs decide only when neither UID is
+// known: a cluster ID is derived from the peer URLs and the cluster token
+// alone, so a cluster rebuilt on the same node with kubeadm's defaults
+// (or two kind clusters) shares it, and it cannot stand in for a UID one
+// side has (different cluster IDs still tell another cluster). When the UIDs cannot be compared while one is known, the
+// source is refused (ErrUnknownCluster): a snapshot without kube-system,
+// or a cluster whose kube-system cannot be read here (encrypted with a key
+// not given), cannot be told apart from another cluster's. Only where
+// neither side can be told at all (a bare etcd that no Kubernetes wrote)
+// is nothing refused.
 func SameCluster(source, here Identity) error {
 	switch {
 	case source.KubeSystemUID != "" && here.KubeSystemUID != "":
 		if source.KubeSystemUID == here.KubeSystemUID {
 			return nil
 		}
+	case source.KubeSystemUID != "" || here.KubeSystemUID != "":
+		// etcd cluster IDs that differ still tell another cluster.
+		if source.ClusterID != "" && here.ClusterID != "" && source.ClusterID != here.ClusterID {
+			break
+		}
+		return fmt.Errorf("%w: the source is %s, this cluster is %s", ErrUnknownCluster, source, here)
 	case source.ClusterID != "" && here.ClusterID != "":
 		if source.ClusterID == here.ClusterID {
 			return nil

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestSameCluster: the kube-system UIDs decide, then the etcd cluster IDs;
-// a side that cannot be told against one that can is refused.
+// TestSameCluster: the kube-system UIDs decide; the etcd cluster IDs only
+// when neither UID is known (or when they differ); a side that cannot be
+// told against one that can is refused.
 func TestSameCluster(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -17,7 +18,10 @@ func TestSameCluster(t *testing.T) {
 		{"other uid", Identity{KubeSystemUID: "b"}, Identity{KubeSystemUID: "a"}, ErrOtherCluster},
 		{"other uid, same etcd cluster", Identity{KubeSystemUID: "b", ClusterID: "1"}, Identity{KubeSystemUID: "a", ClusterID: "1"}, ErrOtherCluster},
 		{"same uid, etcd restored from a snapshot", Identity{KubeSystemUID: "a", ClusterID: "1"}, Identity{KubeSystemUID: "a", ClusterID: "2"}, nil},
-		{"old backup, same etcd cluster", Identity{ClusterID: "1"}, Identity{KubeSystemUID: "a", ClusterID: "1"}, nil},
+		{"old backup, same etcd cluster (a rebuilt cluster shares it)", Identity{ClusterID: "1"}, Identity{KubeSystemUID: "a", ClusterID: "1"}, ErrUnknownCluster},
+		{"this cluster's kube-system unreadable, same etcd cluster", Identity{KubeSystemUID: "b", ClusterID: "1"}, Identity{ClusterID: "1", Unknown: "encrypted"}, ErrUnknownCluster},
+		{"neither kube-system readable, same etcd cluster", Identity{ClusterID: "1"}, Identity{ClusterID: "1"}, nil},
+		{"neither kube-system readable, other etcd cluster", Identity{ClusterID: "2"}, Identity{ClusterID: "1"}, ErrOtherCluster},
 		{"old backup, other etcd cluster", Identity{ClusterID: "2"}, Identity{KubeSystemUID: "a", ClusterID: "1"}, ErrOtherCluster},
 		{"snapshot without kube-system", Identity{}, Identity{KubeSystemUID: "a"}, ErrUnknownCluster},
 		{"this cluster's kube-system unreadable", Identity{KubeSystemUID: "b"}, Identity{ClusterID: "1", Unknown: "encrypted"}, ErrUnknownCluster},

@@ -22,8 +22,11 @@ type Config struct {
 	CACert    string
 	Cert      string
 	Key       string
-	// User is etcd's "name:password" (etcdctl --user) for clusters with auth.
-	User string
+	// User is etcd's user for clusters with auth: "name", or
+	// "name:password" as etcdctl takes it; Password is the password when
+	// User holds only the name.
+	User     string
+	Password string
 	// InsecureSkipVerify skips the check of etcd's server certificate.
 	InsecureSkipVerify bool
 	DialTimeout        time.Duration
@@ -47,8 +50,14 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 	cfg := clientv3.Config{Endpoints: eps, DialTimeout: c.DialTimeout, Logger: zap.NewNop(), DialOptions: c.DialOptions}
 	if c.User != "" {
 		name, password, ok := strings.Cut(c.User, ":")
-		if !ok || name == "" {
-			return cfg, errors.New(`--user must be "name:password"`)
+		if !ok {
+			password = c.Password
+		}
+		if name == "" {
+			return cfg, errors.New(`--user must name the etcd user ("name", or "name:password")`)
+		}
+		if password == "" {
+			return cfg, fmt.Errorf("--user %s needs a password: --password, ETCDCTL_PASSWORD, or run on a terminal to be asked", name)
 		}
 		cfg.Username, cfg.Password = name, password
 	}

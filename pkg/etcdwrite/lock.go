@@ -32,6 +32,14 @@ type LockOption func(*lockConfig)
 
 type lockConfig struct {
 	notices io.Writer
+	onLost  func()
+}
+
+// WithOnLost calls fn when the lock is lost while held: its lease expired
+// (etcd unreachable, or regghost paused, for longer than LockTTL), and
+// another writer may take it. The caller stops writing.
+func WithOnLost(fn func()) LockOption {
+	return func(c *lockConfig) { c.onLost = fn }
 }
 
 // WithLockNotices sends the line saying why Lock waits for a crashed
@@ -89,10 +97,23 @@ func Lock(ctx context.Context, cli *clientv3.Client, what string, opts ...LockOp
 		session.Close()
 		return nil, fmt.Errorf("%w: say who holds it (%v)", ErrNoLock, err)
 	}
+	released := make(chan struct{})
+	if cfg.onLost != nil {
+		go func() {
+			select {
+			case <-session.Done():
+				cfg.onLost()
+			case <-released:
+			}
+		}()
+	}
 	return func() {
+		close(released)
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, _ = cli.Delete(uctx, LockHolderKey)
+		// Only this holder's key: after a lost lease it may be another's.
+		_, _ = cli.Txn(uctx).If(clientv3.Compare(clientv3.LeaseValue(LockHolderKey), "=", session.Lease())).
+			Then(clientv3.OpDelete(LockHolderKey)).Commit()
 		_ = m.Unlock(uctx)
 		session.Close()
 	}, nil
@@ -158,8 +179,10 @@ type lockState struct {
 	// holds it.
 	lease clientv3.LeaseID
 	// ttl and granted are the seconds the lease has left and was granted;
-	// ttl is -1 when it could not be read.
+	// ttl is -1 when it could not be read (ttlErr says why, when asking
+	// failed).
 	ttl, granted int64
+	ttlErr       error
 	// holder is what the holder key says, when it is on the same lease.
 	holder *Holder
 	// text is the holder key's value, parsed or not.
@@ -183,6 +206,8 @@ func readLockState(ctx context.Context, cli *clientv3.Client) (lockState, error)
 	st.lease = clientv3.LeaseID(owner.Kvs[0].Lease)
 	if ttl, err := cli.TimeToLive(ctx, st.lease); err == nil {
 		st.ttl, st.granted = ttl.TTL, ttl.GrantedTTL
+	} else {
+		st.ttlErr = err
 	}
 	if resp, err := cli.Get(ctx, LockHolderKey); err == nil && len(resp.Kvs) > 0 {
 		st.text = string(resp.Kvs[0].Value)

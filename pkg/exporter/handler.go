@@ -17,11 +17,25 @@ func Registry(c *Collector) *prometheus.Registry {
 	return reg
 }
 
+// Guard wraps the handler of a protected path (metricsauth.Delegated.Wrap).
+type Guard func(http.Handler) http.Handler
+
 // Handler serves /metrics from reg, /healthz (the process is up) and
-// /readyz (a scan has succeeded, so /metrics has findings to say).
+// /readyz (a scan has succeeded, so /metrics has findings to say), to
+// anyone who reaches it (see GuardedHandler).
 func Handler(reg *prometheus.Registry, c *Collector) http.Handler {
+	return GuardedHandler(reg, c, nil)
+}
+
+// GuardedHandler is Handler with every path but /healthz and /readyz
+// behind guard (none when nil): the kubelet's probes carry no
+// credentials, and those paths say nothing of the findings.
+func GuardedHandler(reg *prometheus.Registry, c *Collector, guard Guard) http.Handler {
+	if guard == nil {
+		guard = func(h http.Handler) http.Handler { return h }
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -32,12 +46,12 @@ func Handler(reg *prometheus.Registry, c *Collector) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
 		fmt.Fprintln(w, "regghost exporter: /metrics, /healthz, /readyz")
-	})
+	})))
 	return mux
 }

@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -27,9 +28,19 @@ type SourceOptions struct {
 	// connected afresh.
 	LoadDecrypter func(ctx context.Context) (*decrypt.Decrypter, error)
 	// OpenAPI opens the API server: nil and the reason when it is not used
-	// or cannot be reached, and the cycle goes on from etcd alone. The view
-	// it opens is kept; it is asked again while it has not opened one.
+	// or cannot be reached, and the cycle goes on from etcd alone. It is
+	// asked at every cycle and returns the same view while its kubeconfig
+	// is unchanged, a new one once it changed (apiview.Loader.Open).
 	OpenAPI func() (*apiview.View, string)
+	// TLSFiles, when set, fingerprints the files Connect reads (etcd's CA,
+	// client certificate and key). When the fingerprint differs from the
+	// one taken before the client was opened, the next cycle connects
+	// afresh and drops the old client once the new one answers: a rotated
+	// client certificate is presented at once, on a new connection, rather
+	// than after the old one fails.
+	TLSFiles func() string
+	// Log, when set, says when the Source connects afresh and why.
+	Log *slog.Logger
 	// DialTimeout bounds the reads that tell whether etcd answers: twice it
 	// the first read of a cycle (pinning its revision), once it the read
 	// after a failed scan.
@@ -76,6 +87,8 @@ type Source struct {
 	// decLoaded is set once the encryption config was read.
 	decLoaded bool
 	view      *apiview.View
+	// tlsSum is TLSFiles' fingerprint taken before cli was opened.
+	tlsSum string
 	// etcdFailures counts the cycles in a row etcd failed.
 	etcdFailures int
 }
@@ -118,7 +131,13 @@ func (s *Source) Scan(ctx context.Context) (*etcdscan.Report, error) {
 
 // scanOnce is one scan at a fresh revision on the shared clients.
 func (s *Source) scanOnce(ctx context.Context) (*etcdscan.Report, error) {
+	s.rotate(ctx)
 	if s.cli == nil {
+		if s.o.TLSFiles != nil {
+			// Taken before the files are read: a change while connecting
+			// is seen at the next cycle.
+			s.tlsSum = s.o.TLSFiles()
+		}
 		cli, err := s.o.Connect(ctx)
 		if err != nil {
 			return nil, &CycleError{Reason: ReasonEtcd, Err: err}
@@ -157,16 +176,47 @@ func (s *Source) scanOnce(ctx context.Context) (*etcdscan.Report, error) {
 	return rep, nil
 }
 
-// api returns the shared API client, opening it when it is not open yet;
-// nil and the reason when the API server is not used or does not answer
-// now (the scan then goes on from etcd alone and says so).
+// rotate connects afresh when etcd's TLS files changed since the client
+// was opened. The old client is closed only once the new one answers: files
+// caught half rewritten (a new certificate beside the old key) leave the
+// cycle on the old connection, and the next cycle tries again.
+func (s *Source) rotate(ctx context.Context) {
+	if s.cli == nil || s.o.TLSFiles == nil {
+		return
+	}
+	sum := s.o.TLSFiles()
+	if sum == s.tlsSum {
+		return
+	}
+	cli, err := s.o.Connect(ctx)
+	if err != nil {
+		s.logInfo("etcd's TLS files changed on disk but cannot be used yet; the open connection goes on", "err", firstLine(err))
+		return
+	}
+	s.cli.Close()
+	s.cli, s.tlsSum, s.decLoaded = cli, sum, false
+	s.logInfo("etcd's TLS files changed on disk; connected afresh with them")
+}
+
+func (s *Source) logInfo(msg string, args ...any) {
+	if s.o.Log != nil {
+		s.o.Log.Info(msg, args...)
+	}
+}
+
+// api returns the shared API client, opening it when it is not open yet
+// or its kubeconfig changed; nil and the reason when the API server is not
+// used or does not answer now (the scan then goes on from etcd alone and
+// says so).
 func (s *Source) api() (*apiview.View, string) {
-	if s.view == nil {
-		view, why := s.o.OpenAPI()
-		if view == nil {
-			return nil, why
-		}
+	view, why := s.o.OpenAPI()
+	if view == nil {
+		return nil, why
+	}
+	if view != s.view {
+		// Just opened, and checked to answer.
 		s.view = view
+		return view, ""
 	}
 	v, err := s.view.Version()
 	if err != nil {

@@ -165,17 +165,46 @@ func Short(effects []Effect, o Options) string {
 
 // ParseKind checks a kind given to --accept-impact.
 func ParseKind(s string) (Kind, error) {
-	for _, k := range Acceptable {
+	return parseOf(s, Acceptable, "deleting")
+}
+
+// StripAcceptable lists the kinds unstick's --accept-impact takes: what
+// removing a finalizer without its controller is known to leave behind
+// (StripEffect's kinds), in the order of the rules.
+func StripAcceptable() []Kind {
+	var out []Kind
+	seen := map[Kind]bool{}
+	for _, x := range externals {
+		if x.onStrip != "" && !seen[x.stripKind] {
+			seen[x.stripKind] = true
+			out = append(out, x.stripKind)
+		}
+	}
+	return out
+}
+
+// ParseStripKind reads one --accept-impact word of unstick.
+func ParseStripKind(s string) (Kind, error) {
+	return parseOf(s, StripAcceptable(), "removing a finalizer")
+}
+
+// Names joins kinds for a help text or a refusal.
+func Names(kinds []Kind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+func parseOf(s string, acceptable []Kind, what string) (Kind, error) {
+	for _, k := range acceptable {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	if s == string(StorageDestroyed) {
+	if s == string(StorageDestroyed) && what == "deleting" {
 		return "", fmt.Errorf("%s cannot be accepted: use %s, which keeps the volume and its data", s, RetainVolumesFlag)
 	}
-	names := make([]string, len(Acceptable))
-	for i, k := range Acceptable {
-		names[i] = string(k)
-	}
-	return "", fmt.Errorf("%q is not an effect %s takes (one of %s)", s, AcceptImpactFlag, strings.Join(names, ", "))
+	return "", fmt.Errorf("%q is not an effect of %s that %s takes (one of %s)", s, what, AcceptImpactFlag, Names(acceptable))
 }

@@ -14,7 +14,7 @@ const (
 	FlagCACert           = "cacert"
 	FlagCert             = "cert"
 	FlagKey              = "key"
-	FlagPrefix           = "prefix"
+	FlagPrefix           = "etcd-prefix"
 	FlagEncryptionConfig = "encryption-provider-config"
 )
 

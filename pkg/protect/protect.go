@@ -9,7 +9,9 @@
 //     (bindings, webhooks, APIServices) without their own accept;
 //  2. take the writers' lock: refused when another regghost writes, and
 //     when the lock cannot be taken, except where the datastore cannot hold
-//     one at all (kine), which is said;
+//     one at all (kine), which is said; under etcd's NOSPACE alarm (etcd
+//     refuses the lock's lease) a job that only deletes takes a lock of
+//     this node instead, which is said, and a job that puts is refused;
 //  3. judge the plan again under the lock, and stop when a verdict changed;
 //  4. capture every key the write touches at its revision (with lease TTLs),
 //     with the cluster's identity, into a backup that is verified as read
@@ -80,8 +82,17 @@ type Job struct {
 	// Action names the job in the audit log ("purge", "restore").
 	Action string
 
+	// DeletesOnly says every write of the job deletes (no put, no update
+	// through the API server): such a job runs under etcd's NOSPACE alarm,
+	// which refuses puts and still serves deletes; any other is refused
+	// there before anything is recorded.
+	DeletesOnly bool
+
 	// Write sends the guarded writes and returns an outcome for every key.
 	Write func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error)
+
+	// lost is called when the etcd lock is lost while held.
+	lost func()
 }
 
 // Record says what goes into a new backup directory.
@@ -219,15 +230,15 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 		return nil, unchanged(err)
 	}
 	out := &Outcome{}
-	unlock, warning, err := lock(ctx, job, ds)
+	lost := make(chan struct{})
+	var lostOnce sync.Once
+	job.lost = func() { lostOnce.Do(func() { close(lost) }) }
+	unlock, warning, nospace, err := lock(ctx, job, ds, here)
 	if err != nil {
 		return nil, unchanged(err)
 	}
 	defer unlock()
-	if warning != "" {
-		out.Warnings = append(out.Warnings, warning)
-		fmt.Fprintf(job.Notices, "regghost: warning: %s\n", warning)
-	}
+	out.warn(job, warning)
 	if job.Rejudge != nil {
 		if err := job.Rejudge(ctx); err != nil {
 			return nil, unchanged(err)
@@ -235,10 +246,15 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 	}
 	w := &Writer{Datastore: ds, Identity: here, Pacing: ds.Pacing(job.Pacing), action: job.Action}
 	var done func()
-	w.Pacing.Stop, w.halt, done = stopOrHalt(job.Pacing.Stop)
+	w.Pacing.Stop, w.halt, done = stopOrHalt(job.Pacing.Stop, lost)
 	defer done()
 	if job.Backup == nil {
 		w.Dir = job.AuditDir
+		if w.Dir != "" {
+			if err := backup.CheckAudit(w.Dir); err != nil {
+				return nil, unchanged(fmt.Errorf("%w: what the write does could not be recorded", err))
+			}
+		}
 	} else {
 		if err := record(ctx, job, ds, here, w, out); err != nil {
 			// Only the directory record made is removed.
@@ -263,7 +279,31 @@ func Run(ctx context.Context, job Job) (*Outcome, error) {
 	if err == nil {
 		err = w.journalErr
 	}
+	select {
+	case <-lost:
+		if err == nil {
+			err = errors.New("regghost's etcd lock was lost while writing (its lease expired: etcd unreachable, or regghost paused, for over its TTL), so the writes stopped; see what was done above and run again")
+		}
+	default:
+	}
+	if nospace {
+		out.warn(job, "etcd's NOSPACE alarm is still raised: what was deleted is free only once etcd is compacted and defragmented, and etcd refuses writes until the alarm is disarmed; 'regghost space' shows what fills it, 'regghost space reclaim' compacts, defragments and disarms (a dry run first)")
+	}
 	return out, err
+}
+
+// warn keeps a warning in the outcome and says it.
+func (out *Outcome) warn(job Job, warning string) {
+	if warning == "" {
+		return
+	}
+	out.Warnings = append(out.Warnings, warning)
+	fmt.Fprintf(job.Notices, "regghost: warning: %s\n", warning)
+}
+
+// refuseNoSpace is the refusal of a job that puts under the alarm.
+func refuseNoSpace() error {
+	return fmt.Errorf("%w: etcd refuses every put until space is reclaimed, and this write puts keys; free space first ('regghost space' shows what fills it; 'regghost purge' deletes ghosts under the alarm; 'regghost space reclaim' compacts, defragments and disarms)", etcdwrite.ErrNoSpace)
 }
 
 // checkSource refuses what comes from another cluster (see Job.Source).
@@ -276,6 +316,9 @@ func checkSource(job Job, here backup.Identity) error {
 		return nil
 	}
 	if !job.OtherCluster {
+		if errors.Is(err, backup.ErrUnknownCluster) {
+			return fmt.Errorf("%w (an encrypted kube-system opens with --encryption-provider-config; %s writes it anyway when you know where it comes from)", err, OtherClusterFlag)
+		}
 		return fmt.Errorf("%w (%s writes it anyway, for a deliberate migration)", err, OtherClusterFlag)
 	}
 	if job.OtherClusterGrants {
@@ -295,18 +338,53 @@ const OtherClusterFlag = "--other-cluster"
 // OtherClusterGrantsFlag writes another cluster's grants too.
 const OtherClusterGrantsFlag = "--other-cluster-grants"
 
-// lock takes the writers' lock. It is refused when another regghost holds
-// it and whenever it cannot be taken, except where the datastore has no
-// leases to hold one (kine): then the warning says so.
-func lock(ctx context.Context, job Job, ds etcdwrite.Datastore) (func(), string, error) {
-	if ds.Limited() {
-		return func() {}, ds.Name + " has no leases to keep regghost's lock alive, so it cannot be taken; make sure no other operator repairs this datastore now", nil
+// lock takes the writers' locks: this node's (etcdwrite.NodeLock), then
+// etcd's. Either is refused when another regghost holds it, and whenever
+// it cannot be taken, except where etcd cannot hold its lock: kine has no
+// leases, and under etcd's NOSPACE alarm etcd refuses the lease, when only
+// a job that deletes goes on, on this node's lock alone, after checking no
+// regghost holds etcd's; the warning says what that does not cover.
+// nospace says the alarm is raised.
+func lock(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Identity) (unlock func(), warning string, nospace bool, err error) {
+	cluster := here.ClusterID
+	if here.KubeSystemUID != "" {
+		cluster += "-" + here.KubeSystemUID
 	}
-	unlock, err := etcdwrite.Lock(ctx, job.Client, job.Holder, etcdwrite.WithLockNotices(job.Notices))
+	// An etcd user that may not list alarms (etcd auth) is told by the
+	// etcd lock's refused lease instead.
+	if !ds.Limited() {
+		nospace, _ = etcdwrite.NoSpace(ctx, job.Client)
+		if nospace && !job.DeletesOnly {
+			return nil, "", true, refuseNoSpace()
+		}
+	}
+	nodeUnlock, path, err := etcdwrite.NodeLock(cluster, job.Holder)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nospace, err
 	}
-	return unlock, "", nil
+	if ds.Limited() {
+		return nodeUnlock, ds.Name + " has no leases to keep regghost's lock alive, so only this node's lock " + path + " is held: it stops a second regghost on this node, not an operator on another server of this datastore", false, nil
+	}
+	if !nospace {
+		etcdUnlock, err := etcdwrite.Lock(ctx, job.Client, job.Holder, etcdwrite.WithLockNotices(job.Notices), etcdwrite.WithOnLost(job.lost))
+		if err == nil {
+			return func() { etcdUnlock(); nodeUnlock() }, "", false, nil
+		}
+		if !etcdwrite.IsNoSpace(err) {
+			nodeUnlock()
+			return nil, "", false, err
+		}
+		nospace = true
+		if !job.DeletesOnly {
+			nodeUnlock()
+			return nil, "", true, refuseNoSpace()
+		}
+	}
+	if err := etcdwrite.RefuseEtcdHolder(ctx, job.Client); err != nil {
+		nodeUnlock()
+		return nil, "", true, err
+	}
+	return nodeUnlock, "etcd's NOSPACE alarm is raised, so etcd refuses the lease of regghost's lock: only this node's lock " + path + " is held; it stops a second regghost on this node, not one on another node", true, nil
 }
 
 // record captures what the job changes into a new, verified backup
@@ -368,14 +446,18 @@ func record(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Id
 	return nil
 }
 
-// stopOrHalt is a stop channel closed when stop is (a signal), or when halt
-// is called (the audit log cannot be written); done ends the watch.
-func stopOrHalt(stop <-chan struct{}) (merged <-chan struct{}, halt func(), done func()) {
+// stopOrHalt is a stop channel closed when one of stops is (a signal, the
+// etcd lock lost), or when halt is called (the audit log cannot be
+// written); done ends the watch.
+func stopOrHalt(stops ...<-chan struct{}) (merged <-chan struct{}, halt func(), done func()) {
 	ch := make(chan struct{})
 	var once sync.Once
 	halt = func() { once.Do(func() { close(ch) }) }
 	quit := make(chan struct{})
-	if stop != nil {
+	for _, stop := range stops {
+		if stop == nil {
+			continue
+		}
 		go func() {
 			select {
 			case <-stop:

@@ -3,11 +3,14 @@ package protect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -83,6 +86,49 @@ func TestRunRefusals(t *testing.T) {
 				// An etcd user that may write the registry but not the lock.
 				op := registryOnlyUser(t, cli)
 				j.Client, j.Write = op, deleteX(op)
+			}},
+		{name: "a write that puts, under etcd's NOSPACE alarm", is: etcdwrite.ErrNoSpace, want: "regghost space reclaim",
+			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
+				raiseNoSpace(t, cli)
+			}},
+		{name: "another regghost holds this node's lock, under NOSPACE", is: etcdwrite.ErrLocked, want: "regghost purge namespace other",
+			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
+				t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+				raiseNoSpace(t, cli)
+				j.DeletesOnly = true
+				st, err := cli.Status(context.Background(), cli.Endpoints()[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x-uid-here", st.Header.ClusterId), "regghost purge namespace other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(unlock)
+			}},
+		{name: "another regghost of this node holds its lock", is: etcdwrite.ErrLocked, want: "this node's lock",
+			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
+				t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+				st, err := cli.Status(context.Background(), cli.Endpoints()[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x-uid-here", st.Header.ClusterId), "regghost purge namespace other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(unlock)
+			}},
+		{name: "another regghost holds etcd's lock, under NOSPACE", is: etcdwrite.ErrLocked, want: "regghost purge namespace other",
+			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
+				t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+				unlock, err := etcdwrite.Lock(context.Background(), cli, "regghost purge namespace other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(unlock)
+				raiseNoSpace(t, cli)
+				j.DeletesOnly = true
 			}},
 		{name: "a verdict changed under the lock", want: "changed since the plan",
 			job: func(t *testing.T, cli *clientv3.Client, j *Job) {
@@ -186,4 +232,132 @@ func registryOnlyUser(t *testing.T, cli *clientv3.Client) *clientv3.Client {
 	}
 	t.Cleanup(func() { op.Close() })
 	return op
+}
+
+// TestJournalFailureStopsTheWrites: once an outcome cannot be appended to
+// the audit log, the writes stop before the next transaction (a write that
+// cannot be recorded could not be undone), and Run returns why.
+func TestJournalFailureStopsTheWrites(t *testing.T) {
+	cli := cluster(t, "here")
+	if _, err := cli.Put(context.Background(), reg+"configmaps/a/y", "y"); err != nil {
+		t.Fatal(err)
+	}
+	var written []string
+	_, err := Run(context.Background(), Job{Client: cli, Holder: "regghost test", Prefix: reg, Action: "test",
+		Backup: &Record{Root: t.TempDir(), Scope: "test", Keys: []Want{{Entry: backup.Entry{Key: reg + "configmaps/a/x"}}, {Entry: backup.Entry{Key: reg + "configmaps/a/y"}}}},
+		Write: func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error) {
+			// The audit log becomes unwritable (a directory in its place)
+			// before the first outcome is journaled.
+			if err := os.Remove(filepath.Join(w.Dir, backup.AuditFile)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(w.Dir, backup.AuditFile), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var results []etcdwrite.Result
+			for _, k := range []string{"x", "y"} {
+				select {
+				case <-w.Pacing.Stop:
+					return results, nil
+				default:
+				}
+				if _, err := cli.Delete(ctx, reg+"configmaps/a/"+k); err != nil {
+					return results, err
+				}
+				written = append(written, k)
+				r := etcdwrite.Result{Key: reg + "configmaps/a/" + k, Outcome: etcdwrite.Deleted}
+				w.Journal(r)
+				results = append(results, r)
+			}
+			return results, nil
+		}})
+	if err == nil || !strings.Contains(err.Error(), "could no longer be recorded") {
+		t.Fatalf("err %v, want the journal's failure", err)
+	}
+	if len(written) != 1 {
+		t.Fatalf("written %v: the writes went on after the audit log failed", written)
+	}
+	if got, _ := cli.Get(context.Background(), reg+"configmaps/a/y"); len(got.Kvs) != 1 {
+		t.Error("configmaps/a/y was deleted after the journal failed")
+	}
+}
+
+// raiseNoSpace raises etcd's NOSPACE alarm on every member, as a full
+// database does (the Alarm RPC activates it as etcd's quota check would).
+func raiseNoSpace(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	ctx := context.Background()
+	members, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := etcdserverpb.NewMaintenanceClient(cli.ActiveConnection())
+	for _, m := range members.Members {
+		if _, err := mc.Alarm(ctx, &etcdserverpb.AlarmRequest{Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: m.ID, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.Put(ctx, reg+"configmaps/a/probe", "p"); !etcdwrite.IsNoSpace(err) {
+		t.Fatalf("a put under the alarm: %v, want it refused", err)
+	}
+}
+
+// TestDeletesUnderNoSpace: under etcd's NOSPACE alarm a job that only
+// deletes runs on this node's lock, with the verified backup first, and
+// says that the alarm is still raised and what frees the space.
+func TestDeletesUnderNoSpace(t *testing.T) {
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	cli := cluster(t, "here")
+	raiseNoSpace(t, cli)
+	var notices strings.Builder
+	out, err := Run(context.Background(), Job{Client: cli, Holder: "regghost test", Prefix: reg, Action: "test", DeletesOnly: true, Notices: &notices,
+		Backup: &Record{Root: t.TempDir(), Scope: "test", Keys: []Want{{Entry: backup.Entry{Key: reg + "configmaps/a/x"}}}},
+		Write: func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error) {
+			if _, err := backup.ReadBackup(w.Dir); err != nil {
+				t.Fatalf("the backup is not on disk before the write: %v", err)
+			}
+			return deleteX(cli)(ctx, w)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := cli.Get(context.Background(), reg+"configmaps/a/x"); len(resp.Kvs) != 0 {
+		t.Error("the key was not deleted")
+	}
+	said := strings.Join(out.Warnings, "\n")
+	for _, want := range []string{"this node's lock", "not one on another node", "still raised", "regghost space reclaim"} {
+		if !strings.Contains(said, want) || !strings.Contains(notices.String(), want) {
+			t.Errorf("warnings %q (notices %q) do not say %q", said, notices.String(), want)
+		}
+	}
+}
+
+// TestLostLockStopsTheWrites: when the etcd lock's lease ends while the
+// job writes (etcd unreachable or regghost paused past its TTL, and a
+// second writer may take it), the writes stop before the next transaction
+// and Run says why.
+func TestLostLockStopsTheWrites(t *testing.T) {
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	cli := cluster(t, "here")
+	_, err := Run(context.Background(), Job{Client: cli, Holder: "regghost test", Prefix: reg, Action: "test",
+		Backup: &Record{Root: t.TempDir(), Scope: "test", Keys: []Want{{Entry: backup.Entry{Key: reg + "configmaps/a/x"}}}},
+		Write: func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error) {
+			owner, err := cli.Get(ctx, etcdwrite.LockPrefix+"/", clientv3.WithPrefix())
+			if err != nil || len(owner.Kvs) == 0 {
+				t.Fatalf("no lock owner key: %v", err)
+			}
+			if _, err := cli.Revoke(ctx, clientv3.LeaseID(owner.Kvs[0].Lease)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-w.Pacing.Stop:
+				return nil, nil
+			case <-time.After(time.Minute):
+				t.Fatal("the writes were not stopped when the lock's lease ended")
+				return nil, nil
+			}
+		}})
+	if err == nil || !strings.Contains(err.Error(), "lock was lost") {
+		t.Fatalf("err %v, want the lost lock", err)
+	}
 }

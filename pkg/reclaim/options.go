@@ -1,10 +1,12 @@
 package reclaim
 
 import (
+	"io"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 )
 
@@ -43,6 +45,14 @@ type Options struct {
 	Now func() time.Time
 	// Progress, when set, is told each step as it happens.
 	Progress func(Step)
+	// Prefix and Decrypt read the cluster's identity (its etcd cluster ID
+	// and kube-system UID), which names this node's writers' lock.
+	Prefix  string
+	Decrypt backup.Decrypter
+	// Holder names the run in the locks ("regghost space reclaim").
+	Holder string
+	// Notices receives the lock's wait and warning lines; nil drops them.
+	Notices io.Writer
 }
 
 func (o *Options) checkTimeout() time.Duration {
@@ -71,6 +81,13 @@ func (o *Options) quota() int64 {
 		return o.Quota
 	}
 	return DefaultQuota
+}
+
+func (o *Options) notices() io.Writer {
+	if o.Notices != nil {
+		return o.Notices
+	}
+	return io.Discard
 }
 
 func (o *Options) progress(s Step) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
@@ -196,6 +197,9 @@ func TestRunBringsWritesBack(t *testing.T) {
 	if res.Disarm == nil || !res.Disarm.Disarmed || len(res.Disarm.Alarms) != 1 {
 		t.Errorf("disarm: %+v", res.Disarm)
 	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "only this node's lock") {
+		t.Errorf("warnings %q, want the one that says only this node's lock is held under NOSPACE", res.Warnings)
+	}
 	if noSpace(t, m.cli) {
 		t.Error("NOSPACE is still raised")
 	}
@@ -254,7 +258,7 @@ func TestRunRefusesWithoutRoom(t *testing.T) {
 
 // TestRunStops: the run stops at the first member that is not healthy
 // before its turn, or whose defragmentation fails, says where, and leaves
-// NOSPACE alone; the snapshot taken first stays.
+// NOSPACE raised; the snapshot taken first stays.
 func TestRunStops(t *testing.T) {
 	for _, tc := range []struct {
 		name, at, outcome, why string
@@ -263,7 +267,10 @@ func TestRunStops(t *testing.T) {
 		{"its defragmentation fails", StepDefragmenting, Failed, "defragmentation failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := start(t, t.TempDir(), 64<<20)
+			// Under NOSPACE only this node's lock is held: the etcd
+			// lock's release would wait for the stopped server.
+			m := start(t, t.TempDir(), 16<<20)
+			fill(t, m.cli)
 			o := m.options(t)
 			o.CheckTimeout = time.Second
 			o.Progress = func(s Step) {
@@ -290,5 +297,32 @@ func TestRunStops(t *testing.T) {
 				t.Errorf("snapshot: %v", err)
 			}
 		})
+	}
+}
+
+// TestRunRefusesWhileLocked: another regghost writing on this node (its
+// lock held) refuses the run before anything is written.
+func TestRunRefusesWhileLocked(t *testing.T) {
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	m := start(t, t.TempDir(), 64<<20)
+	st, err := m.cli.Status(context.Background(), m.ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x", st.Header.ClusterId), "regghost purge namespace kb-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	o := m.options(t)
+	res, err := Run(context.Background(), o)
+	if !errors.Is(err, etcdwrite.ErrLocked) || !strings.Contains(err.Error(), "regghost purge namespace kb-system") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Run while locked: %v", err)
+	}
+	if res.Snapshot != nil {
+		t.Error("a snapshot was taken")
+	}
+	if _, err := os.Stat(o.BackupRoot); err == nil {
+		t.Error("a refused run wrote to the backup directory")
 	}
 }

@@ -22,6 +22,8 @@ type Result struct {
 	// Disarm says what became of the NOSPACE alarm; nil when Run stopped
 	// before.
 	Disarm *Disarm `json:"disarm,omitempty"`
+	// Warnings are what a person must know about the run (no etcd lock).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Compaction is the compaction Run did.

@@ -31,6 +31,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(plan.Refusals) > 0 {
 		return res, fmt.Errorf("%w: %s; nothing was changed", ErrRefused, strings.Join(plan.Refusals, "; "))
 	}
+	unlock, warning, err := lockWriters(ctx, o)
+	if err != nil {
+		return res, fmt.Errorf("%w; nothing was changed", err)
+	}
+	defer unlock()
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+		fmt.Fprintf(o.notices(), "regghost: warning: %s\n", warning)
+	}
 	if err := takeSnapshot(ctx, o, res); err != nil {
 		return res, fmt.Errorf("%w; nothing was compacted or defragmented", err)
 	}

@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -36,7 +37,7 @@ const (
 	PodsCreated ImpactKind = "pods-created"
 	// StorageDeleted: a PersistentVolume with the Delete policy whose
 	// claim is gone is released, and its storage deleted.
-	StorageDeleted ImpactKind = "storage-deleted"
+	StorageDeleted ImpactKind = "storage-destroyed"
 	// DanglingReference: an APIService or webhook whose Service is gone
 	// breaks discovery or admission for the whole cluster.
 	DanglingReference ImpactKind = "dangling-reference"
@@ -45,7 +46,8 @@ const (
 	DeletedAgain ImpactKind = "deleted-again"
 )
 
-// Acceptable lists the impacts --accept-impact takes on recover.
+// Acceptable lists the impacts --accept-impact takes on recover. A name
+// says the same effect as purge's and unstick's (storage-destroyed).
 var Acceptable = []ImpactKind{ContainersStarted, CredentialRevived, PodsCreated, StorageDeleted, DanglingReference, DeletedAgain}
 
 // Impact is one thing writing an object sets off.
@@ -263,4 +265,22 @@ func csrApproved(c *certificatesv1.CertificateSigningRequest) bool {
 		}
 	}
 	return approved
+}
+
+// ParseImpact reads one --accept-impact word of recover; storage-deleted is
+// the old name of storage-destroyed.
+func ParseImpact(s string) (ImpactKind, error) {
+	if s == "storage-deleted" {
+		s = string(StorageDeleted)
+	}
+	for _, k := range Acceptable {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	names := make([]string, len(Acceptable))
+	for i, k := range Acceptable {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("%q is not an impact of recover (one of %s)", s, strings.Join(names, ", "))
 }

@@ -6,9 +6,9 @@ import (
 	"io"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/protect"
@@ -115,26 +115,6 @@ func SourceIdentity(ctx context.Context, src Source, registry string, decs Decod
 		value = kv.Value
 	}
 	var id backup.Identity
-	id.KubeSystemUID, id.Unknown = backup.KubeSystemUID(ctx, key, value, decs.decrypter())
+	id.KubeSystemUID, id.Unknown = backup.KubeSystemUID(ctx, key, value, decrypt.Namespaces(decs...))
 	return id, nil
-}
-
-// decrypter opens an encrypted value with the first of ds that can.
-func (ds Decoders) decrypter() backup.Decrypter {
-	if len(ds) == 0 {
-		return nil
-	}
-	return func(ctx context.Context, key string, value []byte) ([]byte, error) {
-		var first error
-		for _, d := range ds {
-			plain, err := d.Decrypt(ctx, key, schema.GroupResource{Resource: "namespaces"}, value)
-			if err == nil {
-				return plain, nil
-			}
-			if first == nil {
-				first = err
-			}
-		}
-		return nil, first
-	}
 }

@@ -89,8 +89,11 @@ func Purge(ctx context.Context, plan *Plan, o PurgeOptions) (*PurgeResult, error
 	out, err := protect.Run(ctx, protect.Job{
 		Client: o.Client, Holder: "regghost purge " + plan.Scope, Notices: o.Notices, Pacing: o.Pacing,
 		Prefix: plan.Prefix, Decrypt: o.Decrypt, Action: "purge",
-		Rejudge: func(ctx context.Context) error { return rejudge(ctx, o.Client, plan) },
-		Backup:  &protect.Record{Root: o.BackupRoot, Scope: plan.Scope, Keys: wants, ScanRevision: plan.Revision, Snapshot: &cfg, Now: o.Now},
+		// Setting volumes to Retain updates them; the deletes alone run
+		// under etcd's NOSPACE alarm.
+		DeletesOnly: !retain,
+		Rejudge:     func(ctx context.Context) error { return rejudge(ctx, o.Client, plan) },
+		Backup:      &protect.Record{Root: o.BackupRoot, Scope: plan.Scope, Keys: wants, ScanRevision: plan.Revision, Snapshot: &cfg, Now: o.Now},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			// Keys of a reviewed scan that were skipped count as planned:
 			// they are ghosts left behind.

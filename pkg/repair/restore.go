@@ -143,6 +143,11 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 			default:
 				results[i] = etcdwrite.Result{Key: b.Entries[i].Key, Outcome: etcdwrite.Conflict, Detail: "created by someone else during the restore; left alone"}
 			}
+			if o.Journal != nil {
+				r := results[i]
+				r.Revision = rev
+				o.Journal(r)
+			}
 		},
 		Uncertain: func(idx []int) {
 			for _, j := range idx {

@@ -2,6 +2,7 @@ package repair
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"maps"
 
@@ -28,7 +29,9 @@ type Restorer struct {
 	// cluster, and its grants (see protect.Job).
 	OtherCluster, OtherClusterGrants bool
 	Notices                          io.Writer
-	Decrypt                          backup.Decrypter
+	// planned is what the dry run (Plan) said, for the judge under the lock.
+	planned []etcdwrite.Result
+	Decrypt backup.Decrypter
 	// Pacing sets the rate and the stop of the writes.
 	Pacing etcdwrite.Pacing
 }
@@ -85,11 +88,15 @@ func (r *Restorer) Plan(ctx context.Context) ([]etcdwrite.Result, error) {
 		return nil, err
 	}
 	if r.Backup.Action == backup.ActionRecover {
-		return UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, true, etcdwrite.Pacing{}, nil)
+		plan, err := UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, true, etcdwrite.Pacing{}, nil)
+		r.planned = plan
+		return plan, err
 	}
 	o := r.Options
 	o.DryRun = true
-	return RestoreWith(ctx, r.Client, r.Backup, o)
+	plan, err := RestoreWith(ctx, r.Client, r.Backup, o)
+	r.planned = plan
+	return plan, err
 }
 
 // Run writes the keys back (or deletes a recovery's), judging each again
@@ -102,16 +109,47 @@ func (r *Restorer) Run(ctx context.Context) ([]etcdwrite.Result, error) {
 	if r.Backup.Action == backup.ActionRecover {
 		action = "undo-recover"
 	}
-	out, err := protect.Run(ctx, r.job(action, func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
+	job := r.job(action, func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 		if r.Backup.Action == backup.ActionRecover {
 			return UndoRecover(ctx, r.Client, r.Backup, r.AuditDir, false, w.Pacing, func(res etcdwrite.Result) { w.Journal(res) })
 		}
 		o := r.Options
-		o.DryRun, o.Pacing = false, w.Pacing
+		o.DryRun, o.Pacing, o.Journal = false, w.Pacing, func(res etcdwrite.Result) { w.Journal(res) }
 		return RestoreWith(ctx, r.Client, r.Backup, o)
-	}))
+	})
+	if r.planned != nil {
+		// What was confirmed is judged again under the lock: a key whose
+		// outcome changed since (deleted on purpose, created again) stops
+		// the run before anything is written.
+		confirmed := r.planned
+		job.Rejudge = func(ctx context.Context) error {
+			now, err := r.Plan(ctx)
+			if err != nil {
+				return err
+			}
+			return sameOutcomes(confirmed, now)
+		}
+	}
+	// The undo of a recovery only deletes: it runs under etcd's NOSPACE
+	// alarm too.
+	job.DeletesOnly = r.Backup.Action == backup.ActionRecover
+	out, err := protect.Run(ctx, job)
 	if out == nil {
 		return nil, err
 	}
 	return out.Results, err
+}
+
+// sameOutcomes fails when a key's planned outcome differs now.
+func sameOutcomes(was, now []etcdwrite.Result) error {
+	by := make(map[string]etcdwrite.Result, len(now))
+	for _, r := range now {
+		by[r.Key] = r
+	}
+	for _, r := range was {
+		if n, ok := by[r.Key]; !ok || n.Outcome != r.Outcome {
+			return fmt.Errorf("%w (%s: %s, now %s); run restore again to review it", ErrChanged, r.Key, r.Outcome, n.Outcome)
+		}
+	}
+	return nil
 }

@@ -32,6 +32,9 @@ type RestoreOptions struct {
 	// its volume) when they are encrypted at rest (*objread.Reader); nil
 	// reads them as stored.
 	Reader ContentReader
+	// Journal, if set, gets each key's outcome as its transaction returns
+	// (protect.Writer.Journal: the audit log as it happens).
+	Journal func(etcdwrite.Result)
 }
 
 // ContentReader reads the object stored under a key, decrypting it or

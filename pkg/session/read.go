@@ -1,0 +1,106 @@
+package session
+
+import (
+	"context"
+
+	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Reads say how a command reads a live etcd.
+type Reads struct {
+	// PageSize is keys per Range request when paging.
+	PageSize int64
+	// Stream uses RangeStream where the server has it.
+	Stream bool
+	// MaxKeysPerSecond paces reads (0: unpaced).
+	MaxKeysPerSecond int
+}
+
+// ScanReads are the reads of a scan unless its flags say otherwise.
+func ScanReads() Reads {
+	return Reads{PageSize: etcdscan.DefaultPageSize, Stream: true, MaxKeysPerSecond: etcdscan.DefaultMaxKeysPerSecond}
+}
+
+// Read is what reading the cluster needs, opened once: the keyspace
+// (pinned at one revision), the decrypter and the API server.
+type Read struct {
+	Store     etcdscan.Store
+	Decrypter *decrypt.Decrypter
+	// API is nil when the API server is not used; Why then says why.
+	API *apiview.View
+	Why string
+	// DB says the keyspace is a db file read offline.
+	DB bool
+	// Close releases the keyspace.
+	Close  func()
+	prefix string
+}
+
+// OpenDB opens a db file (an etcd or k3s snapshot, plain or zipped, or a
+// member's db) and says which revision it holds and when it was taken:
+// every command reading a db file goes through it.
+func (s *Settings) OpenDB(path string) (*dbfile.Store, error) {
+	st, info, err := dbfile.OpenSnapshot(path)
+	if err != nil {
+		return nil, err
+	}
+	if s.SayDB != nil {
+		s.SayDB(info)
+	} else {
+		s.say("%s", info.String())
+	}
+	return st, nil
+}
+
+// OpenStore opens the keyspace: the db file, or etcd pinned at its current
+// revision. close releases it.
+func (s *Settings) OpenStore(ctx context.Context, reads Reads) (store etcdscan.Store, close func(), err error) {
+	if s.DB != "" {
+		st, err := s.OpenDB(s.DB)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { st.Close() }, nil
+	}
+	cli, err := s.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	es, err := etcdscan.NewEtcdStore(ctx, cli, reads.PageSize)
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	if !reads.Stream {
+		es.DisableStreaming()
+	}
+	es.SetMaxKeysPerSecond(reads.MaxKeysPerSecond)
+	return es, func() { cli.Close() }, nil
+}
+
+// Open opens the keyspace, the encryption config and the API server.
+func (s *Settings) Open(ctx context.Context, reads Reads) (*Read, error) {
+	store, closeStore, err := s.OpenStore(ctx, reads)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := s.Decrypter(ctx)
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	view, why := s.API()
+	return &Read{Store: store, Decrypter: dec, API: view, Why: why, DB: s.DB != "", Close: closeStore, prefix: s.Prefix}, nil
+}
+
+// Wrap is a Read over what the caller opened (serve's reconnecting
+// source); Close does nothing.
+func Wrap(prefix string, store etcdscan.Store, dec *decrypt.Decrypter, view *apiview.View, why string) *Read {
+	return &Read{Store: store, Decrypter: dec, API: view, Why: why, Close: func() {}, prefix: prefix}
+}
+
+// Registry is the prefix kube-apiserver stores under.
+func (r *Read) Registry() string { return r.prefix }

@@ -1,0 +1,131 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/regghost/regghost/pkg/dangling"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/objread"
+)
+
+// ScanOptions are the settings of one scan over a Read.
+type ScanOptions struct {
+	Namespace        string
+	TerminatingAfter time.Duration
+	APICheckLimit    int
+	// SpillAfter is how many findings stay in memory before they spill.
+	SpillAfter int
+	Now        func() time.Time
+	// Progress, if set, starts the progress display and returns the
+	// function the scan reports to and the one that ends the display.
+	Progress func() (report func(read, total int), done func())
+}
+
+// APIError is an error of the API server's discovery: the scan did not
+// start because the API server's catalog could not be read.
+type APIError struct{ Err error }
+
+func (e *APIError) Error() string { return e.Err.Error() }
+func (e *APIError) Unwrap() error { return e.Err }
+
+// Scan runs one scan over the keyspace, with the API server as the second
+// witness when there is one, and adds the dangling references of live
+// objects to the report. The report's spill file is the caller's to close.
+func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, error) {
+	opts := etcdscan.Options{Prefix: r.prefix, Namespace: so.Namespace, APIUnavailable: r.Why,
+		TerminatingAfter: so.TerminatingAfter, APICheckLimit: so.APICheckLimit, Now: so.Now, SpillAfter: so.SpillAfter}
+	if r.API != nil {
+		served, err := r.API.Catalog(ctx)
+		if err != nil {
+			return nil, &APIError{err}
+		}
+		opts.API, opts.Served, opts.ServerVersion = r.API, served, r.API.ServerVersion
+		view := r.API
+		opts.APIServers = func(ctx context.Context) ([]etcdscan.APIChecker, error) {
+			peers, err := view.Peers(ctx)
+			out := make([]etcdscan.APIChecker, len(peers))
+			for i, p := range peers {
+				out[i] = p
+			}
+			return out, err
+		}
+	}
+	if r.Decrypter != nil {
+		opts.Decrypter = r.Decrypter
+	}
+	if r.DB {
+		// Offline there is no etcd to leave a core to.
+		opts.DecodeWorkers = max(1, runtime.GOMAXPROCS(0)-1)
+	}
+	done := func() {}
+	if so.Progress != nil {
+		opts.Progress, done = so.Progress()
+	}
+	rep, err := etcdscan.Scan(ctx, r.Store, opts)
+	done()
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	// The report's spill file goes unless it is returned, even on a panic
+	// (serve recovers from one and scans again).
+	returned := false
+	defer func() {
+		if !returned {
+			rep.Close()
+		}
+	}()
+	if err := r.findDangling(ctx, rep); err != nil {
+		return nil, err
+	}
+	returned = true
+	return rep, nil
+}
+
+// Reader is the read-through over this Read's decrypter and API server.
+func (r *Read) Reader() *objread.Reader {
+	reader := &objread.Reader{Registry: r.prefix}
+	if r.Decrypter != nil {
+		reader.Decrypter = r.Decrypter
+	}
+	if r.API != nil {
+		reader.API = r.API
+	}
+	return reader
+}
+
+// findDangling adds to rep the references of live objects into what is gone
+// or down (into rep.Namespace only, when the scan has one).
+func (r *Read) findDangling(ctx context.Context, rep *etcdscan.Report) error {
+	reader := &objread.Reader{Registry: r.prefix}
+	o := dangling.Options{Registry: r.prefix, Namespace: rep.Namespace, Reader: reader}
+	if r.Decrypter != nil {
+		reader.Decrypter = r.Decrypter
+	}
+	if r.API != nil && rep.APIWitness {
+		reader.API, o.API = r.API, r.API
+	}
+	refs, unreadable, err := dangling.Find(ctx, r.Store, o)
+	if err != nil {
+		return fmt.Errorf("dangling references: %w", err)
+	}
+	rep.Dangling = refs
+	check := etcdscan.Check{Name: "dangling references", Done: len(unreadable) == 0,
+		Note: "APIServices, webhook configurations, CRD conversion webhooks, RBAC bindings and PersistentVolumes read"}
+	if len(unreadable) > 0 {
+		check.Note = fmt.Sprintf("%d objects that could point into a namespace cannot be read here: %s", len(unreadable), strings.Join(unreadable, ", "))
+	}
+	rep.Checks = append(rep.Checks, check)
+	return nil
+}
+
+// Getter is the API server as a witness of what is gone, or nil.
+func (r *Read) Getter() dangling.Getter {
+	if r.API == nil {
+		return nil
+	}
+	return r.API
+}

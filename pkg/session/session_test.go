@@ -1,0 +1,109 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdconn"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/nodeconfig"
+)
+
+func TestOpenAndScan(t *testing.T) {
+	cli, ep := etcdtest.Start(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "u1"}}
+	etcdtest.Put(t, cli, "/registry/namespaces/default", etcdtest.Encode(t, ns))
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "gone", UID: "u2"}}
+	etcdtest.Put(t, cli, "/registry/configmaps/gone/c", etcdtest.Encode(t, cm))
+
+	for _, tc := range []struct {
+		name  string
+		reads Reads
+	}{
+		{"streamed", ScanReads()},
+		{"paged", Reads{PageSize: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var notices bytes.Buffer
+			s := &Settings{Etcd: etcdconn.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, CommandTimeout: time.Minute},
+				Prefix: "/registry/", NoAPI: true, Notices: &notices}
+			r, err := s.Open(ctx, tc.reads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if r.API != nil || r.Why != "--no-api given" {
+				t.Fatalf("API %v, why %q", r.API, r.Why)
+			}
+			ended := false
+			rep, err := r.Scan(ctx, ScanOptions{TerminatingAfter: time.Hour, APICheckLimit: 1, Now: time.Now,
+				Progress: func() (func(int, int), func()) { return func(int, int) {}, func() { ended = true } }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rep.Close()
+			var keys []string
+			if err := rep.Each(func(f *etcdscan.Finding) error {
+				keys = append(keys, f.Key)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) != 1 || keys[0] != "/registry/configmaps/gone/c" {
+				t.Fatalf("findings %v, want the ConfigMap of the gone namespace", keys)
+			}
+			if !ended {
+				t.Error("the progress display was not ended")
+			}
+			found := false
+			for _, c := range rep.Checks {
+				found = found || c.Name == "dangling references"
+			}
+			if !found {
+				t.Errorf("no dangling references check in %+v", rep.Checks)
+			}
+			// Without Given, discovery takes nothing and says nothing.
+			if notices.Len() != 0 {
+				t.Errorf("notices %q", notices.String())
+			}
+		})
+	}
+}
+
+func TestDiscoverLeavesGivenSettings(t *testing.T) {
+	// A node root with no kube-apiserver manifest: nothing is found,
+	// nothing changes, nothing is said.
+	var notices bytes.Buffer
+	s := &Settings{Etcd: etcdconn.Config{Endpoints: []string{"127.0.0.1:1"}}, Prefix: "/registry/", NodeRoot: t.TempDir(),
+		Notices: &notices, Given: func() nodeconfig.Given { return nodeconfig.Given{} }}
+	s.Discover()
+	if s.Etcd.Endpoints[0] != "127.0.0.1:1" || s.Prefix != "/registry/" || notices.Len() != 0 {
+		t.Fatalf("settings changed: %+v, notices %q", s.Etcd.Endpoints, notices.String())
+	}
+}
+
+func TestAPIWithoutServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    *Settings
+		why  string
+	}{
+		{"no-api", &Settings{NoAPI: true}, "--no-api"},
+		{"db file", &Settings{DB: "/tmp/x.db"}, "offline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			view, why := tc.s.API()
+			if view != nil || !strings.Contains(why, tc.why) {
+				t.Fatalf("view %v, why %q", view, why)
+			}
+		})
+	}
+}

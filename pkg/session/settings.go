@@ -1,0 +1,146 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/apiview"
+	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdconn"
+	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/objread"
+)
+
+// Settings say how to reach a cluster: etcd or a db file, the prefix
+// kube-apiserver stores under, its encryption config and the API server.
+type Settings struct {
+	Etcd   etcdconn.Config
+	Prefix string
+	// Kubeconfig and Context choose the API server; NoAPI leaves it out.
+	Kubeconfig, Context string
+	NoAPI               bool
+	// DB is an etcd db file to read instead of a live etcd.
+	DB string
+	// EncryptionConfig is a kube-apiserver EncryptionConfiguration file.
+	EncryptionConfig string
+	// NodeRoot is where the node's files are, for discovery.
+	NodeRoot string
+	// Given names, for each setting given explicitly, the flag or variable
+	// it came from; discovery leaves those alone. Nil: discovery takes
+	// nothing (it cannot tell what was given).
+	Given func() nodeconfig.Given
+	// Notices receives what discovery took; SayDB, if set, says what a db
+	// file holds (else it goes to Notices).
+	Notices io.Writer
+	SayDB   func(dbfile.Info)
+
+	discovered sync.Once
+}
+
+// Discover reads kube-apiserver's own etcd settings from the node's files,
+// once, and fills each setting Given does not name: endpoints, TLS files,
+// prefix and encryption config. It says in one line what it used and where
+// each setting came from, and notes a given prefix or encryption config
+// that disagrees with the node's.
+func (s *Settings) Discover() {
+	s.discovered.Do(func() {
+		if s.DB != "" || s.Given == nil {
+			return
+		}
+		f, err := nodeconfig.Discover(s.NodeRoot)
+		if errors.Is(err, nodeconfig.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			s.say("could not read this node's kube-apiserver configuration (%v); nothing was taken from it", firstLine(err))
+			return
+		}
+		cur := nodeconfig.Settings{Endpoints: s.Etcd.Endpoints, CACert: s.Etcd.CACert, Cert: s.Etcd.Cert, Key: s.Etcd.Key,
+			Prefix: s.Prefix, EncryptionConfig: s.EncryptionConfig}
+		m := nodeconfig.Fill(cur, s.Given(), f)
+		n := m.Settings
+		s.Etcd.Endpoints, s.Etcd.CACert, s.Etcd.Cert, s.Etcd.Key = n.Endpoints, n.CACert, n.Cert, n.Key
+		s.Prefix, s.EncryptionConfig = n.Prefix, n.EncryptionConfig
+		if m.Line != "" {
+			s.say("%s", m.Line)
+		}
+		for _, note := range m.Notes {
+			s.say("%s", note)
+		}
+	})
+}
+
+func (s *Settings) say(format string, args ...any) {
+	if s.Notices != nil {
+		fmt.Fprintf(s.Notices, "regghost: "+format+"\n", args...)
+	}
+}
+
+// Connect opens etcd, after discovery.
+func (s *Settings) Connect(ctx context.Context) (*clientv3.Client, error) {
+	s.Discover()
+	return s.Etcd.Connect(ctx)
+}
+
+// Bounded bounds ctx by the command timeout and opens etcd; done cancels
+// and closes.
+func (s *Settings) Bounded(ctx context.Context) (context.Context, *clientv3.Client, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, s.Etcd.CommandTimeout)
+	cli, err := s.Connect(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, cli, func() { cli.Close(); cancel() }, nil
+}
+
+// Decrypter loads the encryption config, if there is one (nil without).
+func (s *Settings) Decrypter(ctx context.Context) (*decrypt.Decrypter, error) {
+	if s.EncryptionConfig == "" {
+		return nil, nil
+	}
+	return decrypt.Load(ctx, s.EncryptionConfig)
+}
+
+// API connects to the API server. It returns nil and the reason when the
+// API server is not used or cannot be reached: readers then work from etcd
+// alone.
+func (s *Settings) API() (*apiview.View, string) {
+	if s.NoAPI {
+		return nil, "--no-api given"
+	}
+	if s.DB != "" {
+		return nil, "reading the db file " + s.DB + " offline"
+	}
+	return apiview.Open(apiview.Options{Kubeconfig: s.Kubeconfig, Context: s.Context, Timeout: s.Etcd.DialTimeout * 2})
+}
+
+// ContentReader is the read-through for values a check needs the fields
+// of: decrypted with the encryption config, else read through the API
+// server when it answers.
+func (s *Settings) ContentReader(ctx context.Context) (*objread.Reader, error) {
+	r := &objread.Reader{Registry: s.Prefix}
+	dec, err := s.Decrypter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dec != nil {
+		r.Decrypter = dec
+	}
+	if view, _ := s.API(); view != nil {
+		r.API = view
+	}
+	return r, nil
+}
+
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
+}

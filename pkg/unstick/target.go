@@ -1,0 +1,119 @@
+package unstick
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/dangling"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/session"
+)
+
+// Target is what unstick works on: a namespace or a CRD.
+type Target struct {
+	// CRD says Name is a CustomResourceDefinition's, else a namespace's.
+	CRD  bool
+	Name string
+}
+
+// ParseTarget reads "namespace NAME" or "crd NAME" and checks the name.
+func ParseTarget(kind, name string) (Target, error) {
+	switch kind {
+	case "namespace", "ns":
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return Target{}, fmt.Errorf("%q is not a namespace name: %s", name, errs[0])
+		}
+		return Target{Name: name}, nil
+	case "crd", "customresourcedefinition":
+		if _, ok := catalog.CustomFromCRDName(name); !ok {
+			return Target{}, fmt.Errorf("%q is not a CustomResourceDefinition name (<plural>.<group>)", name)
+		}
+		return Target{CRD: true, Name: name}, nil
+	}
+	return Target{}, fmt.Errorf("unstick takes namespace NAME or crd NAME, not %q", kind)
+}
+
+// Analyzer analyses a target over a read session, first for the plan and
+// again under the lock (Again).
+type Analyzer struct {
+	Read   *session.Read
+	Target Target
+	// Accept are the impacts --accept-impact lets through.
+	Accept []impact.Kind
+	Now    func() time.Time
+}
+
+// Analyze reads the target and what holds it, and follows the chain of an
+// unavailable APIService to the Service it points at.
+func (z *Analyzer) Analyze(ctx context.Context) (*Analysis, error) {
+	r := z.Read
+	in, err := z.readers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := z.analyse(ctx, r.Store, in)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.UnavailableNames) > 0 {
+		// Follow the chain: is the APIService that holds discovery
+		// dangling (its Service gone) or down?
+		refs, _, err := dangling.Find(ctx, r.Store, dangling.Options{Registry: r.Registry(), Reader: r.Reader(), API: r.Getter()})
+		if err != nil {
+			return nil, err
+		}
+		a.Follow(dangling.WithoutGhosts(refs))
+	}
+	return a, nil
+}
+
+// Again is the analysis under the lock: a fresh read of the live etcd, and
+// discovery asked again (an APIService deleted since the first analysis no
+// longer fails its group).
+func (z *Analyzer) Again(cli *clientv3.Client) func(ctx context.Context) (*Analysis, error) {
+	return func(ctx context.Context) (*Analysis, error) {
+		live, err := etcdscan.NewEtcdStore(ctx, cli, etcdscan.DefaultPageSize)
+		if err != nil {
+			return nil, err
+		}
+		in, err := z.readers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return z.analyse(ctx, live, in)
+	}
+}
+
+func (z *Analyzer) readers(ctx context.Context) (Readers, error) {
+	r := z.Read
+	var in Readers
+	if r.API != nil {
+		served, err := r.API.Catalog(ctx)
+		if err != nil {
+			return in, err
+		}
+		in.Served, in.API = served, r.API
+	}
+	if r.Decrypter != nil {
+		in.Decrypter = r.Decrypter
+	}
+	return in, nil
+}
+
+func (z *Analyzer) analyse(ctx context.Context, store etcdscan.Store, in Readers) (*Analysis, error) {
+	analyse := Namespace
+	if z.Target.CRD {
+		analyse = CRD
+	}
+	a, err := analyse(ctx, store, z.Read.Registry(), z.Target.Name, in, z.Now())
+	if err == nil && len(z.Accept) > 0 {
+		a.Accept(z.Accept)
+	}
+	return a, err
+}
