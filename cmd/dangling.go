@@ -30,28 +30,8 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 	o := &danglingOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "dangling",
-		Short: "List what points into a gone namespace or Service (APIServices, webhooks, bindings, volumes) and fix it through the API server (dry run without --confirm)",
-		Long: `dangling lists the references of live objects into what the incident took away:
-APIServices and webhook configurations whose Service is gone (every namespace
-deletion, every matching request then fails), CRD conversion webhooks, RBAC
-bindings whose ServiceAccount subject is gone (an account created again under
-that name inherits the grant), and PersistentVolumes whose claim is gone.
-A Service that exists with no ready endpoint is down, not gone: nothing is
-offered but bringing it back. A target is gone only when the API server does
-not find it itself; one still stored in a namespace that is gone is a ghost:
-it is left to the purge of that namespace.
-
-With --confirm it fixes every gone reference the API server confirmed, through
-the API server: it deletes a dangling APIService, a webhook configuration none of
-whose webhooks has a Service left (or removes only the dangling webhooks), and
-removes dangling subjects from a binding (deleting it when none is left). Before
-the first change the objects go into a verified per-key backup that 'regghost
-restore' puts back; each change is preconditioned on the reviewed
-resourceVersion. PersistentVolumes and conversion webhooks are reported, never
-changed. Objects Helm, Argo CD or Flux track are refused unless --accept-managed.`,
-		Example: `  regghost dangling
-  regghost dangling -n kb-system --confirm`,
-		Args: cobra.NoArgs,
+		Short: "List references into what is gone (webhooks, APIServices, bindings) and fix them",
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := validateScanInput(o.namespace); err != nil {
 				return err

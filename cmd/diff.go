@@ -13,14 +13,7 @@ func newDiffCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "diff A.db B.db",
 		Short: "Show keys that appeared, vanished or changed between two etcd db files",
-		Long: `diff walks the live keys of both files together in key order and reports each
-key added, removed or changed, with the sha256 of each side's value; --values
-adds the bytes (in -o json or yaml). Both files are read from their memory
-maps: memory grows with the number of keys and differences, not the values.`,
-		Example: `  regghost diff before-purge.db after-purge.db
-  regghost diff /var/lib/regghost/backups/<dir>/snapshot.db now.db -o json
-  regghost diff a.db b.db --values -o json | jq '.[] | select(.change == "changed")'`,
-		Args: cobra.ExactArgs(2),
+		Args:  cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := p.validate(); err != nil {
 				return err

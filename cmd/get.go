@@ -17,12 +17,7 @@ func newGetCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Decode the object stored under one etcd key",
-		Example: `  regghost get /registry/pods/kb-system/p1 -o yaml
-  regghost get /registry/pods/kb-system/p1 -o jsonpath='{.metadata.finalizers}'
-  regghost get /registry/secrets/kb-system/s1 --encryption-provider-config /etc/kubernetes/enc.yaml
-  regghost get /registry/pods/kb-system/p1 --db /var/backups/etcd.db
-  regghost get /registry/secrets/kb-system/s1 -o raw > s1.bin`,
-		Args: cobra.ExactArgs(1),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := p.validate(); err != nil {
 				return err

@@ -25,30 +25,8 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 	o := &historyOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "history (KEY | PREFIX/ | -n NAMESPACE)",
-		Short: "Show every revision etcd (or a db file) still holds of a key, a namespace or a prefix",
-		Long: `history lists the revisions of a key, of a namespace (its key and every object
-in it, custom resources included) or of every key under a prefix: each write's
-mod revision, create revision and version, each delete, and what changed since
-the key's previous revision (generation, deletionTimestamp, finalizers, uid,
-size; the value's sha256 and resourceVersion in -o wide and json). An encrypted
-value is decrypted with --encryption-provider-config; one that cannot be read
-keeps its size and sha256 and says why its fields are unknown.
-
-For a namespace, each delete of its key is shown with the objects still in it
-at that revision: the moment they became ghosts.
-
-Live, etcd holds revisions back to its last compaction only (kube-apiserver
-compacts every 5 minutes by default): history reads from --rev, or from the
-compacted revision when --rev is older, and says so. A db file (--db: an
-etcdctl snapshot, a k3s snapshot, zipped or not, or a member's db) holds every
-revision since its own last compaction: an older snapshot reaches further back.
-A KEY or PREFIX not starting with / is taken under --prefix.`,
-		Example: `  regghost history -n kb-system
-  regghost history /registry/pods/kb-system/p1 -o wide
-  regghost history /registry/example.com/widgets/ -o json
-  regghost history -n kb-system --db /var/lib/rancher/k3s/server/db/snapshots/etcd-snapshot-node1-1733212345.zip
-  regghost history configmaps/kb-system/cm1 --rev 120000`,
-		Args: cobra.MaximumNArgs(1),
+		Short: "Show the revisions etcd still holds of a key, a namespace or a prefix",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.complete(g, args); err != nil {
 				return err

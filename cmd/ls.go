@@ -15,7 +15,7 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 	var long bool
 	c := &cobra.Command{
 		Use:   "ls [PREFIX]",
-		Short: "List keys under a prefix (default the registry prefix), from etcd or a --db file",
+		Short: "List keys under a prefix, from etcd or a --db file (read-only)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			g.Discover()

@@ -54,6 +54,10 @@ func (p *printFlags) addFlags(c *cobra.Command) {
 	c.Flags().StringVarP(&p.output, "output", "o", p.output, "output format: "+strings.Join(p.allowed(), ", "))
 	c.Flags().BoolVar(&p.noHeaders, "no-headers", false, "print tables and custom columns without their header")
 	p.template.AddFlags(c)
+	// cli-runtime's text ends in a link no wrap can break.
+	if f := c.Flags().Lookup("template"); f != nil {
+		f.Usage = "template string or path to a template file, for -o go-template and go-template-file (Go's text/template)"
+	}
 }
 
 func (p *printFlags) allowed() []string {

@@ -44,24 +44,7 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	o := &purgeOptions{}
 	c := &cobra.Command{
 		Use:   "purge [KEY...]",
-		Short: "Delete ghost keys behind a verified snapshot and backup (dry run without --confirm)",
-		Long: `purge scans, then deletes only the keys the scan classifies as ghosts in the
-namespace (--namespace) or among the exact keys given as arguments. Without
---confirm it only lists them. (--key is etcd's TLS client key, as in etcdctl.)
-
-With --confirm, before the first delete it:
-  1. checks the backup directory has room for a snapshot and the backup,
-  2. streams a full etcd snapshot, fsyncs it, checks its sha256 and bbolt consistency,
-  3. checks every key to delete is in the snapshot with the same revision and bytes,
-  4. writes a per-key backup (raw bytes, revisions, lease) with a checksum and reads it back.
-Each delete is a transaction that compares the key's mod revision with the scan's:
-a key changed since is skipped, never deleted. Every key is read back afterwards
-and a line per key is appended to audit.log in the backup directory.`,
-		Example: `  regghost purge --namespace kb-system
-  regghost purge --namespace kb-system --confirm
-  regghost scan --namespace kb-system -o json > plan.json   # review it, then:
-  regghost purge --namespace kb-system --from plan.json --confirm
-  regghost purge /registry/pods/kb-system/p1 --confirm`,
+		Short: "Delete ghosts behind a verified snapshot and backup (dry run without --confirm)",
 		RunE: func(c *cobra.Command, args []string) error {
 			o.keys = args
 			if err := validateScanInput(o.namespace); err != nil {
@@ -75,8 +58,8 @@ and a line per key is appended to audit.log in the backup directory.`,
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
-	f.StringVar(&o.from, "from", "", "a reviewed `scan -o json` report: purge only its keys, and only if unchanged since")
-	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class (stuck-terminating, dangling-owner, unserved-now, resurrected; never disputed)")
+	f.StringVar(&o.from, "from", "", "a reviewed report of 'regghost scan -o json': purge only its keys, and only if unchanged since")
+	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class: "+etcdscan.ForceableNames()+" (never disputed)")
 	o.writeFlags.add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
 	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
@@ -111,9 +94,9 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	}
 	sel := repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
 	for _, s := range o.forceClasses {
-		c, ok := etcdscan.ParseClass(s)
-		if !ok {
-			return usageError("--force-class %q is not a class", s)
+		c, err := etcdscan.ParseForceable(s)
+		if err != nil {
+			return usageError("--force-class: %v", err)
 		}
 		sel.ForceClasses = append(sel.ForceClasses, c)
 	}

@@ -44,43 +44,7 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	o := &recoverOptions{print: newPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "recover (--snapshot FILE | --rev N) [KEY|PREFIX/ ...]",
-		Short: "Bring single objects back from a snapshot file or an older revision (dry run without --confirm)",
-		Long: `recover brings chosen objects back into the live cluster from an etcd snapshot
-file (etcdctl, etcdutl or k3s etcd-snapshot; zipped or not) or from an older
-revision of the live etcd (--rev, until etcd compacts it): one Secret, one
-namespace's ConfigMaps, a CRD with its custom resources. Nothing else of the
-cluster moves back.
-
-Objects are chosen by KEY or PREFIX/ arguments and narrowed by --namespace,
---resource (a resource or a kind), --name and --selector. A CRD brings its
-custom resources; --with-namespace brings the namespace object too.
-
-Each object is judged first, and only these are written:
-  - absent live: nothing is ever overwritten (an object changed since the
-    source keeps its new state); the write compares the key's absence;
-  - its namespace and CRD exist live (or are recovered first): an object
-    in a missing namespace would be a ghost;
-  - its UID is not held by a live object under another key;
-  - its value is readable by kube-apiserver with the cluster's encryption
-    config (--encryption-provider-config): written as stored, encrypted;
-  - what writing it sets off is accepted: containers started again, a token
-    valid again, a workload creating pods, a PersistentVolume whose storage
-    its controller would delete, an APIService or webhook pointing at a gone
-    Service, an object the garbage collector would delete again at once.
-
-With --confirm it takes the etcd lock, writes a verified backup of what it is
-about to write (restore deletes those keys again, only while unchanged),
-writes namespaces, then CRDs (waiting until the API server serves them),
-then the rest, reads every key back and appends to the audit log.
-
--o yaml or -o json prints the chosen objects as manifests for kubectl apply
-instead (server-set fields removed, status only with --with-status),
-decrypted with the encryption configs given; nothing is written.`,
-		Example: `  regghost recover --snapshot /var/backups/etcd-20261202.db -n shop --resource secrets --name db-password
-  regghost recover --snapshot snap.db /registry/secrets/shop/db-password --confirm
-  regghost recover --snapshot snap.db --resource crd --name widgets.example.com --confirm
-  regghost recover --rev 81234 -n shop -l app=web --with-namespace
-  regghost recover --snapshot snap.db -n shop -o yaml | kubectl apply --dry-run=server -f -`,
+		Short: "Bring objects back from a snapshot or an older revision (dry run without --confirm)",
 		RunE: func(c *cobra.Command, args []string) error {
 			o.keys = args
 			if err := o.complete(g); err != nil {

@@ -25,29 +25,8 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
-		Short: "Put back every key of a purge backup that is absent now, or undo a recovery (dry run without --confirm)",
-		Long: `restore verifies the backup's checksum, then writes back each key that does not
-exist now, with a transaction that compares mod_revision == 0: it never
-overwrites a key. A key that already holds the backed-up bytes is reported as
-already present, so running restore twice is safe. A key holding other bytes is
-a conflict and is left alone. BACKUP is a backup directory or its backup.json.
-
-restore never resurrects: a key is not written back into a namespace or
-CustomResourceDefinition created again since the purge (one that was absent
-when the purge deleted the key, or that was created after the purge's
-revision). Written there, the key would join another namespace or CRD of the
-same name, the resurrected incident. Such keys are reported as refused with
-the reason, and the exit code is 1; --into-recreated writes them there
-anyway. Keys whose namespace is still absent are written back as the purge
-found them (the undo). The witnesses are compared again inside each write.
-
-The backup of a recovery (regghost recover) is undone instead: each key the
-recovery wrote is deleted while it still holds what was written, at that
-revision, and a recovered namespace or CRD last, only when nothing is left in
-it.`,
-		Example: `  regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system
-  regghost restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system --confirm`,
-		Args: cobra.ExactArgs(1),
+		Short: "Put back what a backup holds, or undo a recovery (dry run without --confirm)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := p.validate(); err != nil {
 				return err

@@ -66,11 +66,8 @@ func usageError(format string, args ...any) error {
 func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
-		Use:   "regghost",
-		Short: "Find and safely remove ghost resources in a Kubernetes cluster's etcd",
-		Long: `regghost reads the Kubernetes keyspace in etcd directly, reports objects that
-Kubernetes can no longer manage (ghosts), and removes them behind a verified
-snapshot and per-key backup that restore can put back.`,
+		Use:           "regghost",
+		Short:         "Find and safely remove ghost resources in a Kubernetes cluster's etcd",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Get().String(),
@@ -134,8 +131,9 @@ snapshot and per-key backup that restore can put back.`,
 		}
 		return nil
 	}
-	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newVersionCmd())
+	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newVersionCmd(), newOptionsCmd())
 	root.AddCommand(newTempSpaceCmd(g)) // temporary: see cmd/space_reclaim_tmp.go
+	setHelp(root)
 	return root
 }
 

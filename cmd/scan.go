@@ -27,36 +27,8 @@ func newScanCmd(g *globalOptions) *cobra.Command {
 	o := &scanOptions{reads: session.ScanReads(), print: newPrintFlags(true, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "scan",
-		Short: "List ghost resources: objects in etcd that Kubernetes can no longer manage",
-		Long: `scan walks the keyspace at one etcd revision and classifies every key.
-
-Ghosts (exit code 3 when any is found):
-  undecodable         the value is neither valid protobuf, JSON nor CBOR
-  encrypted-unknown   encrypted at rest and the API server cannot read it
-  unserved-type       no served resource stores under the key's prefix (CRD gone, API removed)
-  orphaned-namespace  the object's namespace key does not exist
-  key-mismatch        the key's namespace/name/kind disagrees with the object inside
-Every ghost verdict needs two witnesses: etcd and the API server. One the API
-server could not confirm is marked single-witness; one it contradicts is disputed.
-
-Suspects (reported, exit code unaffected):
-  disputed            etcd says ghost, the API server contradicts it
-  unserved-now        the type exists (CRD in etcd, compiled-in API) but is not served now
-  resurrected         survived an earlier namespace of the same name, or was created since by such an object
-  stuck-terminating   deleted, but finalizers still present after --terminating-after
-  dangling-owner      every ownerReference points at an object that is gone
-
-Dangling references (exit code 3 when one points at something gone): APIServices,
-webhooks and conversion webhooks whose Service is gone or down, binding subjects
-whose ServiceAccount is gone, PersistentVolumes whose claim is gone; see
-'regghost dangling'.`,
-		Example: `  regghost scan --namespace kb-system
-  regghost scan -o wide
-  regghost scan -n kb-system -o name | xargs regghost purge --confirm
-  regghost scan -o custom-columns=KEY:.key,CLASS:.classes[0]
-  regghost scan -o jsonpath='{.findings[*].key}'
-  regghost scan -o json | jq '.findings[].key'`,
-		Args: cobra.NoArgs,
+		Short: "List ghosts: objects in etcd that Kubernetes can no longer manage (read-only)",
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err

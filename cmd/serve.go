@@ -51,33 +51,8 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	o := &serveOptions{reads: session.ScanReads()}
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Export ghosts, dangling references and terminating namespaces as Prometheus metrics, scanning every --interval (read-only)",
-		Long: `serve scans the keyspace every --interval (jittered) and serves the counts on
-/metrics for Prometheus, with /healthz and /readyz (ready once a scan has
-succeeded). It only reads: nothing is written to etcd or the API server. One
-etcd client and one API client are kept across cycles.
-
-Each cycle replaces every per-finding series, so a purged ghost disappears. A
-failed cycle keeps the last good values, counts the error in
-regghost_scan_errors_total{reason} and says it in the log; serve never exits on
-an etcd or API server error.
-
-Labels carry no object names; namespaces beyond --namespace-label-limit (those
-holding the fewest findings) share the namespace label "other". Namespace names
-are not public: --metrics-auth=delegated lets only those the API server
-allows "get" on the non-resource URL /metrics read it, as Kubernetes'
-control-plane components do (the bearer token is reviewed with a TokenReview,
-the access with a SubjectAccessReview, through --kubeconfig's identity);
-/healthz and /readyz stay open for the kubelet's probes. --web-config-file
-takes a Prometheus exporter-toolkit web configuration: TLS (with either auth),
-or basic auth for a Prometheus outside the cluster (instead of delegated auth).
-
-The kubeconfig and etcd's TLS files are read again when they change on disk:
-the API clients are rebuilt and etcd is connected afresh, without a restart.`,
-		Example: `  regghost serve
-  regghost serve --metrics-auth delegated --kubeconfig /etc/kubernetes/regghost.conf
-  regghost serve --interval 5m --listen-address 127.0.0.1:9819 --web-config-file /etc/regghost/web.yml`,
-		Args: cobra.NoArgs,
+		Short: "Export ghosts and stuck namespaces as Prometheus metrics (read-only)",
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.validate(g); err != nil {
 				return err

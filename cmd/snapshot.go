@@ -16,7 +16,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{Use: "snapshot", Short: "Save, check or restore a snapshot"}
 	c.AddCommand(&cobra.Command{
 		Use:   "save FILE",
-		Short: "Save a verified snapshot to FILE from the first endpoint that answers (like etcdctl snapshot save; a logical snapshot from kine)",
+		Short: "Save a verified snapshot of etcd (or a logical one of kine) to FILE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx, cli, done, err := g.Bounded(c.Context())
@@ -38,7 +38,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 		},
 	}, &cobra.Command{
 		Use:   "status FILE",
-		Short: "Verify a snapshot file: trailing sha256 and bbolt consistency (a logical snapshot: every line and its sha256)",
+		Short: "Verify a snapshot file: its sha256 and bbolt consistency",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			info, err := snapshot.VerifySnapshot(args[0])
@@ -59,29 +59,8 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 	p := newPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore FILE",
-		Short: "Write back the keys a purge deleted from its logical snapshot, those absent now (dry run without --confirm)",
-		Long: `snapshot restore verifies a logical snapshot (what purge takes from kine, which
-has no snapshot RPC) and writes back keys of it that do not exist now, one
-create-if-absent transaction per key: it never overwrites a key. Keys that
-exist already are counted and left alone. etcd's own snapshot files are
-restored with etcdutl snapshot restore instead.
-
-By default it writes back only the keys its purge deleted: the purge's
-verified backup.json must be beside FILE (the purge's backup directory holds
-both), and it records the witnesses that were absent when each key was
-deleted. As restore does, a key is refused when its namespace or
-CustomResourceDefinition was created again since the purge (--into-recreated
-writes it anyway).
-
---all-absent writes back every key of the snapshot under --key-prefix that is
-absent now, the purge's or not, with or without the purge's backup beside it.
-That also brings back what Kubernetes deleted on purpose since the snapshot
-was taken (pods, jobs, events, objects of deleted namespaces): use it only to
-rebuild a datastore that lost its keys, with every kube-apiserver stopped.`,
-		Example: `  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl
-  regghost snapshot restore /var/lib/regghost/backups/20261202T101500Z-namespace-kb-system/snapshot.jsonl --key-prefix /registry/configmaps/kb-system/ --confirm
-  regghost snapshot restore snapshot.jsonl --all-absent --confirm`,
-		Args: cobra.ExactArgs(1),
+		Short: "Write back from a logical snapshot the keys a purge deleted (dry run without --confirm)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := p.validate(); err != nil {
 				return err

@@ -32,39 +32,6 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "reclaim",
 		Short: "Give etcd its space back: snapshot, compact, defragment member by member (the leader last), disarm NOSPACE (dry run without --confirm)",
-		Long: `space reclaim ends the "etcdserver: mvcc: database space exceeded" incident once
-what filled etcd is deleted (deletes are served under the NOSPACE alarm; the
-space is not free until etcd is compacted and defragmented, and the alarm
-stays until it is disarmed).
-
-Without --confirm it reads every member (db size, size in use, leader,
-alarms, quota, health, and the room on its disk where it can be checked)
-and says what it would do. With --confirm it:
-  1. saves a verified snapshot into a new directory under --backup-dir;
-  2. compacts at the snapshot's revision: 'history' and 'recover --rev' then
-     end there for every earlier revision, and the snapshot keeps those
-     readable ('recover --snapshot', 'history --db');
-  3. defragments one member at a time, followers first and the leader last,
-     each only while every member is healthy (Status, a linearizable read, no
-     alarm but NOSPACE) and its disk holds the rewrite, waiting for each to
-     come back healthy;
-  4. disarms NOSPACE only when every member is below its quota.
-It refuses to start while a member is down or unhealthy, and stops at the
-first member that does not come back healthy, saying which were done.
-
-Every member is reached on the client URL it advertises (or the endpoint
-given that answers as it). A member's quota is read from the member itself
-(its Status, etcd 3.6+, else its /metrics), else from this node's etcd
-static pod, else --quota-backend-bytes. A member's disk is checked only when
-its data directory is on this node: --data-dir, or this node's etcd static
-pod. A database of several GiB takes minutes per member: raise
---command-timeout to match.
-
-kine (k3s over SQL) has none of these: reclaim says what to do there instead.`,
-		Example: `  regghost space reclaim
-  regghost space reclaim --confirm
-  regghost space reclaim --data-dir /var/lib/etcd --confirm
-  regghost space reclaim --data-dir cp-1=/var/lib/etcd --command-timeout 30m --confirm`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.print.validate(); err != nil {

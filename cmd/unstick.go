@@ -33,22 +33,8 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 	o := &unstickOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "unstick namespace|crd NAME",
-		Short: "Explain why a namespace or CRD is stuck terminating, and finish its deletion without making ghosts (dry run without --confirm)",
-		Long: `unstick reads the namespace (or CustomResourceDefinition) and what is left of it
-in etcd, its status conditions, the objects whose finalizers hold it, whether
-anything still serves each finalizer, and the APIServices that are unavailable,
-and ends with the next action.
-
-With --confirm it removes the blocking finalizers through the API server, never
-by editing etcd, each patch preconditioned on the resourceVersion reviewed here;
-before the first patch the keys it touches go into a verified per-key backup that
-'regghost restore' puts back. Then it waits for the deletion to finish and checks
-that nothing of it is left in etcd. It refuses while an API the namespace
-controller needs is unavailable.`,
-		Example: `  regghost unstick namespace kb-system
-  regghost unstick namespace kb-system --confirm
-  regghost unstick crd widgets.example.com --confirm`,
-		Args: cobra.ExactArgs(2),
+		Short: "Explain why a namespace or CRD is stuck terminating, and finish it",
+		Args:  cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			target, err := unstick.ParseTarget(args[0], args[1])
 			if err != nil {

@@ -11,7 +11,7 @@ func newVersionCmd() *cobra.Command {
 	p := newPrintFlags(false, "table")
 	c := &cobra.Command{
 		Use:   "version",
-		Short: "Print regghost's version, commit, Go version and the etcd and Kubernetes library versions",
+		Short: "Print regghost's version and the library versions it was built with",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := p.validate(); err != nil {

@@ -20,18 +20,8 @@ func newVersionsCmd(g *globalOptions) *cobra.Command {
 	o := &versionsOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "versions",
-		Short: "Count stored objects per resource and stored version, and find those stored at a version nobody can read",
-		Long: `versions scans the keyspace (as scan does) and counts, for every resource,
-the objects stored at each apiVersion, and the encrypted ones by provider and
-key. For custom resources it sets them against the CRD's spec.versions and
-status.storedVersions. Objects stored at a version the CRD no longer lists or
-serves, or that storedVersions forgot, and built-in objects stored at a version
-this kube-apiserver release cannot decode, are stored-version findings, each
-with the migration step. They are recoverable: purge never takes them unless
---force-class stored-version names the class. Exit code 3 when any is found.`,
-		Example: `  regghost versions
-  regghost versions -n lab -o json`,
-		Args: cobra.NoArgs,
+		Short: "Count objects per stored version; find versions nobody can read",
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := validateScanInput(o.namespace); err != nil {
 				return err

@@ -3,6 +3,7 @@ package etcdscan
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -50,6 +51,56 @@ func (c Class) rank() int {
 		}
 	}
 	return len(Classes)
+}
+
+// Meaning says in one line what each class means, for help texts.
+var Meaning = map[Class]string{
+	ClassUndecodable:       "the value is neither valid protobuf, JSON nor CBOR",
+	ClassEncryptedUnknown:  "encrypted at rest and the API server cannot read it",
+	ClassUnservedType:      "no served resource stores under the key's prefix (CRD gone, API removed)",
+	ClassOrphanedNamespace: "the object's namespace key does not exist",
+	ClassKeyMismatch:       "the key's namespace/name/kind disagrees with the object inside",
+	ClassDisputed:          "etcd says ghost, the API server contradicts it",
+	ClassUnservedNow:       "the type exists (CRD in etcd, compiled-in API) but is not served now",
+	ClassStoredVersion:     "stored at a version nobody can read any more (or soon): 'regghost versions' says the fix",
+	ClassResurrected:       "survived an earlier namespace of the same name, or was created since by such an object",
+	ClassStuckTerminating:  "deleted, but finalizers still present after --terminating-after",
+	ClassDanglingOwner:     "every ownerReference points at an object that is gone",
+}
+
+// Forceable lists the classes purge's --force-class takes: the suspects,
+// but disputed (etcd and the API server disagree: settle that first).
+func Forceable() []Class {
+	var out []Class
+	for _, c := range Classes {
+		if !c.Ghost() && c != ClassDisputed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ForceableNames joins Forceable for a help text.
+func ForceableNames() string {
+	var names []string
+	for _, c := range Forceable() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseForceable reads one --force-class word.
+func ParseForceable(s string) (Class, error) {
+	c, ok := ParseClass(s)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%q is not a class (one of %s)", s, ForceableNames())
+	case c.Ghost():
+		return "", fmt.Errorf("%s is a ghost class: ghosts are purged without --force-class, which only admits suspects (%s)", s, ForceableNames())
+	case c == ClassDisputed:
+		return "", fmt.Errorf("%s: etcd and the API server disagree about these objects; settle the disagreement (the reason says both answers) before deleting anything", s)
+	}
+	return c, nil
 }
 
 // ParseClass checks a class name given on the command line.

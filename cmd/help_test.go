@@ -1,0 +1,93 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/recovery"
+)
+
+// commands lists every command of regghost's tree.
+func commands(root *cobra.Command) []*cobra.Command {
+	out := []*cobra.Command{root}
+	for _, c := range root.Commands() {
+		out = append(out, commands(c)...)
+	}
+	return out
+}
+
+// TestHelpFitsAndAgrees renders every command's help: no line is over
+// helpWidth columns, every command a person runs has examples, and every
+// value an override flag's help offers is one its command accepts.
+func TestHelpFitsAndAgrees(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	// The parsers each command checks its override values with.
+	parsers := map[string]func(string) error{
+		"purge --accept-impact":   func(s string) error { _, err := impact.ParseKind(s); return err },
+		"unstick --accept-impact": func(s string) error { _, err := impact.ParseStripKind(s); return err },
+		"recover --accept-impact": func(s string) error { _, err := recovery.ParseImpact(s); return err },
+		"purge --force-class":     func(s string) error { _, err := etcdscan.ParseForceable(s); return err },
+	}
+	checked := map[string]bool{}
+	for _, c := range commands(root) {
+		name := strings.TrimPrefix(c.CommandPath(), "regghost ")
+		t.Run(c.CommandPath(), func(t *testing.T) {
+			var out bytes.Buffer
+			c.SetOut(&out)
+			if err := c.Help(); err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(out.String(), "\n") {
+				if n := utf8.RuneCountInString(line); n > helpWidth {
+					t.Errorf("line %d is %d columns: %q", i+1, n, line)
+				}
+			}
+			if c.Runnable() && c.Name() != "help" && !strings.HasPrefix(name, "completion") && c.Example == "" {
+				t.Errorf("%s has no examples", c.CommandPath())
+			}
+			for _, ex := range strings.Split(c.Example, "\n") {
+				if strings.Contains(ex, "| xargs") && strings.Contains(ex, "--confirm") {
+					t.Errorf("a destructive one-liner among the examples: %q", ex)
+				}
+			}
+			for _, flag := range []string{"accept-impact", "force-class"} {
+				f := c.LocalFlags().Lookup(flag)
+				if f == nil {
+					continue
+				}
+				parse, ok := parsers[name+" --"+flag]
+				if !ok {
+					t.Fatalf("no parser known for %s --%s", name, flag)
+				}
+				checked[name+" --"+flag] = true
+				_, list, _ := strings.Cut(f.Usage, ": ")
+				list, _, _ = strings.Cut(list, " (")
+				for _, v := range strings.Split(list, ", ") {
+					if err := parse(strings.TrimSpace(v)); err != nil {
+						t.Errorf("--%s offers %q, which %s refuses: %v", flag, v, name, err)
+					}
+				}
+			}
+		})
+	}
+	var scan bytes.Buffer
+	sc, _, _ := root.Find([]string{"scan"})
+	sc.SetOut(&scan)
+	_ = sc.Help()
+	for _, class := range etcdscan.Classes {
+		if !strings.Contains(scan.String(), "  "+string(class)+" ") {
+			t.Errorf("scan --help does not list the class %s", class)
+		}
+	}
+	for k := range parsers {
+		if !checked[k] {
+			t.Errorf("%s was not found in the help", k)
+		}
+	}
+}
