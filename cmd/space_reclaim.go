@@ -32,7 +32,7 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "reclaim",
 		Short: "Give etcd its space back: snapshot, compact, defragment member by member (the leader last), disarm NOSPACE (dry run without --confirm)",
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.print.validate(); err != nil {
 				return err
