@@ -44,6 +44,8 @@ type cluster struct {
 	eventsEtcd *clientv3.Client
 	// etcdProc is the single etcd's process (to freeze it).
 	etcdProc *process
+	// etcdQuota is the single etcd's --quota-backend-bytes (default 1 GiB).
+	etcdQuota int64
 }
 
 type clusterOptions struct {
@@ -59,6 +61,8 @@ type clusterOptions struct {
 	etcdBin string
 	// members starts an etcd cluster of that many members (default one).
 	members int
+	// etcdQuota is the single etcd's --quota-backend-bytes (default 1 GiB).
+	etcdQuota int64
 	// kine runs kine over SQLite (k3s's default datastore) instead of etcd.
 	kine bool
 	// apiserverIP and apiserverPort are where kube-apiserver binds and
@@ -140,7 +144,10 @@ func (p *process) exited() bool {
 
 func startCluster(t *testing.T, o clusterOptions) *cluster {
 	t.Helper()
-	c := &cluster{dir: t.TempDir()}
+	c := &cluster{dir: t.TempDir(), etcdQuota: 1 << 30}
+	if o.etcdQuota > 0 {
+		c.etcdQuota = o.etcdQuota
+	}
 	c.pki = newPKI(t, c.dir)
 	c.etcdBin = bins.etcd
 	if o.etcdBin != "" {
@@ -181,7 +188,7 @@ func (c *cluster) startEtcd(t *testing.T, name string) (string, *clientv3.Client
 		"--initial-cluster", name+"="+peer,
 		"--cert-file", c.pki.ServerCert, "--key-file", c.pki.ServerKey,
 		"--trusted-ca-file", c.pki.CA, "--client-cert-auth",
-		"--log-level", "warn", "--quota-backend-bytes", strconv.Itoa(1<<30))
+		"--log-level", "warn", "--quota-backend-bytes", strconv.FormatInt(c.etcdQuota, 10))
 	if name == "e2e" {
 		c.etcdProc = proc
 	}

@@ -1,0 +1,151 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/reclaim"
+)
+
+type spaceReclaimOptions struct {
+	writeFlags
+	dataDirs   []string
+	quota      int64
+	memberWait time.Duration
+	print      *printFlags
+}
+
+// newSpaceReclaimCmd is `regghost space reclaim`.
+func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
+	o := &spaceReclaimOptions{print: newPrintFlags(true, "table")}
+	c := &cobra.Command{
+		Use:   "reclaim",
+		Short: "Give etcd its space back: snapshot, compact, defragment member by member (the leader last), disarm NOSPACE (dry run without --confirm)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.print.validate(); err != nil {
+				return err
+			}
+			if err := refuseDB(g, "space reclaim"); err != nil {
+				return err
+			}
+			dirs, err := parseDataDirs(o.dataDirs)
+			if err != nil {
+				return err
+			}
+			if o.quota == 0 {
+				return usageError("--quota-backend-bytes must not be 0 (negative: no quota)")
+			}
+			if o.memberWait <= 0 {
+				return usageError("--member-wait must be positive, got %s", o.memberWait)
+			}
+			return runSpaceReclaim(c.Context(), g, o, dirs, c.Flags().Changed("quota-backend-bytes"), c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	o.writeFlags.add(c, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)", "where the snapshot goes")
+	f.StringArrayVar(&o.dataDirs, "data-dir", nil, "a member's data directory on this node, to check its disk holds the rewrite: NAME=DIR, or DIR for the member on this node")
+	f.Int64Var(&o.quota, "quota-backend-bytes", reclaim.DefaultQuota, "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics)")
+	f.DurationVar(&o.memberWait, "member-wait", time.Minute, "how long a defragmented member has to come back healthy before reclaim stops")
+	o.print.addFlags(c)
+	return c
+}
+
+// parseDataDirs reads --data-dir: NAME=DIR, or DIR alone once (the member
+// on this node).
+func parseDataDirs(values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		name, dir, ok := strings.Cut(v, "=")
+		if !ok {
+			name, dir = "", v
+		}
+		if dir == "" || (ok && name == "") {
+			return nil, usageError("--data-dir %q: want NAME=DIR or DIR", v)
+		}
+		if _, dup := out[name]; dup {
+			return nil, usageError("--data-dir: given twice for %s", orThisNode(name))
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, usageError("--data-dir %q: %v", v, err)
+		}
+		out[name] = abs
+	}
+	return out, nil
+}
+
+func orThisNode(name string) string {
+	if name == "" {
+		return "the member on this node"
+	}
+	return "member " + name
+}
+
+func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptions, dirs map[string]string, quotaGiven bool, in io.Reader, out io.Writer) error {
+	ctx, cli, done, err := g.Bounded(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg, err := g.Etcd.ClientConfig()
+	if err != nil {
+		return err
+	}
+	dec, err := g.Decrypter(ctx)
+	if err != nil {
+		return err
+	}
+	node, err := nodeconfig.DiscoverEtcd(g.NodeRoot)
+	if err != nil && !errors.Is(err, nodeconfig.ErrNotFound) {
+		fmt.Fprintf(g.errOut, "regghost: could not read this node's etcd manifest (%v); no data directory or quota is taken from it\n", oneLine(err))
+	}
+	ro := reclaim.Options{Client: cli, Config: cfg, DataDirs: dirs, Node: node, Quota: o.quota, QuotaGiven: quotaGiven,
+		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock,
+		// A member that does not answer costs this, once: etcd's client
+		// waits for a connection until the deadline.
+		CheckTimeout: 2 * g.Etcd.DialTimeout,
+		Prefix:       g.Prefix, Decrypt: decrypt.Namespaces(dec), Holder: "regghost space reclaim", Notices: g.errOut}
+	plan, err := reclaim.Survey(ctx, ro)
+	if err != nil {
+		return err
+	}
+	if !o.confirm {
+		return o.print.print(out, render.ReclaimPlan(plan, true))
+	}
+	if len(plan.Refusals) > 0 {
+		if err := o.print.print(out, render.ReclaimPlan(plan, false)); err != nil {
+			return err
+		}
+		return failed(fmt.Errorf("refused: %s; nothing was changed", strings.Join(plan.Refusals, "; ")))
+	}
+	planOut := table.NewSafeWriter(o.print.planWriter(out, g.errOut))
+	render.WriteReclaimPlan(planOut, plan)
+	if err := planOut.Flush(); err != nil {
+		return err
+	}
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %d members of etcd?", len(plan.Members))); err != nil {
+		return err
+	}
+	fmt.Fprintln(planOut)
+	ro.Progress = func(s reclaim.Step) {
+		render.ReclaimStep(planOut, s)
+		_ = planOut.Flush()
+	}
+	res, err := reclaim.Run(ctx, ro)
+	if res == nil {
+		return err
+	}
+	return failed(o.print.printResult(out, render.ReclaimResult(res), err))
+}
