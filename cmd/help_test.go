@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/recovery"
@@ -23,7 +24,7 @@ func commands(root *cobra.Command) []*cobra.Command {
 }
 
 // TestHelpFitsAndAgrees renders every command's help: no line is over
-// helpWidth columns, every command a person runs has examples, and every
+// help.Width columns, every command a person runs has examples, and every
 // value an override flag's help offers is one its command accepts.
 func TestHelpFitsAndAgrees(t *testing.T) {
 	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
@@ -44,7 +45,7 @@ func TestHelpFitsAndAgrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, line := range strings.Split(out.String(), "\n") {
-				if n := utf8.RuneCountInString(line); n > helpWidth {
+				if n := utf8.RuneCountInString(line); n > help.Width {
 					t.Errorf("line %d is %d columns: %q", i+1, n, line)
 				}
 			}

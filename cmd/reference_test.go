@@ -2,9 +2,12 @@ package cmd
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/regghost/regghost/internal/help"
 )
 
 // TestReferenceIsCurrent fails when the checked-in command reference
@@ -13,15 +16,15 @@ import (
 func TestReferenceIsCurrent(t *testing.T) {
 	dir := t.TempDir()
 	md, man := filepath.Join(dir, "reference"), filepath.Join(dir, "man")
-	if err := WriteReference(md, man); err != nil {
+	if err := help.WriteReference(NewRoot(bytes.NewReader(nil), io.Discard, io.Discard), md, man); err != nil {
 		t.Fatal(err)
 	}
 	for gen, checkedIn := range map[string]string{md: "../docs/reference", man: "../docs/man"} {
-		want, err := referenceFiles(gen)
+		want, err := help.ReferenceFiles(gen)
 		if err != nil {
 			t.Fatal(err)
 		}
-		have, _ := referenceFiles(checkedIn)
+		have, _ := help.ReferenceFiles(checkedIn)
 		if len(have) != len(want) {
 			t.Errorf("%s holds %d pages, the commands make %d: run 'make docs'", checkedIn, len(have), len(want))
 		}

@@ -14,6 +14,7 @@ import (
 	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 	"go.uber.org/zap"
 
+	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/nodeconfig"
@@ -131,9 +132,9 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		}
 		return nil
 	}
-	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newVersionCmd(), newOptionsCmd())
+	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newVersionCmd(), help.OptionsCommand())
 	root.AddCommand(newTempSpaceCmd(g)) // temporary: see cmd/space_reclaim_tmp.go
-	setHelp(root)
+	help.Set(root)
 	return root
 }
 
@@ -157,10 +158,10 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(errOut, "regghost: %s\n", withOverrideLink(ee.err.Error()))
+			fmt.Fprintf(errOut, "regghost: %s\n", help.WithOverrideLink(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(errOut, "regghost: %s\n", withOverrideLink(err.Error()))
+	fmt.Fprintf(errOut, "regghost: %s\n", help.WithOverrideLink(err.Error()))
 	return ExitError
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"sigs.k8s.io/yaml"
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -108,7 +105,7 @@ func (o *serveOptions) validate(g *globalOptions) error {
 			return usageError("--metrics-auth=delegated asks the API server to review each scrape; it cannot go with --no-api (use --metrics-auth=none, with --web-config-file)")
 		}
 		if o.webConfig != "" {
-			basic, err := webConfigHasUsers(o.webConfig)
+			basic, err := metricsauth.WebConfigHasUsers(o.webConfig)
 			if err != nil {
 				return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
 			}
@@ -120,22 +117,6 @@ func (o *serveOptions) validate(g *globalOptions) error {
 		return usageError("--metrics-auth must be %q or %q, got %q", metricsAuthDelegated, metricsAuthNone, o.metricsAuth)
 	}
 	return nil
-}
-
-// webConfigHasUsers reports whether an exporter-toolkit web configuration
-// turns on basic auth.
-func webConfigHasUsers(path string) (bool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false, err
-	}
-	var cfg struct {
-		Users map[string]any `json:"basic_auth_users"`
-	}
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return false, err
-	}
-	return len(cfg.Users) > 0, nil
 }
 
 func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.Writer) error {
@@ -158,10 +139,6 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	if g.NoAPI {
 		openAPI = g.API
 	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.listen, err)
-	}
 	meter := &exporter.EtcdMeter{}
 	g.Etcd.DialOptions = append(g.Etcd.DialOptions, grpc.WithStatsHandler(meter))
 	coll := exporter.NewCollector(meter)
@@ -180,30 +157,6 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	defer src.Close()
 	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.Etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}
-	srv := &http.Server{Handler: exporter.GuardedHandler(exporter.Registry(coll), coll, guard), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() {
-		no := false
-		served <- web.Serve(ln, srv, &web.FlagConfig{WebListenAddresses: &[]string{o.listen}, WebSystemdSocket: &no, WebConfigFile: &o.webConfig}, log)
-	}()
-	log.Info("serving metrics", "address", ln.Addr().String(), "interval", o.interval.String(), "metrics_auth", o.metricsAuth)
-	looped := make(chan struct{})
-	lctx, stopLoop := context.WithCancel(ctx)
-	defer stopLoop()
-	go func() { loop.Run(lctx); close(looped) }()
-	select {
-	case err = <-served:
-		// The endpoint is gone: scanning on would serve nobody.
-		stopLoop()
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = srv.Shutdown(sctx)
-		cancel()
-		err = <-served
-	}
-	<-looped
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve %s: %w", o.listen, err)
-	}
-	return nil
+	return exporter.Serve(ctx, exporter.ServeOptions{Listen: o.listen, WebConfig: o.webConfig, Guard: guard, Loop: loop, Collector: coll, Log: log,
+		Fields: []any{"metrics_auth", o.metricsAuth}})
 }

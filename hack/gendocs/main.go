@@ -4,10 +4,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/regghost/regghost/cmd"
+	"github.com/regghost/regghost/internal/help"
 )
 
 func main() {
@@ -17,7 +20,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if err := cmd.WriteReference("docs/reference", "docs/man"); err != nil {
+	if err := help.WriteReference(cmd.NewRoot(bytes.NewReader(nil), io.Discard, io.Discard), "docs/reference", "docs/man"); err != nil {
 		fmt.Fprintf(os.Stderr, "gendocs: %v\n", err)
 		os.Exit(1)
 	}

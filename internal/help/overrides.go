@@ -1,4 +1,4 @@
-package cmd
+package help
 
 import (
 	"regexp"
@@ -12,9 +12,9 @@ const overridesPage = "https://github.com/regghost/regghost/blob/main/docs/overr
 // overrideFlags are the flags that lift a refusal.
 var overrideFlags = regexp.MustCompile(`--(accept-single-witness|accept-impact|force-class|retain-volumes|accept-managed|into-recreated|other-cluster-grants|other-cluster|all-absent|with-live|yes)\b`)
 
-// withOverrideLink adds to a refusal's line where the override it names is
+// WithOverrideLink adds to a refusal's line where the override it names is
 // explained, with what it risks (the first one it names).
-func withOverrideLink(line string) string {
+func WithOverrideLink(line string) string {
 	m := overrideFlags.FindStringSubmatch(line)
 	if m == nil || strings.Contains(line, overridesPage) {
 		return line

@@ -1,4 +1,10 @@
-package cmd
+// Package help gives regghost's commands their help: the long text and
+// examples of each command from its file under text/, the class lists and
+// override values from the definitions the code checks, a usage template
+// that wraps to Width and leaves the global flags to 'regghost options',
+// the reference generated from the commands (markdown and man pages), and
+// the link from a refusal to what its override risks.
+package help
 
 import (
 	"embed"
@@ -11,28 +17,28 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
-// helpWidth is the widest a help line may be: help is wrapped to fit it.
-const helpWidth = 100
+// Width is the widest a help line may be: help is wrapped to fit it.
+const Width = 100
 
 // helpFiles hold each command's long help and examples, one file a command
 // named after its path ("snapshot_restore.txt"; the root's is
 // "regghost.txt"): the long text, then "Examples:" and the examples.
 //
-//go:embed help/*.txt
+//go:embed text/*.txt
 var helpFiles embed.FS
 
 // helpName is the help file of c.
 func helpName(c *cobra.Command) string {
 	if !c.HasParent() {
-		return "help/" + c.Name() + ".txt"
+		return "text/" + c.Name() + ".txt"
 	}
-	return "help/" + strings.ReplaceAll(strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" "), " ", "_") + ".txt"
+	return "text/" + strings.ReplaceAll(strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" "), " ", "_") + ".txt"
 }
 
-// setHelp gives every command of root its help file and the templates that
-// wrap help to helpWidth and leave the global flags to 'regghost options'.
-func setHelp(root *cobra.Command) {
-	cobra.AddTemplateFunc("wrappedFlags", func(f *pflag.FlagSet) string { return f.FlagUsagesWrapped(helpWidth) })
+// Set gives every command of root its help file and the templates that
+// wrap help to Width and leave the global flags to 'regghost options'.
+func Set(root *cobra.Command) {
+	cobra.AddTemplateFunc("wrappedFlags", func(f *pflag.FlagSet) string { return f.FlagUsagesWrapped(Width) })
 	cobra.AddTemplateFunc("commandLine", func(c *cobra.Command) string {
 		pad := c.Parent().CommandPathPadding() + 2
 		return wrapText(fmt.Sprintf("  %-*s", pad, c.Name())+c.Short, pad+2)
@@ -65,12 +71,12 @@ var classLists = func() *strings.Replacer {
 	return strings.NewReplacer("{{ghost classes}}\n", ghosts.String(), "{{suspect classes}}\n", suspects.String())
 }()
 
-// wrapText breaks a line longer than helpWidth at spaces, the following
+// wrapText breaks a line longer than Width at spaces, the following
 // lines indented by indent.
 func wrapText(line string, indent int) string {
 	var out strings.Builder
-	for len(line) > helpWidth {
-		cut := strings.LastIndex(line[:helpWidth+1], " ")
+	for len(line) > Width {
+		cut := strings.LastIndex(line[:Width+1], " ")
 		if cut <= indent {
 			break
 		}
@@ -81,22 +87,22 @@ func wrapText(line string, indent int) string {
 	return out.String()
 }
 
-// newOptionsCmd prints the global flags, which every command takes and
+// OptionsCommand prints the global flags, which every command takes and
 // no command's help repeats (as 'kubectl options' does).
-func newOptionsCmd() *cobra.Command {
+func OptionsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "options",
 		Short: "Print the flags every command takes (etcd connection, API server, prefix)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintf(c.OutOrStdout(), "The following options can be passed to any command:\n\n%s",
-				c.Root().PersistentFlags().FlagUsagesWrapped(helpWidth))
+				c.Root().PersistentFlags().FlagUsagesWrapped(Width))
 			return err
 		},
 	}
 }
 
-// usageTemplate is cobra's, with flags wrapped to helpWidth, commands'
+// usageTemplate is cobra's, with flags wrapped to Width, commands'
 // summaries wrapped, and the global flags named once: in the root's help
 // and in 'regghost options'.
 const usageTemplate = `Usage:{{if .Runnable}}

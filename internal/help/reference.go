@@ -1,9 +1,7 @@
-package cmd
+package help
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,8 +17,7 @@ var referenceDate = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 // WriteReference writes the command reference generated from the commands
 // themselves: a markdown page per command into mdDir and a man page per
 // command into manDir (docs/reference and docs/man; 'make docs').
-func WriteReference(mdDir, manDir string) error {
-	root := NewRoot(bytes.NewReader(nil), io.Discard, io.Discard)
+func WriteReference(root *cobra.Command, mdDir, manDir string) error {
 	root.DisableAutoGenTag = true
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -45,7 +42,7 @@ func WriteReference(mdDir, manDir string) error {
 	return nil
 }
 
-// referenceFiles lists the files WriteReference writes into dir.
-func referenceFiles(dir string) ([]string, error) {
+// ReferenceFiles lists the files WriteReference writes into dir.
+func ReferenceFiles(dir string) ([]string, error) {
 	return filepath.Glob(filepath.Join(dir, "*"))
 }
