@@ -1,0 +1,98 @@
+package space
+
+import (
+	"container/heap"
+	"context"
+
+	"github.com/regghost/regghost/pkg/dbfile"
+)
+
+// fileWalk is what one pass over every revision of a db file counted.
+type fileWalk struct {
+	// all counts every revision by resource and namespace: Keys unused,
+	// HistoryRevisions every revision, Tombstones the deletes,
+	// HistoryBytes every revision's bytes.
+	all *tally
+	// index finds a key's record in stats.
+	index map[uint64]int32
+	stats []keyStat
+	// most keeps the keys with the most revisions; each key's place in it
+	// is in its record.
+	most topHeap
+	// compact is the file's compacted revision.
+	compact int64
+}
+
+// keyStat is what the walk keeps of each key: 24 bytes, no pointer.
+type keyStat struct {
+	revs, tombs uint32
+	bytes       uint64
+	// heapAt is the key's place in the most-revisions heap, plus one
+	// (0: not in it).
+	heapAt int32
+}
+
+// WalkFile counts every revision held in the db file f, once each, in
+// revision order: puts and deletes, by resource and namespace and per key.
+// It may run while the scan of the same file reads its values (Wrap);
+// Report joins the two. a must have been made with Options.File.
+func (a *Account) WalkFile(ctx context.Context, f *dbfile.File) error {
+	w := &fileWalk{all: newTally(a.o.Prefix), index: map[uint64]int32{}, most: topHeap{n: max(a.o.Top, 0)}, compact: f.Info().CompactRevision}
+	w.most.moved = func(id int32, at int) { w.stats[id].heapAt = int32(at + 1) }
+	err := f.Revisions(ctx, nil, func(r dbfile.Revision) error {
+		key := r.KV.Key
+		size := int64(len(key))
+		u := Usage{HistoryRevisions: 1}
+		if r.Tombstone {
+			u.Tombstones = 1
+		} else {
+			size += int64(len(r.KV.Value))
+		}
+		u.HistoryBytes = size
+		w.all.add(key, u)
+		h := a.hash(key)
+		id, ok := w.index[h]
+		if !ok {
+			id = int32(len(w.stats))
+			w.index[h] = id
+			w.stats = append(w.stats, keyStat{})
+		}
+		s := &w.stats[id]
+		s.revs++
+		s.bytes += uint64(size)
+		if r.Tombstone {
+			s.tombs++
+		}
+		w.rank(id, key)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.walk = w
+	a.mu.Unlock()
+	return nil
+}
+
+// rank keeps the key's place among those with the most revisions: its
+// count has just grown by one.
+func (w *fileWalk) rank(id int32, key []byte) {
+	s := &w.stats[id]
+	score := int64(s.revs)
+	h := &w.most
+	switch {
+	case s.heapAt > 0:
+		at := int(s.heapAt - 1)
+		h.items[at].score = score
+		heap.Fix(h, at)
+	case !h.wants(score):
+	case len(h.items) < h.n:
+		heap.Push(h, topItem{score: score, key: string(key), id: id})
+	default:
+		w.stats[h.items[0].id].heapAt = 0
+		h.items[0] = topItem{score: score, key: string(key), id: id}
+		s.heapAt = 1
+		heap.Fix(h, 0)
+	}
+}
