@@ -118,7 +118,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	coll := exporter.NewCollector(meter)
 	src := exporter.NewSource(exporter.SourceOptions{Connect: g.connect, LoadDecrypter: g.decrypter, OpenAPI: g.api,
 		DialTimeout: g.etcd.DialTimeout, PageSize: o.reads.pageSize, Stream: o.reads.stream, MaxKeysPerSecond: o.reads.maxKeysPerSecond,
-		Scan: func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
+		Scan: coll.MeasureSpace(exporter.SpaceOptions{Prefix: g.prefix, NamespaceLimit: o.namespaceLimit, Members: g.memberOptions(0)}, func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
 			rs := &readSession{store: in.Store, dec: in.Decrypter, view: in.API, why: in.APIUnavailable, close: func() {}, quiet: true}
 			rep, err := rs.scan(ctx, g, "", o.terminatingAfter, o.apiCheckLimit)
 			var ae *apiError
@@ -126,7 +126,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
 			}
 			return rep, err
-		}})
+		})})
 	defer src.Close()
 	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}

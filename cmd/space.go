@@ -165,10 +165,18 @@ func (o *spaceOptions) fromEtcd(ctx context.Context, g *globalOptions, top int) 
 	}
 	view, why := g.api()
 	rs := &readSession{store: store, dec: dec, view: view, why: why, close: func() {}}
+	return space.FromEtcd(ctx, cli, store, o.scanOver(g, rs), space.LiveOptions{Prefix: g.prefix, Top: top, Members: g.memberOptions(o.quota)})
+}
+
+// memberOptions say how space and serve read etcd's members: each within
+// the dial timeout, their /metrics (the quota of etcd before 3.6) with the
+// etcd client's TLS files, and quota for those that say none.
+func (g *globalOptions) memberOptions(quota int64) space.MemberOptions {
+	// The TLS files may come from the node's configuration.
+	g.discover()
 	var tlsConfig *tls.Config
 	if cfg, err := g.etcd.ClientConfig(); err == nil {
 		tlsConfig = cfg.TLS
 	}
-	members := space.MemberOptions{Timeout: g.etcd.DialTimeout, Metrics: space.MetricsReader(tlsConfig), Quota: o.quota}
-	return space.FromEtcd(ctx, cli, store, o.scanOver(g, rs), space.LiveOptions{Prefix: g.prefix, Top: top, Members: members})
+	return space.MemberOptions{Timeout: g.etcd.DialTimeout, Metrics: space.MetricsReader(tlsConfig), Quota: quota}
 }

@@ -16,7 +16,7 @@ const maxMetricsPage = 16 << 20
 // TLS configuration of the etcd client (nil for plain HTTP): etcd serves
 // /metrics there, behind the same client certificate check.
 func MetricsReader(tlsConfig *tls.Config) func(ctx context.Context, url string) (string, error) {
-	tr := &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}
+	tr := &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil, DisableKeepAlives: true}
 	client := &http.Client{Transport: tr}
 	return func(ctx context.Context, url string) (string, error) {
 		if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
