@@ -151,7 +151,11 @@ func writeTotals(out io.Writer, r *space.Report) {
 			plural(int(t.Keys), "key"), Bytes(t.Bytes), revisions(t), t.Tombstones, historyBytes(t, true))
 	}
 	if t.DeletedKeys > 0 {
-		s += fmt.Sprintf(" %s no longer exist but have revisions held.", plural(int(t.DeletedKeys), "key"))
+		verb := "no longer exist but have"
+		if t.DeletedKeys == 1 {
+			verb = "no longer exists but has"
+		}
+		s += fmt.Sprintf(" %s %s revisions held.", plural(int(t.DeletedKeys), "key"), verb)
 	}
 	table.Wrapped(out, s)
 	if !r.ExactHistory {
