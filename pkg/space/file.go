@@ -39,14 +39,13 @@ type keyStat struct {
 func (a *Account) WalkFile(ctx context.Context, f *dbfile.File) error {
 	w := &fileWalk{all: newTally(a.o.Prefix), index: map[uint64]int32{}, most: topHeap{n: max(a.o.Top, 0)}, compact: f.Info().CompactRevision}
 	w.most.moved = func(id int32, at int) { w.stats[id].heapAt = int32(at + 1) }
-	err := f.Revisions(ctx, nil, func(r dbfile.Revision) error {
-		key := r.KV.Key
+	err := f.RevisionSizes(ctx, func(key []byte, tombstone bool, valueLen int) error {
 		size := int64(len(key))
 		u := Usage{HistoryRevisions: 1}
-		if r.Tombstone {
+		if tombstone {
 			u.Tombstones = 1
 		} else {
-			size += int64(len(r.KV.Value))
+			size += int64(valueLen)
 		}
 		u.HistoryBytes = size
 		w.all.add(key, u)
@@ -60,7 +59,7 @@ func (a *Account) WalkFile(ctx context.Context, f *dbfile.File) error {
 		s := &w.stats[id]
 		s.revs++
 		s.bytes += uint64(size)
-		if r.Tombstone {
+		if tombstone {
 			s.tombs++
 		}
 		w.rank(id, key)
