@@ -265,3 +265,26 @@ func copyDB(t *testing.T, src, dst string) {
 	mustNoErr(t, "copy "+src, err)
 	mustNoErr(t, "close "+dst, out.Close())
 }
+
+// TestSpaceOnKine: on kine (k3s's datastore over SQLite), which has no
+// quota, no alarms and no defragmentation, space still counts the values
+// and the ghosts, and says what to do there instead.
+func TestSpaceOnKine(t *testing.T) {
+	c := startCluster(t, clusterOptions{kine: true, noAPIServer: true})
+	c.put(t, "/registry/namespaces/default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"u-default"}}`))
+	ghost := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"gone","uid":"u-a"},"data":{"d":"` + strings.Repeat("x", 5000) + `"}}`)
+	c.put(t, "/registry/configmaps/gone/a", ghost)
+	out, errOut, code := c.regghost(t, "", "space")
+	if code != 0 || errOut != "" {
+		t.Fatalf("space exited %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "This is not etcd but kine") || !strings.Contains(out, "VACUUM") || strings.Contains(out, "Note:") {
+		t.Errorf("space on kine:\n%s", out)
+	}
+	out, _, code = c.regghost(t, "", "space", "-o", "json")
+	var r space.Report
+	mustNoErr(t, "decode space -o json", json.Unmarshal([]byte(out), &r))
+	if code != 0 || !r.NotEtcd || r.Ghosts.Keys != 1 || r.Ghosts.Bytes != int64(len("/registry/configmaps/gone/a")+len(ghost)) {
+		t.Errorf("space on kine: exit %d, not etcd %v, ghosts %+v", code, r.NotEtcd, r.Ghosts)
+	}
+}

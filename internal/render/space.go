@@ -88,12 +88,14 @@ func writeDatabases(out io.Writer, r *space.Report, noHeaders bool) error {
 	}
 	t := table.New(out, hdr...).CutFirst(0)
 	for _, m := range r.Members {
-		role := "follower"
+		role := "-"
 		switch {
 		case m.Leader:
 			role = "leader"
 		case m.Learner:
 			role = "learner"
+		case m.LeaderKnown:
+			role = "follower"
 		}
 		var alarms []string
 		for _, a := range r.Alarms {
@@ -117,6 +119,12 @@ func writeDatabases(out io.Writer, r *space.Report, noHeaders bool) error {
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	if r.NotEtcd {
+		table.Wrapped(out, "This is not etcd but kine (k3s's datastore over SQL) or another etcd API: it has no quota, no NOSPACE alarm "+
+			"and no defragmentation. Its database is the SQL one: kine compacts its own table; SQLite gives the space back to the disk "+
+			"with VACUUM (kine stopped), PostgreSQL with VACUUM FULL, MySQL with OPTIMIZE TABLE.")
+		return nil
 	}
 	for _, m := range r.Members {
 		if m.Unreachable == "" && m.Quota <= 0 {
@@ -158,7 +166,10 @@ func writeTotals(out io.Writer, r *space.Report) {
 		s += fmt.Sprintf(" %s %s revisions held.", plural(int(t.DeletedKeys), "key"), verb)
 	}
 	table.Wrapped(out, s)
-	if !r.ExactHistory {
+	switch {
+	case r.NotEtcd:
+		table.Wrapped(out, "Each key's history is bounded from its version and revisions (≤ marks an upper bound); kine keeps its history in its own table and compacts it itself.")
+	case !r.ExactHistory:
 		table.Wrapped(out, "Live, etcd says no revision count: each key's history is bounded from its version and revisions against the compacted "+
 			"revision (≤ marks an upper bound), and deletes are not seen. A db file counts every revision: regghost snapshot save FILE, then regghost space --db FILE.")
 	}
@@ -291,9 +302,13 @@ func revisionsTable(out io.Writer, r *space.Report, wide, noHeaders bool) error 
 func writeEstimates(out io.Writer, r *space.Report) {
 	e := r.Estimates
 	fmt.Fprintln(out, "Before anything is done:")
+	reclaimed := "once etcd is compacted after it and defragmented"
+	if r.NotEtcd {
+		reclaimed = "once the datastore compacts its table and its database is vacuumed"
+	}
 	if p := e.PurgeGhosts; p.Keys > 0 {
-		table.Para(out, "  - ", "    ", fmt.Sprintf("a purge of the %s would free about %s (their values %s, their history %s), once etcd is compacted after it and defragmented;",
-			plural(int(p.Keys), "ghost"), Bytes(p.AllBytes()), Bytes(p.Bytes), historyBytes(p, false)))
+		table.Para(out, "  - ", "    ", fmt.Sprintf("a purge of the %s would free about %s (values %s, history %s), %s;",
+			plural(int(p.Keys), "ghost"), Bytes(p.AllBytes()), Bytes(p.Bytes), historyBytes(p, false), reclaimed))
 	} else {
 		table.Para(out, "  - ", "    ", "no ghost to purge;")
 	}
@@ -303,6 +318,9 @@ func writeEstimates(out io.Writer, r *space.Report) {
 	}
 	table.Para(out, "  - ", "    ", fmt.Sprintf("a compaction at revision %d would free about %s of history (%s); "+
 		"it ends history and recover --rev before that revision: take a snapshot first;", r.Revision, historyBytes(e.Compaction, true), what))
+	if r.NotEtcd {
+		return
+	}
 	whose := "the largest member's"
 	if r.Pages != nil {
 		whose = "the file's"

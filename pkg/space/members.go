@@ -166,7 +166,10 @@ func readMember(ctx context.Context, cli *clientv3.Client, m *Member, given []an
 		m.QuotaSource = QuotaFromStatus
 		return
 	}
-	if o.Metrics != nil {
+	// etcd says its quota in Status from 3.6 on, and a member's ID is
+	// never 0: anything else answering so is not etcd (kine), and serves
+	// no /metrics of etcd's on its gRPC port.
+	if o.Metrics != nil && m.ID != "0" && olderThan36(m.Version) {
 		mctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 		if page, err := o.Metrics(mctx, m.Endpoint); err == nil {
@@ -189,6 +192,7 @@ func (m *Member) fromStatus(st *pb.StatusResponse) {
 			m.ID = fmt.Sprintf("%x", st.Header.MemberId)
 		}
 		m.Leader = st.Leader != 0 && st.Leader == st.Header.MemberId
+		m.LeaderKnown = st.Leader != 0
 	}
 	m.DBSize, m.DBSizeInUse = st.DbSize, st.DbSizeInUse
 	if m.DBSizeInUse == 0 || m.DBSizeInUse > m.DBSize {
@@ -199,6 +203,32 @@ func (m *Member) fromStatus(st *pb.StatusResponse) {
 	m.Quota = st.DbSizeQuota
 	m.Errors = st.Errors
 	m.Learner = m.Learner || st.IsLearner
+}
+
+// olderThan36 reports whether an etcd version is before 3.6 (or unknown).
+func olderThan36(v string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		return true
+	}
+	return major < 3 || (major == 3 && minor < 6)
+}
+
+// NotEtcd reports whether the members that answered are not etcd's: kine
+// (k3s's datastore over SQL) and other etcd APIs answer with member ID 0,
+// which etcd never gives.
+func NotEtcd(members []Member) bool {
+	answered := false
+	for _, m := range members {
+		if m.Unreachable != "" {
+			continue
+		}
+		if m.ID != "0" {
+			return false
+		}
+		answered = true
+	}
+	return answered
 }
 
 // quotaMetric reads etcd_server_quota_backend_bytes from a /metrics page.

@@ -47,6 +47,9 @@ type Report struct {
 	Pages *Pages `json:"pages,omitempty"`
 	// Estimates say what a purge of the ghosts and a compaction would free.
 	Estimates Estimates `json:"estimates"`
+	// NotEtcd is set when the members are not etcd's (kine): no quota, no
+	// alarm, no defragmentation.
+	NotEtcd bool `json:"notEtcd,omitempty"`
 	// Notes say what could not be read or counted, and why.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -141,7 +144,9 @@ type Member struct {
 	Endpoints []string `json:"clientURLs,omitempty"`
 	Version   string   `json:"version,omitempty"`
 	Leader    bool     `json:"leader"`
-	Learner   bool     `json:"learner,omitempty"`
+	// LeaderKnown is set when the member said who leads (kine does not).
+	LeaderKnown bool `json:"leaderKnown"`
+	Learner     bool `json:"learner,omitempty"`
 	// DBSize is the db file's size, DBSizeInUse the part of it in use;
 	// the rest is fragmented: free pages a defragmentation gives back.
 	DBSize      int64 `json:"dbSize"`

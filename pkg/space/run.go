@@ -44,6 +44,10 @@ func FromEtcd(ctx context.Context, cli *clientv3.Client, store etcdscan.Store, s
 	r := a.Report()
 	r.Source, r.Revision = "etcd", store.Revision()
 	r.Members, r.Alarms, r.Notes = Members(ctx, cli, o.Members)
+	if r.NotEtcd = NotEtcd(r.Members); r.NotEtcd {
+		// kine says alarms are not supported: that is no news.
+		r.Notes = nil
+	}
 	for _, m := range r.Members {
 		r.Estimates.Defragmentation = max(r.Estimates.Defragmentation, m.Fragmented)
 	}
