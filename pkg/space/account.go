@@ -26,9 +26,10 @@ type Options struct {
 }
 
 // Account counts the values a scan reads: Wrap the scan's store, run the
-// scan, then give its report to Ghosts. It keeps a small record per key
-// (its size and history bounds, 12 bytes and the map's own), to size the
-// ghosts the scan finds.
+// scan, then give its report to Ghosts. Live, it keeps a small record per
+// key (its size and history bounds, 12 bytes and the map's own), to size
+// the ghosts the scan finds; from a db file, the walk's record of each key
+// serves.
 type Account struct {
 	o    Options
 	seed maphash.Seed
@@ -138,7 +139,10 @@ func (a *Account) count(kv *mvccpb.KeyValue) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.now.add(kv.Key, u)
-	a.keys[a.hash(kv.Key)] = keyNow{bytes: uint32(min(size, 1<<32-1)), histMin: uint32(min(lo, 1<<32-1)), histMax: uint32(min(hi, 1<<32-1))}
+	if !a.o.File {
+		// A db file's walk keeps each key's newest revision itself.
+		a.keys[a.hash(kv.Key)] = keyNow{bytes: uint32(min(size, 1<<32-1)), histMin: uint32(min(lo, 1<<32-1)), histMax: uint32(min(hi, 1<<32-1))}
+	}
 	a.largest.offer(size, func() string { return string(kv.Key) }, [3]int64{})
 	if !a.o.File {
 		a.most.offer(hi+1, func() string { return string(kv.Key) }, [3]int64{lo + 1, 0, (hi + 1) * size})

@@ -30,7 +30,16 @@ type keyStat struct {
 	// heapAt is the key's place in the most-revisions heap, plus one
 	// (0: not in it).
 	heapAt int32
+	// last is the size of the key's newest revision, deleted when a
+	// delete (the key does not exist now).
+	last uint32
 }
+
+// deleted marks keyStat.last of a key whose newest revision is a delete.
+const deleted = ^uint32(0)
+
+// exists reports whether the key exists now: its newest revision is a put.
+func (s keyStat) exists() bool { return s.last != deleted }
 
 // WalkFile counts every revision held in the db file f, once each, in
 // revision order: puts and deletes, by resource and namespace and per key.
@@ -59,8 +68,11 @@ func (a *Account) WalkFile(ctx context.Context, f *dbfile.File) error {
 		s := &w.stats[id]
 		s.revs++
 		s.bytes += uint64(size)
+		// Revisions come in order: this is the newest so far.
+		s.last = uint32(min(size, int64(deleted-1)))
 		if tombstone {
 			s.tombs++
+			s.last = deleted
 		}
 		w.rank(id, key)
 		return nil

@@ -64,22 +64,24 @@ func (a *Account) Ghosts(rep *etcdscan.Report) error {
 // usageOf is what a key that exists now holds: its value and its history.
 func (a *Account) usageOf(key []byte) (Usage, bool) {
 	h := a.hash(key)
+	if a.walk != nil {
+		id, ok := a.walk.index[h]
+		if !ok || !a.walk.stats[id].exists() {
+			return Usage{}, false
+		}
+		s := a.walk.stats[id]
+		u := Usage{Keys: 1, Bytes: int64(s.last)}
+		u.HistoryRevisions, u.Tombstones = int64(s.revs)-1, int64(s.tombs)
+		u.HistoryBytes = int64(s.bytes) - u.Bytes
+		return u, true
+	}
 	n, ok := a.keys[h]
 	if !ok {
 		return Usage{}, false
 	}
 	u := Usage{Keys: 1, Bytes: int64(n.bytes)}
-	switch {
-	case a.walk != nil:
-		if id, ok := a.walk.index[h]; ok {
-			s := a.walk.stats[id]
-			u.HistoryRevisions, u.Tombstones = int64(s.revs)-1, int64(s.tombs)
-			u.HistoryBytes = int64(s.bytes) - u.Bytes
-		}
-	case !a.o.File:
-		u.HistoryRevisions, u.HistoryRevisionsMax = int64(n.histMin), int64(n.histMax)
-		u.HistoryBytes, u.HistoryBytesMax = int64(n.histMin)*u.Bytes, int64(n.histMax)*u.Bytes
-	}
+	u.HistoryRevisions, u.HistoryRevisionsMax = int64(n.histMin), int64(n.histMax)
+	u.HistoryBytes, u.HistoryBytesMax = int64(n.histMin)*u.Bytes, int64(n.histMax)*u.Bytes
 	return u, true
 }
 
@@ -91,8 +93,8 @@ func (a *Account) Report() *Report {
 	if w := a.walk; w != nil {
 		r.CompactRevision = w.compact
 		now = mergeWalk(a.now, w.all)
-		for h := range w.index {
-			if _, ok := a.keys[h]; !ok {
+		for _, s := range w.stats {
+			if !s.exists() {
 				r.Total.DeletedKeys++
 			}
 		}
@@ -131,9 +133,8 @@ func (a *Account) Report() *Report {
 		for _, it := range w.most.sorted() {
 			s := w.stats[it.id]
 			res, ns := a.names(it.key)
-			_, live := a.keys[a.hash([]byte(it.key))]
 			r.MostRevisions = append(r.MostRevisions, KeyRevisions{Key: it.key, Resource: res, Namespace: ns,
-				Revisions: int64(s.revs), Tombstones: int64(s.tombs), Bytes: int64(s.bytes), Deleted: !live})
+				Revisions: int64(s.revs), Tombstones: int64(s.tombs), Bytes: int64(s.bytes), Deleted: !s.exists()})
 		}
 	} else if !a.o.File {
 		for _, it := range a.most.sorted() {

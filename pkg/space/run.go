@@ -38,7 +38,7 @@ func FromEtcd(ctx context.Context, cli *clientv3.Client, store etcdscan.Store, s
 		notes = append(notes, fmt.Sprintf("etcd's compacted revision could not be found (%s): each key's history is bounded as if never compacted", firstLine(err)))
 	}
 	a := NewAccount(Options{Prefix: o.Prefix, CompactRevision: compact, Top: o.Top})
-	if err := a.account(ctx, store, scan); err != nil {
+	if err := a.account(ctx, store, scan, nil); err != nil {
 		return nil, err
 	}
 	r := a.Report()
@@ -65,12 +65,19 @@ func FromFile(ctx context.Context, st *dbfile.Store, scan ScanFunc, o Options) (
 	defer cancel()
 	walked := make(chan error, 1)
 	go func() { walked <- a.WalkFile(wctx, st.File()) }()
-	err := a.account(ctx, st, scan)
-	if err != nil {
-		cancel()
+	// The ghosts are sized once the walk has counted their history.
+	waited := false
+	walk := func() error {
+		waited = true
+		if err := <-walked; err != nil {
+			return fmt.Errorf("walk the revisions of %s: %w", st.Info().Path, err)
+		}
+		return nil
 	}
-	if werr := <-walked; err == nil && werr != nil {
-		err = fmt.Errorf("walk the revisions of %s: %w", st.Info().Path, werr)
+	err := a.account(ctx, st, scan, walk)
+	if !waited {
+		cancel()
+		<-walked
 	}
 	if err != nil {
 		return nil, err
@@ -88,8 +95,8 @@ func FromFile(ctx context.Context, st *dbfile.Store, scan ScanFunc, o Options) (
 }
 
 // account runs the scan over the wrapped store, counts the keys outside
-// the prefix and sizes the scan's findings.
-func (a *Account) account(ctx context.Context, store etcdscan.Store, scan ScanFunc) error {
+// the prefix, waits for before (when set), and sizes the scan's findings.
+func (a *Account) account(ctx context.Context, store etcdscan.Store, scan ScanFunc, before func() error) error {
 	rep, err := scan(ctx, a.Wrap(store))
 	if err != nil {
 		return err
@@ -100,6 +107,11 @@ func (a *Account) account(ctx context.Context, store etcdscan.Store, scan ScanFu
 	}
 	if err := a.CountOutside(ctx, store); err != nil {
 		return fmt.Errorf("read the keys outside %s: %w", a.o.Prefix, err)
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return err
+		}
 	}
 	return a.Ghosts(rep)
 }
