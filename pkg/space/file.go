@@ -9,10 +9,9 @@ import (
 
 // fileWalk is what one pass over every revision of a db file counted.
 type fileWalk struct {
-	// all counts every revision by resource and namespace: Keys unused,
-	// HistoryRevisions every revision, Tombstones the deletes,
-	// HistoryBytes every revision's bytes.
-	all *tally
+	// history counts the revisions that are not a key's current value,
+	// by resource and namespace (only the history fields).
+	history *tally
 	// index finds a key's record in stats.
 	index map[uint64]int32
 	stats []keyStat
@@ -30,8 +29,8 @@ type keyStat struct {
 	// heapAt is the key's place in the most-revisions heap, plus one
 	// (0: not in it).
 	heapAt int32
-	// last is the size of the key's newest revision, deleted when a
-	// delete (the key does not exist now).
+	// last is the size of the key's newest revision so far, deleted when
+	// a delete (at the end: the key does not exist now).
 	last uint32
 }
 
@@ -44,33 +43,38 @@ func (s keyStat) exists() bool { return s.last != deleted }
 // WalkFile counts every revision held in the db file f, once each, in
 // revision order: puts and deletes, by resource and namespace and per key.
 // It may run while the scan of the same file reads its values (Wrap);
-// Report joins the two. a must have been made with Options.File.
-func (a *Account) WalkFile(ctx context.Context, f *dbfile.File) error {
-	w := &fileWalk{all: newTally(a.o.Prefix), index: map[uint64]int32{}, most: topHeap{n: max(a.o.Top, 0)}, compact: f.Info().CompactRevision}
+// Report joins the two. a must have been made with Options.File. keys is
+// how many keys the file holds now (dbfile.Store.Len), to size the walk's
+// records once.
+func (a *Account) WalkFile(ctx context.Context, f *dbfile.File, keys int) error {
+	hint := keys + keys/8
+	w := &fileWalk{history: newTally(a.o.Prefix), index: make(map[uint64]int32, hint), stats: make([]keyStat, 0, hint),
+		most: topHeap{n: max(a.o.Top, 0)}, compact: f.Info().CompactRevision}
 	w.most.moved = func(id int32, at int) { w.stats[id].heapAt = int32(at + 1) }
 	err := f.RevisionSizes(ctx, func(key []byte, tombstone bool, valueLen int) error {
 		size := int64(len(key))
-		u := Usage{HistoryRevisions: 1}
-		if tombstone {
-			u.Tombstones = 1
-		} else {
+		if !tombstone {
 			size += int64(valueLen)
 		}
-		u.HistoryBytes = size
-		w.all.add(key, u)
 		h := a.hash(key)
-		id, ok := w.index[h]
-		if !ok {
+		id, seen := w.index[h]
+		if !seen {
 			id = int32(len(w.stats))
 			w.index[h] = id
 			w.stats = append(w.stats, keyStat{})
 		}
 		s := &w.stats[id]
+		// Revisions come in order: a key's newer revision makes its last
+		// put history, and a delete is history from the start. A key
+		// written once (most) costs no lookup of its groups.
+		if seen && s.exists() {
+			w.history.add(key, Usage{HistoryRevisions: 1, HistoryBytes: int64(s.last)})
+		}
 		s.revs++
 		s.bytes += uint64(size)
-		// Revisions come in order: this is the newest so far.
 		s.last = uint32(min(size, int64(deleted-1)))
 		if tombstone {
+			w.history.add(key, Usage{HistoryRevisions: 1, Tombstones: 1, HistoryBytes: size})
 			s.tombs++
 			s.last = deleted
 		}

@@ -92,7 +92,7 @@ func (a *Account) Report() *Report {
 	now := a.now
 	if w := a.walk; w != nil {
 		r.CompactRevision = w.compact
-		now = mergeWalk(a.now, w.all)
+		now = mergeWalk(a.now, w.history)
 		for _, s := range w.stats {
 			if !s.exists() {
 				r.Total.DeletedKeys++
@@ -167,39 +167,30 @@ func historyOf(u Usage) Usage {
 		HistoryRevisionsMax: u.HistoryRevisionsMax, HistoryBytesMax: u.HistoryBytesMax}
 }
 
-// mergeWalk makes the values counted now and every revision the walk
-// counted into one tally: a group's history is its revisions but the
-// current ones.
-func mergeWalk(now, all *tally) *tally {
+// mergeWalk adds the history the walk counted to the values counted now.
+func mergeWalk(now, history *tally) *tally {
 	out := newTally(now.prefix)
-	merge := func(cur, every Usage) Usage {
-		u := Usage{Keys: cur.Keys, Bytes: cur.Bytes, Tombstones: every.Tombstones}
-		u.HistoryRevisions = max(every.HistoryRevisions-cur.Keys, 0)
-		u.HistoryBytes = max(every.HistoryBytes-cur.Bytes, 0)
-		return u
+	merge := func(cur, hist Usage) Usage {
+		return Usage{Keys: cur.Keys, Bytes: cur.Bytes, HistoryRevisions: hist.HistoryRevisions, Tombstones: hist.Tombstones, HistoryBytes: hist.HistoryBytes}
 	}
-	groupsOf := func(cur, every groups, into groups) {
-		for name, e := range every {
-			var c Group
-			if x, ok := cur[name]; ok {
-				c = *x
-			}
-			g := &Group{Name: name, Usage: merge(c.Usage, e.Usage)}
-			// The ghosts' usage was sized per key with their history.
-			g.Ghost = c.Ghost
+	groupsOf := func(cur, hist groups, into groups) {
+		for name, c := range cur {
+			g := &Group{Name: name, Usage: c.Usage, Ghost: c.Ghost}
 			into[name] = g
 		}
-		for name, c := range cur {
-			if _, ok := into[name]; !ok {
-				g := *c
-				into[name] = &g
+		for name, h := range hist {
+			g := into[name]
+			if g == nil {
+				g = &Group{Name: name}
+				into[name] = g
 			}
+			g.Usage = merge(g.Usage, h.Usage)
 		}
 	}
-	groupsOf(now.resources, all.resources, out.resources)
-	groupsOf(now.namespaces, all.namespaces, out.namespaces)
-	out.total = merge(now.total, all.total)
-	out.outside = merge(now.outside, all.outside)
+	groupsOf(now.resources, history.resources, out.resources)
+	groupsOf(now.namespaces, history.namespaces, out.namespaces)
+	out.total = merge(now.total, history.total)
+	out.outside = merge(now.outside, history.outside)
 	return out
 }
 

@@ -64,7 +64,7 @@ func FromFile(ctx context.Context, st *dbfile.Store, scan ScanFunc, o Options) (
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	walked := make(chan error, 1)
-	go func() { walked <- a.WalkFile(wctx, st.File()) }()
+	go func() { walked <- a.WalkFile(wctx, st.File(), st.Len()) }()
 	// The ghosts are sized once the walk has counted their history.
 	waited := false
 	walk := func() error {
