@@ -196,6 +196,7 @@ func runOn(tool [2]string, t tools, spec loadSpec, pageSize int) (string, error)
 	idle := probeOnly(ctx, cli, 3*time.Second)
 	ctlArgs := []string{"--endpoints", ep, "--command-timeout", "30m", "get", "--prefix", "/registry/"}
 	scan := []string{"scan", "--no-api", "--endpoints", ep, "--page-size", strconv.Itoa(pageSize), "--command-timeout", "30m"}
+	spaceArgs := []string{"space", "--no-api", "--endpoints", ep, "--page-size", strconv.Itoa(pageSize), "--command-timeout", "30m"}
 	runs := []struct {
 		name string
 		cmds [][]string
@@ -207,6 +208,10 @@ func runOn(tool [2]string, t tools, spec loadSpec, pageSize int) (string, error)
 		{"regghost scan --max-keys-per-second 0 (unpaced)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--max-keys-per-second", "0", "--cpuprofile", cpuProfile)...)}},
 		{"regghost scan --stream=false (paged, as on etcd < 3.7; unpaced)", [][]string{append([]string{regghost}, append(scan, "-o", "json", "--stream=false", "--max-keys-per-second", "0")...)}},
 		{"regghost scan --namespace " + ns, [][]string{append([]string{regghost}, append(scan, "-o", "json", "--namespace", ns)...)}},
+		// space must read every value to size it: beside etcdctl printing them.
+		{"etcdctl get --prefix --print-value-only", [][]string{append([]string{etcdctl}, append(ctlArgs, "--print-value-only")...)}},
+		{"regghost space (whole keyspace, default pace 100k keys/s)", [][]string{append([]string{regghost}, append(spaceArgs, "-o", "json")...)}},
+		{"regghost space --max-keys-per-second 0 (unpaced)", [][]string{append([]string{regghost}, append(spaceArgs, "-o", "json", "--max-keys-per-second", "0")...)}},
 	}
 	var results []result
 	for _, r := range runs {
@@ -215,7 +220,8 @@ func runOn(tool [2]string, t tools, spec loadSpec, pageSize int) (string, error)
 		if strings.Contains(r.name, "--stream=false") && !strings.HasPrefix(e.version, "3.7") {
 			continue
 		}
-		if only != "" && !strings.Contains(r.name, only) && !strings.HasPrefix(r.name, "etcdctl get --prefix --keys-only") && !strings.Contains(r.name, "dump alone") {
+		if only != "" && !strings.Contains(r.name, only) && !strings.HasPrefix(r.name, "etcdctl get --prefix --keys-only") && !strings.Contains(r.name, "dump alone") &&
+			!(strings.Contains(only, "space") && strings.Contains(r.name, "--print-value-only")) {
 			continue
 		}
 		res, err := measure(ctx, cli, ep, r.name, r.cmds)

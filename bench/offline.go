@@ -45,6 +45,10 @@ func offlineRows(regghost, etcdutl, file, file2, ns string) ([]offlineResult, er
 		args []string
 	}{
 		{"etcdutl snapshot status", []string{etcdutl, "snapshot", "status", file, "-w", "json"}},
+		// space reads the file cold, as a first look at a member's db would:
+		// its values and every revision, at once, and its pages.
+		{"regghost space --db (values, every revision, pages; cold)", []string{regghost, "space", "--db", file, "-o", "json"}},
+		{"regghost space --db B (B: after one namespace is deleted; cold)", []string{regghost, "space", "--db", file2, "-o", "json"}},
 		{"regghost scan --db (whole file)", []string{regghost, "scan", "--db", file, "-o", "json"}},
 		{"regghost scan --db -n " + ns, []string{regghost, "scan", "--db", file, "-n", ns, "-o", "json"}},
 		{"regghost get --db KEY", []string{regghost, "get", "--db", file, key, "-o", "json"}},
@@ -59,6 +63,9 @@ func offlineRows(regghost, etcdutl, file, file2, ns string) ([]offlineResult, er
 	for _, r := range runs {
 		if only != "" && !strings.Contains(r.name, only) && !strings.HasPrefix(r.name, "etcdutl") {
 			continue
+		}
+		if strings.HasSuffix(r.name, "; cold)") {
+			os.RemoveAll(os.Getenv("REGGHOST_INDEX_CACHE"))
 		}
 		res, err := measureOffline(r.name, r.args)
 		if err != nil {

@@ -145,7 +145,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	src := exporter.NewSource(exporter.SourceOptions{Connect: g.Connect, LoadDecrypter: g.Decrypter, OpenAPI: openAPI, Log: log,
 		TLSFiles:    func() string { g.Discover(); return g.Etcd.TLSFingerprint() },
 		DialTimeout: g.Etcd.DialTimeout, PageSize: o.reads.PageSize, Stream: o.reads.Stream, MaxKeysPerSecond: o.reads.MaxKeysPerSecond,
-		Scan: func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
+		Scan: coll.MeasureSpace(exporter.SpaceOptions{Prefix: g.Prefix, NamespaceLimit: o.namespaceLimit, Members: g.memberOptions(0)}, func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
 			rs := session.Wrap(g.Prefix, in.Store, in.Decrypter, in.API, in.APIUnavailable)
 			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true)
 			var ae *session.APIError
@@ -153,7 +153,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
 			}
 			return rep, err
-		}})
+		})})
 	defer src.Close()
 	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.Etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}

@@ -99,6 +99,8 @@ type Collector struct {
 	cycleCost   Cost
 	scans       int
 	errors      map[string]int
+	// space is where etcd's bytes were at the last good cycle (MeasureSpace).
+	space *SpaceSnapshot
 }
 
 // NewCollector returns a collector with nothing scanned yet. meter, when
@@ -144,6 +146,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		descErrors, descScans, descCycleRequests, descCycleReceived, descRequests, descReceived, descSent, descBuild} {
 		ch <- d
 	}
+	for _, d := range spaceDescs {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -174,6 +179,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descCycleRequests, float64(c.cycleCost.Requests))
 		gauge(descCycleReceived, float64(c.cycleCost.ReceivedBytes))
 	}
+	c.collectSpace(ch)
 	s := c.snap
 	if s == nil {
 		return

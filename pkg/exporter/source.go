@@ -66,6 +66,8 @@ type SourceOptions struct {
 type ScanInput struct {
 	// Store is etcd, pinned at a fresh revision.
 	Store etcdscan.Store
+	// Client is the etcd client the store reads with (members' status).
+	Client *clientv3.Client
 	// Decrypter opens values encrypted at rest; nil without a config.
 	Decrypter *decrypt.Decrypter
 	// API is the API server, answering now; nil when it is not, and
@@ -165,7 +167,7 @@ func (s *Source) scanOnce(ctx context.Context) (*etcdscan.Report, error) {
 		store.DisableStreaming()
 	}
 	store.SetMaxKeysPerSecond(s.o.MaxKeysPerSecond)
-	rep, err := s.o.Scan(ctx, ScanInput{Store: store, Decrypter: s.dec, API: view, APIUnavailable: why})
+	rep, err := s.o.Scan(ctx, ScanInput{Store: store, Client: s.cli, Decrypter: s.dec, API: view, APIUnavailable: why})
 	if err != nil {
 		var ce *CycleError
 		if errors.As(err, &ce) {
