@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"io"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -122,23 +120,18 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads s
 	return g.scan(ctx, rs, namespace, terminatingAfter, apiCheckLimit, false)
 }
 
-// spillAfter is how many findings a scan keeps in memory before it spills
-// them to the temporary directory ($TMPDIR): REGGHOST_SPILL_AFTER, or
-// etcdscan's default. The golden tests run every command spilled too.
+// spillAfter, when set (the golden tests run every command spilled), is
+// how many findings a scan keeps in memory; else session.SpillAfter.
 var spillAfter int
 
-// spillAfterEnv names the variable that sets spillAfter.
-const spillAfterEnv = "REGGHOST_SPILL_AFTER"
-
-// spillSetting is spillAfter, read from the environment when not set.
+// spillSetting is spillAfter, else REGGHOST_SPILL_AFTER.
 func spillSetting() (int, error) {
-	v, ok := os.LookupEnv(spillAfterEnv)
-	if spillAfter > 0 || !ok || v == "" {
+	if spillAfter > 0 {
 		return spillAfter, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, usageError("%s=%q: must be a whole number of findings, at least 1", spillAfterEnv, v)
+	n, err := session.SpillAfter()
+	if err != nil {
+		return 0, usageError("%v", err)
 	}
 	return n, nil
 }

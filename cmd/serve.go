@@ -21,6 +21,7 @@ import (
 	"github.com/regghost/regghost/pkg/exporter"
 	"github.com/regghost/regghost/pkg/metricsauth"
 	"github.com/regghost/regghost/pkg/session"
+	"github.com/regghost/regghost/pkg/space"
 )
 
 // DefaultListenAddress is where serve listens unless told otherwise.
@@ -145,7 +146,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	src := exporter.NewSource(exporter.SourceOptions{Connect: g.Connect, LoadDecrypter: g.Decrypter, OpenAPI: openAPI, Log: log,
 		TLSFiles:    func() string { g.Discover(); return g.Etcd.TLSFingerprint() },
 		DialTimeout: g.Etcd.DialTimeout, PageSize: o.reads.PageSize, Stream: o.reads.Stream, MaxKeysPerSecond: o.reads.MaxKeysPerSecond,
-		Scan: coll.MeasureSpace(exporter.SpaceOptions{Prefix: g.Prefix, NamespaceLimit: o.namespaceLimit, Members: g.memberOptions(0)}, func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
+		Scan: coll.MeasureSpace(exporter.SpaceOptions{Prefix: g.Prefix, NamespaceLimit: o.namespaceLimit, Members: space.MembersOf(&g.Settings, 0)}, func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
 			rs := session.Wrap(g.Prefix, in.Store, in.Decrypter, in.API, in.APIUnavailable)
 			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true)
 			var ae *session.APIError

@@ -2,15 +2,11 @@ package cmd
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/space"
@@ -59,11 +55,11 @@ func (o *spaceOptions) complete() error {
 	if o.quotaFlag == "" {
 		return nil
 	}
-	q, err := resource.ParseQuantity(o.quotaFlag)
-	if err != nil || q.Value() <= 0 {
-		return usageError("--quota-backend-bytes %q is not a positive size (bytes, or a quantity such as 8Gi)", o.quotaFlag)
+	q, err := space.ParseQuota(o.quotaFlag)
+	if err != nil {
+		return usageError("--quota-backend-bytes %v", err)
 	}
-	o.quota = q.Value()
+	o.quota = q
 	return nil
 }
 
@@ -87,74 +83,12 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer)
 	if top == 0 {
 		top = -1
 	}
-	var r *space.Report
-	var err error
-	if g.DB != "" {
-		r, err = o.fromFile(ctx, g, top)
-	} else {
-		r, err = o.fromEtcd(ctx, g, top)
-	}
+	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota,
+		Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
+			return g.scan(ctx, rs, "", etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false)
+		}})
 	if err != nil {
 		return err
 	}
 	return o.print.print(out, render.Space(r))
-}
-
-// scanOver is the scan space runs over the store the account wraps: scan's
-// own, with its defaults.
-func (o *spaceOptions) scanOver(g *globalOptions, rs *session.Read) space.ScanFunc {
-	return func(ctx context.Context, store etcdscan.Store) (*etcdscan.Report, error) {
-		s := *rs
-		s.Store = store
-		return g.scan(ctx, &s, "", etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false)
-	}
-}
-
-func (o *spaceOptions) fromFile(ctx context.Context, g *globalOptions, top int) (*space.Report, error) {
-	rs, err := g.Open(ctx, o.reads)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	st, ok := rs.Store.(*dbfile.Store)
-	if !ok {
-		return nil, fmt.Errorf("--db %s did not open as a db file", g.DB)
-	}
-	return space.FromFile(ctx, st, o.scanOver(g, rs), space.Options{Prefix: g.Prefix, Top: top})
-}
-
-func (o *spaceOptions) fromEtcd(ctx context.Context, g *globalOptions, top int) (*space.Report, error) {
-	cli, err := g.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	store, err := etcdscan.NewEtcdStore(ctx, cli, o.reads.PageSize)
-	if err != nil {
-		return nil, err
-	}
-	if !o.reads.Stream {
-		store.DisableStreaming()
-	}
-	store.SetMaxKeysPerSecond(o.reads.MaxKeysPerSecond)
-	dec, err := g.Decrypter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	view, why := g.API()
-	rs := session.Wrap(g.Prefix, store, dec, view, why)
-	return space.FromEtcd(ctx, cli, store, o.scanOver(g, rs), space.LiveOptions{Prefix: g.Prefix, Top: top, Members: g.memberOptions(o.quota)})
-}
-
-// memberOptions say how space and serve read etcd's members: each within
-// the dial timeout, their /metrics (the quota of etcd before 3.6) with the
-// etcd client's TLS files, and quota for those that say none.
-func (g *globalOptions) memberOptions(quota int64) space.MemberOptions {
-	// The TLS files may come from the node's configuration.
-	g.Discover()
-	var tlsConfig *tls.Config
-	if cfg, err := g.Etcd.ClientConfig(); err == nil {
-		tlsConfig = cfg.TLS
-	}
-	return space.MemberOptions{Timeout: g.Etcd.DialTimeout, Metrics: space.MetricsReader(tlsConfig), Quota: quota}
 }

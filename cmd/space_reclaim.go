@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,8 +11,6 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
-	"github.com/regghost/regghost/pkg/decrypt"
-	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/reclaim"
 )
 
@@ -31,7 +27,7 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	o := &spaceReclaimOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "reclaim",
-		Short: "Give etcd its space back: snapshot, compact, defragment member by member (the leader last), disarm NOSPACE (dry run without --confirm)",
+		Short: "Give etcd its space back: snapshot, compact, defragment, disarm (dry run without --confirm)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.print.validate(); err != nil {
@@ -40,7 +36,7 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 			if err := refuseDB(g, "space reclaim"); err != nil {
 				return err
 			}
-			dirs, err := parseDataDirs(o.dataDirs)
+			dirs, err := reclaimDataDirs(o.dataDirs)
 			if err != nil {
 				return err
 			}
@@ -62,61 +58,15 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-// parseDataDirs reads --data-dir: NAME=DIR, or DIR alone once (the member
-// on this node).
-func parseDataDirs(values []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, v := range values {
-		name, dir, ok := strings.Cut(v, "=")
-		if !ok {
-			name, dir = "", v
-		}
-		if dir == "" || (ok && name == "") {
-			return nil, usageError("--data-dir %q: want NAME=DIR or DIR", v)
-		}
-		if _, dup := out[name]; dup {
-			return nil, usageError("--data-dir: given twice for %s", orThisNode(name))
-		}
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return nil, usageError("--data-dir %q: %v", v, err)
-		}
-		out[name] = abs
-	}
-	return out, nil
-}
-
-func orThisNode(name string) string {
-	if name == "" {
-		return "the member on this node"
-	}
-	return "member " + name
-}
-
 func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptions, dirs map[string]string, quotaGiven bool, in io.Reader, out io.Writer) error {
-	ctx, cli, done, err := g.Bounded(ctx)
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	defer cancel()
+	ro, done, err := reclaim.Setup(ctx, &g.Settings, reclaim.Options{DataDirs: dirs, Quota: o.quota, QuotaGiven: quotaGiven,
+		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock, Holder: "regghost space reclaim", Notices: g.errOut})
 	if err != nil {
 		return err
 	}
 	defer done()
-	cfg, err := g.Etcd.ClientConfig()
-	if err != nil {
-		return err
-	}
-	dec, err := g.Decrypter(ctx)
-	if err != nil {
-		return err
-	}
-	node, err := nodeconfig.DiscoverEtcd(g.NodeRoot)
-	if err != nil && !errors.Is(err, nodeconfig.ErrNotFound) {
-		fmt.Fprintf(g.errOut, "regghost: could not read this node's etcd manifest (%v); no data directory or quota is taken from it\n", oneLine(err))
-	}
-	ro := reclaim.Options{Client: cli, Config: cfg, DataDirs: dirs, Node: node, Quota: o.quota, QuotaGiven: quotaGiven,
-		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock,
-		// A member that does not answer costs this, once: etcd's client
-		// waits for a connection until the deadline.
-		CheckTimeout: 2 * g.Etcd.DialTimeout,
-		Prefix:       g.Prefix, Decrypt: decrypt.Namespaces(dec), Holder: "regghost space reclaim", Notices: g.errOut}
 	plan, err := reclaim.Survey(ctx, ro)
 	if err != nil {
 		return err
@@ -148,4 +98,13 @@ func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptio
 		return err
 	}
 	return failed(o.print.printResult(out, render.ReclaimResult(res), err))
+}
+
+// reclaimDataDirs reads --data-dir (reclaim.ParseDataDirs) as a usage error.
+func reclaimDataDirs(values []string) (map[string]string, error) {
+	dirs, err := reclaim.ParseDataDirs(values)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return dirs, nil
 }

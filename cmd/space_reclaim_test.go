@@ -28,7 +28,7 @@ func TestParseDataDirs(t *testing.T) {
 		{"twice for this node", []string{"/a", "/b"}, nil, "--data-dir: given twice for the member on this node"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseDataDirs(tc.values)
+			got, err := reclaimDataDirs(tc.values)
 			if tc.err != "" {
 				var ee *exitError
 				if !errors.As(err, &ee) || ee.code != ExitUsage || err.Error() != tc.err {

@@ -3,7 +3,9 @@ package session
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,4 +130,21 @@ func (r *Read) Getter() dangling.Getter {
 		return nil
 	}
 	return r.API
+}
+
+// SpillAfterEnv names the variable that sets how many findings a scan
+// keeps in memory before it spills them to $TMPDIR.
+const SpillAfterEnv = "REGGHOST_SPILL_AFTER"
+
+// SpillAfter reads SpillAfterEnv; 0 (etcdscan's default) when unset.
+func SpillAfter() (int, error) {
+	v, ok := os.LookupEnv(SpillAfterEnv)
+	if !ok || v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: must be a whole number of findings, at least 1", SpillAfterEnv, v)
+	}
+	return n, nil
 }

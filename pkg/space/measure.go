@@ -1,0 +1,82 @@
+package space
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/session"
+)
+
+// MeasureOptions say how Measure reads.
+type MeasureOptions struct {
+	Reads session.Reads
+	// Top is how many keys the ranked key lists keep (-1: all).
+	Top int
+	// Quota fills the quota of members that do not say theirs.
+	Quota int64
+	// Scan is the scan Measure runs over the keyspace it counts (the
+	// caller's, with its progress and spill settings).
+	Scan func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error)
+}
+
+// Measure opens what s reaches (a db file, or the live etcd and its
+// members) and accounts for its bytes (FromFile, FromEtcd).
+func Measure(ctx context.Context, s *session.Settings, o MeasureOptions) (*Report, error) {
+	if s.DB != "" {
+		rs, err := s.Open(ctx, o.Reads)
+		if err != nil {
+			return nil, err
+		}
+		defer rs.Close()
+		st, ok := rs.Store.(*dbfile.Store)
+		if !ok {
+			return nil, fmt.Errorf("--db %s did not open as a db file", s.DB)
+		}
+		return FromFile(ctx, st, scanOver(rs, o.Scan), Options{Prefix: s.Prefix, Top: o.Top})
+	}
+	cli, err := s.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	store, err := etcdscan.NewEtcdStore(ctx, cli, o.Reads.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Reads.Stream {
+		store.DisableStreaming()
+	}
+	store.SetMaxKeysPerSecond(o.Reads.MaxKeysPerSecond)
+	dec, err := s.Decrypter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	view, why := s.API()
+	rs := session.Wrap(s.Prefix, store, dec, view, why)
+	return FromEtcd(ctx, cli, store, scanOver(rs, o.Scan), LiveOptions{Prefix: s.Prefix, Top: o.Top, Members: MembersOf(s, o.Quota)})
+}
+
+// scanOver runs scan over the store the account wraps.
+func scanOver(rs *session.Read, scan func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error)) ScanFunc {
+	return func(ctx context.Context, store etcdscan.Store) (*etcdscan.Report, error) {
+		r := *rs
+		r.Store = store
+		return scan(ctx, &r)
+	}
+}
+
+// MembersOf says how space and serve read etcd's members: each within the
+// dial timeout, their /metrics (the quota of etcd before 3.6) with the etcd
+// client's TLS files, and quota for those that say none.
+func MembersOf(s *session.Settings, quota int64) MemberOptions {
+	// The TLS files may come from the node's configuration.
+	s.Discover()
+	var tlsConfig *tls.Config
+	if cfg, err := s.Etcd.ClientConfig(); err == nil {
+		tlsConfig = cfg.TLS
+	}
+	return MemberOptions{Timeout: s.Etcd.DialTimeout, Metrics: MetricsReader(tlsConfig), Quota: quota}
+}
