@@ -173,7 +173,7 @@ func authReason(err error) string {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "user name is empty"), strings.Contains(msg, "invalid auth token"):
-		return `etcd requires user authentication: pass --user "name:password" (env ETCDCTL_USER)`
+		return "etcd requires user authentication: pass --user NAME (env ETCDCTL_USER) and its password on the terminal, or --password / ETCDCTL_PASSWORD"
 	case strings.Contains(msg, "authentication failed"):
 		return "etcd rejected --user: wrong name or password"
 	case strings.Contains(msg, "permission denied"):
