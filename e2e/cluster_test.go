@@ -71,6 +71,9 @@ type clusterOptions struct {
 	// by default; the flag is a list, so it cannot be overridden through
 	// apiserverArgs).
 	authorization string
+	// apiserverBin runs another kube-apiserver than bins.kubeAPIServer (a
+	// second release on the same etcd).
+	apiserverBin string
 }
 
 func freePort(t *testing.T) int {
@@ -232,7 +235,11 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 		"--authorization-mode", authz, "--service-cluster-ip-range", "10.0.0.0/24",
 		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
 	}
-	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, name+".log"), bins.kubeAPIServer, append(args, o.apiserverArgs...)...)
+	bin := bins.kubeAPIServer
+	if o.apiserverBin != "" {
+		bin = o.apiserverBin
+	}
+	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, name+".log"), bin, append(args, o.apiserverArgs...)...)
 	host := "https://" + net.JoinHostPort(ip, strconv.Itoa(port))
 	c.rest = &rest.Config{Host: host, BearerToken: testToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
 	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
