@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -98,9 +98,9 @@ func TestKubernetesReleases(t *testing.T) {
 //
 //   - the older release serves no storage prefix v1.37.2 does not (their
 //     discoveries compared), and does not serve the type of the object a
-//     v1.37.2 kube-apiserver left behind (a Workload, scheduling.k8s.io);
-//   - through the older API server: no ghost; the Workload is unserved-now,
-//     its reason naming the older release;
+//     v1.37.2 kube-apiserver left behind (an EvictionRequest, lifecycle.k8s.io);
+//   - through the older API server: no ghost; the EvictionRequest is
+//     unserved-now, its reason naming an older release as a cause;
 //   - with --no-api (the v1.37.2 catalog alone): no ghost; what the older
 //     release stores at a version v1.37.2 cannot decode is a stored-version
 //     suspect that says it is unsure;
@@ -121,7 +121,11 @@ func TestOlderReleaseKeyspace(t *testing.T) {
 			"apiVersion": "storagemigration.k8s.io/v1alpha1", "kind": "StorageVersionMigration", "metadata": map[string]any{"name": "configmaps"},
 			"spec": map[string]any{"resource": map[string]any{"group": "", "version": "v1", "resource": "configmaps"}},
 		}}}},
-		{kube136, nil},
+		{kube136, []*unstructured.Unstructured{{Object: map[string]any{
+			// v1.36 stores Workloads at v1alpha2, which v1.37 dropped.
+			"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload", "metadata": map[string]any{"name": "train", "namespace": "app"},
+			"spec": map[string]any{"podGroupTemplates": []any{map[string]any{"name": "workers", "schedulingPolicy": map[string]any{"basic": map[string]any{}}}}},
+		}}}},
 	} {
 		t.Run(r.release.version, func(t *testing.T) {
 			useRelease(t, r.release)
@@ -135,8 +139,15 @@ func TestOlderReleaseKeyspace(t *testing.T) {
 					t.Errorf("kube-apiserver %s serves %s (stored under %s/), which %s does not: test what regghost says of it", r.release.version, res.GroupResource(), res.Prefix(), catalog.ReleaseVersion())
 				}
 			}
-			if _, ok := served.Lookup("workloads"); ok {
-				t.Fatalf("kube-apiserver %s serves workloads: pick another type only %s has", r.release.version, catalog.ReleaseVersion())
+			var newer []string
+			for _, res := range catalog.Release().Resources() {
+				if _, ok := served.Lookup(res.Prefix()); !ok {
+					newer = append(newer, res.GroupResource())
+				}
+			}
+			t.Logf("%s serves, kube-apiserver %s does not (every API on): %s", catalog.ReleaseVersion(), r.release.version, strings.Join(newer, ", "))
+			if _, ok := served.Lookup("evictionrequests"); ok {
+				t.Fatalf("kube-apiserver %s serves evictionrequests: pick another type only %s has", r.release.version, catalog.ReleaseVersion())
 			}
 
 			c.createNamespace(t, "app")
@@ -155,15 +166,19 @@ func TestOlderReleaseKeyspace(t *testing.T) {
 				if !ok {
 					t.Fatalf("kube-apiserver %s does not serve %s", r.release.version, obj.GetKind())
 				}
-				_, err = c.dyn.Resource(gv.WithResource(res.Resource)).Create(ctx, obj, metav1.CreateOptions{})
+				_, err = c.dyn.Resource(gv.WithResource(res.Resource)).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
 				mustNoErr(t, "create "+obj.GetKind(), err)
-				undecodable["/registry/"+res.Prefix()+"/"+obj.GetName()] = []etcdscan.Class{etcdscan.ClassStoredVersion}
+				key := "/registry/" + res.Prefix() + "/" + obj.GetName()
+				if obj.GetNamespace() != "" {
+					key = "/registry/" + res.Prefix() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+				}
+				undecodable[key] = []etcdscan.Class{etcdscan.ClassStoredVersion}
 			}
 			// What a v1.37.2 kube-apiserver wrote: a type the older one lacks.
-			workload := "/registry/workloads/app/train"
-			c.put(t, workload, []byte(etcdtest.Encode(t, &schedulingv1beta1.Workload{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1beta1", Kind: "Workload"},
-				ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "app", UID: "0b8e3f52-6a43-4c1e-9d8c-1f6d1f0e7a11"},
+			eviction := "/registry/evictionrequests/app/web"
+			c.put(t, eviction, []byte(etcdtest.Encode(t, &lifecyclev1alpha1.EvictionRequest{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "lifecycle.k8s.io/v1alpha1", Kind: "EvictionRequest"},
+				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app", UID: "0b8e3f52-6a43-4c1e-9d8c-1f6d1f0e7a11"},
 			})))
 
 			scan := func(t *testing.T, c *cluster, want map[string][]etcdscan.Class, args ...string) *etcdscan.Report {
@@ -190,9 +205,9 @@ func TestOlderReleaseKeyspace(t *testing.T) {
 				return ""
 			}
 			t.Run("through its own API server", func(t *testing.T) {
-				rep := scan(t, c, map[string][]etcdscan.Class{workload: {etcdscan.ClassUnservedNow}})
-				if why := reasonOf(rep, workload); !strings.Contains(why, "or the API server is an older release than "+catalog.ReleaseVersion()) {
-					t.Errorf("the Workload's reason does not say the API server may be older: %s", why)
+				rep := scan(t, c, map[string][]etcdscan.Class{eviction: {etcdscan.ClassUnservedNow}})
+				if why := reasonOf(rep, eviction); !strings.Contains(why, "or the API server is an older release than "+catalog.ReleaseVersion()) {
+					t.Errorf("the EvictionRequest's reason does not say the API server may be older: %s", why)
 				}
 			})
 			t.Run("without the API server", func(t *testing.T) {
@@ -207,7 +222,10 @@ func TestOlderReleaseKeyspace(t *testing.T) {
 			})
 			t.Run("through a v1.37.2 API server on the same etcd", func(t *testing.T) {
 				upgraded := *c
-				upgraded.startAPIServer(t, clusterOptions{apiserverBin: latest, apiserverName: "apiserver-latest", apiserverArgs: allAPIs})
+				// Its watch cache cannot list what it cannot decode: it waits
+				// --storage-initialization-timeout (1m) before it is ready.
+				upgraded.startAPIServer(t, clusterOptions{apiserverBin: latest, apiserverName: "apiserver-latest",
+					apiserverArgs: slices.Concat(allAPIs, []string{"--storage-initialization-timeout", "5s"})})
 				rep := scan(t, &upgraded, undecodable)
 				for key := range undecodable {
 					if why := reasonOf(rep, key); !strings.Contains(why, "the API server cannot read it") {
