@@ -24,14 +24,18 @@ image:
 	GO=$(GO) hack/release.sh image
 
 # tools builds (and caches) etcd 3.7, 3.6 and 3.5, etcdctl, etcdutl, kine (cgo, SQLite),
-# kube-apiserver, kube-controller-manager, kubectl, Prometheus (for serve's e2e
-# test; about 15 minutes cold on 2 cores) and Helm (to lint and render the chart).
+# kube-apiserver, kube-controller-manager and kubectl v1.37.2, v1.36.3 and v1.34.4
+# (the release matrix; each release about 9 minutes cold on 2 cores), Prometheus
+# (for serve's e2e test; about 15 minutes cold on 2 cores) and Helm (to lint and
+# render the chart).
 tools:
 	cd e2e/tools/etcd && $(GO) tool -n etcd >/dev/null && $(GO) tool -n etcdctl >/dev/null && $(GO) tool -n etcdutl >/dev/null
 	cd e2e/tools/etcd35 && $(GO) tool -n etcd35 >/dev/null
 	cd e2e/tools/etcd36 && $(GO) tool -n etcd36 >/dev/null
 	cd e2e/tools/kine && $(GO) tool -n kine >/dev/null
 	cd e2e/tools/kube-apiserver && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null && $(GO) tool -n kubectl >/dev/null
+	cd e2e/tools/kube136 && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null && $(GO) tool -n kubectl >/dev/null
+	cd e2e/tools/kube134 && $(GO) tool -n kube-apiserver >/dev/null && $(GO) tool -n kube-controller-manager >/dev/null && $(GO) tool -n kubectl >/dev/null
 	cd e2e/tools/prometheus && $(GO) tool -n prometheus >/dev/null
 	cd e2e/tools/helm && $(GO) tool -n helm >/dev/null
 

@@ -78,6 +78,9 @@ type clusterOptions struct {
 	// clientCertAuth makes kube-apiserver take client certificates signed
 	// by the cluster's CA too (--client-ca-file), as kubeadm's does.
 	clientCertAuth bool
+	// apiserverBin runs another kube-apiserver than bins.kubeAPIServer (a
+	// second release on the same etcd).
+	apiserverBin string
 }
 
 func freePort(t *testing.T) int {
@@ -245,7 +248,11 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 	if o.clientCertAuth {
 		args = append(args, "--client-ca-file", c.pki.CA)
 	}
-	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, name+".log"), bins.kubeAPIServer, append(args, o.apiserverArgs...)...)
+	bin := bins.kubeAPIServer
+	if o.apiserverBin != "" {
+		bin = o.apiserverBin
+	}
+	c.apiserver = startProcess(t, "kube-apiserver", filepath.Join(c.dir, name+".log"), bin, append(args, o.apiserverArgs...)...)
 	host := "https://" + net.JoinHostPort(ip, strconv.Itoa(port))
 	c.rest = &rest.Config{Host: host, BearerToken: testToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
 	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/regghost/regghost/pkg/catalog"
@@ -111,14 +112,25 @@ func (s *scan) resolveUncached(prefix string) typeVerdict {
 			if rs[0].OffByDefault {
 				off = " (off by default)"
 			}
-			v.why = fmt.Sprintf("%s is compiled into kube-apiserver %s%s but this API server does not serve it: it was turned off with --runtime-config or a feature gate; turn it back on to manage these objects",
+			v.why = fmt.Sprintf("%s is compiled into kube-apiserver %s%s but this API server does not serve it: ",
 				rs[0].GroupResource(), catalog.ReleaseVersion(), off)
+			switch s.serverRelease() {
+			case "older":
+				v.why += fmt.Sprintf("it is kube-apiserver %s, an older release that may not have it: a newer one wrote these objects (an upgrade rolled back, or a newer member of the control plane)", s.opts.ServerVersion)
+			case "newer":
+				v.why += "it was turned off with --runtime-config or a feature gate, or removed after " + catalog.ReleaseVersion()
+			default:
+				v.why += "it was turned off with --runtime-config or a feature gate (turn it back on to manage these objects), or the API server is an older release than " + catalog.ReleaseVersion() + " without it"
+			}
 		}
 		return v
 	}
-	return typeVerdict{state: typeMissing,
-		why: fmt.Sprintf("nothing kube-apiserver %s can serve stores under %s%s/, and custom resources never store under an undotted prefix (a removed API, or a newer kube-apiserver's)",
-			catalog.ReleaseVersion(), s.opts.Prefix, prefix)}
+	why := fmt.Sprintf("nothing kube-apiserver %s can serve stores under %s%s/, and custom resources never store under an undotted prefix (a removed API, or a newer kube-apiserver's)",
+		catalog.ReleaseVersion(), s.opts.Prefix, prefix)
+	if served == nil {
+		why += "; unsure: the API server was not asked, and an older kube-apiserver may still serve it"
+	}
+	return typeVerdict{state: typeMissing, why: why}
 }
 
 // crdNotServing says why a stored CRD is not served, from its own status.
@@ -155,16 +167,41 @@ func (s *scan) forKind(group, kind string) (catalog.Resource, bool) {
 	return s.types.ForKind(group, kind)
 }
 
-// serverNewer reports whether the API server is a newer release than the
-// catalog, so that it may store types the catalog does not know.
-func (s *scan) serverNewer() bool {
+// serverRelease says how the API server's release compares with the
+// catalog's: "newer" or "older" (it may store types the catalog does not
+// know, or lack some it knows), or "" when it is the same minor release or
+// its version is unknown (not asked, or a build with no version stamped in,
+// which reports v0.0.0).
+func (s *scan) serverRelease() string {
 	srv, err := version.ParseGeneric(s.opts.ServerVersion)
-	if err != nil {
-		return false
+	if err != nil || srv.Major() == 0 {
+		return ""
 	}
 	rel, err := version.ParseGeneric(catalog.ReleaseVersion())
 	if err != nil {
+		return ""
+	}
+	switch {
+	case srv.Major() > rel.Major() || (srv.Major() == rel.Major() && srv.Minor() > rel.Minor()):
+		return "newer"
+	case srv.Major() < rel.Major() || (srv.Major() == rel.Major() && srv.Minor() < rel.Minor()):
+		return "older"
+	}
+	return ""
+}
+
+// servesVersion reports whether the API server's discovery serves the
+// resource stored under prefix at group/version gv: it then reads objects
+// stored at that version, whatever this release's scheme knows.
+func (s *scan) servesVersion(prefix string, gv schema.GroupVersion) bool {
+	if s.opts.Served == nil {
 		return false
 	}
-	return srv.Major() > rel.Major() || (srv.Major() == rel.Major() && srv.Minor() > rel.Minor())
+	rs, _ := s.opts.Served.Lookup(prefix)
+	for _, r := range rs {
+		if r.Group == gv.Group && r.Version == gv.Version {
+			return true
+		}
+	}
+	return false
 }

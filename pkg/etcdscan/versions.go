@@ -54,13 +54,18 @@ func (s *scan) checkStoredVersion(f *Finding, prefix, apiVersion, kind string) {
 		return
 	}
 	// Only kube-apiserver's own groups are judged by this release's scheme,
-	// and not when the API server is a newer release than it.
-	if !catalog.IsBuiltinGroup(gv.Group) || s.serverNewer() {
+	// and not when the API server is another release than it, nor when it
+	// serves the stored version (it reads it then).
+	if !catalog.IsBuiltinGroup(gv.Group) || s.serverRelease() != "" || s.servesVersion(prefix, gv) {
 		return
 	}
 	if !decode.Recognizes(apiVersion, kind) {
-		f.add(ClassStoredVersion, fmt.Sprintf("stored as %s %s, a version kube-apiserver %s cannot decode: the API server cannot read it. Fix: read it with a kube-apiserver release that still has %s and write it back (a storage migration), or take it from an older backup",
-			apiVersion, kind, catalog.ReleaseVersion(), apiVersion))
+		who := "the API server cannot read it"
+		if s.opts.Served == nil {
+			who = "unsure: the API server was not asked; kube-apiserver " + catalog.ReleaseVersion() + " and newer cannot read it, an older release that still has it can"
+		}
+		f.add(ClassStoredVersion, fmt.Sprintf("stored as %s %s, a version kube-apiserver %s cannot decode: %s. Fix: read it with a kube-apiserver release that still has %s and write it back (a storage migration), or take it from an older backup",
+			apiVersion, kind, catalog.ReleaseVersion(), who, apiVersion))
 	}
 }
 

@@ -62,8 +62,8 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 		if s.opts.Served != nil {
 			if v.crdName == "" {
 				a, said := Confirms, "serves nothing stored under "+reg+k.Prefix+"/"
-				if s.serverNewer() {
-					a, said = NoEvidence, fmt.Sprintf("kube-apiserver %s is newer than the release catalog (%s): it may compile in a resource stored there and turned off", s.opts.ServerVersion, catalog.ReleaseVersion())
+				if rel := s.serverRelease(); rel != "" {
+					a, said = NoEvidence, fmt.Sprintf("kube-apiserver %s is %s than the release catalog (%s): it may compile in a resource stored there and turned off", s.opts.ServerVersion, rel, catalog.ReleaseVersion())
 				}
 				f.addEvidence(ClassUnservedType, WitnessAPIServer, "discovery of "+s.opts.API.Address(), a, said)
 			}
