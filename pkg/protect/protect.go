@@ -346,9 +346,13 @@ const OtherClusterGrantsFlag = "--other-cluster-grants"
 // regghost holds etcd's; the warning says what that does not cover.
 // nospace says the alarm is raised.
 func lock(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Identity) (unlock func(), warning string, nospace bool, err error) {
+	// The etcd cluster ID alone names the node's lock: every command
+	// reads it the same way (the kube-system UID depends on the prefix and
+	// the encryption config a command was given); kine has none.
 	cluster := here.ClusterID
-	if here.KubeSystemUID != "" {
-		cluster += "-" + here.KubeSystemUID
+	if cluster == "" || cluster == "0" || ds.Limited() {
+		// kine says no cluster ID of its own.
+		cluster = here.KubeSystemUID
 	}
 	// An etcd user that may not list alarms (etcd auth) is told by the
 	// etcd lock's refused lease instead.

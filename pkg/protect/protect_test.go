@@ -100,7 +100,7 @@ func TestRunRefusals(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x-uid-here", st.Header.ClusterId), "regghost purge namespace other")
+				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x", st.Header.ClusterId), "regghost purge namespace other")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,7 +113,7 @@ func TestRunRefusals(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x-uid-here", st.Header.ClusterId), "regghost purge namespace other")
+				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x", st.Header.ClusterId), "regghost purge namespace other")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -28,6 +28,10 @@ func disarm(ctx context.Context, o Options, res *Result) error {
 			d.Over = append(d.Over, fmt.Sprintf("%s (not healthy: %s)", m.Name, m.Problem))
 		case m.Over():
 			d.Over = append(d.Over, fmt.Sprintf("%s (%d of %d bytes)", m.Name, m.DBSize, m.Quota.Bytes))
+		case m.Quota.Source == QuotaAssumed:
+			// A quota only assumed may be smaller than the member's own:
+			// a disarm would be undone at the next write.
+			d.Over = append(d.Over, fmt.Sprintf("%s (its quota could not be read and was only assumed; give --quota-backend-bytes)", m.Name))
 		case m.Quota.Bytes > 0 && float64(m.DBSize) > nearShare*float64(m.Quota.Bytes):
 			d.Near = append(d.Near, fmt.Sprintf("%s (%d of %d bytes)", m.Name, m.DBSize, m.Quota.Bytes))
 		}

@@ -18,9 +18,12 @@ func lockWriters(ctx context.Context, o Options) (unlock func(), warning string,
 	if err != nil {
 		return nil, "", err
 	}
+	// The etcd cluster ID alone names the node's lock: every command
+	// reads it the same way (the kube-system UID depends on the prefix and
+	// the encryption config a command was given). kine has none.
 	cluster := here.ClusterID
-	if here.KubeSystemUID != "" {
-		cluster += "-" + here.KubeSystemUID
+	if cluster == "" {
+		cluster = here.KubeSystemUID
 	}
 	holder := o.Holder
 	if holder == "" {
