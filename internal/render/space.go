@@ -316,8 +316,15 @@ func writeEstimates(out io.Writer, r *space.Report) {
 	if r.ExactHistory {
 		what += fmt.Sprintf(", %d of them deletes", e.Compaction.Tombstones)
 	}
-	table.Para(out, "  - ", "    ", fmt.Sprintf("a compaction at revision %d would free about %s of history (%s); "+
-		"it ends history and recover --rev before that revision: take a snapshot first;", r.Revision, historyBytes(e.Compaction, true), what))
+	amount := "about " + historyBytes(e.Compaction, true)
+	if !r.ExactHistory {
+		// Live, the revisions of deleted keys are not seen: what a purge
+		// just deleted is freed by the compaction too.
+		amount = "at least " + historyBytes(e.Compaction, true)
+		what += "; deleted keys are not seen live, and their revisions are freed too: --db on a snapshot counts them"
+	}
+	table.Para(out, "  - ", "    ", fmt.Sprintf("a compaction at revision %d would free %s of history (%s); "+
+		"it ends history and recover --rev before that revision: take a snapshot first;", r.Revision, amount, what))
 	if r.NotEtcd {
 		return
 	}

@@ -79,7 +79,7 @@ func TestSpaceHuman(t *testing.T) {
 			"orphaned-namespace  yes    480   58 MiB  0 B      92%    ghosttown",
 			"/registry/leases/shop/leader  2–31       ?        ≤ 8.8 KiB  exists",
 			"a purge of the 480 ghosts would free about 58 MiB",
-			"a compaction at revision 4812 would free about 1.0 MiB–3.0 MiB of history (10–40 revisions)",
+			"a compaction at revision 4812 would free at least 1.0 MiB–3.0 MiB of history (10–40 revisions;",
 		}, []string{"/registry/pods/shop/p", "resource-11", "of them deletes"}},
 		{"live, wide", spaceReport(), true, []string{"resource-11", "REVISIONS  DELETES  HISTORY"}, []string{"… and"}},
 		{"file", file, false, []string{
