@@ -58,8 +58,8 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptions, dirs map[string]string, quotaGiven bool, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOptions, dirs map[string]string, quotaGiven bool, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(parent, g.Etcd.CommandTimeout)
 	defer cancel()
 	ro, done, err := reclaim.Setup(ctx, &g.Settings, reclaim.Options{DataDirs: dirs, Quota: o.quota, QuotaGiven: quotaGiven,
 		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock, Holder: "regghost space reclaim", Notices: g.errOut})
@@ -93,7 +93,10 @@ func runSpaceReclaim(ctx context.Context, g *globalOptions, o *spaceReclaimOptio
 		render.ReclaimStep(planOut, s)
 		_ = planOut.Flush()
 	}
-	res, err := reclaim.Run(ctx, ro)
+	// --command-timeout counts from the answer, not from the question.
+	rctx, rcancel := context.WithTimeout(parent, g.Etcd.CommandTimeout)
+	defer rcancel()
+	res, err := reclaim.Run(rctx, ro)
 	if res == nil {
 		return err
 	}
