@@ -275,6 +275,12 @@ func TestStaticPodManifest(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("serve --help: exit %d", code)
 	}
+	// The flags every command takes are on 'regghost options'.
+	global, _, code := runBinary(t, "", "options")
+	if code != 0 {
+		t.Fatalf("options: exit %d", code)
+	}
+	help += global
 	for _, a := range pod.Spec.Containers[0].Args[1:] {
 		name, _, _ := strings.Cut(a, "=")
 		if !strings.Contains(help, name+" ") {
