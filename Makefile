@@ -18,7 +18,7 @@ release:
 
 # tools builds (and caches) etcd 3.7, 3.6 and 3.5, etcdctl, etcdutl, kine (cgo, SQLite),
 # kube-apiserver, kube-controller-manager and kubectl v1.37.2, v1.36.3 and v1.34.4
-# (the release matrix; each release about 9 minutes cold on 2 cores), Prometheus
+# (the release matrix; v1.34.4 about 9 minutes cold on 2 idle cores), Prometheus
 # (for serve's e2e test; about 15 minutes cold on 2 cores) and Helm (to lint and
 # render the chart).
 tools:
