@@ -77,7 +77,8 @@ func renderChart(t *testing.T, args ...string) (map[string]renderedObject, strin
 
 // TestChartLintsAndRenders: the chart passes `helm lint` (strict) and
 // renders a Deployment pinned to control-plane nodes running serve, the
-// witness's read-only RBAC (the static pod's rules), a ServiceMonitor, a
+// witness's read-only RBAC (the static pod's rules, each resource named,
+// never a wildcard, plus witness.customResources), a ServiceMonitor, a
 // PrometheusRule holding exactly the rule file Prometheus loads in
 // TestServeExportsToPrometheus, and the dashboard ConfigMap. By default
 // /metrics is guarded by delegated auth: the ServiceMonitor sends the
@@ -115,6 +116,9 @@ func TestChartLintsAndRenders(t *testing.T) {
 		present  map[string]bool
 		// probe is what the Deployment's probes must say.
 		probe string
+		// custom are the rules the witness's ClusterRole holds beyond the
+		// static pod's (witness.customResources).
+		custom []rbacv1.PolicyRule
 	}{
 		{name: "defaults", auth: "delegated",
 			endpoint: []string{"authorization:", "type: Bearer", "name: ghosts-regghost-scraper-token", "key: token"},
@@ -129,6 +133,11 @@ func TestChartLintsAndRenders(t *testing.T) {
 		{name: "basic auth web config", args: []string{"--set", "metricsAuth=none", "--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"},
 			webConfig: true, auth: "none",
 			present: map[string]bool{scraperToken: false, reader: false, readerBinding: false, delegator: false, webSecret: true}, probe: "tcpSocket:"},
+		{name: "custom resources", args: []string{"--set", "witness.customResources={widgets.example.com,gadgets.example.com,certificates.cert-manager.io,widgets.example.com}"},
+			auth: "delegated", endpoint: []string{"authorization:"}, present: map[string]bool{scraperToken: true, reader: true, delegator: true}, probe: "scheme: HTTP\n",
+			custom: []rbacv1.PolicyRule{
+				{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates"}, Verbs: []string{"get"}},
+				{APIGroups: []string{"example.com"}, Resources: []string{"gadgets", "widgets"}, Verbs: []string{"get"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,10 +204,19 @@ func TestChartLintsAndRenders(t *testing.T) {
 							t.Errorf("%s grants %q: serve only reads", name, v)
 						}
 					}
+					for _, res := range append(append([]string(nil), r.Resources...), r.APIGroups...) {
+						if strings.Contains(res, "*") || strings.Contains(res, "/") {
+							t.Errorf("%s names %q: a wildcard or a subresource (nodes/proxy, pods/exec are reached by get)", name, res)
+						}
+					}
 				}
 			}
 			for chart, static := range map[string]string{"ClusterRole/ghosts-regghost": "ClusterRole/regghost", "Role/ghosts-regghost-apiservers": "Role/regghost-apiservers"} {
-				if got, want := objs[chart].Rules, staticRBAC[static].Rules; !reflect.DeepEqual(got, want) {
+				want := staticRBAC[static].Rules
+				if chart == "ClusterRole/ghosts-regghost" {
+					want = append(append([]rbacv1.PolicyRule(nil), want...), tt.custom...)
+				}
+				if got := objs[chart].Rules; !reflect.DeepEqual(got, want) {
 					t.Errorf("the chart's %s differs from the static pod's %s:\n%+v\n%+v", chart, static, got, want)
 				}
 			}
@@ -219,6 +237,10 @@ func TestChartLintsAndRenders(t *testing.T) {
 			{[]string{"--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"}, "one Authorization header"},
 			{[]string{"--set", "metricsAuth=basic"}, `metricsAuth must be "delegated" or "none"`},
 			{[]string{"--set", "serviceMonitor.bearer=header"}, `serviceMonitor.bearer must be "secret" or "file"`},
+			{[]string{"--set", "witness.customResources={*.example.com}"}, `"*.example.com" is not <plural>.<group>`},
+			{[]string{"--set", "witness.customResources={widgets.*}"}, `"widgets.*" is not <plural>.<group>`},
+			{[]string{"--set", "witness.customResources={pods/exec}"}, `"pods/exec" is not <plural>.<group>`},
+			{[]string{"--set", "witness.customResources={widgets}"}, `"widgets" is not <plural>.<group>`},
 		} {
 			bin, err := helmBin()
 			mustNoErr(t, "build helm", err)

@@ -208,7 +208,9 @@ func (c *cluster) scanVerdicts(t *testing.T, kubeconfig string) (string, bool) {
 //   - the chart applies with --dry-run=server, then for real;
 //   - the witness's roles (the chart's ServiceAccount, the static pod's
 //     user regghost with a client certificate) are all a scan needs: its
-//     verdicts are the admin's, and they grant no list of Secrets, no write;
+//     verdicts are the admin's (a ghost custom resource too, granted by
+//     name as values.yaml and rbac.yaml say), and they grant no list of
+//     Secrets, no write, no get of a subresource (nodes/proxy, pods/exec);
 //   - a scrape without a token is 401, with a ServiceAccount's that has no
 //     grant 403, with the chart's scraper's 200 (and 403 on any other
 //     path); /healthz and /readyz are open; a real Prometheus scrapes it
@@ -224,7 +226,7 @@ func TestServeDelegatedMetricsAuth(t *testing.T) {
 	c.kubectl(t, "", "wait", "--for", "condition=established", "--timeout", "60s",
 		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
 	c.createNamespace(t, "monitoring")
-	rendered := helm(t, "template", "ghosts", chartDir, "--namespace", "monitoring")
+	rendered := helm(t, "template", "ghosts", chartDir, "--namespace", "monitoring", "--set", "witness.customResources={widgets.example.com,gadgets.example.com}")
 	t.Run("the chart applies with --dry-run=server", func(t *testing.T) {
 		out := c.kubectl(t, rendered, "apply", "--dry-run=server", "-f", "-")
 		for _, want := range []string{"servicemonitor.monitoring.coreos.com/ghosts-regghost created (server dry run)",
@@ -246,6 +248,16 @@ func TestServeDelegatedMetricsAuth(t *testing.T) {
 	c.createAggregatedAPI(t, "custom.metrics.example.com", "v1beta1", "metrics-ns", "metrics", nil)
 	c.forceDelete(t, "/registry/namespaces/metrics-ns")
 	c.forceDelete(t, "/registry/services/specs/metrics-ns/metrics")
+	// A custom resource whose CRD is served, in a namespace force-deleted:
+	// the witness asks the API server about it by name.
+	c.createNamespace(t, "cr-ns")
+	c.createCR(t, "example.com", "gadgets", "Gadget", "cr-ns", "g2")
+	c.forceDelete(t, "/registry/namespaces/cr-ns")
+	// The static pod's grant for custom resources, as rbac.yaml says: by
+	// name, for the CRDs the cluster has.
+	crds := strings.TrimSuffix(c.kubectl(t, "", "get", "crd", "-o", `jsonpath={range .items[*]}{.spec.names.plural}.{.spec.group}{","}{end}`), ",")
+	c.kubectl(t, "", "create", "clusterrole", "regghost-custom-resources", "--verb", "get", "--resource", crds)
+	c.kubectl(t, "", "create", "clusterrolebinding", "regghost-custom-resources", "--clusterrole", "regghost-custom-resources", "--user", "regghost")
 
 	chartConf, staticConf := filepath.Join(dir, "chart.conf"), filepath.Join(dir, "regghost.conf")
 	chartToken := c.token(t, "monitoring", "ghosts-regghost")
@@ -278,6 +290,14 @@ func TestServeDelegatedMetricsAuth(t *testing.T) {
 				{[]string{"update", "namespaces"}, "no"},
 				{[]string{"patch", "customresourcedefinitions.apiextensions.k8s.io"}, "no"},
 				{[]string{"get", "/metrics"}, "no"},
+				{[]string{"get", "gadgets.example.com", "-n", "cr-ns"}, "yes"},
+				// get on these subresources reaches a kubelet or a container.
+				{[]string{"get", "nodes", "--subresource", "proxy"}, "no"},
+				{[]string{"get", "pods", "--subresource", "exec", "-n", "default"}, "no"},
+				{[]string{"get", "pods", "--subresource", "attach", "-n", "default"}, "no"},
+				{[]string{"get", "pods", "--subresource", "log", "-n", "default"}, "no"},
+				{[]string{"get", "services", "--subresource", "proxy", "-n", "default"}, "no"},
+				{[]string{"get", "serviceaccounts", "--subresource", "token", "-n", "default"}, "no"},
 			} {
 				cmd := exec.Command(bins.kubectl, append([]string{"--kubeconfig", c.kubeconfig, "auth", "can-i", "--as", who}, q.args...)...)
 				out, _ := cmd.Output() // can-i exits 1 for "no"

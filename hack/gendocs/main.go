@@ -1,6 +1,8 @@
-// Command gendocs writes regghost's command reference, generated from the
-// commands: docs/reference/*.md and docs/man/*.1 ('make docs'). A test in
-// cmd fails when the checked-in pages differ from what this writes.
+// Command gendocs writes what is generated from code ('make docs'):
+// regghost's command reference from the commands (docs/reference/*.md and
+// docs/man/*.1), and the witness's RBAC rules from the built-in catalog
+// (the chart's files/witness-rules.yaml, the static pod's rbac.yaml). Tests
+// in cmd and internal/witnessrole fail when the checked-in files differ.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 
 	"github.com/regghost/regghost/cmd"
 	"github.com/regghost/regghost/internal/help"
+	"github.com/regghost/regghost/internal/witnessrole"
 )
 
 func main() {
@@ -21,6 +24,10 @@ func main() {
 		}
 	}
 	if err := help.WriteReference(cmd.NewRoot(bytes.NewReader(nil), io.Discard, io.Discard), "docs/reference", "docs/man"); err != nil {
+		fmt.Fprintf(os.Stderr, "gendocs: %v\n", err)
+		os.Exit(1)
+	}
+	if err := witnessrole.Write("."); err != nil {
 		fmt.Fprintf(os.Stderr, "gendocs: %v\n", err)
 		os.Exit(1)
 	}

@@ -22,22 +22,31 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- /*
 The reads of serve's witness (deploy/static-pod/rbac.yaml holds the same):
 discovery; the list of CustomResourceDefinitions; a GET of each object a
-scan asks about: a suspected ghost (of any resource, Secrets too: a
-force-deleted namespace leaves them), its namespace or CRD, kube-system (is
+scan asks about: a suspected ghost (of any built-in resource, Secrets too: a
+force-deleted namespace leaves them; of the custom resources in
+witness.customResources), its namespace or CRD, kube-system (is
 this the API server of this etcd?), an object a dangling reference starts
 from (APIServices, webhook configurations, CRDs, RBAC bindings,
 PersistentVolumes) when it is encrypted, and what it points at. The etcd
-client certificate serve holds reads all of this and more.
+client certificate serve holds reads all of this and more. Every resource is
+named (files/witness-rules.yaml, generated): "*" would match subresources too,
+and GET on nodes/proxy or pods/exec reaches a kubelet or a container.
 */ -}}
 {{- define "regghost.witnessRules" -}}
-- nonResourceURLs: ["/api", "/api/*", "/apis", "/apis/*", "/version"]
-  verbs: [get]
-- apiGroups: [apiextensions.k8s.io]
-  resources: [customresourcedefinitions]
-  verbs: [list]
-- apiGroups: ["*"]
-  resources: ["*"]
-  verbs: [get]
+{{- .Files.Get "files/witness-rules.yaml" | fromYamlArray | toYaml }}
+{{- $groups := dict }}
+{{- range .Values.witness.customResources }}
+{{- $parts := splitn "." 2 (toString .) }}
+{{- if or (not $parts._1) (not $parts._0) (contains "*" .) (contains "/" .) }}
+{{- fail (printf "witness.customResources: %q is not <plural>.<group> (a CRD's name; no wildcard, no subresource)" .) }}
+{{- end }}
+{{- $_ := set $groups $parts._1 (append (get $groups $parts._1 | default list) $parts._0) }}
+{{- end }}
+{{- range $group := keys $groups | sortAlpha }}
+- apiGroups: [{{ $group | quote }}]
+  resources: {{ get $groups $group | uniq | sortAlpha | toJson }}
+  verbs: ["get"]
+{{- end }}
 {{- end -}}
 
 {{- define "regghost.apiserverRules" -}}
