@@ -118,7 +118,8 @@ func Scan(ctx context.Context, store Store, opts Options) (rep *Report, err erro
 			Catalog: catalogSource(opts), Encrypted: map[string]int{}, Summary: map[Class]int{},
 		},
 		found: newFindingStore(opts.SpillAfter, opts.SpillDir), perNS: map[string]map[string]int{}, uids: newUIDSet(),
-		atRev: fmt.Sprintf("at revision %d", store.Revision()),
+		atRev:   fmt.Sprintf("at revision %d", store.Revision()),
+		release: compareRelease(opts.ServerVersion), releaseKnown: true,
 	}
 	// The spill file goes unless a report takes it, even on a panic (serve
 	// recovers from one and scans again).
@@ -164,10 +165,13 @@ func (s *scan) run(ctx context.Context) (*Report, error) {
 }
 
 type scan struct {
-	opts  Options
-	store Store
-	now   time.Time
-	rep   *Report
+	opts Options
+	// release is serverRelease's answer once releaseKnown.
+	release      string
+	releaseKnown bool
+	store        Store
+	now          time.Time
+	rep          *Report
 	// found holds the findings by key until the report takes them.
 	found *findingStore
 	// namespaces holds the names of every namespace key.

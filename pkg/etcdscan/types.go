@@ -173,7 +173,18 @@ func (s *scan) forKind(group, kind string) (catalog.Resource, bool) {
 // its version is unknown (not asked, or a build with no version stamped in,
 // which reports v0.0.0).
 func (s *scan) serverRelease() string {
-	srv, err := version.ParseGeneric(s.opts.ServerVersion)
+	// Asked of every object: the versions are parsed once, when the scan
+	// is made.
+	if !s.releaseKnown {
+		return compareRelease(s.opts.ServerVersion)
+	}
+	return s.release
+}
+
+// compareRelease compares an API server version with the catalog's
+// release, as serverRelease says.
+func compareRelease(server string) string {
+	srv, err := version.ParseGeneric(server)
 	if err != nil || srv.Major() == 0 {
 		return ""
 	}

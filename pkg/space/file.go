@@ -13,7 +13,7 @@ type fileWalk struct {
 	// by resource and namespace (only the history fields).
 	history *tally
 	// index finds a key's record in stats.
-	index map[uint64]int32
+	index *idTable
 	stats []keyStat
 	// most keeps the keys with the most revisions; each key's place in it
 	// is in its record.
@@ -48,7 +48,7 @@ func (s keyStat) exists() bool { return s.last != deleted }
 // records once.
 func (a *Account) WalkFile(ctx context.Context, f *dbfile.File, keys int) error {
 	hint := keys + keys/8
-	w := &fileWalk{history: newTally(a.o.Prefix), index: make(map[uint64]int32, hint), stats: make([]keyStat, 0, hint),
+	w := &fileWalk{history: newTally(a.o.Prefix), index: newIDTable(hint), stats: make([]keyStat, 0, hint),
 		most: topHeap{n: max(a.o.Top, 0)}, compact: f.Info().CompactRevision}
 	w.most.moved = func(id int32, at int) { w.stats[id].heapAt = int32(at + 1) }
 	err := f.RevisionSizes(ctx, func(key []byte, tombstone bool, valueLen int) error {
@@ -56,11 +56,9 @@ func (a *Account) WalkFile(ctx context.Context, f *dbfile.File, keys int) error 
 		if !tombstone {
 			size += int64(valueLen)
 		}
-		h := a.hash(key)
-		id, seen := w.index[h]
-		if !seen {
-			id = int32(len(w.stats))
-			w.index[h] = id
+		id, added := w.index.getOrAdd(a.hash(key), int32(len(w.stats)))
+		seen := !added
+		if added {
 			w.stats = append(w.stats, keyStat{})
 		}
 		s := &w.stats[id]

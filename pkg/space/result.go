@@ -65,7 +65,7 @@ func (a *Account) Ghosts(rep *etcdscan.Report) error {
 func (a *Account) usageOf(key []byte) (Usage, bool) {
 	h := a.hash(key)
 	if a.walk != nil {
-		id, ok := a.walk.index[h]
+		id, ok := a.walk.index.get(h)
 		if !ok || !a.walk.stats[id].exists() {
 			return Usage{}, false
 		}

@@ -1,0 +1,78 @@
+package space
+
+// idTable maps a key's hash to its record's place: open addressing with
+// linear probing over two flat arrays, so that a walk of a million keys
+// costs about one cache miss per revision (a Go map of that size costs
+// several) and holds no pointer for the garbage collector to scan.
+type idTable struct {
+	hashes []uint64 // 0: empty
+	ids    []int32
+	n      int
+}
+
+// newIDTable returns a table sized for about hint keys.
+func newIDTable(hint int) *idTable {
+	size := 1024
+	for size < 2*hint {
+		size <<= 1
+	}
+	return &idTable{hashes: make([]uint64, size), ids: make([]int32, size)}
+}
+
+// slotHash keeps 0 free to mark an empty slot.
+func slotHash(h uint64) uint64 {
+	if h == 0 {
+		return 1
+	}
+	return h
+}
+
+// get returns the id stored for h.
+func (t *idTable) get(h uint64) (int32, bool) {
+	h = slotHash(h)
+	mask := uint64(len(t.hashes) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch t.hashes[i] {
+		case h:
+			return t.ids[i], true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
+// getOrAdd returns the id stored for h, or stores next and returns it with
+// added set.
+func (t *idTable) getOrAdd(h uint64, next int32) (id int32, added bool) {
+	h = slotHash(h)
+	mask := uint64(len(t.hashes) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch t.hashes[i] {
+		case h:
+			return t.ids[i], false
+		case 0:
+			t.hashes[i], t.ids[i] = h, next
+			if t.n++; 2*t.n > len(t.hashes) {
+				t.grow()
+			}
+			return next, true
+		}
+	}
+}
+
+// grow doubles the table, keeping its load at most one half.
+func (t *idTable) grow() {
+	old, oldIDs := t.hashes, t.ids
+	t.hashes, t.ids = make([]uint64, 2*len(old)), make([]int32, 2*len(old))
+	mask := uint64(len(t.hashes) - 1)
+	for j, h := range old {
+		if h == 0 {
+			continue
+		}
+		i := h & mask
+		for t.hashes[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.hashes[i], t.ids[i] = h, oldIDs[j]
+	}
+}
