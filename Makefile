@@ -63,8 +63,9 @@ runtime:
 test: lint tools runtime
 	$(GO) test -count=1 -timeout 45m ./...
 
-# docs regenerates the command reference (docs/reference, docs/man) from the
-# commands; a test fails when the checked-in pages differ.
+# docs regenerates what is generated from code: the command reference
+# (docs/reference, docs/man) and the witness's RBAC rules (internal/witnessrole);
+# tests fail when the checked-in files differ.
 docs:
 	$(GO) run ./hack/gendocs
 

@@ -283,7 +283,7 @@ func offlineTable(ctx context.Context, e *loadedEtcd, t tools, keys int, title s
 		return "", err
 	}
 	fmt.Printf("%s: snapshot %d MiB\n", title, st.Size()>>20)
-	rs, err := offlineRows(t.regghost, t.etcdutl, a, b, e.ns)
+	rs, err := offlineRows(t.regghost, t.etcdutl, a, b, e.ns, e.ep)
 	if err != nil {
 		return "", err
 	}

@@ -26,8 +26,9 @@ type offlineResult struct {
 
 // offlineRows measures regghost's db-file commands on file (and file2, a
 // second snapshot of the same cluster after a change) beside `etcdutl
-// snapshot status`, which reads every page of the file once.
-func offlineRows(regghost, etcdutl, file, file2, ns string) ([]offlineResult, error) {
+// snapshot status`, which reads every page of the file once. ep is the
+// etcd the files were saved from: recover judges against the live cluster.
+func offlineRows(regghost, etcdutl, file, file2, ns, ep string) ([]offlineResult, error) {
 	// The walk's index goes beside the files, and with them when the
 	// bench is done; the first regghost run below writes it.
 	os.Setenv("REGGHOST_INDEX_CACHE", filepath.Join(filepath.Dir(file), "index-cache"))
@@ -55,7 +56,7 @@ func offlineRows(regghost, etcdutl, file, file2, ns string) ([]offlineResult, er
 		{"regghost history --db KEY (every revision of one object)", []string{regghost, "history", "--db", file, key, "-o", "json"}},
 		{"regghost history --db -n " + ns + " (a namespace's revisions)", []string{regghost, "history", "--db", file, "-n", ns, "-o", "json"}},
 		{"regghost ls --db /registry/pods/" + ns + "/", []string{regghost, "ls", "--db", file, "/registry/pods/" + ns + "/"}},
-		{"regghost recover --snapshot FILE KEY -o yaml (one object)", []string{regghost, "recover", "--snapshot", file, key, "-o", "yaml"}},
+		{"regghost recover --snapshot FILE KEY -o yaml (one object)", []string{regghost, "recover", "--snapshot", file, key, "-o", "yaml", "--endpoints", ep, "--no-api"}},
 		{"regghost diff A B (B: A after one namespace is deleted)", []string{regghost, "diff", file, file2, "-o", "json"}},
 		{"regghost diff A A", []string{regghost, "diff", file, file, "-o", "json"}},
 	}

@@ -253,11 +253,24 @@ func TestServeDelegatedMetricsAuth(t *testing.T) {
 	c.createNamespace(t, "cr-ns")
 	c.createCR(t, "example.com", "gadgets", "Gadget", "cr-ns", "g2")
 	c.forceDelete(t, "/registry/namespaces/cr-ns")
-	// The static pod's grant for custom resources, as rbac.yaml says: by
-	// name, for the CRDs the cluster has.
-	crds := strings.TrimSuffix(c.kubectl(t, "", "get", "crd", "-o", `jsonpath={range .items[*]}{.spec.names.plural}.{.spec.group}{","}{end}`), ",")
-	c.kubectl(t, "", "create", "clusterrole", "regghost-custom-resources", "--verb", "get", "--resource", crds)
-	c.kubectl(t, "", "create", "clusterrolebinding", "regghost-custom-resources", "--clusterrole", "regghost-custom-resources", "--user", "regghost")
+	// The static pod's grant for custom resources, as rbac.yaml says: the
+	// script beside it, by name, for the CRDs served; run twice, as after
+	// new CRDs.
+	for range 2 {
+		grant := exec.Command("sh", "../deploy/static-pod/grant-custom-resources.sh", "--kubeconfig", c.kubeconfig)
+		grant.Env = append(os.Environ(), "KUBECTL="+bins.kubectl, "HOME="+t.TempDir())
+		out, err := grant.CombinedOutput()
+		mustNoErr(t, "grant-custom-resources.sh: "+string(out), err)
+	}
+	role := c.kubectl(t, "", "get", "clusterrole", "regghost-custom-resources", "-o", "jsonpath={.rules}")
+	for _, want := range []string{`"apiGroups":["example.com"],"resources":["gadgets"],"verbs":["get"]`, `"resources":["servicemonitors"]`} {
+		if !strings.Contains(role, want) {
+			t.Errorf("regghost-custom-resources lacks %s: %s", want, role)
+		}
+	}
+	if strings.Contains(role, `"widgets"`) || strings.Contains(role, "*") {
+		t.Errorf("regghost-custom-resources grants a CRD that is gone, or a wildcard: %s", role)
+	}
 
 	chartConf, staticConf := filepath.Join(dir, "chart.conf"), filepath.Join(dir, "regghost.conf")
 	chartToken := c.token(t, "monitoring", "ghosts-regghost")

@@ -33,13 +33,20 @@ named (files/witness-rules.yaml, generated): "*" would match subresources too,
 and GET on nodes/proxy or pods/exec reaches a kubelet or a container.
 */ -}}
 {{- define "regghost.witnessRules" -}}
-{{- .Files.Get "files/witness-rules.yaml" | fromYamlArray | toYaml }}
-{{- $groups := dict }}
-{{- range .Values.witness.customResources }}
-{{- $parts := splitn "." 2 (toString .) }}
-{{- if or (not $parts._1) (not $parts._0) (contains "*" .) (contains "/" .) }}
-{{- fail (printf "witness.customResources: %q is not <plural>.<group> (a CRD's name; no wildcard, no subresource)" .) }}
+{{- $builtin := .Files.Get "files/witness-rules.yaml" | fromYamlArray }}
+{{- if not $builtin }}
+{{- fail "files/witness-rules.yaml is missing or empty: the chart is incomplete" }}
 {{- end }}
+{{- $builtin | toYaml }}
+{{- $groups := dict }}
+{{- if not (kindIs "slice" .Values.witness.customResources) }}
+{{- fail "witness.customResources must be a list of <plural>.<group> names" }}
+{{- end }}
+{{- range .Values.witness.customResources }}
+{{- if or (not (kindIs "string" .)) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$" (toString .))) }}
+{{- fail (printf "witness.customResources: %v is not <plural>.<group> (a CRD's name; no wildcard, no subresource)" (toJson .)) }}
+{{- end }}
+{{- $parts := splitn "." 2 . }}
 {{- $_ := set $groups $parts._1 (append (get $groups $parts._1 | default list) $parts._0) }}
 {{- end }}
 {{- range $group := keys $groups | sortAlpha }}
