@@ -13,7 +13,7 @@ type idTable struct {
 // newIDTable returns a table sized for about hint keys.
 func newIDTable(hint int) *idTable {
 	size := 1024
-	for size < 2*hint {
+	for 3*size < 4*hint {
 		size <<= 1
 	}
 	return &idTable{hashes: make([]uint64, size), ids: make([]int32, size)}
@@ -52,7 +52,7 @@ func (t *idTable) getOrAdd(h uint64, next int32) (id int32, added bool) {
 			return t.ids[i], false
 		case 0:
 			t.hashes[i], t.ids[i] = h, next
-			if t.n++; 2*t.n > len(t.hashes) {
+			if t.n++; 4*t.n > 3*len(t.hashes) {
 				t.grow()
 			}
 			return next, true
@@ -60,7 +60,8 @@ func (t *idTable) getOrAdd(h uint64, next int32) (id int32, added bool) {
 	}
 }
 
-// grow doubles the table, keeping its load at most one half.
+// grow doubles the table, keeping its load at most three quarters
+// (linear probing over a well-mixed hash stays short there).
 func (t *idTable) grow() {
 	old, oldIDs := t.hashes, t.ids
 	t.hashes, t.ids = make([]uint64, 2*len(old)), make([]int32, 2*len(old))

@@ -24,7 +24,7 @@ func TestIDTable(t *testing.T) {
 		if _, ok := tb.get(12345); ok && n == 0 {
 			t.Errorf("n=0: found a hash never added")
 		}
-		if 2*tb.n > len(tb.hashes) {
+		if 4*tb.n > 3*len(tb.hashes) {
 			t.Errorf("n=%d: load %d of %d", n, tb.n, len(tb.hashes))
 		}
 	}
