@@ -52,13 +52,20 @@ func Meta(value []byte) (*Object, error) {
 		obj.Encryption = &enc
 		return obj, nil
 	case FormatProtobuf:
-		u, err := unwrapProtobuf(value)
-		if err != nil {
-			return obj, err
+		env, ok := envelope(value[len(protobufMagic):])
+		if !ok {
+			u, err := unwrapProtobuf(value)
+			if err != nil {
+				return obj, err
+			}
+			env = unknown{apiVersion: u.APIVersion, kind: u.Kind, raw: u.Raw}
 		}
-		obj.APIVersion, obj.Kind, obj.Raw = u.APIVersion, u.Kind, u.Raw
-		if err := protobufMeta(u.Raw, &obj.Meta); err != nil {
-			return obj, fmt.Errorf("decode %s %s metadata: %w", u.APIVersion, u.Kind, err)
+		if env.kind == "" {
+			return obj, errors.New("protobuf envelope has no kind")
+		}
+		obj.APIVersion, obj.Kind, obj.Raw = env.apiVersion, env.kind, env.raw
+		if err := protobufMeta(env.raw, &obj.Meta); err != nil {
+			return obj, fmt.Errorf("decode %s %s metadata: %w", env.apiVersion, env.kind, err)
 		}
 		return obj, nil
 	case FormatJSON:
@@ -98,9 +105,6 @@ func unwrapProtobuf(value []byte) (*runtime.Unknown, error) {
 	u := &runtime.Unknown{}
 	if err := u.Unmarshal(value[len(protobufMagic):]); err != nil {
 		return nil, fmt.Errorf("decode protobuf envelope: %w", err)
-	}
-	if u.Kind == "" {
-		return nil, errors.New("protobuf envelope has no kind")
 	}
 	return u, nil
 }
