@@ -34,6 +34,7 @@ func main() {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole-keyspace regghost scan here")
 	flag.StringVar(&only, "only", "", "run only the commands whose name contains this")
 	flag.BoolVar(&offline, "offline", true, "also measure the db-file commands on a snapshot of the first server")
+	flag.IntVar(&offlineRuns, "offline-runs", 3, "runs of each db-file command; its wall is their median")
 	flag.IntVar(&largeKeys, "large-keys", 300_000, "keys of the large-file case (0: skip it)")
 	flag.IntVar(&largePad, "large-pad", 14_000, "bytes added to each object of the large-file case")
 	flag.IntVar(&findingsKeys, "findings-keys", 100_000, "keys of the all-findings case, every one a ghost (0: skip it)")
@@ -60,6 +61,9 @@ type result struct {
 }
 
 var cpuProfile, only string
+
+// offlineRuns is how many times each db-file command runs.
+var offlineRuns int
 
 // serve keeps the loaded etcd running instead of measuring (for profiling by hand).
 var serve bool
