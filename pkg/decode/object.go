@@ -23,7 +23,9 @@ type Object struct {
 	// Encryption is set for encrypted values.
 	Encryption *Encryption
 	// Raw is the stored object without its envelope (protobuf bytes, JSON or CBOR),
-	// exactly as stored; nil for encrypted values.
+	// exactly as stored; nil for encrypted values. Meta's Raw aliases the
+	// value it was given (a db file's value is valid until the file is
+	// closed): copy what must outlive it.
 	Raw []byte
 }
 

@@ -2,12 +2,15 @@ package space
 
 // idTable maps a key's hash to its record's place: open addressing with
 // linear probing over two flat arrays, so that a walk of a million keys
-// costs about one cache miss per revision (a Go map of that size costs
-// several) and holds no pointer for the garbage collector to scan.
+// costs one or two cache misses per revision (a Go map of that size costs
+// more) and holds no pointer for the garbage collector to scan.
 type idTable struct {
 	hashes []uint64 // 0: empty
 	ids    []int32
 	n      int
+	// The hash 0 marks an empty slot: its id is kept apart.
+	zeroID  int32
+	hasZero bool
 }
 
 // newIDTable returns a table sized for about hint keys.
@@ -19,17 +22,11 @@ func newIDTable(hint int) *idTable {
 	return &idTable{hashes: make([]uint64, size), ids: make([]int32, size)}
 }
 
-// slotHash keeps 0 free to mark an empty slot.
-func slotHash(h uint64) uint64 {
-	if h == 0 {
-		return 1
-	}
-	return h
-}
-
 // get returns the id stored for h.
 func (t *idTable) get(h uint64) (int32, bool) {
-	h = slotHash(h)
+	if h == 0 {
+		return t.zeroID, t.hasZero
+	}
 	mask := uint64(len(t.hashes) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		switch t.hashes[i] {
@@ -44,7 +41,13 @@ func (t *idTable) get(h uint64) (int32, bool) {
 // getOrAdd returns the id stored for h, or stores next and returns it with
 // added set.
 func (t *idTable) getOrAdd(h uint64, next int32) (id int32, added bool) {
-	h = slotHash(h)
+	if h == 0 {
+		if t.hasZero {
+			return t.zeroID, false
+		}
+		t.zeroID, t.hasZero = next, true
+		return next, true
+	}
 	mask := uint64(len(t.hashes) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		switch t.hashes[i] {

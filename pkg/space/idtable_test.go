@@ -24,6 +24,10 @@ func TestIDTable(t *testing.T) {
 		if _, ok := tb.get(12345); ok && n == 0 {
 			t.Errorf("n=0: found a hash never added")
 		}
+		// 0 (added when i is 0) and 1 are two keys.
+		if id, added := tb.getOrAdd(1, -7); n > 0 && (!added || id != -7) {
+			t.Errorf("n=%d: hash 1 after hash 0: %d %v, want its own record", n, id, added)
+		}
 		if 4*tb.n > 3*len(tb.hashes) {
 			t.Errorf("n=%d: load %d of %d", n, tb.n, len(tb.hashes))
 		}
