@@ -1,13 +1,11 @@
 package apiview
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/regghost/regghost/internal/filesum"
 	"k8s.io/client-go/rest"
 )
 
@@ -70,8 +68,8 @@ func (l *Loader) config() (*rest.Config, uint64, error) {
 	// Fingerprints are taken before the files are read: a file rewritten
 	// while it is loaded is loaded again at the next call, never missed.
 	kubeFiles := l.kubeconfigFiles()
-	kubeSum := fingerprint(kubeFiles)
-	if l.cfg != nil && kubeSum == l.kubeSum && fingerprint(referenced(l.cfg)) == l.refSum {
+	kubeSum := filesum.Of(kubeFiles...)
+	if l.cfg != nil && kubeSum == l.kubeSum && filesum.Of(referenced(l.cfg)...) == l.refSum {
 		return l.cfg, l.gen, nil
 	}
 	cfg, err := l.o.RESTConfig()
@@ -80,7 +78,7 @@ func (l *Loader) config() (*rest.Config, uint64, error) {
 	}
 	refs := referenced(cfg)
 	first := l.cfg == nil
-	l.cfg, l.kubeSum, l.refSum = cfg, kubeSum, fingerprint(refs)
+	l.cfg, l.kubeSum, l.refSum = cfg, kubeSum, filesum.Of(refs...)
 	l.gen++
 	if !first && l.OnChange != nil {
 		l.OnChange(append(kubeFiles, refs...))
@@ -133,20 +131,4 @@ func referenced(cfg *rest.Config) []string {
 		}
 	}
 	return out
-}
-
-// fingerprint is a digest of each file's name and content, a missing or
-// unreadable file counting as such.
-func fingerprint(files []string) string {
-	h := sha256.New()
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			fmt.Fprintf(h, "%s\x00unreadable\x00", f)
-			continue
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
