@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -241,10 +242,22 @@ func TestChartLintsAndRenders(t *testing.T) {
 			{[]string{"--set", "witness.customResources={widgets.*}"}, `"widgets.*" is not <plural>.<group>`},
 			{[]string{"--set", "witness.customResources={pods/exec}"}, `"pods/exec" is not <plural>.<group>`},
 			{[]string{"--set", "witness.customResources={widgets}"}, `"widgets" is not <plural>.<group>`},
+			{[]string{"--set", "witness.customResources={123}"}, `123 is not <plural>.<group>`},
+			{[]string{"--set", "witness.customResources={Widgets.Example.com}"}, `"Widgets.Example.com" is not <plural>.<group>`},
+			{[]string{"--set", "witness.customResources=widgets.example.com"}, `witness.customResources must be a list`},
+			// A chart packaged without its generated rules grants nothing,
+			// and says so rather than render a role without rules.
+			{[]string{"chart without rules"}, `files/witness-rules.yaml is missing or empty`},
 		} {
 			bin, err := helmBin()
 			mustNoErr(t, "build helm", err)
-			cmd := exec.Command(bin, append([]string{"template", "ghosts", chartDir}, tt.args...)...)
+			dir, args := chartDir, tt.args
+			if args[0] == "chart without rules" {
+				dir, args = filepath.Join(t.TempDir(), "regghost"), nil
+				mustNoErr(t, "copy the chart", os.CopyFS(dir, os.DirFS(chartDir)))
+				mustNoErr(t, "remove the rules", os.Remove(filepath.Join(dir, "files", "witness-rules.yaml")))
+			}
+			cmd := exec.Command(bin, append([]string{"template", "ghosts", dir}, args...)...)
 			cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 			out, err := cmd.CombinedOutput()
 			if err == nil || !strings.Contains(string(out), tt.want) {
