@@ -34,25 +34,34 @@ func NewEtcdStoreAt(ctx context.Context, cli *clientv3.Client, pageSize, rev int
 }
 
 // CompactedRevision is the revision etcd last compacted at: the oldest one
-// it can still read (0 when it never compacted). It is found by reading
-// one absent key at revisions chosen by bisection: a read below the
-// compacted revision fails with ErrCompacted. About 30 tiny reads.
+// it can still read (0 when it never compacted). See CompactedRevisionAt.
 func CompactedRevision(ctx context.Context, cli clientv3.KV) (int64, error) {
-	readable := func(rev int64) (bool, error) {
-		_, err := cli.Get(ctx, "\x00", clientv3.WithRev(rev), clientv3.WithCountOnly())
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			return false, nil
-		}
-		return err == nil, err
-	}
 	resp, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, err
 	}
+	return CompactedRevisionAt(ctx, cli, resp.Header.Revision)
+}
+
+// CompactedRevisionAt is the revision etcd last compacted at, at or below
+// rev (0 when it never compacted). etcd says no number: it is found by
+// reading one absent key at revisions chosen by bisection, a read below the
+// compacted revision failing with ErrCompacted. About 30 tiny reads.
+func CompactedRevisionAt(ctx context.Context, cli clientv3.KV, rev int64) (int64, error) {
+	readable := func(r int64) (bool, error) {
+		_, err := cli.Get(ctx, "\x00", clientv3.WithRev(r), clientv3.WithCountOnly())
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, rpctypes.ErrCompacted):
+			return false, nil
+		}
+		return false, fmt.Errorf("read at revision %d: %w", r, err)
+	}
 	if ok, err := readable(1); ok || err != nil {
 		return 0, err
 	}
-	lo, hi := int64(1), resp.Header.Revision // lo is compacted, hi readable
+	lo, hi := int64(1), rev // lo is compacted, hi readable
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		ok, err := readable(mid)

@@ -33,7 +33,7 @@ var errNotCounted = errors.New("the scan did not read the whole keyspace under t
 // member's size, quota and alarms.
 func FromEtcd(ctx context.Context, cli *clientv3.Client, store etcdscan.Store, scan ScanFunc, o LiveOptions) (*Report, error) {
 	var notes []string
-	compact, err := CompactRevision(ctx, cli, store.Revision())
+	compact, err := etcdscan.CompactedRevisionAt(ctx, cli, store.Revision())
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("etcd's compacted revision could not be found (%s): each key's history is bounded as if never compacted", firstLine(err)))
 	}
