@@ -27,7 +27,39 @@ type Revision struct {
 // it, each key's newest revision only). It reads the key of every record
 // and nothing else of those match refuses, so finding the history of one key
 // costs about one pass over the keys, whatever the values weigh.
-func (f *File) Revisions(ctx context.Context, match func(key []byte) bool, fn func(Revision) error) (err error) {
+func (f *File) Revisions(ctx context.Context, match func(key []byte) bool, fn func(Revision) error) error {
+	return f.eachRevision(ctx, func(k, v []byte) error {
+		key, err := recordKey(v)
+		if err != nil {
+			return f.damagedAt(k, err)
+		}
+		if match != nil && !match(key) {
+			return nil
+		}
+		rev := mvcc.BytesToRev(k)
+		r := Revision{Main: rev.Main, Sub: rev.Sub, Tombstone: mvcc.IsTombstone(k)}
+		if r.KV, err = decodeRecord(v, r.Tombstone); err != nil {
+			return f.damagedAt(k, err)
+		}
+		if r.Tombstone {
+			// etcd writes a delete as the key alone; its revision is the
+			// delete's.
+			r.KV.ModRevision = rev.Main
+		}
+		return fn(r)
+	})
+}
+
+// damagedAt says that the record at bucket key k does not read.
+func (f *File) damagedAt(k []byte, err error) error {
+	return fmt.Errorf("db file %s is damaged: revision %x: %w", f.info.Path, k, err)
+}
+
+// eachRevision walks the file's key bucket once, in revision order, and
+// calls read with each revision's bucket key and record (both aliasing the
+// file's memory map), stopping at read's first error. A damaged page
+// (bbolt panics) or bucket key is the file's damage.
+func (f *File) eachRevision(ctx context.Context, read func(k, v []byte) error) (err error) {
 	tx, err := f.db.Begin(false)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.info.Path, err)
@@ -54,24 +86,7 @@ func (f *File) Revisions(ctx context.Context, match func(key []byte) bool, fn fu
 		if len(k) < 17 {
 			return fmt.Errorf("db file %s is damaged: key bucket holds %x, not a revision", f.info.Path, k)
 		}
-		key, err := recordKey(v)
-		if err != nil {
-			return fmt.Errorf("db file %s is damaged: revision %x: %w", f.info.Path, k, err)
-		}
-		if match != nil && !match(key) {
-			continue
-		}
-		rev := mvcc.BytesToRev(k)
-		r := Revision{Main: rev.Main, Sub: rev.Sub, Tombstone: mvcc.IsTombstone(k)}
-		if r.KV, err = decodeRecord(v, r.Tombstone); err != nil {
-			return fmt.Errorf("db file %s is damaged: revision %x: %w", f.info.Path, k, err)
-		}
-		if r.Tombstone {
-			// etcd writes a delete as the key alone; its revision is the
-			// delete's.
-			r.KV.ModRevision = rev.Main
-		}
-		if err := fn(r); err != nil {
+		if err := read(k, v); err != nil {
 			return err
 		}
 	}

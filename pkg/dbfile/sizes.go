@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"go.etcd.io/etcd/server/v3/storage/mvcc"
-	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -14,41 +13,14 @@ import (
 // memory map, valid until the file is closed), whether it is a delete, and
 // its value's length: what accounting for the file's bytes needs, read
 // without decoding the rest of the record.
-func (f *File) RevisionSizes(ctx context.Context, fn func(key []byte, tombstone bool, valueLen int) error) (err error) {
-	tx, err := f.db.Begin(false)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", f.info.Path, err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("db file %s is damaged: %v", f.info.Path, r)
-		}
-	}()
-	b := tx.Bucket(schema.Key.Name())
-	if b == nil {
-		return fmt.Errorf("db file %s has no key bucket: not an etcd v3 database", f.info.Path)
-	}
-	c := b.Cursor()
-	n := 0
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if n++; n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if len(k) < 17 {
-			return fmt.Errorf("db file %s is damaged: key bucket holds %x, not a revision", f.info.Path, k)
-		}
+func (f *File) RevisionSizes(ctx context.Context, fn func(key []byte, tombstone bool, valueLen int) error) error {
+	return f.eachRevision(ctx, func(k, v []byte) error {
 		key, valueLen, err := recordSizes(v)
 		if err != nil {
-			return fmt.Errorf("db file %s is damaged: revision %x: %w", f.info.Path, k, err)
+			return f.damagedAt(k, err)
 		}
-		if err := fn(key, mvcc.IsTombstone(k), valueLen); err != nil {
-			return err
-		}
-	}
-	return nil
+		return fn(key, mvcc.IsTombstone(k), valueLen)
+	})
 }
 
 // recordSizes returns the key of an mvccpb.KeyValue record (aliasing rec)
