@@ -17,6 +17,7 @@ import (
 	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/version"
 )
@@ -90,6 +91,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&g.Etcd.Password, "password", "", "etcd password for --user, instead of the question (env ETCDCTL_PASSWORD: keeps it out of ps and shell history)")
 	f.DurationVar(&g.Etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
 	f.DurationVar(&g.Etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
+	f.IntVar(&g.Etcd.MaxRequestBytes, "max-request-bytes", etcdwrite.DefaultMaxRequestBytes, "the largest request etcd accepts (its own --max-request-bytes): each write transaction carries at most this many bytes")
 	f.StringVar(&g.Prefix, nodeconfig.FlagPrefix, "/registry/", "the key prefix kube-apiserver stores under (its --etcd-prefix), ending in /")
 	f.StringVar(&g.Prefix, "prefix", "/registry/", "")
 	_ = f.MarkDeprecated("prefix", "use --etcd-prefix (etcdctl's --prefix is a switch)")
@@ -123,6 +125,9 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		}
 		if g.Etcd.CommandTimeout <= 0 {
 			return usageError("--command-timeout must be positive, got %s", g.Etcd.CommandTimeout)
+		}
+		if g.Etcd.MaxRequestBytes < 64<<10 {
+			return usageError("--max-request-bytes must be at least 65536 (etcd's default is %d), got %d", etcdwrite.DefaultMaxRequestBytes, g.Etcd.MaxRequestBytes)
 		}
 		if len(g.Prefix) == 0 || g.Prefix[0] != '/' || g.Prefix[len(g.Prefix)-1] != '/' {
 			return usageError("--etcd-prefix %q must start and end with /", g.Prefix)

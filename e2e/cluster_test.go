@@ -71,13 +71,14 @@ type clusterOptions struct {
 	// for a second kube-apiserver of an HA control plane.
 	apiserverIP, apiserverName string
 	apiserverPort              int
-	// authorization is kube-apiserver's --authorization-mode (AlwaysAllow
-	// by default; the flag is a list, so it cannot be overridden through
-	// apiserverArgs).
+	// authorization is kube-apiserver's --authorization-mode (Node,RBAC
+	// by default, as kubeadm's; the flag is a list, so it cannot be
+	// overridden through apiserverArgs).
 	authorization string
-	// clientCertAuth makes kube-apiserver take client certificates signed
-	// by the cluster's CA too (--client-ca-file), as kubeadm's does.
-	clientCertAuth bool
+	// unseeded leaves out the objects of a kubeadm cluster and its
+	// workloads (seedProductionShape) that every other cluster holds: for
+	// an API server that cannot write them (its KMS plugin is down).
+	unseeded bool
 	// apiserverBin runs another kube-apiserver than bins.kubeAPIServer (a
 	// second release on the same etcd).
 	apiserverBin string
@@ -170,6 +171,9 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	}
 	if !o.noAPIServer {
 		c.startAPIServer(t, o)
+		if !o.unseeded {
+			c.seedProductionShape(t)
+		}
 	}
 	return c
 }
@@ -229,7 +233,7 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 	}
 	authz := o.authorization
 	if authz == "" {
-		authz = "AlwaysAllow"
+		authz = "Node,RBAC"
 	}
 	saPub, saKey := writeServiceAccountKey(t, c.dir)
 	tokens := filepath.Join(c.dir, "tokens.csv")
@@ -243,10 +247,12 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
 		"--service-account-signing-key-file", saKey, "--token-auth-file", tokens,
 		"--authorization-mode", authz, "--service-cluster-ip-range", "10.0.0.0/24",
+		// kubeadm's: client certificates of the cluster's CA, bootstrap
+		// tokens, NodeRestriction. The ServiceAccount plugin stays off: it
+		// refuses a pod until the namespace's default account exists, and
+		// most tests run no kube-controller-manager to create it.
+		"--client-ca-file", c.pki.CA, "--enable-bootstrap-token-auth=true", "--enable-admission-plugins", "NodeRestriction",
 		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
-	}
-	if o.clientCertAuth {
-		args = append(args, "--client-ca-file", c.pki.CA)
 	}
 	bin := bins.kubeAPIServer
 	if o.apiserverBin != "" {

@@ -94,6 +94,19 @@ func (c *cluster) waitAPIServiceReason(t *testing.T, name string, reasons ...str
 	})
 }
 
+// apiServiceOfAForceDeletedNamespace registers the APIService
+// v1beta1.custom.metrics.example.com as served by the headless Service
+// metrics-ns/metrics, then force-deletes the namespace's key: the Service
+// is left a ghost. It returns the APIService's name and key.
+func (c *cluster) apiServiceOfAForceDeletedNamespace(t *testing.T) (name, key string) {
+	t.Helper()
+	c.createNamespace(t, "metrics-ns")
+	c.createHeadlessService(t, "metrics-ns", "metrics")
+	key = c.createAggregatedAPI(t, "custom.metrics.example.com", "v1beta1", "metrics-ns", "metrics", nil)
+	c.forceDelete(t, "/registry/namespaces/metrics-ns")
+	return "v1beta1.custom.metrics.example.com", key
+}
+
 // deleteAndWaitDiscoveryFailure deletes a namespace through the API server
 // and waits until its deletion hangs on a discovery failure.
 func (c *cluster) deleteAndWaitDiscoveryFailure(t *testing.T, ns string) {
@@ -204,11 +217,7 @@ func TestDanglingAPIServiceUnsticksANamespace(t *testing.T) {
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()
-	const apiName = "v1beta1.custom.metrics.example.com"
-	c.createNamespace(t, "metrics-ns")
-	c.createHeadlessService(t, "metrics-ns", "metrics")
-	apiKey := c.createAggregatedAPI(t, "custom.metrics.example.com", "v1beta1", "metrics-ns", "metrics", nil)
-	c.forceDelete(t, "/registry/namespaces/metrics-ns")
+	apiName, apiKey := c.apiServiceOfAForceDeletedNamespace(t)
 	c.forceDelete(t, "/registry/services/specs/metrics-ns/metrics")
 	c.waitAPIServiceReason(t, apiName, "ServiceNotFound")
 	c.createNamespace(t, "app")
@@ -564,7 +573,7 @@ func (c *cluster) canIListPods(t *testing.T, user, ns string) string {
 // the RoleBinding (no subject left) is gone, and the account created again
 // holds nothing.
 func TestDanglingBindingSubjectComesBack(t *testing.T) {
-	c := startCluster(t, clusterOptions{authorization: "Node,RBAC"})
+	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	const builder, runner = "system:serviceaccount:ci:builder", "system:serviceaccount:ops:runner"
 	if got := c.canIListPods(t, "system:serviceaccount:nobody:none", "ci"); got != "no" {

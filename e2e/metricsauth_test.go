@@ -138,6 +138,39 @@ func (s *tlsServe) get(path, token string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
+// peerCert is the certificate the endpoint shows a new connection.
+func (s *tlsServe) peerCert(t *testing.T) *x509.Certificate {
+	t.Helper()
+	resp, err := s.http.Get(s.url + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz: %v", err)
+	}
+	resp.Body.Close()
+	if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
+		t.Fatalf("GET /healthz: no TLS")
+	}
+	return resp.TLS.PeerCertificates[0]
+}
+
+// plainGet sends a bearer token over plain HTTP to a TLS endpoint's
+// address: it must not get the metrics (Go's TLS server answers 400 to a
+// request in clear).
+func plainGet(t *testing.T, addr, token string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	mustNoErr(t, "new request", err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return // refused outright: no metrics either
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(b), "regghost_") {
+		t.Errorf("plain HTTP with a bearer token to the TLS port: %d %q, want 400 without the metrics", resp.StatusCode, b)
+	}
+}
+
 // metric is the value of one series of /metrics, read with token.
 func (s *tlsServe) metric(t *testing.T, token, series string) (float64, bool) {
 	t.Helper()
@@ -204,7 +237,8 @@ func (c *cluster) scanVerdicts(t *testing.T, kubeconfig string) (string, bool) {
 
 // TestServeDelegatedMetricsAuth: the chart and the static pod's RBAC
 // applied to a real kube-apiserver with RBAC on, and regghost serve
-// --metrics-auth delegated behind exporter-toolkit's TLS:
+// --metrics-auth delegated behind exporter-toolkit's TLS (a web
+// configuration's certificate, and serve's own in --cert-dir):
 //   - the chart applies with --dry-run=server, then for real;
 //   - the witness's roles (the chart's ServiceAccount, the static pod's
 //     user regghost with a client certificate) are all a scan needs: its
@@ -215,17 +249,25 @@ func (c *cluster) scanVerdicts(t *testing.T, kubeconfig string) (string, bool) {
 //     grant 403, with the chart's scraper's 200 (and 403 on any other
 //     path); /healthz and /readyz are open; a real Prometheus scrapes it
 //     with the token as the ServiceMonitor says;
+//   - no bearer token crosses the network in clear: a plain-HTTP request
+//     with the scraper's token to the TLS port gets 400, not the metrics;
+//     serve run as the static pod and the chart run it (--cert-dir) makes
+//     a self-signed certificate there, serves it over HTTPS to the
+//     scraper's token, and serves a new one without a restart once it is
+//     removed; delegated auth over plain HTTP (and --insecure-http off
+//     loopback) is refused at start, exit 2, in one line;
 //   - the kubeconfig rewritten on disk (another identity) is taken without
 //     a restart: once the first identity is deleted, scrapes are still
 //     reviewed and the witness still answers.
 func TestServeDelegatedMetricsAuth(t *testing.T) {
-	c := startCluster(t, clusterOptions{authorization: "RBAC", clientCertAuth: true})
+	c := startCluster(t, clusterOptions{})
 	dir := t.TempDir()
 
 	c.kubectl(t, monitoringCRDs, "apply", "-f", "-")
 	c.kubectl(t, "", "wait", "--for", "condition=established", "--timeout", "60s",
 		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
-	c.createNamespace(t, "monitoring")
+	// Applied, not created: a production-shaped cluster may hold it already.
+	c.kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: monitoring}\n", "apply", "-f", "-")
 	rendered := helm(t, "template", "ghosts", chartDir, "--namespace", "monitoring", "--set", "witness.customResources={widgets.example.com,gadgets.example.com}")
 	t.Run("the chart applies with --dry-run=server", func(t *testing.T) {
 		out := c.kubectl(t, rendered, "apply", "--dry-run=server", "-f", "-")
@@ -373,6 +415,10 @@ func TestServeDelegatedMetricsAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("plain HTTP to the TLS port gets no metrics", func(t *testing.T) {
+		plainGet(t, addr, scraper)
+	})
+
 	t.Run("the witness answers with the chart's ServiceAccount", func(t *testing.T) {
 		s.waitCycles(t, scraper, 1)
 		if v, ok := s.metric(t, scraper, "regghost_api_witness"); !ok || v != 1 {
@@ -404,6 +450,75 @@ scrape_configs:
 			}
 			return nil
 		})
+	})
+
+	t.Run("serve's own certificate, as the static pod and the chart run it", func(t *testing.T) {
+		certDir := filepath.Join(t.TempDir(), "certs")
+		ownAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+		// As the ServiceMonitor scrapes it: HTTPS, verification skipped
+		// (insecureSkipVerify: no CA vouches for a self-signed certificate).
+		own := &tlsServe{url: "https://" + ownAddr, log: filepath.Join(t.TempDir(), "serve.log"),
+			http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}}
+		startProcess(t, "regghost serve --cert-dir", own.log, bins.regghost, append([]string{"serve", "--listen-address", ownAddr, "--cert-dir", certDir,
+			"--metrics-auth", "delegated", "--kubeconfig", serveConf, "--interval", "10m", "--terminating-after", "1ns"}, c.etcdArgs()...)...)
+		waitFor(t, 60*time.Second, "regghost serve --cert-dir ready", func() error {
+			code, body, err := own.get("/readyz", "")
+			if err != nil {
+				return err
+			}
+			if code != http.StatusOK {
+				return fmt.Errorf("/readyz: %d %s", code, body)
+			}
+			return nil
+		})
+		for _, tt := range []struct {
+			name, token string
+			want        int
+		}{
+			{"no token", "", http.StatusUnauthorized},
+			{"the chart's scraper", scraper, http.StatusOK},
+		} {
+			code, body, err := own.get("/metrics", tt.token)
+			if err != nil || code != tt.want {
+				t.Errorf("%s: GET /metrics: %d %v %q, want %d", tt.name, code, err, body, tt.want)
+			}
+		}
+		plainGet(t, ownAddr, scraper)
+
+		// The certificate served is the one in --cert-dir: a chain for
+		// localhost its own CA vouches for.
+		certFile := filepath.Join(certDir, "regghost.crt")
+		pemBytes, err := os.ReadFile(certFile)
+		mustNoErr(t, "read regghost.crt", err)
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(pemBytes)
+		block, _ := pem.Decode(pemBytes)
+		leaf, err := x509.ParseCertificate(block.Bytes)
+		mustNoErr(t, "parse regghost.crt", err)
+		if served := own.peerCert(t); !served.Equal(leaf) {
+			t.Errorf("served %s, --cert-dir holds %s", served.Subject, leaf.Subject)
+		}
+		verified := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "localhost"}}}
+		if resp, err := verified.Get(own.url + "/healthz"); err != nil {
+			t.Errorf("the served certificate against regghost.crt's CA for localhost: %v", err)
+		} else {
+			resp.Body.Close()
+		}
+
+		// Removed, it is made anew and served without a restart.
+		mustNoErr(t, "remove regghost.crt", os.Remove(certFile))
+		waitFor(t, 60*time.Second, "a new certificate served", func() error {
+			if served := own.peerCert(t); served.Equal(leaf) {
+				return fmt.Errorf("still the removed certificate")
+			}
+			return nil
+		})
+		if b, _ := os.ReadFile(own.log); strings.Count(string(b), "serving certificate made") != 2 {
+			t.Errorf("serve's log does not say it made a certificate at start and again:\n%s", b)
+		}
+		if code, _, err := own.get("/metrics", scraper); err != nil || code != http.StatusOK {
+			t.Errorf("/metrics over the new certificate: %d %v", code, err)
+		}
 	})
 
 	t.Run("a rewritten kubeconfig is taken without a restart", func(t *testing.T) {
@@ -440,10 +555,30 @@ scrape_configs:
 
 	t.Run("delegated auth without a usable kubeconfig is refused at start", func(t *testing.T) {
 		_, errOut, code := runBinary(t, "", append([]string{"serve", "--listen-address", "127.0.0.1:0", "--metrics-auth", "delegated",
-			"--kubeconfig", filepath.Join(dir, "absent.conf")}, c.etcdArgs()...)...)
+			"--cert-dir", t.TempDir(), "--kubeconfig", filepath.Join(dir, "absent.conf")}, c.etcdArgs()...)...)
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
 		if code == 0 || len(lines) != 1 || !strings.Contains(lines[0], "--metrics-auth=delegated") {
 			t.Errorf("exit %d, stderr %q; want a failure in one line naming --metrics-auth=delegated", code, errOut)
+		}
+	})
+
+	t.Run("delegated auth over plain HTTP is refused at start", func(t *testing.T) {
+		port := strconv.Itoa(freePort(t))
+		for _, tt := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"every interface", []string{"--listen-address", ":" + port}, "serve TLS with --cert-dir DIR"},
+			{"a node address", []string{"--listen-address", "0.0.0.0:" + port}, "serve TLS with --cert-dir DIR"},
+			{"loopback without --insecure-http", []string{"--listen-address", "127.0.0.1:" + port}, "add --insecure-http"},
+			{"--insecure-http off loopback", []string{"--listen-address", "0.0.0.0:" + port, "--insecure-http"}, "--insecure-http needs a loopback --listen-address"},
+		} {
+			_, errOut, code := runBinary(t, "", append(append([]string{"serve", "--metrics-auth", "delegated", "--kubeconfig", serveConf}, tt.args...), c.etcdArgs()...)...)
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
+				t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line saying %q", tt.name, code, errOut, tt.want)
+			}
 		}
 	})
 }

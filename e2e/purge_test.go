@@ -339,7 +339,7 @@ func TestPurgeRefusesWhenTheBackupDiskIsFull(t *testing.T) {
 	plantGhosts(t, c)
 	before, rev := c.dump(t)
 	_, errOut, code := c.regghost(t, "", "purge", "--namespace", "kb-system", "--backup-dir", mnt, "--confirm", "--yes")
-	if code != 1 || !strings.Contains(errOut, "not enough free space") || !strings.Contains(errOut, "nothing was changed") {
+	if code != 1 || !strings.Contains(errOut, "no room for the snapshot and backup") || !strings.Contains(errOut, "nothing was changed") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 	after, revAfter := c.dump(t)

@@ -43,6 +43,18 @@ func Dangling(out io.Writer, refs []etcdscan.DanglingRef) {
 	}
 }
 
+// DanglingByDesign writes the references kube-apiserver's own bootstrap
+// policy holds by design (-o wide): one line each, not counted.
+func DanglingByDesign(out io.Writer, refs []etcdscan.DanglingRef) {
+	if len(refs) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nBy design, not counted: %d references of kube-apiserver's own bootstrap policy to ServiceAccounts that exist only while the component using them runs\n", len(refs))
+	for _, d := range refs {
+		table.Wrapped(out, fmt.Sprintf("BY DESIGN %s: %s -> %s", table.Escape(d.Kind+" "+nsName(d.Namespace, d.Name)), table.Escape(d.Field), table.Escape(d.Target)))
+	}
+}
+
 // DanglingFixes says what a fix would do, and what it refuses.
 func DanglingFixes(w io.Writer, fixes []dangling.Fix, refused []dangling.Refusal) {
 	if len(fixes) > 0 {

@@ -121,6 +121,9 @@ func WriteReport(out io.Writer, rep *etcdscan.Report, now time.Time, wide, noHea
 		}
 	}
 	Dangling(out, rep.Dangling)
+	if wide {
+		DanglingByDesign(out, rep.DanglingByDesign)
+	}
 	scope := "all namespaces"
 	if rep.Namespace != "" {
 		scope = "namespace " + rep.Namespace

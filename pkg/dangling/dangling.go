@@ -65,8 +65,25 @@ type finder struct {
 	ready        map[string]bool
 	unreadSlices map[string]int
 	out          []etcdscan.DanglingRef
+	// byDesign are the references kube-apiserver's own objects hold by
+	// design (ByDesign).
+	byDesign []etcdscan.DanglingRef
 	// unreadable are referring objects nobody here could read.
 	unreadable []string
+}
+
+// Found is what Find found.
+type Found struct {
+	// Refs are the references whose target is gone, down or a ghost:
+	// the findings.
+	Refs []etcdscan.DanglingRef
+	// ByDesign are references kube-apiserver's own bootstrap policy holds
+	// to what never existed or comes and goes with a component (ByDesign):
+	// shown where detail is asked for, never counted, never fixed.
+	ByDesign []etcdscan.DanglingRef
+	// Unreadable lists the referring objects nobody could read (they are
+	// not judged).
+	Unreadable []string
 }
 
 // answer is the API server's word on a target etcd says is gone.
@@ -79,9 +96,10 @@ const (
 )
 
 // Find walks the objects that point into namespaces and returns every
-// reference whose target is gone or down, sorted by key. The second value
-// lists the referring objects nobody could read (they are not judged).
-func Find(ctx context.Context, store etcdscan.Store, o Options) ([]etcdscan.DanglingRef, []string, error) {
+// reference whose target is gone or down, sorted by key, apart from those
+// kube-apiserver's own objects hold by design, and the referring objects
+// nobody could read.
+func Find(ctx context.Context, store etcdscan.Store, o Options) (*Found, error) {
 	f := &finder{ctx: ctx, store: store, o: o, namespaces: map[string]bool{}, answers: map[string]answer{}, ready: map[string]bool{}}
 	start := o.Registry + "namespaces/"
 	err := store.Range(ctx, start, etcdscan.PrefixEnd(start), true, func(kv *mvccpb.KeyValue) error {
@@ -89,7 +107,7 @@ func Find(ctx context.Context, store etcdscan.Store, o Options) ([]etcdscan.Dang
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read namespaces: %w", err)
+		return nil, fmt.Errorf("read namespaces: %w", err)
 	}
 	// Each walked where kube-apiserver stores it: built-in groups under the
 	// resource alone (validatingwebhookconfigurations/...), a few under
@@ -107,11 +125,13 @@ func Find(ctx context.Context, store etcdscan.Store, o Options) ([]etcdscan.Dang
 		{"", "persistentvolumes", f.volume},
 	} {
 		if err := f.walk(catalog.StoragePrefix(w.group, w.resource, false)+"/", w.fn); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	sort.SliceStable(f.out, func(i, j int) bool { return f.out[i].Key < f.out[j].Key })
-	return f.out, f.unreadable, nil
+	for _, refs := range [][]etcdscan.DanglingRef{f.out, f.byDesign} {
+		sort.SliceStable(refs, func(i, j int) bool { return refs[i].Key < refs[j].Key })
+	}
+	return &Found{Refs: f.out, ByDesign: f.byDesign, Unreadable: f.unreadable}, nil
 }
 
 // WithoutGhosts returns refs without the references into ghosts: what a
@@ -358,13 +378,9 @@ func (f *finder) whole(refs []etcdscan.DanglingRef, n int) bool {
 
 // add records a reference when it points into the namespace asked about.
 func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.DanglingRef) {
-	if f.o.Namespace != "" && d.TargetNamespace != f.o.Namespace {
+	if !f.fill(kv, obj, &d) {
 		return
 	}
-	d.Key, d.ModRevision = string(kv.Key), kv.ModRevision
-	d.Namespace, _, _ = unstructured.NestedString(obj, "metadata", "namespace")
-	d.Name, _, _ = unstructured.NestedString(obj, "metadata", "name")
-	d.ManagedBy = managers(obj)
 	switch d.State {
 	case etcdscan.DanglingDown:
 		d.Fix = "none: bring " + d.Target + " back (it exists; deleting what points at it would lose its configuration)"
@@ -373,6 +389,30 @@ func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.Danglin
 		d.Fix = "none here: the target is a ghost (its namespace " + d.TargetNamespace + " is gone); purge the namespace (regghost purge --namespace " + d.TargetNamespace + "), whose fix this is; dangling --confirm leaves it alone"
 	}
 	f.out = append(f.out, d)
+}
+
+// fill sets the referring object's fields of d; false when d points
+// outside the namespace asked about.
+func (f *finder) fill(kv *mvccpb.KeyValue, obj map[string]any, d *etcdscan.DanglingRef) bool {
+	if f.o.Namespace != "" && d.TargetNamespace != f.o.Namespace {
+		return false
+	}
+	d.Key, d.ModRevision = string(kv.Key), kv.ModRevision
+	d.Namespace, _, _ = unstructured.NestedString(obj, "metadata", "namespace")
+	d.Name, _, _ = unstructured.NestedString(obj, "metadata", "name")
+	d.ManagedBy = managers(obj)
+	return true
+}
+
+// addByDesign records a reference kube-apiserver's own object holds by
+// design (ByDesign): shown, never counted, never fixed.
+func (f *finder) addByDesign(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.DanglingRef) {
+	if !f.fill(kv, obj, &d) {
+		return
+	}
+	d.Consequence = "none: " + d.Consequence
+	d.Fix = "none: kube-apiserver's bootstrap policy names " + d.Target + " by design and puts the subject back (and the binding, if deleted) at its next start; the account exists when the component that uses it runs (kube-controller-manager's controllers with --use-service-account-credentials, kube-dns, a cloud provider)"
+	f.byDesign = append(f.byDesign, d)
 }
 
 func str(obj map[string]any, path ...string) string {
@@ -486,6 +526,7 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 		}
 		subjects, _, _ := unstructured.NestedSlice(obj, "subjects")
 		role := str(obj, "roleRef", "kind") + " " + str(obj, "roleRef", "name")
+		policy, labelled, bindingName := BootstrapPolicy(obj), BootstrapLabelled(obj), str(obj, "metadata", "name")
 		var refs []etcdscan.DanglingRef
 		for i, s := range subjects {
 			sm, _ := s.(map[string]any)
@@ -501,11 +542,20 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 			if !ok {
 				continue
 			}
-			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
+			ref := etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
 				State: state, Why: v.why, SingleWitness: v.single,
-				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role})
+				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role}
+			if policy && state == etcdscan.DanglingGone && PolicySubject(bindingName, str(obj, "roleRef", "name"), ns, name) {
+				f.addByDesign(kv, obj, ref)
+				continue
+			}
+			// kube-apiserver re-creates its own binding at its next start:
+			// a user's subject is removed from it, the binding never
+			// deleted.
+			ref.KeepObject = labelled
+			refs = append(refs, ref)
 		}
-		whole := f.whole(refs, len(subjects))
+		whole := !labelled && f.whole(refs, len(subjects))
 		for _, r := range refs {
 			r.Entries = len(subjects)
 			r.Fix = "remove subject " + r.Target + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server"

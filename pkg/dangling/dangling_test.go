@@ -45,7 +45,24 @@ func TestFind(t *testing.T) {
 			{"name":"inject.example.com","failurePolicy":"Ignore","clientConfig":{"service":{"namespace":"kb-system","name":"inject"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
 		"/registry/clusterrolebindings/kb-admin": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kb-admin"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","namespace":"kb-system","name":"controller"},{"kind":"ServiceAccount","namespace":"ops","name":"runner"}]}`,
 		"/registry/rolebindings/ops/read":        `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"read","namespace":"ops"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","name":"deleted"}]}`,
-		"/registry/persistentvolumes/pv-data":    `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv-data"},"spec":{"persistentVolumeReclaimPolicy":"Retain","claimRef":{"namespace":"kb-system","name":"data","uid":"u1"}},"status":{"phase":"Released"}}`,
+		// kube-apiserver's bootstrap policy: ServiceAccounts that do not exist
+		// by design (kube-controller-manager without
+		// --use-service-account-credentials, CoreDNS as coredns) are no
+		// finding; a subject a user added to such a binding still is, and
+		// is removed, never the binding.
+		"/registry/namespaces/kube-system":                                         `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kube-system"}}`,
+		"/registry/clusterrolebindings/system:controller:attachdetach-controller":  `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:controller:attachdetach-controller","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:controller:attachdetach-controller"},"subjects":[{"kind":"ServiceAccount","namespace":"kube-system","name":"attachdetach-controller"}]}`,
+		"/registry/clusterrolebindings/system:kube-dns":                            `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:kube-dns","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:kube-dns"},"subjects":[{"kind":"ServiceAccount","namespace":"kube-system","name":"kube-dns"},{"kind":"ServiceAccount","namespace":"ops","name":"dns-helper"}]}`,
+		"/registry/rolebindings/kube-system/system::leader-locking-kube-scheduler": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"system::leader-locking-kube-scheduler","namespace":"kube-system","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"system::leader-locking-kube-scheduler"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"system:kube-scheduler"},{"kind":"ServiceAccount","namespace":"kube-system","name":"kube-scheduler"},{"kind":"ServiceAccount","namespace":"kube-system","name":"leader-election-controller"}]}`,
+		// Reconciliation turned off (autoupdate false): the user owns it.
+		"/registry/clusterrolebindings/system:controller:route-controller": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:controller:route-controller","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"false"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:controller:route-controller"},"subjects":[{"kind":"ServiceAccount","namespace":"kube-system","name":"route-controller"}]}`,
+		// A user's own subject added to a bootstrap binding, in kube-system:
+		// not the policy's, so found (creating kube-system/tiller again
+		// would hold cluster-admin); the binding is edited, never deleted.
+		"/registry/clusterrolebindings/cluster-admin": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"cluster-admin","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"system:masters"},{"kind":"ServiceAccount","namespace":"kube-system","name":"tiller"}]}`,
+		// A user's own binding to a kube-system account deleted later.
+		"/registry/rolebindings/kube-system/backup-reader": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"backup-reader","namespace":"kube-system"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","name":"backup"}]}`,
+		"/registry/persistentvolumes/pv-data":              `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv-data"},"spec":{"persistentVolumeReclaimPolicy":"Retain","claimRef":{"namespace":"kb-system","name":"data","uid":"u1"}},"status":{"phase":"Released"}}`,
 	} {
 		if _, err := cli.Put(ctx, k, v); err != nil {
 			t.Fatal(err)
@@ -61,18 +78,31 @@ func TestFind(t *testing.T) {
 		// whole are the objects the plan deletes whole (every flag
 		// accepted); the others it fixes lose only their gone entries.
 		whole []string
+		// byDesign are the bootstrap policy's references shown apart.
+		byDesign []string
 	}{
 		{"", []string{
 			"apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io spec.service down none: bring service ops/idle back",
 			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone delete APIService v1beta1.webhook.cert-manager.io",
+			"clusterrolebindings/cluster-admin subjects[1] gone remove subject serviceaccount kube-system/tiller",
 			"clusterrolebindings/kb-admin subjects[0] gone remove subject serviceaccount kb-system/controller",
+			"clusterrolebindings/system:controller:route-controller subjects[0] gone remove subject serviceaccount kube-system/route-controller",
+			"clusterrolebindings/system:kube-dns subjects[1] gone remove subject serviceaccount ops/dns-helper",
 			"mutatingwebhookconfigurations/inject webhooks[inject.example.com].clientConfig.service gone delete MutatingWebhookConfiguration inject",
 			"persistentvolumes/pv-data spec.claimRef gone none automatic",
+			"rolebindings/kube-system/backup-reader subjects[0] gone delete RoleBinding backup-reader",
 			"rolebindings/ops/read subjects[0] gone delete RoleBinding read",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone remove webhook gone.example.com",
 			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
 			"validatingwebhookconfigurations/split webhooks[b.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
-		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject", "rolebindings/ops/read", "validatingwebhookconfigurations/split"}},
+		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject",
+			"rolebindings/kube-system/backup-reader", "rolebindings/ops/read", "validatingwebhookconfigurations/split"},
+			[]string{
+				"clusterrolebindings/system:controller:attachdetach-controller subjects[0]",
+				"clusterrolebindings/system:kube-dns subjects[0]",
+				"rolebindings/kube-system/system::leader-locking-kube-scheduler subjects[1]",
+				"rolebindings/kube-system/system::leader-locking-kube-scheduler subjects[2]",
+			}},
 		{"kb-system", []string{
 			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone",
 			"clusterrolebindings/kb-admin subjects[0] gone",
@@ -81,13 +111,24 @@ func TestFind(t *testing.T) {
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone",
 			// Its sibling into gone-2 is outside -n: it keeps it.
 			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone remove webhook a.example.com",
-		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject"}},
+		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run("namespace "+tt.namespace, func(t *testing.T) {
-			refs, unreadable, err := Find(ctx, store, Options{Registry: "/registry/", Namespace: tt.namespace, Reader: &objread.Reader{Registry: "/registry/"}})
-			if err != nil || len(unreadable) > 0 {
-				t.Fatalf("find: %v, unreadable %v", err, unreadable)
+			found, err := Find(ctx, store, Options{Registry: "/registry/", Namespace: tt.namespace, Reader: &objread.Reader{Registry: "/registry/"}})
+			if err != nil || len(found.Unreadable) > 0 {
+				t.Fatalf("find: %v, unreadable %v", err, found)
+			}
+			refs := found.Refs
+			var byDesign []string
+			for _, r := range found.ByDesign {
+				byDesign = append(byDesign, strings.TrimPrefix(r.Key, "/registry/")+" "+r.Field)
+				if r.State != etcdscan.DanglingGone || !strings.HasPrefix(r.Fix, "none: kube-apiserver's bootstrap policy") {
+					t.Errorf("%s %s: state %s, fix %q", r.Key, r.Field, r.State, r.Fix)
+				}
+			}
+			if fmt.Sprint(byDesign) != fmt.Sprint(tt.byDesign) {
+				t.Errorf("by design: %v, want %v", byDesign, tt.byDesign)
 			}
 			if len(refs) != len(tt.want) {
 				t.Fatalf("got %d references, want %d: %+v", len(refs), len(tt.want), refs)
@@ -212,7 +253,12 @@ func TestTargetIsJudgedOnItself(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			refs, unreadable, err := Find(ctx, store, Options{Registry: reg, Reader: &objread.Reader{Registry: reg}, API: tt.api})
+			found, err := Find(ctx, store, Options{Registry: reg, Reader: &objread.Reader{Registry: reg}, API: tt.api})
+			var refs []etcdscan.DanglingRef
+			var unreadable []string
+			if found != nil {
+				refs, unreadable = found.Refs, found.Unreadable
+			}
 			if err != nil || len(unreadable) > 0 {
 				t.Fatalf("find: %v, unreadable %v", err, unreadable)
 			}
@@ -351,5 +397,32 @@ func TestPlanFixesDeletesWholeOnlyWhenEveryEntryIsTaken(t *testing.T) {
 				t.Errorf("fixes %q refused %q, want %q refused %q", got, gotRefused, tt.want, tt.refused)
 			}
 		})
+	}
+}
+
+// TestPolicySubject: the subjects kube-apiserver's bootstrap policy itself
+// binds are by design; any other (a user's added to a bootstrap binding,
+// one in another namespace, one on a binding to a role outside system:) is
+// judged as any.
+func TestPolicySubject(t *testing.T) {
+	for _, tt := range []struct {
+		binding, role, ns, name string
+		want                    bool
+	}{
+		{"system:controller:attachdetach-controller", "system:controller:attachdetach-controller", "kube-system", "attachdetach-controller", true},
+		{"system:controller:cloud-provider", "system:controller:cloud-provider", "kube-system", "cloud-provider", true},
+		{"system:controller:route-controller", "system:controller:route-controller", "kube-system", "route-controller", true},
+		{"system:kube-dns", "system:kube-dns", "kube-system", "kube-dns", true},
+		{"system::leader-locking-kube-scheduler", "system::leader-locking-kube-scheduler", "kube-system", "kube-scheduler", true},
+		{"system::leader-locking-kube-controller-manager", "system::leader-locking-kube-controller-manager", "kube-system", "leader-election-controller", true},
+		{"cluster-admin", "cluster-admin", "kube-system", "tiller", false},
+		{"cluster-admin", "cluster-admin", "kube-system", "deploy-controller", false},
+		{"system:controller:attachdetach-controller", "system:controller:attachdetach-controller", "kube-system", "tiller", false},
+		{"system:controller:attachdetach-controller", "system:controller:attachdetach-controller", "ops", "attachdetach-controller", false},
+		{"system:kube-dns", "system:kube-dns", "kube-system", "coredns-helper", false},
+	} {
+		if got := PolicySubject(tt.binding, tt.role, tt.ns, tt.name); got != tt.want {
+			t.Errorf("PolicySubject(%s, %s, %s/%s) = %v, want %v", tt.binding, tt.role, tt.ns, tt.name, got, tt.want)
+		}
 	}
 }

@@ -127,7 +127,7 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 	var fixes []Fix
 	for key, f := range byKey {
 		if !f.Delete {
-			f.Delete = everyEntry(f.Refs, len(fields[key]))
+			f.Delete = everyEntry(f.Refs, len(fields[key])) && !keepObject(f.Refs)
 		}
 		if f.Delete {
 			f.Remove = nil
@@ -136,6 +136,17 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 	}
 	sort.Slice(fixes, func(i, j int) bool { return fixes[i].Key < fixes[j].Key })
 	return fixes, refused
+}
+
+// keepObject says whether a reference asks that its object be edited,
+// never deleted (DanglingRef.KeepObject).
+func keepObject(refs []etcdscan.DanglingRef) bool {
+	for _, r := range refs {
+		if r.KeepObject {
+			return true
+		}
+	}
+	return false
 }
 
 // everyEntry says whether the planned distinct entries of one object are
@@ -220,7 +231,7 @@ func Apply(ctx context.Context, fixes []Fix, o FixOptions) (*Result, error) {
 	}
 	out, err := protect.Run(ctx, protect.Job{Client: o.Client, Holder: "regghost dangling: " + o.Scope, Notices: o.Notices,
 		Prefix: o.Registry, Decrypt: o.Decrypt, Action: backup.ActionDangling,
-		Backup: &protect.Record{Root: o.BackupRoot, Scope: o.Scope, Keys: wants, Now: o.Now},
+		Backup: &protect.Record{Root: o.BackupRoot, Scope: o.Scope, Action: backup.ActionDangling, Keys: wants, Now: o.Now},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			results := make([]etcdwrite.Result, len(fixes))
 			for i, f := range fixes {

@@ -34,6 +34,17 @@ type Config struct {
 	// DialOptions are added to the client's gRPC options (serve counts
 	// requests and bytes with a stats handler).
 	DialOptions []grpc.DialOption
+	// MaxRequestBytes is the largest request the etcd accepts (its
+	// --max-request-bytes): the client's send limit is raised to carry it.
+	MaxRequestBytes int
+}
+
+// SendLimit is the gRPC send limit a client needs to send requests of up
+// to maxRequestBytes: the client's default (2 MiB) when that holds them,
+// else the limit plus the headroom etcd's server takes for gRPC (512 KiB).
+func SendLimit(maxRequestBytes int) int {
+	const clientDefault, headroom = 2 << 20, 512 << 10
+	return max(clientDefault, maxRequestBytes+headroom)
 }
 
 // ClientConfig builds a clientv3 configuration, loading and checking the TLS files.
@@ -47,7 +58,8 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 	if len(eps) == 0 {
 		return clientv3.Config{}, errors.New("no etcd endpoint: pass --endpoints or set ETCDCTL_ENDPOINTS")
 	}
-	cfg := clientv3.Config{Endpoints: eps, DialTimeout: c.DialTimeout, Logger: zap.NewNop(), DialOptions: c.DialOptions}
+	cfg := clientv3.Config{Endpoints: eps, DialTimeout: c.DialTimeout, Logger: zap.NewNop(), DialOptions: c.DialOptions,
+		MaxCallSendMsgSize: SendLimit(c.MaxRequestBytes)}
 	if c.User != "" {
 		name, password, ok := strings.Cut(c.User, ":")
 		if !ok {

@@ -58,6 +58,10 @@ type DanglingRef struct {
 	// ManagedBy names who would re-create or adopt the referring object
 	// (Helm, Argo CD, Flux), from its labels and annotations.
 	ManagedBy []string `json:"managedBy,omitempty"`
+	// KeepObject is set when a fix may edit the referring object but never
+	// delete it (a binding of kube-apiserver's bootstrap policy, which it
+	// re-creates at its next start).
+	KeepObject bool `json:"keepObject,omitempty"`
 	// Since is when it is known to have dangled from: the time an
 	// APIService's Available condition turned False. serve sets it to when
 	// it first saw the reference when the object does not say.

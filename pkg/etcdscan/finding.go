@@ -211,6 +211,11 @@ type Report struct {
 	// Dangling are the references of live objects into what is gone (or
 	// down), found by pkg/dangling.
 	Dangling []DanglingRef `json:"dangling"`
+	// DanglingByDesign are references kube-apiserver's own bootstrap
+	// policy holds to ServiceAccounts that exist only while the component
+	// using them runs: shown where detail is asked for (-o wide, json),
+	// never counted and never fixed.
+	DanglingByDesign []DanglingRef `json:"danglingByDesign,omitempty"`
 	// Terminating lists every namespace in Terminating at the scan's
 	// revision, stuck or not yet, with how long it has been.
 	Terminating []TerminatingNamespace `json:"terminating,omitempty"`

@@ -37,6 +37,11 @@ type Pacing struct {
 	// compared and a read as the failure branch: the only guarded shapes
 	// kine serves. Other compares are checked by a read just before.
 	OneKey bool
+	// MaxRequestBytes is the largest request the etcd written to accepts
+	// (its --max-request-bytes; DefaultMaxRequestBytes when unset): each
+	// transaction carries at most that many bytes of keys, values and
+	// compares.
+	MaxRequestBytes int
 }
 
 // ErrInterrupted is returned when a run was asked to stop.
@@ -49,6 +54,9 @@ func (p Pacing) Normalized() Pacing {
 	}
 	if p.PerSecond <= 0 {
 		p.PerSecond = DefaultRate
+	}
+	if p.MaxRequestBytes <= 0 {
+		p.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	return p
 }
@@ -81,17 +89,32 @@ type Spec struct {
 // Run runs one transaction per batch with the compares and an
 // operation per key; compares shared by several keys of a batch (the same
 // namespace key that must stay absent) are sent once, and a batch ends
-// before its distinct compares pass maxTxnOps. When a batch's compares fail
-// (some key or witness changed), it falls back to one transaction per key so
-// every other key is still handled. With pacing.OneKey every transaction
-// holds one key and only the first of its compares; the others are read by
-// spec.Check first.
+// before its distinct compares pass maxTxnOps or its bytes pass
+// pacing.MaxRequestBytes. A key whose write alone is larger than that is a
+// *TooLargeError before any transaction is sent. A batch etcd (or the gRPC
+// client) still refuses for its size is split in halves and sent again,
+// down to one key. When a batch's compares fail (some key or witness
+// changed), it falls back to one transaction per key so every other key is
+// still handled. With pacing.OneKey every transaction holds one key and only
+// the first of its compares; the others are read by spec.Check first.
 func Run(ctx context.Context, kv clientv3.KV, pacing Pacing, spec Spec) error {
 	pacing = pacing.Normalized()
 	cmp := spec.Cmp
 	if pacing.OneKey {
 		pacing.BatchSize = 1
 		cmp = func(i int) []clientv3.Cmp { return spec.Cmp(i)[:1] }
+	}
+	// Each key's bytes, its compares counted in full (shared ones are sent
+	// once, so a batch is never larger than the sum).
+	sizes := make([]int, spec.N)
+	for i := range sizes {
+		sizes[i] = opBytes(spec.Op(i))
+		for _, c := range cmp(i) {
+			sizes[i] += cmpBytes(c)
+		}
+		if sizes[i]+keyOverhead > pacing.MaxRequestBytes {
+			return &TooLargeError{Key: string(spec.Op(i).KeyBytes()), Bytes: sizes[i] + keyOverhead, Limit: pacing.MaxRequestBytes}
+		}
 	}
 	lim := rate.NewLimiter(rate.Limit(pacing.PerSecond), 1)
 	run := func(idx []int) (bool, int64, error) {
@@ -141,6 +164,7 @@ func Run(ctx context.Context, kv clientv3.KV, pacing Pacing, spec Spec) error {
 			backoff = min(backoff*2, 5*time.Second)
 		}
 	}
+	send := (&batches{run: run, spec: spec, sizes: sizes, limit: pacing.MaxRequestBytes}).send
 	for start := 0; start < spec.N; {
 		select {
 		case <-pacing.Stop:
@@ -149,6 +173,7 @@ func Run(ctx context.Context, kv clientv3.KV, pacing Pacing, spec Spec) error {
 		}
 		var batch []int
 		distinct := map[string]bool{}
+		bytes := txnOverhead
 		for i := start; i < spec.N && len(batch) < pacing.BatchSize; i++ {
 			var fresh []string
 			for _, c := range cmp(i) {
@@ -156,12 +181,13 @@ func Run(ctx context.Context, kv clientv3.KV, pacing Pacing, spec Spec) error {
 					fresh = append(fresh, id)
 				}
 			}
-			if len(batch) > 0 && len(distinct)+len(fresh) > maxTxnOps {
+			if len(batch) > 0 && (len(distinct)+len(fresh) > maxTxnOps || bytes+sizes[i] > pacing.MaxRequestBytes) {
 				break
 			}
 			for _, id := range fresh {
 				distinct[id] = true
 			}
+			bytes += sizes[i]
 			batch = append(batch, i)
 		}
 		first, last := batch[0]+1, batch[len(batch)-1]+1
@@ -176,26 +202,55 @@ func Run(ctx context.Context, kv clientv3.KV, pacing Pacing, spec Spec) error {
 				continue
 			}
 		}
-		ok, rev, err := run(batch)
-		if err != nil {
+		if err := send(batch); err != nil {
+			if len(batch) == 1 {
+				return fmt.Errorf("transaction for key %d: %w", first, err)
+			}
 			return fmt.Errorf("transaction for keys %d-%d: %w", first, last, err)
 		}
-		if ok {
-			for _, i := range batch {
-				spec.Done(i, true, rev)
-			}
-			continue
-		}
+	}
+	return nil
+}
+
+// batches sends the batches of one Run.
+type batches struct {
+	run   func(idx []int) (bool, int64, error)
+	spec  Spec
+	sizes []int
+	limit int
+}
+
+// send runs one batch, split in halves while etcd refuses it for its size;
+// one key refused so is a *TooLargeError. A batch whose compares fail is
+// sent again one key per transaction.
+func (b *batches) send(batch []int) error {
+	ok, rev, err := b.run(batch)
+	if tooLarge(err) {
 		if len(batch) == 1 {
-			spec.Done(batch[0], false, rev)
-			continue
+			return &TooLargeError{Key: string(b.spec.Op(batch[0]).KeyBytes()), Bytes: b.sizes[batch[0]] + keyOverhead, Limit: b.limit, Refused: err}
 		}
+		half := len(batch) / 2
+		if err := b.send(batch[:half]); err != nil {
+			return err
+		}
+		return b.send(batch[half:])
+	}
+	if err != nil {
+		return err
+	}
+	if ok {
 		for _, i := range batch {
-			ok, rev, err := run([]int{i})
-			if err != nil {
-				return fmt.Errorf("transaction for key %d: %w", i+1, err)
-			}
-			spec.Done(i, ok, rev)
+			b.spec.Done(i, true, rev)
+		}
+		return nil
+	}
+	if len(batch) == 1 {
+		b.spec.Done(batch[0], false, rev)
+		return nil
+	}
+	for _, i := range batch {
+		if err := b.send([]int{i}); err != nil {
+			return err
 		}
 	}
 	return nil

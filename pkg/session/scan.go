@@ -110,11 +110,12 @@ func (r *Read) findDangling(ctx context.Context, rep *etcdscan.Report) error {
 	if r.API != nil && rep.APIWitness {
 		reader.API, o.API = r.API, r.API
 	}
-	refs, unreadable, err := dangling.Find(ctx, r.Store, o)
+	found, err := dangling.Find(ctx, r.Store, o)
 	if err != nil {
 		return fmt.Errorf("dangling references: %w", err)
 	}
-	rep.Dangling = refs
+	rep.Dangling, rep.DanglingByDesign = found.Refs, found.ByDesign
+	unreadable := found.Unreadable
 	check := etcdscan.Check{Name: "dangling references", Done: len(unreadable) == 0,
 		Note: "APIServices, webhook configurations, CRD conversion webhooks, RBAC bindings and PersistentVolumes read"}
 	if len(unreadable) > 0 {

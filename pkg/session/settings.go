@@ -89,6 +89,22 @@ func (s *Settings) Connect(ctx context.Context) (*clientv3.Client, error) {
 	return s.Etcd.Connect(ctx)
 }
 
+// ConnectConfig is Connect with the client configuration it was made
+// from, for the clients a command makes beside it (one per member, a
+// snapshot's). The client is closed when the configuration cannot be had.
+func (s *Settings) ConnectConfig(ctx context.Context) (*clientv3.Client, clientv3.Config, error) {
+	cli, err := s.Connect(ctx)
+	if err != nil {
+		return nil, clientv3.Config{}, err
+	}
+	cfg, err := s.Etcd.ClientConfig()
+	if err != nil {
+		cli.Close()
+		return nil, clientv3.Config{}, err
+	}
+	return cli, cfg, nil
+}
+
 // Bounded bounds ctx by the command timeout and opens etcd; done cancels
 // and closes.
 func (s *Settings) Bounded(ctx context.Context) (context.Context, *clientv3.Client, func(), error) {

@@ -64,11 +64,11 @@ func (z *Analyzer) Analyze(ctx context.Context) (*Analysis, error) {
 	if len(a.UnavailableNames) > 0 {
 		// Follow the chain: is the APIService that holds discovery
 		// dangling (its Service gone) or down?
-		refs, _, err := dangling.Find(ctx, r.Store, dangling.Options{Registry: r.Registry(), Reader: r.Reader(), API: r.Getter()})
+		found, err := dangling.Find(ctx, r.Store, dangling.Options{Registry: r.Registry(), Reader: r.Reader(), API: r.Getter()})
 		if err != nil {
 			return nil, err
 		}
-		a.Follow(dangling.WithoutGhosts(refs))
+		a.Follow(found.Refs)
 	}
 	return a, nil
 }
