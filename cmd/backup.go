@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +50,70 @@ func newBackupCmd() *cobra.Command {
 		},
 	}
 	showPrint.addFlags(show)
-	c.AddCommand(ls, show)
+	c.AddCommand(ls, show, newBackupPruneCmd())
+	return c
+}
+
+// backupPruneOptions are backup prune's flags.
+type backupPruneOptions struct {
+	writeFlags
+	dir       string
+	keep      int
+	olderThan time.Duration
+	print     *printFlags
+}
+
+func newBackupPruneCmd() *cobra.Command {
+	o := &backupPruneOptions{print: newPrintFlags(true, "table")}
+	c := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove old backups, keeping each cluster's newest and every one an undo still needs (a dry run without --confirm)",
+		Long: `Remove old backups from the backup directory: each holds a snapshot the size of the
+database. Never removed: each cluster's newest verified backup and its --keep newest, a backup
+younger than --older-than, one that cannot be read or verified, one whose run was cut off, and
+one an undo still needs (a recovery not undone, an undo that stopped partway). Without
+--confirm it only says what would go and what that frees.`,
+		Example: "  regghost backup prune --keep 3 --older-than 168h\n  regghost backup prune --keep 3 --older-than 168h --confirm",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.print.validate(); err != nil {
+				return err
+			}
+			if o.keep < 1 {
+				return usageError("--keep must be at least 1 (the newest verified backup of each cluster always stays), got %d", o.keep)
+			}
+			if o.olderThan < 0 {
+				return usageError("--older-than must not be negative, got %s", o.olderThan)
+			}
+			plan, err := backup.PlanPrune(o.dir, backup.PruneOptions{Keep: o.keep, OlderThan: o.olderThan, Now: time.Now()})
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, d := range plan {
+				if d.Remove {
+					n++
+				}
+			}
+			out := c.OutOrStdout()
+			if !o.confirm || n == 0 {
+				return o.print.print(out, render.BackupPrune(plan, true, 0))
+			}
+			if err := o.ask(c.InOrStdin(), c.ErrOrStderr(), fmt.Sprintf("Remove %d backups from %s?", n, o.dir)); err != nil {
+				return err
+			}
+			freed, err := backup.Prune(plan)
+			if perr := o.print.print(out, render.BackupPrune(plan, false, freed)); perr != nil && err == nil {
+				err = perr
+			}
+			return err
+		},
+	}
+	o.writeFlags.add(c, "really remove them (without it prune is a dry run)", "")
+	c.Flags().StringVar(&o.dir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "backup directory (env REGGHOST_BACKUP_DIR)")
+	c.Flags().IntVar(&o.keep, "keep", 3, "newest verified backups of each cluster to keep (at least 1)")
+	c.Flags().DurationVar(&o.olderThan, "older-than", 0, "remove only backups older than this (for instance 168h); 0: any age beyond --keep")
+	o.print.addFlags(c)
 	return c
 }
 

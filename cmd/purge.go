@@ -154,17 +154,13 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
 		return err
 	}
-	cli, err := g.Connect(ctx)
+	cli, cfg, err := g.ConnectConfig(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	cfg, err := g.Etcd.ClientConfig()
-	if err != nil {
-		return err
-	}
 	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.errOut,
-		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate}}
+		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
 			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)

@@ -169,7 +169,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
-	res, werr := rec.Write(ctx, etcdwrite.Pacing{Stop: stop}, o.servedWait)
+	res, werr := rec.Write(ctx, etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}, o.servedWait)
 	if res == nil {
 		return werr
 	}

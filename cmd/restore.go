@@ -119,7 +119,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
-	r.Pacing = etcdwrite.Pacing{Stop: stop}
+	r.Pacing = etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}
 	results, err := r.Run(ctx)
 	if results == nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
 	"os"
@@ -28,8 +29,11 @@ import (
 const DefaultListenAddress = ":9819"
 
 type serveOptions struct {
-	listen           string
-	webConfig        string
+	listen    string
+	webConfig string
+	// backupDir, when given, is the backup directory whose holdings are
+	// exported (regghost_backup_bytes and its filesystem's room).
+	backupDir        string
 	interval         time.Duration
 	jitter           float64
 	namespaceLimit   int
@@ -37,6 +41,10 @@ type serveOptions struct {
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 	metricsAuth      string
+	certDir          string
+	insecureHTTP     bool
+	// web is what validate read of --web-config-file.
+	web metricsauth.WebConfig
 }
 
 // The values of --metrics-auth.
@@ -62,8 +70,11 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.listen, "listen-address", DefaultListenAddress, "address to serve /metrics, /healthz and /readyz on")
+	f.StringVar(&o.backupDir, "backup-dir", "", "export what regghost's backups under this directory hold and the room left on its filesystem (mount it read-only into the pod); none when empty")
 	f.StringVar(&o.webConfig, "web-config-file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth for the endpoint")
-	f.StringVar(&o.metricsAuth, "metrics-auth", metricsAuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics) or "none"`)
+	f.StringVar(&o.metricsAuth, "metrics-auth", metricsAuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics; over TLS only) or "none"`)
+	f.StringVar(&o.certDir, "cert-dir", "", "serve over TLS with a self-signed certificate kept in this directory ("+metricsauth.CertFile+", "+metricsauth.KeyFile+"): made when missing, made anew before it expires, served without a restart; --web-config-file's other settings still apply (for a certificate of your own, give the file a tls_server_config instead)")
+	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "let --metrics-auth=delegated take bearer tokens over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
@@ -98,6 +109,10 @@ func (o *serveOptions) validate(g *globalOptions) error {
 		if err := web.Validate(o.webConfig); err != nil {
 			return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
 		}
+		var err error
+		if o.web, err = metricsauth.ReadWebConfig(o.webConfig); err != nil {
+			return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
+		}
 	}
 	switch o.metricsAuth {
 	case metricsAuthNone:
@@ -105,17 +120,43 @@ func (o *serveOptions) validate(g *globalOptions) error {
 		if g.NoAPI {
 			return usageError("--metrics-auth=delegated asks the API server to review each scrape; it cannot go with --no-api (use --metrics-auth=none, with --web-config-file)")
 		}
-		if o.webConfig != "" {
-			basic, err := metricsauth.WebConfigHasUsers(o.webConfig)
-			if err != nil {
-				return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
-			}
-			if basic {
-				return usageError("--web-config-file %s sets basic_auth_users and --metrics-auth=delegated asks for a bearer token: a scraper sends one Authorization header, so none could pass both (keep the file's TLS, drop its users, or use --metrics-auth=none)", o.webConfig)
-			}
+		if o.web.BasicAuth {
+			return usageError("--web-config-file %s sets basic_auth_users and --metrics-auth=delegated asks for a bearer token: a scraper sends one Authorization header, so none could pass both (keep the file's TLS, drop its users, or use --metrics-auth=none)", o.webConfig)
 		}
 	default:
 		return usageError("--metrics-auth must be %q or %q, got %q", metricsAuthDelegated, metricsAuthNone, o.metricsAuth)
+	}
+	return o.validateTLS()
+}
+
+// validateTLS: a bearer token never crosses the network in clear. Under
+// delegated auth the endpoint speaks TLS (--cert-dir, or the web
+// configuration's tls_server_config), or plain HTTP on loopback when
+// --insecure-http says so.
+func (o *serveOptions) validateTLS() error {
+	if o.certDir != "" && o.web.TLS {
+		return usageError("--cert-dir serves a certificate of its own and --web-config-file %s has a tls_server_config: give TLS one way (drop --cert-dir, or the file's tls_server_config)", o.webConfig)
+	}
+	tlsOn := ""
+	switch {
+	case o.certDir != "":
+		tlsOn = "--cert-dir"
+	case o.web.TLS:
+		tlsOn = "--web-config-file's tls_server_config"
+	}
+	if o.insecureHTTP {
+		switch {
+		case !metricsauth.Loopback(o.listen):
+			return usageError("--insecure-http needs a loopback --listen-address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q: elsewhere bearer tokens would cross the network in clear; serve TLS with --cert-dir DIR instead", o.listen)
+		case o.metricsAuth != metricsAuthDelegated:
+			return usageError("--insecure-http only goes with --metrics-auth=delegated, the one mode that takes bearer tokens: drop it")
+		case tlsOn != "":
+			return usageError("--insecure-http asks for plain HTTP and %s turns TLS on: drop one", tlsOn)
+		}
+		return nil
+	}
+	if o.metricsAuth == metricsAuthDelegated && tlsOn == "" {
+		return usageError("--metrics-auth=delegated takes bearer tokens, which must not cross the network in clear: serve TLS with --cert-dir DIR (a self-signed certificate, made and renewed there) or a --web-config-file with tls_server_config (or, on a loopback --listen-address only, add --insecure-http)")
 	}
 	return nil
 }
@@ -135,6 +176,20 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 			return fmt.Errorf("--metrics-auth=delegated: %w", err)
 		}
 		guard = d.Wrap
+	}
+	webConfig, tlsMode := o.webConfig, "off"
+	if o.web.TLS {
+		tlsMode = "web-config-file"
+	}
+	if o.certDir != "" {
+		cert := metricsauth.NewServingCert(metricsauth.ServingCertOptions{Dir: o.certDir, Listen: o.listen, WebConfig: o.webConfig, Log: log})
+		if _, err := cert.Ensure(); err != nil {
+			return fmt.Errorf("--cert-dir %s: %w", o.certDir, err)
+		}
+		certCtx, stopCert := context.WithCancel(ctx)
+		defer stopCert()
+		go cert.Run(certCtx)
+		webConfig, tlsMode = cert.WebConfig(), "cert-dir"
 	}
 	openAPI := kube.Open
 	if g.NoAPI {
@@ -158,6 +213,10 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	defer src.Close()
 	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.Etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}
-	return exporter.Serve(ctx, exporter.ServeOptions{Listen: o.listen, WebConfig: o.webConfig, Guard: guard, Loop: loop, Collector: coll, Log: log,
-		Fields: []any{"metrics_auth", o.metricsAuth}})
+	var extra []prometheus.Collector
+	if o.backupDir != "" {
+		extra = append(extra, exporter.BackupCollector{Root: o.backupDir})
+	}
+	return exporter.Serve(ctx, exporter.ServeOptions{Listen: o.listen, WebConfig: webConfig, Guard: guard, Loop: loop, Collector: coll, Log: log,
+		Fields: []any{"metrics_auth", o.metricsAuth, "tls", tlsMode}, Extra: extra})
 }

@@ -19,6 +19,8 @@ type spaceOptions struct {
 	// quotaFlag is --quota-backend-bytes as given; quota its bytes.
 	quotaFlag string
 	quota     int64
+	// backupDir is where regghost's backups are, counted beside etcd.
+	backupDir string
 }
 
 // newSpaceCmd is `regghost space`: it reports where etcd's bytes are, and
@@ -40,6 +42,7 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := c.Flags()
+	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where regghost's backups are: what they hold on that filesystem is shown (env REGGHOST_BACKUP_DIR)")
 	o.print.addFlags(c)
 	f.IntVar(&o.top, "top", space.DefaultTop, "how many keys the largest and most-revisions lists keep")
 	f.StringVar(&o.quotaFlag, "quota-backend-bytes", "", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
@@ -83,7 +86,7 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer)
 	if top == 0 {
 		top = -1
 	}
-	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota,
+	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota, BackupRoot: o.backupDir,
 		Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
 			return g.scan(ctx, rs, "", etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false)
 		}})

@@ -72,7 +72,11 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 		return err
 	}
 	if !o.confirm {
-		return o.print.print(out, render.ReclaimPlan(plan, true))
+		if err := o.print.print(out, render.ReclaimPlan(plan, true)); err != nil {
+			return err
+		}
+		warnReclaim(g.errOut, plan.Warnings)
+		return nil
 	}
 	if len(plan.Refusals) > 0 {
 		if err := o.print.print(out, render.ReclaimPlan(plan, false)); err != nil {
@@ -85,6 +89,10 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	if err := planOut.Flush(); err != nil {
 		return err
 	}
+	// What the plan warns of (under NOSPACE: this node's lock alone) is
+	// said before the question, and Run does not say it again.
+	warnReclaim(g.errOut, plan.Warnings)
+	ro.Warned = plan.Warnings
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %d members of etcd?", len(plan.Members))); err != nil {
 		return err
 	}
@@ -110,4 +118,11 @@ func reclaimDataDirs(values []string) (map[string]string, error) {
 		return nil, usageError("%v", err)
 	}
 	return dirs, nil
+}
+
+// warnReclaim says a plan's warnings, one line each.
+func warnReclaim(errOut io.Writer, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(errOut, "regghost: warning: %s\n", w)
+	}
 }

@@ -36,7 +36,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
-	r.Pacing = etcdwrite.Pacing{Stop: stop}
+	r.Pacing = etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}
 	results, err := r.Run(ctx)
 	render.WriteUndoRecoveryResult(out, path, results)
 	if err != nil {

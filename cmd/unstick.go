@@ -111,6 +111,10 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	}
 	defer done()
 	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
+		ConfirmRevealed: func(more []unstick.Blocker) error {
+			render.WriteRevealed(g.errOut, more)
+			return o.ask(in, g.errOut, fmt.Sprintf("Also remove the finalizers of these %d objects, which the plan did not show?", len(more)))
+		},
 		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter),
 			Analyze: z.Again(cli)}})
 	if res == nil && err != nil {

@@ -40,14 +40,16 @@ func helm(t *testing.T, args ...string) string {
 
 // renderedObject is one document of helm template's output.
 type renderedObject struct {
-	Kind     string              `json:"kind"`
-	Metadata map[string]any      `json:"metadata"`
-	Spec     map[string]any      `json:"spec"`
-	Data     map[string]any      `json:"data"`
-	Type     string              `json:"type"`
-	Rules    []rbacv1.PolicyRule `json:"rules"`
-	RoleRef  rbacv1.RoleRef      `json:"roleRef"`
-	Subjects []rbacv1.Subject    `json:"subjects"`
+	Kind     string         `json:"kind"`
+	Metadata map[string]any `json:"metadata"`
+	Spec     map[string]any `json:"spec"`
+	Data     map[string]any `json:"data"`
+	// StringData holds a Secret's stringData.
+	StringData map[string]any      `json:"stringData"`
+	Type       string              `json:"type"`
+	Rules      []rbacv1.PolicyRule `json:"rules"`
+	RoleRef    rbacv1.RoleRef      `json:"roleRef"`
+	Subjects   []rbacv1.Subject    `json:"subjects"`
 }
 
 // renderChart runs helm template and returns its objects by "Kind/name",
@@ -85,8 +87,13 @@ func renderChart(t *testing.T, args ...string) (map[string]renderedObject, strin
 // /metrics is guarded by delegated auth: the ServiceMonitor sends the
 // chart's scraper's token, the ClusterRole a scraper needs is shipped and
 // bound to it, serve may ask for reviews; with metricsAuth none and a
-// basic-auth web config, none of that is rendered. Values that cannot work
-// together are refused.
+// basic-auth web config, none of that is rendered. No bearer token is sent
+// in clear: under delegated auth serve speaks TLS (a self-signed
+// certificate it makes in an in-memory emptyDir, a mounted TLS Secret, or
+// webConfig's own), its probes and the ServiceMonitor speak HTTPS on the
+// port named https-metrics, the ServiceMonitor skipping verification of
+// the self-signed certificate only. Every flag the Deployment passes is
+// one serve takes. Values that cannot work together are refused.
 func TestChartLintsAndRenders(t *testing.T) {
 	helm(t, "lint", "--strict", chartDir)
 	helm(t, "lint", "--strict", chartDir, "--set-string", "webConfig=basic_auth_users: {}")
@@ -97,6 +104,7 @@ func TestChartLintsAndRenders(t *testing.T) {
 	dashboard, err := os.ReadFile(dashboardFile)
 	mustNoErr(t, "read dashboard", err)
 	staticRBAC := staticPodRBAC(t)
+	serveHelp := serveFlagsHelp(t)
 
 	const (
 		scraperToken  = "Secret/ghosts-regghost-scraper-token"
@@ -105,6 +113,11 @@ func TestChartLintsAndRenders(t *testing.T) {
 		readerBinding = "ClusterRoleBinding/ghosts-regghost-metrics-reader"
 		delegator     = "ClusterRoleBinding/ghosts-regghost-auth-delegator"
 	)
+	// What the Deployment and the ServiceMonitor say for each source of
+	// TLS, and for none.
+	selfSigned := []string{"--cert-dir=/var/run/regghost", "mountPath: /var/run/regghost", "medium: Memory", "scheme: HTTPS\n", "name: https-metrics"}
+	selfSignedEndpoint := []string{"port: https-metrics", "scheme: https", "insecureSkipVerify: true"}
+	plainHTTP := []string{"scheme: HTTP\n", "name: http-metrics"}
 	tests := []struct {
 		name string
 		args []string
@@ -115,27 +128,48 @@ func TestChartLintsAndRenders(t *testing.T) {
 		// present which objects must (true) or must not (false) be rendered.
 		endpoint []string
 		present  map[string]bool
-		// probe is what the Deployment's probes must say.
-		probe string
+		// deployment is what the Deployment must say (its probes, where
+		// TLS comes from); certDir whether serve makes its certificate.
+		deployment []string
+		certDir    bool
+		// webYAML is what the web config Secret's web.yml must hold.
+		webYAML []string
 		// custom are the rules the witness's ClusterRole holds beyond the
 		// static pod's (witness.customResources).
 		custom []rbacv1.PolicyRule
 	}{
 		{name: "defaults", auth: "delegated",
-			endpoint: []string{"authorization:", "type: Bearer", "name: ghosts-regghost-scraper-token", "key: token"},
-			present:  map[string]bool{scraperToken: true, reader: true, readerBinding: true, delegator: true, webSecret: false},
-			probe:    "scheme: HTTP\n"},
+			endpoint:   append([]string{"authorization:", "type: Bearer", "name: ghosts-regghost-scraper-token", "key: token"}, selfSignedEndpoint...),
+			present:    map[string]bool{scraperToken: true, reader: true, readerBinding: true, delegator: true, webSecret: false},
+			deployment: selfSigned, certDir: true},
 		{name: "Prometheus's own token", args: []string{"--set", "serviceMonitor.bearer=file", "--set", "metricsReader.subjects[0].kind=ServiceAccount,metricsReader.subjects[0].name=prometheus-k8s,metricsReader.subjects[0].namespace=monitoring"},
-			auth: "delegated", endpoint: []string{"bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token"},
-			present: map[string]bool{scraperToken: false, reader: true, readerBinding: true, delegator: true}, probe: "scheme: HTTP\n"},
+			auth: "delegated", endpoint: append([]string{"bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token"}, selfSignedEndpoint...),
+			present: map[string]bool{scraperToken: false, reader: true, readerBinding: true, delegator: true}, deployment: selfSigned, certDir: true},
 		{name: "TLS web config", args: []string{"--set-string", "webConfig=tls_server_config:\n  cert_file: /etc/regghost/tls.crt\n  key_file: /etc/regghost/tls.key"},
-			webConfig: true, auth: "delegated", endpoint: []string{"authorization:"},
-			present: map[string]bool{scraperToken: true, reader: true, delegator: true, webSecret: true}, probe: "scheme: HTTPS\n"},
+			webConfig: true, auth: "delegated", endpoint: []string{"authorization:", "port: https-metrics", "scheme: https"},
+			present:    map[string]bool{scraperToken: true, reader: true, delegator: true, webSecret: true},
+			deployment: []string{"scheme: HTTPS\n", "name: https-metrics"}, webYAML: []string{"cert_file: /etc/regghost/tls.crt"}},
+		{name: "TLS Secret", args: []string{"--set", "tls.secretName=regghost-tls", "--set-string", "webConfig=rate_limit:\n  interval: 1s\n  burst: 10"},
+			webConfig: true, auth: "delegated",
+			endpoint:   []string{"authorization:", "port: https-metrics", "scheme: https", "name: regghost-tls", "key: ca.crt", "serverName: ghosts-regghost.monitoring.svc"},
+			present:    map[string]bool{scraperToken: true, webSecret: true},
+			deployment: []string{"scheme: HTTPS\n", "name: https-metrics", "secretName: regghost-tls", "mountPath: /etc/regghost-tls"},
+			webYAML:    []string{"cert_file: /etc/regghost-tls/tls.crt", "key_file: /etc/regghost-tls/tls.key", "burst: 10"}},
+		{name: "web config without TLS", args: []string{"--set-string", "webConfig=http_server_config:\n  headers:\n    X-Frame-Options: deny"},
+			webConfig: true, auth: "delegated", endpoint: append([]string{"authorization:"}, selfSignedEndpoint...),
+			present: map[string]bool{webSecret: true}, deployment: selfSigned, certDir: true, webYAML: []string{"X-Frame-Options: deny"}},
 		{name: "basic auth web config", args: []string{"--set", "metricsAuth=none", "--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"},
-			webConfig: true, auth: "none",
-			present: map[string]bool{scraperToken: false, reader: false, readerBinding: false, delegator: false, webSecret: true}, probe: "tcpSocket:"},
+			webConfig: true, auth: "none", endpoint: []string{"port: http-metrics", "scheme: http\n"},
+			present:    map[string]bool{scraperToken: false, reader: false, readerBinding: false, delegator: false, webSecret: true},
+			deployment: []string{"tcpSocket:", "name: http-metrics"}},
+		{name: "no auth", args: []string{"--set", "metricsAuth=none"},
+			auth: "none", endpoint: []string{"port: http-metrics", "scheme: http\n"},
+			present: map[string]bool{scraperToken: false, reader: false, delegator: false, webSecret: false}, deployment: plainHTTP},
+		{name: "no auth over serve's own TLS", args: []string{"--set", "metricsAuth=none", "--set", "tls.selfSigned=true"},
+			auth: "none", endpoint: selfSignedEndpoint,
+			present: map[string]bool{scraperToken: false, delegator: false}, deployment: selfSigned, certDir: true},
 		{name: "custom resources", args: []string{"--set", "witness.customResources={widgets.example.com,gadgets.example.com,certificates.cert-manager.io,widgets.example.com}"},
-			auth: "delegated", endpoint: []string{"authorization:"}, present: map[string]bool{scraperToken: true, reader: true, delegator: true}, probe: "scheme: HTTP\n",
+			auth: "delegated", endpoint: []string{"authorization:"}, present: map[string]bool{scraperToken: true, reader: true, delegator: true}, deployment: selfSigned, certDir: true,
 			custom: []rbacv1.PolicyRule{
 				{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates"}, Verbs: []string{"get"}},
 				{APIGroups: []string{"example.com"}, Resources: []string{"gadgets", "widgets"}, Verbs: []string{"get"}}}},
@@ -156,13 +190,48 @@ func TestChartLintsAndRenders(t *testing.T) {
 				}
 			}
 			for _, want := range []string{"- serve", "node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "operator: Exists", "type: Recreate", "hostNetwork: true", "readOnly: true", "--node-root=/host",
-				"mountPath: /tmp", "emptyDir: {}", "--metrics-auth=" + tt.auth, tt.probe} {
+				"mountPath: /tmp", "emptyDir: {}", "--metrics-auth=" + tt.auth} {
+				if !strings.Contains(deployment, want) {
+					t.Errorf("the Deployment lacks %q:\n%s", want, deployment)
+				}
+			}
+			for _, want := range tt.deployment {
 				if !strings.Contains(deployment, want) {
 					t.Errorf("the Deployment lacks %q:\n%s", want, deployment)
 				}
 			}
 			if strings.Contains(deployment, "--web-config-file") != tt.webConfig {
 				t.Errorf("--web-config-file in the Deployment: %v, want %v", !tt.webConfig, tt.webConfig)
+			}
+			if strings.Contains(deployment, "--cert-dir") != tt.certDir {
+				t.Errorf("--cert-dir in the Deployment: %v, want %v", !tt.certDir, tt.certDir)
+			}
+			if tt.auth == "delegated" && !strings.Contains(deployment, "scheme: HTTPS") {
+				t.Errorf("delegated auth without TLS:\n%s", deployment)
+			}
+			for _, a := range deploymentArgs(t, objs["Deployment/ghosts-regghost"]) {
+				if name, _, _ := strings.Cut(a, "="); a != "serve" && !strings.Contains(serveHelp, name+" ") {
+					t.Errorf("the Deployment passes %s, which serve does not take", name)
+				}
+			}
+			if web, ok := objs[webSecret]; ok {
+				got, _ := web.StringData["web.yml"].(string)
+				for _, want := range tt.webYAML {
+					if !strings.Contains(got, want) {
+						t.Errorf("the web config Secret's web.yml lacks %q:\n%s", want, got)
+					}
+				}
+			}
+			port := "http-metrics"
+			if strings.Contains(deployment, "scheme: HTTPS") {
+				port = "https-metrics"
+			}
+			svc, err := yaml.Marshal(objs["Service/ghosts-regghost"].Spec)
+			mustNoErr(t, "marshal the Service", err)
+			for _, want := range []string{"name: " + port, "targetPort: " + port} {
+				if !strings.Contains(string(svc), want) {
+					t.Errorf("the Service lacks %q:\n%s", want, svc)
+				}
 			}
 			endpoints, _ := objs["ServiceMonitor/ghosts-regghost"].Spec["endpoints"].([]any)
 			if len(endpoints) != 1 {
@@ -175,8 +244,11 @@ func TestChartLintsAndRenders(t *testing.T) {
 					t.Errorf("the ServiceMonitor's endpoint lacks %q:\n%s", want, ep)
 				}
 			}
-			if len(tt.endpoint) == 0 && (strings.Contains(string(ep), "authorization") || strings.Contains(string(ep), "bearerTokenFile")) {
+			if tt.auth == "none" && (strings.Contains(string(ep), "authorization") || strings.Contains(string(ep), "bearerTokenFile")) {
 				t.Errorf("the ServiceMonitor sends a token without delegated auth:\n%s", ep)
+			}
+			if strings.Contains(string(ep), "insecureSkipVerify") != tt.certDir {
+				t.Errorf("the ServiceMonitor skips verification: %v, want %v (only of serve's self-signed certificate):\n%s", !tt.certDir, tt.certDir, ep)
 			}
 			if s, ok := objs[scraperToken]; ok {
 				if s.Type != "kubernetes.io/service-account-token" || s.Metadata["annotations"].(map[string]any)["kubernetes.io/service-account.name"] != "ghosts-regghost-scraper" {
@@ -237,6 +309,7 @@ func TestChartLintsAndRenders(t *testing.T) {
 		}{
 			{[]string{"--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"}, "one Authorization header"},
 			{[]string{"--set", "metricsAuth=basic"}, `metricsAuth must be "delegated" or "none"`},
+			{[]string{"--set", "tls.secretName=regghost-tls", "--set-string", "webConfig=tls_server_config:\n  cert_file: /a.crt\n  key_file: /a.key"}, "both give a certificate: set one"},
 			{[]string{"--set", "serviceMonitor.bearer=header"}, `serviceMonitor.bearer must be "secret" or "file"`},
 			{[]string{"--set", "witness.customResources={*.example.com}"}, `"*.example.com" is not <plural>.<group>`},
 			{[]string{"--set", "witness.customResources={widgets.*}"}, `"widgets.*" is not <plural>.<group>`},
@@ -265,6 +338,35 @@ func TestChartLintsAndRenders(t *testing.T) {
 			}
 		}
 	})
+}
+
+// serveFlagsHelp is what `regghost serve --help` and `regghost options`
+// say: every flag serve takes.
+func serveFlagsHelp(t *testing.T) string {
+	t.Helper()
+	help, _, code := runBinary(t, "", "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help: exit %d", code)
+	}
+	// The flags every command takes are on 'regghost options'.
+	global, _, code := runBinary(t, "", "options")
+	if code != 0 {
+		t.Fatalf("options: exit %d", code)
+	}
+	return help + global
+}
+
+// deploymentArgs are the arguments of a rendered Deployment's container.
+func deploymentArgs(t *testing.T, d renderedObject) []string {
+	t.Helper()
+	b, err := yaml.Marshal(d.Spec["template"])
+	mustNoErr(t, "marshal the pod template", err)
+	var tmpl corev1.PodTemplateSpec
+	mustNoErr(t, "parse the pod template", yaml.Unmarshal(b, &tmpl))
+	if len(tmpl.Spec.Containers) != 1 {
+		t.Fatalf("the Deployment has %d containers", len(tmpl.Spec.Containers))
+	}
+	return tmpl.Spec.Containers[0].Args
 }
 
 // staticPodRBAC reads deploy/static-pod/rbac.yaml by "Kind/name".
@@ -297,7 +399,10 @@ func staticPodRBAC(t *testing.T) map[string]renderedObject {
 }
 
 // TestStaticPodManifest: the static pod manifest is a valid Pod whose
-// flags serve knows, mounting the node's files read-only.
+// flags serve knows, mounting the node's files read-only. Its bearer
+// tokens never cross the network in clear: delegated auth over TLS, from
+// a certificate serve makes in --cert-dir, an emptyDir in memory (the root
+// file system is read-only), and probes speaking HTTPS.
 func TestStaticPodManifest(t *testing.T) {
 	b, err := os.ReadFile("../deploy/static-pod/regghost.yaml")
 	mustNoErr(t, "read static pod", err)
@@ -306,16 +411,7 @@ func TestStaticPodManifest(t *testing.T) {
 	if len(pod.Spec.Containers) != 1 || len(pod.Spec.Containers[0].Args) == 0 || pod.Spec.Containers[0].Args[0] != "serve" {
 		t.Fatalf("the static pod does not run serve: %+v", pod.Spec.Containers)
 	}
-	help, _, code := runBinary(t, "", "serve", "--help")
-	if code != 0 {
-		t.Fatalf("serve --help: exit %d", code)
-	}
-	// The flags every command takes are on 'regghost options'.
-	global, _, code := runBinary(t, "", "options")
-	if code != 0 {
-		t.Fatalf("options: exit %d", code)
-	}
-	help += global
+	help := serveFlagsHelp(t)
 	for _, a := range pod.Spec.Containers[0].Args[1:] {
 		name, _, _ := strings.Cut(a, "=")
 		if !strings.Contains(help, name+" ") {
@@ -332,24 +428,54 @@ func TestStaticPodManifest(t *testing.T) {
 	if strings.Contains(string(b), "admin.conf") {
 		t.Errorf("the static pod still names admin.conf")
 	}
-	// The node's files are read only; the one thing written is a spill
-	// file of findings, in an emptyDir at /tmp ($TMPDIR), since the root
+	certDir := ""
+	for _, a := range pod.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--cert-dir="); ok {
+			certDir = v
+		}
+		if a == "--insecure-http" || strings.HasPrefix(a, "--insecure-http=") {
+			t.Errorf("the static pod serves plain HTTP: %s", a)
+		}
+	}
+	if certDir == "" {
+		t.Errorf("the static pod's arguments lack --cert-dir: delegated auth over plain HTTP is refused")
+	}
+	c := pod.Spec.Containers[0]
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("the %s probe does not speak HTTPS: %+v", name, p)
+		}
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "https-metrics" {
+		t.Errorf("the metrics port is not named https-metrics: %+v", c.Ports)
+	}
+	// The node's files are read only; the two things written are a spill
+	// file of findings, in an emptyDir at /tmp ($TMPDIR), and the serving
+	// certificate, in an emptyDir in memory at --cert-dir, since the root
 	// file system is read-only.
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
 		volumes[v.Name] = v
 	}
-	tmp := false
-	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+	tmp, certs := false, false
+	for _, m := range c.VolumeMounts {
 		v := volumes[m.Name]
 		switch {
 		case v.EmptyDir != nil && m.MountPath == "/tmp":
 			tmp = true
+		case v.EmptyDir != nil && m.MountPath == certDir:
+			certs = true
+			if v.EmptyDir.Medium != corev1.StorageMediumMemory {
+				t.Errorf("the serving certificate's key is kept on the node's disk (emptyDir medium %q)", v.EmptyDir.Medium)
+			}
 		case !m.ReadOnly:
 			t.Errorf("volume %s is mounted read-write", m.Name)
 		}
 	}
 	if !tmp {
 		t.Errorf("no writable /tmp for a scan's spilled findings (the root file system is read-only)")
+	}
+	if !certs {
+		t.Errorf("no emptyDir at --cert-dir %s for the serving certificate (the root file system is read-only)", certDir)
 	}
 }

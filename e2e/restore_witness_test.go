@@ -78,7 +78,7 @@ func TestRestoreRefusesARecreatedNamespace(t *testing.T) {
 		got, errOut, code := c.restoreOutcomes(t, "restore", dir)
 		assertRefused(t, "dry run", got, ghosts, errOut, code)
 		out, _, _ := c.regghost(t, "", "restore", dir)
-		if !strings.Contains(out, "Refused 5 keys") || !strings.Contains(out, flagnames.IntoRecreated+" writes them there anyway") {
+		if !strings.Contains(out, "Refused 5 keys") || !strings.Contains(out, flagnames.IntoRecreated+" writes them into one that exists") {
 			t.Errorf("dry run table:\n%s", out)
 		}
 		c.assertUnchanged(t, "a restore dry run", state)

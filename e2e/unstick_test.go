@@ -77,6 +77,19 @@ func TestUnstick(t *testing.T) {
 		if b.Count != 1 || b.Entries[0].Key != "/registry/example.com/widgets/app/w1" {
 			t.Errorf("backup holds %+v", b.Entries)
 		}
+		// Its undo would put the widget back into a namespace that is gone:
+		// a ghost the backup never held. Refused, in the dry run too, and
+		// nothing is written.
+		dir := onlyBackupDir(t, root)
+		before := c.state(t)
+		for _, args := range [][]string{{"restore", dir}, {"restore", dir, "--confirm", "--yes"}} {
+			out, errOut, code := c.regghost(t, "", args...)
+			flat := strings.Join(strings.Fields(out+errOut), " ")
+			if code == 0 || !strings.Contains(flat, "namespace app existed when the backup was taken and is gone now: written back, the key would be a ghost") {
+				t.Errorf("%v: exit %d, want the widget refused for its gone namespace:\n%s\n%s", args, code, out, errOut)
+			}
+		}
+		c.assertUnchanged(t, "restore of unstick's backup", before)
 	})
 	t.Run("a CRD held by a custom resource's finalizer", func(t *testing.T) {
 		c.createCRD(t, "example.com", "gizmos", "Gizmo")
@@ -148,4 +161,54 @@ func TestUnstick(t *testing.T) {
 			t.Errorf("a refused unstick wrote %s", root2)
 		}
 	})
+}
+
+// TestUnstickNamesTheWayOutOfAGhostService: an APIService whose Service is
+// a ghost of a force-deleted namespace (still stored and served, without
+// endpoints) stalls every namespace deletion. unstick cannot end that
+// itself: it names the ghost namespace and the exact commands, in order,
+// and running them as printed ends the stall.
+func TestUnstickNamesTheWayOutOfAGhostService(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
+	ctx := context.Background()
+	_, apiKey := c.apiServiceOfAForceDeletedNamespace(t)
+	c.createNamespace(t, "app")
+	c.createConfigMap(t, "app", "settings")
+	c.deleteAndWaitDiscoveryFailure(t, "app")
+
+	before := c.state(t)
+	out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app", "--confirm", "--yes")
+	flat := strings.Join(strings.Fields(out+" "+errOut), " ")
+	purge := "regghost purge --namespace metrics-ns --accept-impact callers-fail --confirm"
+	again := "regghost unstick namespace app --confirm"
+	if code == 0 || !strings.Contains(flat, "ghost of namespace metrics-ns: first `"+purge+"`, then `"+again+"`") {
+		t.Fatalf("unstick --confirm: exit %d, want a refusal naming the ghost namespace and the commands in order:\n%s\n%s", code, out, errOut)
+	}
+	c.assertUnchanged(t, "a refused unstick", before)
+
+	root := filepath.Join(t.TempDir(), "backups")
+	names, _, _ := c.regghost(t, "", "purge", "--namespace", "metrics-ns", "--accept-impact", "callers-fail", "-o", "name")
+	planned := strings.Fields(names)
+	if !contains(planned, "/registry/services/specs/metrics-ns/metrics") {
+		t.Fatalf("the purge does not plan the ghost Service: %v", planned)
+	}
+	before = c.state(t)
+	args := append(strings.Fields(purge)[1:], "--yes", "--backup-dir", root)
+	if out, errOut, code := c.regghost(t, "", args...); code != 0 {
+		t.Fatalf("%s: exit %d: %s\n%s", purge, code, errOut, out)
+	}
+	// Once the Service is gone the aggregator writes the APIService's
+	// status (ServiceNotFound): the API server's write, not the purge's.
+	c.assertChangedOnly(t, "the purge", before, append(planned, apiKey))
+	args = append(strings.Fields(again)[1:], "--yes", "--backup-dir", root)
+	if out, errOut, code := c.regghost(t, "", args...); code != 0 {
+		t.Fatalf("%s: exit %d: %s\n%s", again, code, errOut, out)
+	}
+	if c.value(t, apiKey) != nil || c.value(t, "/registry/namespaces/app") != nil {
+		t.Error("the APIService or namespace app is still in etcd")
+	}
+	if _, err := c.kube.CoreV1().Namespaces().Get(ctx, "app", metav1.GetOptions{}); err == nil {
+		t.Error("namespace app is still served")
+	}
 }

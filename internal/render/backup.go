@@ -111,3 +111,52 @@ func writeBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
 	}
 	return t.Render()
 }
+
+// BackupPrune is a prune's plan (or what it did) in every form -o can ask
+// for; its rows are the backups it removes.
+func BackupPrune(plan []backup.PruneDecision, dryRun bool, freed int64) Output {
+	var removed []backup.PruneDecision
+	var bytes int64
+	for _, d := range plan {
+		if d.Remove {
+			removed = append(removed, d)
+			bytes += d.Bytes
+		}
+	}
+	doc := map[string]any{"backups": plan, "dryRun": dryRun, "removeBytes": bytes, "freedBytes": freed}
+	return Output{Doc: doc, Rows: RowsOf(removed, func(d *backup.PruneDecision) string { return d.Path }),
+		Human: func(w io.Writer, _, noHeaders bool) error {
+			return writeBackupPrune(w, plan, dryRun, bytes, freed, noHeaders)
+		}}
+}
+
+func writeBackupPrune(out io.Writer, plan []backup.PruneDecision, dryRun bool, bytes, freed int64, noHeaders bool) error {
+	hdr := []string{"BACKUP", "SIZE", "PRUNE", "WHY"}
+	if noHeaders {
+		hdr = nil
+	}
+	t := table.New(out, hdr...)
+	n := 0
+	for _, d := range plan {
+		verb := "keep"
+		if d.Remove {
+			verb, n = "REMOVE", n+1
+		}
+		why, _ := strings.CutPrefix(strings.TrimPrefix(d.Why, "removed: "), "kept: ")
+		if err := t.Append([]string{d.Path, fmt.Sprintf("%.1f MiB", float64(d.Bytes)/(1<<20)), verb, why}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	switch {
+	case n == 0:
+		fmt.Fprintln(out, "\nNothing to prune.")
+	case dryRun:
+		fmt.Fprintf(out, "\nDry run: %d backups would be removed, freeing %.1f MiB. Nothing was removed; --confirm removes them.\n", n, float64(bytes)/(1<<20))
+	default:
+		fmt.Fprintf(out, "\nRemoved %d backups, freeing %.1f MiB.\n", n, float64(freed)/(1<<20))
+	}
+	return nil
+}

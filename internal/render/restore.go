@@ -47,7 +47,7 @@ func WriteRestoreResults(out io.Writer, results []etcdwrite.Result, summary bool
 // refusedLine says what was refused and how to write it deliberately.
 func refusedLine(w io.Writer, refused int) {
 	if refused > 0 {
-		table.Wrapped(w, fmt.Sprintf("Refused %d keys: their namespace or CustomResourceDefinition was created again since the purge (each reason above); %s writes them there anyway.", refused, flagnames.IntoRecreated))
+		table.Wrapped(w, fmt.Sprintf("Refused %d keys: the namespace or CustomResourceDefinition each rests on was created again since the backup, or is gone (each reason above); they stay in the backup, and %s writes them into one that exists.", refused, flagnames.IntoRecreated))
 	}
 }
 

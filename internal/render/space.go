@@ -66,6 +66,10 @@ func writeSpace(out io.Writer, r *space.Report, wide, noHeaders bool) error {
 	}
 	fmt.Fprintln(out)
 	writeEstimates(out, r)
+	if b := r.Backups; b != nil {
+		table.Wrapped(out, fmt.Sprintf("Backups: %d under %s hold %s; that filesystem has %s free and keeps %s (regghost backup prune removes old ones).",
+			b.Backups, b.Root, Bytes(b.Bytes), Bytes(int64(b.Free)), Bytes(int64(b.Keep))))
+	}
 	for _, n := range r.Notes {
 		table.Wrapped(out, "Note: "+n+".")
 	}

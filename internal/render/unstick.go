@@ -45,7 +45,7 @@ func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration)
 		}
 		for _, dir := range res.Dirs {
 			if res.Finished {
-				table.Para(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (a restore would put the objects back into a %s that no longer exists: ghosts)", dir, strings.Fields(a.Target)[0]))
+				table.Para(out, "", "  ", fmt.Sprintf("Backup of what was changed: %s (restore refuses what would land in the %s that no longer exists, and puts back what can live without it)", dir, strings.Fields(a.Target)[0]))
 			} else {
 				table.LabeledCommand(out, "Undo:", "regghost restore "+dir+" --confirm")
 			}
@@ -118,4 +118,13 @@ func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
 		table.Para(out, "  cannot be read here: ", "    ", u)
 	}
 	table.Wrapped(out, fmt.Sprintf("Next: %s.", a.Next))
+}
+
+// WriteRevealed lists the objects whose finalizers only the APIServices'
+// deletion revealed, before unstick asks whether to remove them too.
+func WriteRevealed(out io.Writer, more []unstick.Blocker) {
+	fmt.Fprintf(out, "The dangling APIServices are deleted. With them gone, %d more objects are held by finalizers nobody serves, which the plan did not show:\n", len(more))
+	for _, b := range more {
+		table.Wrapped(out, "  "+table.Escape(b.Key)+": remove "+table.Escape(strings.Join(b.Remove, ", ")))
+	}
 }

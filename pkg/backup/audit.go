@@ -115,3 +115,20 @@ func CheckAudit(dir string) error {
 	}
 	return f.Close()
 }
+
+// auditActions are the distinct actions of dir's audit log, in the order
+// first seen; none when it cannot be read.
+func auditActions(dir string) []string {
+	data, err := os.ReadFile(filepath.Join(dir, AuditFile))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		var r AuditRecord
+		if json.Unmarshal([]byte(line), &r) == nil && r.Action != "" && !slices.Contains(out, r.Action) {
+			out = append(out, r.Action)
+		}
+	}
+	return out
+}

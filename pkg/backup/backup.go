@@ -64,10 +64,20 @@ type Entry struct {
 	// Present are, for a recovered key, the keys that had to exist for it
 	// to be written (its namespace, its CRD).
 	Present []Present `json:"present,omitempty"`
+	// Needs are the keys that existed when the key was captured and that
+	// it rests on (its namespace, its CRD; see Witnesses), at their create
+	// revision then: restore refuses to write it back while one of them is
+	// gone (unless the backup brings that one back too) or was created
+	// again since, so that an undo never writes a ghost, nor into another
+	// namespace of that name.
+	Needs []Present `json:"needs,omitempty"`
 }
 
 // Backup is the content of a backup file.
 type Backup struct {
+	// Actions are the actions its audit log records, read with it (not
+	// stored in it): what wrote a backup whose Action was not recorded.
+	Actions []string  `json:"-"`
 	Format  string    `json:"format"`
 	Created time.Time `json:"created"`
 	// Scope is what the purge was asked to remove ("namespace kb-system").
@@ -237,6 +247,7 @@ func ReadBackup(path string) (*Backup, error) {
 		}
 		seen[e.Key] = true
 	}
+	b.Actions = auditActions(filepath.Dir(path))
 	return &b, nil
 }
 

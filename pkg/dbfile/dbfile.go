@@ -59,32 +59,30 @@ func Open(path string) (*Store, error) {
 // for it as it is now, else by walking every revision (and then caching the
 // index; never for an unzipped copy, which is new each time). It returns
 // what the file is beside it: every command reading a db file says so. A db
-// that a running etcd holds locked, a file that is not a bbolt db, and a
-// damaged one all give an error; bbolt panics on some damage, which is
-// turned into an error too.
-func OpenSnapshot(path string) (s *Store, info Info, err error) {
+// that a running etcd holds locked, a file that is not a bbolt db, one
+// shorter than its pages, and a damaged one all give an error; bbolt panics
+// on some damage, and a page that cannot be read faults, which are turned
+// into errors too.
+func OpenSnapshot(path string) (*Store, Info, error) {
 	f, err := OpenFile(path)
 	if err != nil {
 		return nil, Info{}, err
 	}
-	info = f.Info()
+	info := f.Info()
 	st := &Store{path: info.DBPath, db: f.db, file: f, noIndex: info.Zipped}
-	defer func() {
-		if r := recover(); r != nil {
-			// The read transactions first: closing the db waits for them.
-			rollback(st.txs)
-			f.Close()
-			s, err = nil, fmt.Errorf("db file %s is damaged: %v", path, r)
-		}
-	}()
 	if err := st.load(); err != nil {
+		// Close rolls back the read transactions first: closing the db
+		// waits for them.
 		st.Close()
-		return nil, Info{}, fmt.Errorf("db file %s is damaged: %v", path, oneLine(err))
+		return nil, Info{}, f.damaged(err)
 	}
 	return st, info, nil
 }
 
-func (s *Store) load() error {
+// load indexes the file's live keys. A fault on the map, or a panic of
+// bbolt's, is its error.
+func (s *Store) load() (err error) {
+	defer s.file.guard(&err)()
 	tx, err := s.db.Begin(false)
 	if err != nil {
 		return err
@@ -114,7 +112,7 @@ func (s *Store) load() error {
 	s.m = mmap{anchor: &anchor[0]}
 	s.base = int64(uintptr(unsafe.Pointer(s.m.anchor)) - s.db.Info().Data)
 	if s.noIndex {
-		entries, rev, txs, err := walk(s.db, tx, s.m)
+		entries, rev, txs, err := walk(s.file, tx, s.m)
 		s.txs = append(s.txs, txs...)
 		s.entries, s.rev = entries, rev
 		return err
@@ -123,7 +121,7 @@ func (s *Store) load() error {
 		s.idx, s.rev = ix, ix.hdr.Rev
 		return nil
 	}
-	entries, rev, txs, err := walk(s.db, tx, s.m)
+	entries, rev, txs, err := walk(s.file, tx, s.m)
 	s.txs = append(s.txs, txs...)
 	if err != nil {
 		return err
@@ -133,7 +131,7 @@ func (s *Store) load() error {
 	s.indexed = make(chan struct{})
 	go func() {
 		defer close(s.indexed)
-		_ = writeIndex(s.path, id, s.rev, s.m, s.base, s.entries)
+		_ = writeIndex(s.file, s.path, id, s.rev, s.m, s.base, s.entries)
 	}()
 	return nil
 }
@@ -212,8 +210,10 @@ func (s *Store) inRange(i int, end string) bool {
 	return err == nil && (end == "" || string(k) < end)
 }
 
-// Range implements etcdscan.Store.
-func (s *Store) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
+// Range implements etcdscan.Store. It guards the calling goroutine (Guard)
+// while it runs, fn included.
+func (s *Store) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) (err error) {
+	defer s.Guard(&err)()
 	for i := s.search(start); s.inRange(i, end); i++ {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -232,7 +232,8 @@ func (s *Store) Range(ctx context.Context, start, end string, keysOnly bool, fn 
 }
 
 // First implements etcdscan.Store.
-func (s *Store) First(ctx context.Context, start, end string) (*mvccpb.KeyValue, error) {
+func (s *Store) First(ctx context.Context, start, end string) (_ *mvccpb.KeyValue, err error) {
+	defer s.Guard(&err)()
 	i := s.search(start)
 	if !s.inRange(i, end) {
 		return nil, nil
@@ -245,7 +246,8 @@ func (s *Store) First(ctx context.Context, start, end string) (*mvccpb.KeyValue,
 }
 
 // Get implements etcdscan.Store.
-func (s *Store) Get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
+func (s *Store) Get(ctx context.Context, key string) (_ *mvccpb.KeyValue, err error) {
+	defer s.Guard(&err)()
 	i := s.search(key)
 	if i == s.Len() {
 		return nil, nil
@@ -261,7 +263,8 @@ func (s *Store) Get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
 }
 
 // Count implements etcdscan.Counter.
-func (s *Store) Count(ctx context.Context, start, end string) (int64, error) {
+func (s *Store) Count(ctx context.Context, start, end string) (_ int64, err error) {
+	defer s.Guard(&err)()
 	i := s.search(start)
 	j := s.Len()
 	if end != "" {

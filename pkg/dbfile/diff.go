@@ -39,8 +39,11 @@ type DiffOptions struct {
 // Diff walks the live keys under o.Prefix of both files together, in key
 // order, and calls fn for each key that was added, removed or whose value
 // changed. It holds one key of each file at a time: memory does not grow
-// with the files, only with what fn keeps.
-func Diff(ctx context.Context, a, b *Store, o DiffOptions, fn func(Change) error) error {
+// with the files, only with what fn keeps. A fault on either file's map is
+// its error (Store.Guard).
+func Diff(ctx context.Context, a, b *Store, o DiffOptions, fn func(Change) error) (err error) {
+	defer a.Guard(&err)()
+	defer b.Guard(&err)()
 	end := prefixEnd(o.Prefix)
 	i, j := a.search(o.Prefix), b.search(o.Prefix)
 	for n := 0; a.inRange(i, end) || b.inRange(j, end); n++ {

@@ -73,6 +73,10 @@ type File struct {
 	db   *bolt.DB
 	// tmp is the unzipped copy to remove on Close.
 	tmp string
+	// span is bbolt's memory map of the file; size is the file's size
+	// when it was checked against its pages, before it was mapped.
+	span span
+	size int64
 }
 
 // k3sName matches a k3s snapshot's name, <name>-<node>-<unix time>, with
@@ -81,8 +85,9 @@ var k3sName = regexp.MustCompile(`-([0-9]{9,11})(\.zip)?$`)
 
 // OpenFile opens path read-only: unzipped first to a temporary file when it
 // is a zip holding one snapshot (k3s compresses them so). A db that a
-// running etcd holds locked, a file that is not a bbolt db, and a damaged one
-// all give an error of one line.
+// running etcd holds locked, a file that is not a bbolt db, a file shorter
+// than the pages its meta page counts (checked before it is mapped:
+// ErrTruncated) and a damaged one all give an error of one line.
 func OpenFile(path string) (f *File, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -101,6 +106,10 @@ func OpenFile(path string) (f *File, err error) {
 		}
 		f.tmp, f.info.DBPath, f.info.Zipped = tmp, tmp, true
 	}
+	if f.size, err = f.checkSize(); err != nil {
+		f.removeTmp()
+		return nil, err
+	}
 	db, err := bolt.Open(f.info.DBPath, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
 	if err != nil {
 		f.removeTmp()
@@ -110,26 +119,38 @@ func OpenFile(path string) (f *File, err error) {
 		return nil, fmt.Errorf("db file %s is not a readable etcd database: %v", path, oneLine(err))
 	}
 	f.db = db
+	bi := db.Info()
+	f.span = span{base: bi.Data, size: mapSize(f.size), pageSize: int64(bi.PageSize)}
 	// The unzipped copy holds every Secret of the snapshot: it is removed
 	// now, while bbolt holds it open and mapped, so nothing is left behind
 	// however the command ends (a signal, a closed pipe).
 	f.removeTmp()
-	defer func() {
-		if r := recover(); r != nil {
-			f.Close()
-			f, err = nil, fmt.Errorf("db file %s is damaged: %v", path, r)
-		}
-	}()
 	if err := f.readMeta(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("db file %s is damaged: %v", path, oneLine(err))
+		return nil, err
 	}
 	return f, nil
 }
 
+// checkSize is CheckSize of the file bbolt is to read, named as given, and
+// its size.
+func (f *File) checkSize() (int64, error) {
+	r, err := os.Open(f.info.DBPath)
+	if err != nil {
+		return 0, fmt.Errorf("open db file: %w", err)
+	}
+	defer r.Close()
+	st, err := r.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("open db file: %w", err)
+	}
+	return st.Size(), checkSize(f.info.Path, r, st.Size())
+}
+
 // readMeta reads the file's compaction revisions and its newest revision.
-func (f *File) readMeta() error {
-	return f.db.View(func(tx *bolt.Tx) error {
+func (f *File) readMeta() (err error) {
+	defer f.guard(&err)()
+	err = f.db.View(func(tx *bolt.Tx) error {
 		f.info.Size = tx.Size()
 		b := tx.Bucket(schema.Key.Name())
 		if b == nil {
@@ -154,6 +175,10 @@ func (f *File) readMeta() error {
 		}
 		return nil
 	})
+	if err != nil {
+		return f.damaged(err)
+	}
+	return nil
 }
 
 // Info says what the file is.

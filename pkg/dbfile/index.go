@@ -158,8 +158,9 @@ func (ix *index) at(i int) (key []byte, off int64, n uint32, err error) {
 
 // writeIndex writes the index of the walked entries atomically (a .part
 // file renamed). A failure leaves no index behind; it only makes the next
-// read of the file walk it again.
-func writeIndex(path string, id identity, rev int64, m mmap, base int64, entries []entry) error {
+// read of the file walk it again. It reads the keys from f's map, under
+// f's guard: it runs on a goroutine of its own.
+func writeIndex(f *File, path string, id identity, rev int64, m mmap, base int64, entries []entry) error {
 	ip := indexPath(path)
 	if ip == "" {
 		return nil
@@ -168,16 +169,19 @@ func writeIndex(path string, id identity, rev int64, m mmap, base int64, entries
 		return err
 	}
 	part := fmt.Sprintf("%s.%d.part", ip, os.Getpid())
-	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	out, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = encodeIndex(w, id, rev, m, base, entries)
+	w := bufio.NewWriterSize(out, 1<<20)
+	err = func() (err error) {
+		defer f.guard(&err)()
+		return encodeIndex(w, id, rev, m, base, entries)
+	}()
 	if err == nil {
 		err = w.Flush()
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {

@@ -28,11 +28,8 @@ func (f *File) Pages() (u PageUse, err error) {
 		return PageUse{}, fmt.Errorf("read %s: %w", f.info.Path, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("db file %s is damaged: %v", f.info.Path, r)
-		}
-	}()
+	// bbolt panics on some damaged pages; a fault on the map panics too.
+	defer f.guard(&err)()
 	u.PageSize = int64(f.db.Info().PageSize)
 	u.Size = tx.Size()
 	// Two meta pages and the page of the bucket names.

@@ -65,12 +65,8 @@ func (f *File) eachRevision(ctx context.Context, read func(k, v []byte) error) (
 		return fmt.Errorf("read %s: %w", f.info.Path, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	// bbolt panics on some damaged pages.
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("db file %s is damaged: %v", f.info.Path, r)
-		}
-	}()
+	// bbolt panics on some damaged pages; a fault on the map panics too.
+	defer f.guard(&err)()
 	b := tx.Bucket(schema.Key.Name())
 	if b == nil {
 		return fmt.Errorf("db file %s has no key bucket: not an etcd v3 database", f.info.Path)
@@ -85,6 +81,12 @@ func (f *File) eachRevision(ctx context.Context, read func(k, v []byte) error) (
 		}
 		if len(k) < 17 {
 			return fmt.Errorf("db file %s is damaged: key bucket holds %x, not a revision", f.info.Path, k)
+		}
+		if !f.span.fits(k, f.size) {
+			return fmt.Errorf("db file %s is damaged: %w", f.info.Path, errOutside)
+		}
+		if !f.span.fits(v, f.size) {
+			return f.damagedAt(k, errOutside)
 		}
 		if err := read(k, v); err != nil {
 			return err

@@ -56,8 +56,17 @@ const chunk = 1 << 16
 // chunks keeping each key's newest revision, and the chunks and parts are
 // merged with later ones winning. tx, the caller's, walks the first part;
 // the transactions walk opens for the others are returned, open: the
-// entries point into their memory, resolved by m.
-func walk(db *bolt.DB, tx *bolt.Tx, m mmap) ([]entry, int64, []*bolt.Tx, error) {
+// entries point into their memory, resolved by m. Every walker, and the
+// caller's goroutine, reads the map under f's guard: a fault or a panic of
+// bbolt's is the walk's error, and then no transaction is left open.
+func walk(f *File, tx *bolt.Tx, m mmap) (_ []entry, _ int64, _ []*bolt.Tx, err error) {
+	txs := []*bolt.Tx{tx}
+	defer func() {
+		if err != nil {
+			rollback(txs[1:])
+		}
+	}()
+	defer f.guard(&err)()
 	c := tx.Bucket(schema.Key.Name()).Cursor()
 	first, _ := c.First()
 	last, _ := c.Last()
@@ -77,11 +86,9 @@ func walk(db *bolt.DB, tx *bolt.Tx, m mmap) ([]entry, int64, []*bolt.Tx, error) 
 	for i := 1; i < n; i++ {
 		bounds[i] = revKey(lo + (hi-lo)*int64(i)/int64(n))
 	}
-	txs := []*bolt.Tx{tx}
 	for i := 1; i < n; i++ {
-		t, err := db.Begin(false)
+		t, err := f.db.Begin(false)
 		if err != nil {
-			rollback(txs[1:])
 			return nil, 0, nil, err
 		}
 		txs = append(txs, t)
@@ -93,20 +100,16 @@ func walk(db *bolt.DB, tx *bolt.Tx, m mmap) ([]entry, int64, []*bolt.Tx, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// bbolt panics on some damaged pages; a walker turns that
-			// into its error.
-			defer func() {
-				if r := recover(); r != nil {
-					errs[i] = fmt.Errorf("damaged page: %v", r)
-				}
-			}()
-			parts[i], errs[i] = walkPart(m, txs[i].Bucket(schema.Key.Name()), bounds[i], bounds[i+1])
+			// bbolt panics on some damaged pages, and a fault on the
+			// map panics under the guard: a walker turns either into
+			// its error.
+			defer f.guard(&errs[i])()
+			parts[i], errs[i] = walkPart(f, m, txs[i].Bucket(schema.Key.Name()), bounds[i], bounds[i+1])
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			rollback(txs[1:])
 			return nil, 0, nil, err
 		}
 	}
@@ -124,7 +127,7 @@ func walk(db *bolt.DB, tx *bolt.Tx, m mmap) ([]entry, int64, []*bolt.Tx, error) 
 
 // walkPart reads the revisions in [from, to) and returns, sorted by key,
 // each key's newest revision among them, deletes included.
-func walkPart(m mmap, b *bolt.Bucket, from, to []byte) ([]entry, error) {
+func walkPart(f *File, m mmap, b *bolt.Bucket, from, to []byte) ([]entry, error) {
 	var sorted [][]entry
 	cur := make([]entry, 0, chunk)
 	c := b.Cursor()
@@ -135,6 +138,14 @@ func walkPart(m mmap, b *bolt.Bucket, from, to []byte) ([]entry, error) {
 		k, v = c.Seek(from)
 	}
 	for ; k != nil && (to == nil || bytes.Compare(k, to) < 0); k, v = c.Next() {
+		// A record the map holds past the file's pages (a damaged page)
+		// is never handed out.
+		if !f.span.fits(k, f.size) {
+			return nil, errOutside
+		}
+		if !f.span.fits(v, f.size) {
+			return nil, fmt.Errorf("revision %x: %w", k, errOutside)
+		}
 		key, err := recordKey(v)
 		if err != nil {
 			return nil, fmt.Errorf("revision %x: %w", k, err)

@@ -11,9 +11,10 @@ import (
 
 // Registry returns a registry with c, and the Go runtime and process
 // collectors (process_resident_memory_bytes shows the exporter's RSS).
-func Registry(c *Collector) *prometheus.Registry {
+func Registry(c *Collector, extra ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	return reg
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,6 +26,8 @@ type ServeOptions struct {
 	Log       *slog.Logger
 	// Fields are added to the "serving metrics" log line.
 	Fields []any
+	// Extra are collectors served beside Collector (BackupCollector).
+	Extra []prometheus.Collector
 }
 
 // Serve listens, serves /metrics, /healthz and /readyz, and runs the scan
@@ -36,7 +39,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	srv := &http.Server{Handler: GuardedHandler(Registry(o.Collector), o.Collector, o.Guard), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: GuardedHandler(Registry(o.Collector, o.Extra...), o.Collector, o.Guard), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() {
 		no := false

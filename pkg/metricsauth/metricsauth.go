@@ -7,7 +7,10 @@
 // under the apiserver's DelegatingAuthenticationOptions, set up as
 // controller-runtime's metrics filter sets them up: no anonymous user, so a
 // request without a token is 401 Unauthorized and one whose user is not
-// allowed 403 Forbidden.
+// allowed 403 Forbidden. So that no token crosses the network in clear,
+// ServingCert keeps a self-signed serving certificate for the endpoint, as
+// kube-controller-manager does in its --cert-dir, and Loopback tells the
+// one kind of address where plain HTTP may still be asked for.
 package metricsauth
 
 import (

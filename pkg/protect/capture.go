@@ -3,6 +3,9 @@ package protect
 import (
 	"context"
 	"fmt"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -49,4 +52,36 @@ func Capture(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, 
 		entries = append(entries, e)
 	}
 	return entries, skipped, nil
+}
+
+// recordNeeds sets each entry's Needs: the keys it rests on (its namespace,
+// its CRD) that exist now, as it is captured, at their create revision,
+// and were not absent when its verdict was made. A restore of the backup
+// then never writes the key back where they are gone, nor into one created
+// again since.
+func recordNeeds(ctx context.Context, kv etcdwrite.KVLease, prefix string, entries []backup.Entry) error {
+	created := map[string]int64{}
+	for i := range entries {
+		e := &entries[i]
+		for _, w := range backup.Witnesses(prefix, e.Key) {
+			if slices.Contains(e.Absent, w) {
+				continue
+			}
+			rev, ok := created[w]
+			if !ok {
+				resp, err := kv.Get(ctx, w, clientv3.WithKeysOnly())
+				if err != nil {
+					return fmt.Errorf("read %s: %w", w, err)
+				}
+				if len(resp.Kvs) > 0 {
+					rev = resp.Kvs[0].CreateRevision
+				}
+				created[w] = rev
+			}
+			if rev != 0 {
+				e.Needs = append(e.Needs, backup.Present{Key: w, CreateRevision: rev})
+			}
+		}
+	}
+	return nil
 }

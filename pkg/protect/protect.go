@@ -412,15 +412,18 @@ func record(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Id
 	if err != nil {
 		return err
 	}
+	if err := recordNeeds(ctx, job.Client, job.Prefix, entries); err != nil {
+		return err
+	}
 	w.Skipped = skipped
 	if len(entries) == 0 && len(r.Create) == 0 {
 		return errors.New("every planned key changed since the plan")
 	}
 	entries = append(entries, r.Create...)
+	if err := snapshot.CheckSpace(ctx, job.Client, ds, dir, entries, r.Snapshot != nil); err != nil {
+		return err
+	}
 	if r.Snapshot != nil {
-		if err := snapshot.CheckSpace(ctx, job.Client, ds, dir, entries); err != nil {
-			return err
-		}
 		file := snapshot.SnapshotFile
 		if ds.Limited() {
 			file = snapshot.LogicalSnapshotFile
@@ -474,12 +477,13 @@ func stopOrHalt(stops ...<-chan struct{}) (merged <-chan struct{}, halt func(), 
 }
 
 // preflight refuses, before the lock is taken (so a refused run writes
-// nothing to etcd, not even a lock), a snapshot that cannot fit in the
-// backup root: the database alone is the most of it. The space is checked
-// again, with the keys captured, before the snapshot is taken.
+// nothing to etcd, not even a lock), a backup root without room for the
+// snapshot (the database alone is the most of it) or for a backup, with
+// the reserve the disk keeps. The space is checked again, with the keys
+// captured, before anything is written there.
 func preflight(ctx context.Context, job Job, ds etcdwrite.Datastore) error {
 	r := job.Backup
-	if r == nil || r.Snapshot == nil {
+	if r == nil {
 		return nil
 	}
 	if r.Root == "" {
@@ -488,5 +492,5 @@ func preflight(ctx context.Context, job Job, ds etcdwrite.Datastore) error {
 	if err := os.MkdirAll(r.Root, 0o700); err != nil {
 		return fmt.Errorf("create backup directory %s: %w", r.Root, err)
 	}
-	return snapshot.CheckSpace(ctx, job.Client, ds, r.Root, nil)
+	return snapshot.CheckSpace(ctx, job.Client, ds, r.Root, nil, r.Snapshot != nil)
 }

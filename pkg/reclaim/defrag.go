@@ -13,14 +13,18 @@ import (
 // pollEvery is how often a defragmented member is asked whether it is back.
 const pollEvery = 500 * time.Millisecond
 
-// defragmentAll defragments the voting members one at a time. Before each
-// it probes every member again: it goes on only while every member is
-// healthy and no alarm but NOSPACE is raised, picks a follower while one is
-// left (the leader may have changed since the plan) and checks the
-// member's disk where it can. After each it waits for the member to come
-// back healthy. It stops at the first step that fails and says where.
-func defragmentAll(ctx context.Context, o Options, res *Result) error {
-	done := map[string]bool{}
+// defragmentAll defragments the voting members one at a time. Right before
+// each it reads every member's Status again (leadership may have moved
+// during the compaction, the last defragmentation or the wait for the
+// member's compaction): it goes on only while every member is healthy and
+// no alarm but NOSPACE is raised, picks a follower while one is left (see
+// pick), lets the member finish the compaction (settle) and reads the
+// members again after that wait, and checks the member's disk where it
+// can. After each it waits for the member to come back healthy. It stops
+// at the first step that fails and says where, and before the next member
+// once etcd's lock was lost (lost closed; see lockWriters).
+func defragmentAll(ctx context.Context, o Options, res *Result, lost <-chan struct{}) error {
+	done, settled := map[string]bool{}, map[string]bool{}
 	for {
 		members := append([]Member{}, res.Plan.Members...)
 		probeAll(ctx, o, members)
@@ -31,11 +35,14 @@ func defragmentAll(ctx context.Context, o Options, res *Result) error {
 		if why := unhealthy(ctx, o, members); why != "" {
 			return stop(o, res, members, done, next.Name, why)
 		}
-		if err := settle(ctx, o, next, res.Compaction.Revision); err != nil {
-			return stop(o, res, members, done, next.Name, "it did not finish the compaction: "+oneLine(err))
-		}
-		if probe(ctx, o, next); !next.Healthy {
-			return stop(o, res, members, done, next.Name, "it is not healthy: "+next.Problem)
+		if !settled[next.ID] {
+			settled[next.ID] = true
+			if err := settle(ctx, o, next, res.Compaction.Revision); err != nil {
+				return stop(o, res, members, done, next.Name, "it did not finish the compaction: "+oneLine(err))
+			}
+			// The wait may be long: the members are read again, and the
+			// leader picked anew, right before the defragmentation.
+			continue
 		}
 		if next.Disk.DataDir != "" {
 			next.Disk = checkDisk(next, o.BackupRoot, 0)
@@ -43,7 +50,10 @@ func defragmentAll(ctx context.Context, o Options, res *Result) error {
 				return stop(o, res, members, done, next.Name, fmt.Sprintf("its disk cannot hold the rewrite: %s", next.Disk.Why))
 			}
 		}
-		r := MemberResult{Name: next.Name, ID: next.ID, Endpoint: next.Endpoint, Leader: next.Leader,
+		if why := lockLost(lost); why != "" {
+			return stop(o, res, members, done, next.Name, why)
+		}
+		r := MemberResult{Name: next.Name, ID: next.ID, Endpoint: next.Endpoint, Leader: leads(members, next),
 			Before: next.DBSize, BeforeInUse: next.DBSizeInUse, Quota: next.Quota}
 		o.progress(Step{Kind: StepDefragmenting, Result: res, Member: &r})
 		start := time.Now()
@@ -102,15 +112,20 @@ func settle(ctx context.Context, o Options, m *Member, rev int64) error {
 }
 
 // pick is the next member to defragment: a voting member not done yet, a
-// follower while one is left, else the leader.
+// follower while one is left, else the leader. members are as their
+// Status read them right before: a leader that moved onto a member done
+// already leaves only followers; one that moved onto a member not done
+// makes that member last.
 func pick(members []Member, done map[string]bool) *Member {
 	var leader *Member
 	for i := range members {
 		m := &members[i]
 		switch {
 		case m.Learner || done[m.ID]:
-		case m.Leader:
-			leader = m
+		case leads(members, m):
+			if leader == nil {
+				leader = m
+			}
 		default:
 			return m
 		}
@@ -126,6 +141,21 @@ func pick(members []Member, done map[string]bool) *Member {
 		}
 	}
 	return nil
+}
+
+// leads says whether m leads: it says so, or a member names it as its
+// leader. While leadership moves, the old leader and the new one may both
+// be taken for it, and a follower goes before either.
+func leads(members []Member, m *Member) bool {
+	if m.Leader {
+		return true
+	}
+	for _, other := range members {
+		if m.id != 0 && other.leaderID == m.id {
+			return true
+		}
+	}
+	return false
 }
 
 // unhealthy says why the cluster is not fit for the next defragmentation:

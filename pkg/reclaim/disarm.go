@@ -16,8 +16,9 @@ const nearShare = 0.8
 
 // disarm disarms every NOSPACE alarm when every member is below its quota
 // (etcd would raise it again at the next write otherwise), then reads the
-// alarm list back to see them gone.
-func disarm(ctx context.Context, o Options, res *Result) error {
+// alarm list back to see them gone. It leaves them when etcd's lock was
+// lost (lost closed): another regghost may be writing.
+func disarm(ctx context.Context, o Options, res *Result, lost <-chan struct{}) error {
 	members := append([]Member{}, res.Plan.Members...)
 	probeAll(ctx, o, members)
 	d := &Disarm{Alarms: []Alarm{}}
@@ -56,6 +57,11 @@ func disarm(ctx context.Context, o Options, res *Result) error {
 			"; etcd would raise it again at the next write. Delete what is not needed (regghost space shows what fills it), then reclaim again"
 		o.progress(Step{Kind: StepDisarm, Result: res})
 		return fmt.Errorf("NOSPACE was left raised: %s", d.Why)
+	}
+	if why := lockLost(lost); why != "" {
+		d.Why = why
+		o.progress(Step{Kind: StepDisarm, Result: res})
+		return fmt.Errorf("NOSPACE was not disarmed: %s", d.Why)
 	}
 	for _, a := range d.Alarms {
 		dctx, cancel := context.WithTimeout(ctx, o.checkTimeout())

@@ -13,12 +13,22 @@
 //  3. defragments the members one at a time, followers first and the leader
 //     last, each only while every member is healthy and the member's disk
 //     (where it can be checked) holds the rewrite, and waits for each to
-//     come back healthy before the next;
+//     come back healthy before the next; who leads is read again right
+//     before each defragmentation (leadership may move during a long
+//     compaction or rewrite), and a member that leads then waits for every
+//     follower left;
 //  4. disarms NOSPACE only when every member is below its quota.
 //
 // It stops at the first member that does not come back healthy and says
 // which members were done and which were not. kine and other etcd APIs
 // without these RPCs are refused with what to do there instead.
+//
+// It holds the writers' locks every regghost write holds: this node's, and
+// etcd's where etcd grants its lease. Under NOSPACE etcd does not, and the
+// plan warns, before the question, that only this node's lock will be held.
+// A defragmentation longer than the etcd lock's lease can end it (renewals
+// wait behind the rewrite, the leader's for every member): Run then stops
+// before its next write, the next member or the disarm, and says so.
 //
 // A member is healthy when it answers Status without errors and knows a
 // leader, serves a linearizable read (a read, not a write: NOSPACE refuses

@@ -53,6 +53,10 @@ type Options struct {
 	Holder string
 	// Notices receives the lock's wait and warning lines; nil drops them.
 	Notices io.Writer
+	// Warned are the plan's warnings (Plan.Warnings) the person was shown
+	// before confirming: Run keeps what they announced in its result but
+	// does not say it on Notices again.
+	Warned []string
 }
 
 func (o *Options) checkTimeout() time.Duration {

@@ -27,6 +27,9 @@ type Plan struct {
 	Members []Member `json:"members"`
 	// Snapshot is where the snapshot would go and whether it fits.
 	Snapshot SnapshotPlan `json:"snapshot"`
+	// Warnings are what a person must know before confirming the run:
+	// under NOSPACE, that only this node's lock will be held.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Alarm is one alarm a member raised.
@@ -165,6 +168,9 @@ func Survey(ctx context.Context, o Options) (*Plan, error) {
 	p.Alarms, err = listAlarms(ctx, o, members)
 	if err != nil {
 		p.Refusals = append(p.Refusals, fmt.Sprintf("the alarm list cannot be read: %v", err))
+	}
+	if p.NoSpace() {
+		p.Warnings = append(p.Warnings, noSpaceWarning)
 	}
 	p.Members = inOrder(members)
 	p.Snapshot = planSnapshot(o.BackupRoot, members)

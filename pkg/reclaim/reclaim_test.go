@@ -100,8 +100,8 @@ func TestSurveySingleMember(t *testing.T) {
 	if !got.Disk.Checked || !got.Disk.Fits || got.Disk.DataDir != m.dir || got.Disk.From != FromFlag || got.Disk.Need < growStep {
 		t.Errorf("disk: %+v", got.Disk)
 	}
-	if p.NoSpace() || !p.Snapshot.Fits {
-		t.Errorf("alarms %+v, snapshot %+v", p.Alarms, p.Snapshot)
+	if p.NoSpace() || !p.Snapshot.Fits || len(p.Warnings) > 0 {
+		t.Errorf("alarms %+v, snapshot %+v, warnings %q", p.Alarms, p.Snapshot, p.Warnings)
 	}
 }
 
@@ -168,11 +168,22 @@ func TestRunBringsWritesBack(t *testing.T) {
 		t.Fatalf("delete under NOSPACE: %v", err)
 	}
 	o := m.options(t)
+	// The plan warns, before anything is done, that only this node's lock
+	// will be held; what it announced, Run does not say again.
+	p, err := Survey(context.Background(), o)
+	if err != nil || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "only this node's lock will be held") || !strings.Contains(p.Warnings[0], "not one on another node") {
+		t.Fatalf("Survey under NOSPACE: %v, warnings %q", err, p.Warnings)
+	}
+	var notices strings.Builder
+	o.Warned, o.Notices = p.Warnings, &notices
 	var steps []string
 	o.Progress = func(s Step) { steps = append(steps, s.Kind) }
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	if strings.Contains(notices.String(), "warning") {
+		t.Errorf("Run said again what the plan warned of: %q", notices.String())
 	}
 	if want := []string{StepSnapshot, StepCompacted, StepDefragmenting, StepDefragmented, StepDisarm}; strings.Join(steps, ",") != strings.Join(want, ",") {
 		t.Errorf("steps %v, want %v", steps, want)
@@ -273,6 +284,8 @@ func TestRunStops(t *testing.T) {
 			fill(t, m.cli)
 			o := m.options(t)
 			o.CheckTimeout = time.Second
+			var notices strings.Builder
+			o.Notices = &notices
 			o.Progress = func(s Step) {
 				if s.Kind == tc.at {
 					m.stop()
@@ -295,6 +308,10 @@ func TestRunStops(t *testing.T) {
 			}
 			if _, err := snapshot.VerifySnapshot(res.Snapshot.Path); err != nil {
 				t.Errorf("snapshot: %v", err)
+			}
+			// No plan was shown (Options.Warned): Run says it.
+			if !strings.Contains(notices.String(), "regghost: warning: etcd's NOSPACE alarm is raised") {
+				t.Errorf("notices %q, want the warning that only this node's lock is held", notices.String())
 			}
 		})
 	}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -31,25 +33,41 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(plan.Refusals) > 0 {
 		return res, fmt.Errorf("%w: %s; nothing was changed", ErrRefused, strings.Join(plan.Refusals, "; "))
 	}
-	unlock, warning, err := lockWriters(ctx, o)
+	lock, err := lockWriters(ctx, o)
 	if err != nil {
 		return res, fmt.Errorf("%w; nothing was changed", err)
 	}
-	defer unlock()
-	if warning != "" {
-		res.Warnings = append(res.Warnings, warning)
-		fmt.Fprintf(o.notices(), "regghost: warning: %s\n", warning)
+	defer lock.unlock()
+	if lock.warning != "" {
+		res.Warnings = append(res.Warnings, lock.warning)
+		// The plan shown before the question announced it already.
+		if !slices.Contains(o.Warned, noSpaceWarning) {
+			fmt.Fprintf(o.notices(), "regghost: warning: %s\n", lock.warning)
+		}
 	}
 	if err := takeSnapshot(ctx, o, res); err != nil {
 		return res, fmt.Errorf("%w; nothing was compacted or defragmented", err)
 	}
+	if why := lockLost(lock.lost); why != "" {
+		return res, fmt.Errorf("%s; nothing was compacted or defragmented (the snapshot %s is kept)", why, res.Snapshot.Path)
+	}
 	if err := compact(ctx, o, res); err != nil {
 		return res, fmt.Errorf("%w; nothing was defragmented (the snapshot %s is kept)", err, res.Snapshot.Path)
 	}
-	if err := defragmentAll(ctx, o, res); err != nil {
+	if err := defragmentAll(ctx, o, res, lock.lost); err != nil {
 		return res, err
 	}
-	return res, disarm(ctx, o, res)
+	err = disarm(ctx, o, res, lock.lost)
+	if why := lockLost(lock.lost); why != "" && err == nil {
+		// Lost during the last defragmentation (the leader's, which holds
+		// back every renewal), with nothing left to write after it: the
+		// run is done, but the lock did not hold to its end.
+		w := fmt.Sprintf("regghost's etcd lock was lost before reclaim ended (its lease of %ds was not renewed in time: a defragmentation outlasted it, or etcd was unreachable): "+
+			"every member was defragmented, but another regghost may have written meanwhile", etcdwrite.LockTTL)
+		res.Warnings = append(res.Warnings, w)
+		fmt.Fprintf(o.notices(), "regghost: warning: %s\n", w)
+	}
+	return res, err
 }
 
 // takeSnapshot saves a verified snapshot into a new backup directory from

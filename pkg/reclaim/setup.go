@@ -16,13 +16,8 @@ import (
 // cannot be read is said on o.Notices), the prefix and the decrypter of the
 // cluster's identity. done closes the client.
 func Setup(ctx context.Context, s *session.Settings, o Options) (Options, func(), error) {
-	cli, err := s.Connect(ctx)
+	cli, cfg, err := s.ConnectConfig(ctx)
 	if err != nil {
-		return o, nil, err
-	}
-	cfg, err := s.Etcd.ClientConfig()
-	if err != nil {
-		cli.Close()
 		return o, nil, err
 	}
 	dec, err := s.Decrypter(ctx)

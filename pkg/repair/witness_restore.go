@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/regghost/regghost/pkg/backup"
-	"github.com/regghost/regghost/pkg/catalog"
-	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 )
@@ -96,6 +94,23 @@ func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *backup.Backup, o Re
 	for _, i := range todo {
 		e := b.Entries[i]
 		g.keys[i] = witnessKeys(g.prefix, e)
+		gone, again, err := g.goneNeeds(ctx, kv, e)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(again) > 0 && len(gone) == 0 {
+			if !g.into {
+				results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%s was created again since the backup: written back, the key would join a namespace or CustomResourceDefinition of that name it never belonged to; %s writes it there anyway",
+					strings.Join(again, " and "), flagnames.IntoRecreated)}
+				continue
+			}
+			results[i].Detail = "written into " + strings.Join(again, " and ") + ", created again since the backup, as " + flagnames.IntoRecreated + " asks"
+		}
+		if len(gone) > 0 {
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%s existed when the backup was taken and %s gone now: written back, the key would be a ghost; it stays in the backup: create %s again, then restore with %s",
+				strings.Join(gone, " and "), map[bool]string{true: "are", false: "is"}[len(gone) > 1], map[bool]string{true: "them", false: "it"}[len(gone) > 1], flagnames.IntoRecreated)}
+			continue
+		}
 		var recreated, into, kinds []string
 		for _, w := range g.keys[i] {
 			if _, ok := g.read[w]; !ok {
@@ -132,6 +147,31 @@ func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *backup.Backup, o Re
 		kept = append(kept, i)
 	}
 	return g, kept, nil
+}
+
+// goneNeeds names what entry e needs (backup.NeedsOf) that is absent now
+// and that this backup does not bring back, and what was created again
+// since the backup (another create revision than the one recorded).
+func (g *witnessGuard) goneNeeds(ctx context.Context, kv clientv3.KV, e backup.Entry) (gone, recreated []string, err error) {
+	for _, n := range g.b.NeedsOf(e) {
+		if _, ok := g.byKey[n.Key]; ok {
+			continue
+		}
+		if _, ok := g.read[n.Key]; !ok {
+			rev, ours, err := g.readWitness(ctx, kv, n.Key)
+			if err != nil {
+				return nil, nil, err
+			}
+			g.read[n.Key], g.ours[n.Key] = rev, ours
+		}
+		switch rev := g.read[n.Key]; {
+		case rev == 0:
+			gone = append(gone, describeWitness(g.prefix, n.Key))
+		case n.CreateRevision != 0 && rev != n.CreateRevision:
+			recreated = append(recreated, fmt.Sprintf("%s (%s, create revision %d; %d when the backup was taken)", describeWitness(g.prefix, n.Key), n.Key, rev, n.CreateRevision))
+		}
+	}
+	return gone, recreated, nil
 }
 
 // readWitness reads a witness key: its create revision (0 when absent) and
@@ -227,18 +267,8 @@ func witnessKeys(prefix string, e backup.Entry) []string {
 			keys = append(keys, k)
 		}
 	}
-	if prefix == "" {
-		return keys
-	}
-	k, err := etcdscan.ParseKey(prefix, e.Key)
-	if err != nil {
-		return keys
-	}
-	if k.Namespace != "" {
-		add(prefix + "namespaces/" + k.Namespace)
-	}
-	if group, dotted := catalog.GroupOfPrefix(k.Prefix); dotted && !catalog.IsBuiltinGroup(group) {
-		add(prefix + "apiextensions.k8s.io/customresourcedefinitions/" + k.Prefix[len(group)+1:] + "." + group)
+	for _, w := range backup.Witnesses(prefix, e.Key) {
+		add(w)
 	}
 	return keys
 }

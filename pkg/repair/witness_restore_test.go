@@ -41,9 +41,15 @@ func TestRestoreWitnessRule(t *testing.T) {
 		// registry prefix nor its revision: only the record can judge.
 		noPrefix, noRevision bool
 		optPrefix            string
-		into                 bool
-		want                 etcdwrite.Outcome
-		detail               []string
+		// needs is the backup's record of what the key rested on when it was
+		// captured; action is the command whose backup it is; gone are
+		// deleted after the capture.
+		needs  []string
+		action string
+		gone   []string
+		into   bool
+		want   etcdwrite.Outcome
+		detail []string
 	}{
 		{name: "recorded namespace still absent: the undo", key: "/registry/pods/ns1/p", absent: []string{nsKey}, want: etcdwrite.Restored},
 		{name: "recorded namespace created again", key: "/registry/pods/ns1/p", absent: []string{nsKey}, after: []string{nsKey}, want: etcdwrite.Refused,
@@ -63,6 +69,20 @@ func TestRestoreWitnessRule(t *testing.T) {
 		{name: "no record: CRD created after the purge", key: "/registry/example.com/widgets/ns1/w", before: []string{nsKey}, after: []string{crdKey}, want: etcdwrite.Refused,
 			detail: []string{"CustomResourceDefinition widgets.example.com"}},
 		{name: "cluster-scoped custom resource, CRD still absent", key: "/registry/example.com/widgets/w", absent: []string{crdKey}, after: []string{nsKey}, want: etcdwrite.Restored},
+		{name: "unstick's backup: the namespace it needs is gone since", key: "/registry/configmaps/ns1/held", action: backup.ActionUnstick, needs: []string{nsKey},
+			before: []string{nsKey}, gone: []string{nsKey}, want: etcdwrite.Refused,
+			detail: []string{"namespace ns1 existed when the backup was taken and is gone now: written back, the key would be a ghost; it stays in the backup: create it again, then restore with " + flagnames.IntoRecreated}},
+		{name: "dangling's backup without the record: the namespace worked out from the path", key: "/registry/rolebindings/ns1/b", action: backup.ActionDangling,
+			before: []string{nsKey}, gone: []string{nsKey}, want: etcdwrite.Refused, detail: []string{"namespace ns1 existed when the backup was taken"}},
+		{name: "a custom resource whose CRD is gone since", key: "/registry/example.com/widgets/ns1/w", action: backup.ActionUnstick, needs: []string{nsKey, crdKey},
+			before: []string{nsKey, crdKey}, gone: []string{crdKey}, want: etcdwrite.Refused, detail: []string{"CustomResourceDefinition widgets.example.com existed"}},
+		{name: "the namespace it needs created again: --into-recreated writes it there", key: "/registry/configmaps/ns1/held", action: backup.ActionUnstick, needs: []string{nsKey},
+			before: []string{nsKey}, gone: []string{nsKey}, after: []string{nsKey}, into: true, want: etcdwrite.Restored},
+		{name: "the namespace it needs created again: refused", key: "/registry/configmaps/ns1/held", action: backup.ActionUnstick, needs: []string{nsKey},
+			before: []string{nsKey}, gone: []string{nsKey}, after: []string{nsKey}, want: etcdwrite.Refused,
+			detail: []string{"namespace ns1 (" + nsKey + ", create revision", "was created again since the backup", flagnames.IntoRecreated}},
+		{name: "unstick's backup: the namespace is still there", key: "/registry/configmaps/ns1/held", action: backup.ActionUnstick, needs: []string{nsKey},
+			before: []string{nsKey}, want: etcdwrite.Restored},
 		{name: "a built-in dotted group has no CRD witness", key: "/registry/apiregistration.k8s.io/apiservices/v1.example.com",
 			after: []string{"/registry/apiextensions.k8s.io/customresourcedefinitions/apiservices.apiregistration.k8s.io"}, want: etcdwrite.Restored},
 	}
@@ -70,12 +90,16 @@ func TestRestoreWitnessRule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cli, _ := etcdtest.Start(t)
 			ctx := context.Background()
+			created := map[string]int64{}
 			for _, k := range tt.before {
-				backup.EntryOf(etcdtest.Put(t, cli, k, "witness at the purge"))
+				created[k] = etcdtest.Put(t, cli, k, "witness at the purge").CreateRevision
 			}
 			e := backup.EntryOf(etcdtest.Put(t, cli, tt.key, "k8s\x00ghost"))
 			e.Absent = tt.absent
-			b := &backup.Backup{Prefix: "/registry/", ScanRevision: e.ModRevision, Entries: []backup.Entry{e}}
+			for _, k := range tt.needs {
+				e.Needs = append(e.Needs, backup.Present{Key: k, CreateRevision: created[k]})
+			}
+			b := &backup.Backup{Prefix: "/registry/", ScanRevision: e.ModRevision, Entries: []backup.Entry{e}, Action: tt.action}
 			if tt.noPrefix {
 				b.Prefix = ""
 			}
@@ -85,6 +109,11 @@ func TestRestoreWitnessRule(t *testing.T) {
 			// The purge.
 			if _, err := cli.Delete(ctx, tt.key); err != nil {
 				t.Fatal(err)
+			}
+			for _, k := range tt.gone {
+				if _, err := cli.Delete(ctx, k); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for _, k := range tt.after {
 				if _, err := cli.Delete(ctx, k); err != nil {
@@ -360,4 +389,27 @@ func replaceLine(s, field, repl string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestRestoreBringsTheNamespaceItNeeds: a backup that holds the namespace
+// its keys need puts it back with them; the keys are not refused.
+func TestRestoreBringsTheNamespaceItNeeds(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	ns := backup.EntryOf(etcdtest.Put(t, cli, nsKey, "namespace"))
+	cm := backup.EntryOf(etcdtest.Put(t, cli, "/registry/configmaps/ns1/held", "configmap"))
+	cm.Needs = []backup.Present{{Key: nsKey, CreateRevision: ns.CreateRevision}}
+	b := &backup.Backup{Prefix: "/registry/", Action: backup.ActionUnstick, ScanRevision: cm.ModRevision, Entries: []backup.Entry{ns, cm}}
+	if _, err := cli.Delete(ctx, "/registry/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := RestoreWith(ctx, cli, b, RestoreOptions{Pacing: etcdwrite.Pacing{PerSecond: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Outcome != etcdwrite.Restored {
+			t.Errorf("%s: %s (%s), want restored", r.Key, r.Outcome, r.Detail)
+		}
+	}
 }

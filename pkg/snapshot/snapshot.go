@@ -24,10 +24,11 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/mvcc"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/diskroom"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
@@ -123,6 +124,12 @@ func VerifySnapshot(path string) (*backup.SnapshotInfo, error) {
 	if got := h.Sum(nil); !bytes.Equal(got, want) {
 		return nil, fmt.Errorf("snapshot %s is corrupt: sha256 %x, trailer says %x", path, got, want)
 	}
+	// bbolt's consistency check runs on a goroutine of its own, where a
+	// fault on a page past the end of the file cannot be caught: the
+	// file's size is checked against its meta pages first.
+	if err := dbfile.CheckSize(path); err != nil {
+		return nil, err
+	}
 	status, err := etcdutl.NewV3(zap.NewNop()).Status(path)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s fails the consistency check: %w", path, err)
@@ -143,6 +150,9 @@ func SnapshotHolds(path string, entries []backup.Entry) error {
 		want[entries[i].Key] = &entries[i]
 	}
 	latest := make(map[string]*mvccpb.KeyValue, len(entries))
+	if err := dbfile.CheckSize(path); err != nil {
+		return err
+	}
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("open snapshot %s: %w", path, err)
@@ -198,36 +208,46 @@ func DisasterRestoreCommand(info *backup.SnapshotInfo) string {
 	return fmt.Sprintf("etcdutl snapshot restore %s --data-dir /var/lib/etcd-restored --bump-revision 1000000000 --mark-compacted", info.Path)
 }
 
-// CheckSpace refuses a write whose snapshot and backup would not fit in dir.
-func CheckSpace(ctx context.Context, cli *clientv3.Client, ds etcdwrite.Datastore, dir string, entries []backup.Entry) error {
-	var size int64
-	var errs []error
-	for _, ep := range cli.Endpoints() {
-		status, err := cli.Status(ctx, ep)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+// CheckSpace refuses a write whose backup (with a snapshot of the
+// database when withSnapshot) would not fit in dir while leaving the
+// reserve every file regghost writes keeps (diskroom's rule: kubelet
+// evicts pods below 10% free, and etcd's data may share the disk).
+func CheckSpace(ctx context.Context, cli *clientv3.Client, ds etcdwrite.Datastore, dir string, entries []backup.Entry, withSnapshot bool) error {
+	var need int64 = 64 << 10
+	if withSnapshot {
+		var size int64
+		var errs []error
+		for _, ep := range cli.Endpoints() {
+			status, err := cli.Status(ctx, ep)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			size = max(size, status.DbSize)
 		}
-		size = max(size, status.DbSize)
-	}
-	if size == 0 && len(errs) > 0 {
-		return fmt.Errorf("read etcd database size: %w", errors.Join(errs...))
-	}
-	need := size + 4096
-	if ds.Limited() {
-		// A logical snapshot is base64 in JSON: up to about twice the database.
-		need += size
+		if size == 0 && len(errs) > 0 {
+			return fmt.Errorf("read etcd database size: %w", errors.Join(errs...))
+		}
+		need += size + 4096
+		if ds.Limited() {
+			// A logical snapshot is base64 in JSON: up to about twice the database.
+			need += size
+		}
 	}
 	for _, e := range entries {
 		need += int64(len(e.Key)) + int64(len(e.Value))*4/3 + 512
 	}
 	need += need / 10
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("free space of %s: %w", dir, err)
+	room, err := diskroom.Of(dir)
+	if err != nil {
+		return err
 	}
-	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
-		return fmt.Errorf("not enough free space in %s for the snapshot and backup: need %d bytes, %d free", dir, need, free)
+	if !room.Fits(uint64(need)) {
+		what := "the backup"
+		if withSnapshot {
+			what = "the snapshot and backup"
+		}
+		return fmt.Errorf("no room for %s (%d MiB): %s; nothing was written: free space there or pass --backup-dir on another filesystem", what, (need+1<<20-1)>>20, room)
 	}
 	return nil
 }

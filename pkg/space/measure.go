@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/session"
@@ -20,6 +21,9 @@ type MeasureOptions struct {
 	// Scan is the scan Measure runs over the keyspace it counts (the
 	// caller's, with its progress and spill settings).
 	Scan func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error)
+	// BackupRoot is where regghost's backups are: what they hold is
+	// counted beside etcd's own bytes ("" leaves it out).
+	BackupRoot string
 }
 
 // Measure opens what s reaches (a db file, or the live etcd and its
@@ -56,7 +60,17 @@ func Measure(ctx context.Context, s *session.Settings, o MeasureOptions) (*Repor
 	}
 	view, why := s.API()
 	rs := session.Wrap(s.Prefix, store, dec, view, why)
-	return FromEtcd(ctx, cli, store, scanOver(rs, o.Scan), LiveOptions{Prefix: s.Prefix, Top: o.Top, Members: MembersOf(s, o.Quota)})
+	r, err := FromEtcd(ctx, cli, store, scanOver(rs, o.Scan), LiveOptions{Prefix: s.Prefix, Top: o.Top, Members: MembersOf(s, o.Quota)})
+	if err != nil || o.BackupRoot == "" {
+		return r, err
+	}
+	h, err := backup.HoldingsOf(o.BackupRoot)
+	if err != nil {
+		r.Notes = append(r.Notes, "what the backups under "+o.BackupRoot+" hold could not be read: "+err.Error())
+		return r, nil
+	}
+	r.Backups = &h
+	return r, nil
 }
 
 // scanOver runs scan over the store the account wraps.

@@ -1,6 +1,9 @@
 package space
 
-import "github.com/regghost/regghost/pkg/dbfile"
+import (
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/dbfile"
+)
 
 // Report is where the bytes of an etcd keyspace are. Bytes are counted as
 // a key's length plus its value's: what etcd keeps of each revision,
@@ -50,6 +53,9 @@ type Report struct {
 	// NotEtcd is set when the members are not etcd's (kine): no quota, no
 	// alarm, no defragmentation.
 	NotEtcd bool `json:"notEtcd,omitempty"`
+	// Backups is what regghost's backups hold on their filesystem (live
+	// only, when the backup directory is known).
+	Backups *backup.Holdings `json:"backups,omitempty"`
 	// Notes say what could not be read or counted, and why.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -100,7 +100,7 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 	out, err := protect.Run(ctx, protect.Job{Client: o.Client, Holder: "regghost unstick " + a.Target, Notices: o.Notices,
 		Prefix: registry, Decrypt: o.Decrypt, Action: backup.ActionUnstick,
 		Rejudge: func(ctx context.Context) error { return rejudge(ctx, a, o.Analyze) },
-		Backup:  &protect.Record{Root: o.BackupRoot, Scope: "unstick " + a.Target, Keys: wants, Now: o.Now},
+		Backup:  &protect.Record{Root: o.BackupRoot, Scope: "unstick " + a.Target, Action: backup.ActionUnstick, Keys: wants, Now: o.Now},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			var results []etcdwrite.Result
 			for _, b := range a.Blockers {

@@ -139,6 +139,10 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 	}
 	var gone []etcdscan.DanglingRef
 	for _, r := range a.Dangling {
+		if r.State == etcdscan.DanglingGhost {
+			next, refusal := a.ghostService(r)
+			return next, refusal, true
+		}
 		if r.State == etcdscan.DanglingDown {
 			return "APIService " + r.Name + " is down, not dangling: " + r.Why + "; bring " + r.Target + " back, and the namespace controller finishes",
 				"APIService " + r.Name + " is down (" + r.Why + "): deleting it would lose its registration; bring " + r.Target + " back", true
@@ -154,6 +158,21 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 		names = append(names, r.Name+" ("+r.Why+")")
 	}
 	return "delete the dangling APIServices " + strings.Join(names, "; ") + ": discovery of their groups fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes them through the API server, backed up, then waits for the deletion to finish", "", true
+}
+
+// ghostService says the way out when an unavailable APIService's Service
+// is a ghost of a force-deleted namespace: still stored and served, so not
+// dangling yet, and only the purge of that namespace removes it. The exact
+// commands, in order: the purge (refused as callers-fail while the
+// APIService calls the Service, hence its accept), then unstick again,
+// which deletes the APIService once its Service is gone.
+func (a *Analysis) ghostService(r etcdscan.DanglingRef) (next, refusal string) {
+	purge := "regghost purge --namespace " + r.TargetNamespace + " " + impact.AcceptImpactFlag + " " + string(impact.CallersFail) + " --confirm"
+	again := "regghost unstick " + a.Target + " --confirm"
+	next = "APIService " + r.Name + " calls " + r.Target + ", a ghost of the force-deleted namespace " + r.TargetNamespace + " (" + r.Why + "); run, in order: (1) `" + purge +
+		"` removes the ghost Service and the rest of that namespace (its dry run, without --confirm, lists them); (2) `" + again + "` then deletes the APIService, whose Service is gone, and waits for the deletion to finish"
+	refusal = "APIService " + r.Name + " is unavailable because its Service is a ghost of namespace " + r.TargetNamespace + ": first `" + purge + "`, then `" + again + "`"
+	return next, refusal
 }
 
 // Accept takes the effect kinds given with --accept-impact and decides again.

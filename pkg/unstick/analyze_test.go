@@ -77,6 +77,9 @@ func TestFollowDanglingAPIService(t *testing.T) {
 		{"down", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "is down", 0},
 		{"gone on etcd's word alone", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, true)}, "unavailable", 0},
 		{"not dangling", nil, "unavailable", 0},
+		{"its Service a ghost of a force-deleted namespace", []etcdscan.DanglingRef{{Kind: "APIService", Name: "v1beta1.metrics.example.com", State: etcdscan.DanglingGhost,
+			Target: "service gone/metrics", TargetNamespace: "gone", Why: "service gone/metrics is stored but its namespace gone is gone"}},
+			"first `regghost purge --namespace gone --accept-impact callers-fail --confirm`, then `regghost unstick namespace", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

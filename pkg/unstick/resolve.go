@@ -2,7 +2,10 @@ package unstick
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/regghost/regghost/pkg/dangling"
@@ -16,6 +19,39 @@ type ResolveOptions struct {
 	// Flux tracks (dangling.AcceptManagedFlag); without it such an
 	// APIService is refused and nothing is changed.
 	AcceptManaged bool
+	// ConfirmRevealed is asked, with what it is, before finalizers the
+	// first analysis did not show are removed: objects whose blockers only
+	// the APIServices' deletion revealed. It shows them and returns nil to
+	// go on; nil, or an error, stops the run there (ErrRevealed).
+	ConfirmRevealed func(revealed []Blocker) error
+}
+
+// ErrRevealed stops a Resolve whose second analysis found finalizers to
+// remove that the plan the operator confirmed did not show.
+var ErrRevealed = errors.New("the APIServices' deletion revealed objects held by finalizers the plan did not show")
+
+// revealed are a's blockers with finalizers to remove that shown did not
+// have: an object not shown, or a finalizer to remove it did not name.
+func revealed(shown, a *Analysis) []Blocker {
+	// A namespace's metadata and spec finalizers are two blockers of one key.
+	type id struct {
+		key  string
+		spec bool
+	}
+	before := map[id][]string{}
+	for _, b := range shown.Blockers {
+		before[id{b.Key, b.Spec}] = b.Remove
+	}
+	var out []Blocker
+	for _, b := range a.Blockers {
+		for _, f := range b.Remove {
+			if !slices.Contains(before[id{b.Key, b.Spec}], f) {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Resolve finishes a deletion the way the analysis says it can be.
@@ -61,11 +97,26 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 	if err := Nudge(ctx, o.Dynamic, a, now()); err != nil {
 		return res, err
 	}
+	shown := a
 	if o.Analyze != nil {
 		// The APIServices are gone and the namespace nudged: what is left
 		// is judged anew, not from the analysis made before.
 		if a, err = o.Analyze(ctx); err != nil {
 			return res, fmt.Errorf("analyse again once the APIServices are gone: %w", err)
+		}
+	}
+	if more := revealed(shown, a); len(more) > 0 {
+		// Only what the operator was shown was confirmed.
+		var keys []string
+		for _, b := range more {
+			keys = append(keys, b.Key+" ["+strings.Join(b.Remove, ", ")+"]")
+		}
+		stop := fmt.Errorf("%w: %s; the APIServices are deleted (backed up), nothing else was changed: run `regghost unstick %s` to review them", ErrRevealed, strings.Join(keys, "; "), a.Target)
+		if o.ConfirmRevealed == nil {
+			return res, stop
+		}
+		if err := o.ConfirmRevealed(more); err != nil {
+			return res, fmt.Errorf("%w (%v)", stop, err)
 		}
 	}
 	if a.Removable() > 0 {

@@ -61,3 +61,43 @@ and GET on nodes/proxy or pods/exec reaches a kubelet or a container.
   resources: [endpointslices]
   verbs: [list]
 {{- end -}}
+
+{{- /*
+regghost.tls says where serve's serving certificate comes from: "webConfig"
+(its tls_server_config), "secret" (tls.secretName, mounted), "selfSigned"
+(made by serve in an in-memory emptyDir, --cert-dir), or "" for plain HTTP.
+Under metricsAuth: delegated it is never "": a bearer token does not cross
+the network in clear (serve refuses it).
+*/ -}}
+{{- define "regghost.tls" -}}
+{{- $web := fromYaml (.Values.webConfig | default "{}") -}}
+{{- if and $web.tls_server_config .Values.tls.secretName -}}
+{{- fail "webConfig's tls_server_config and tls.secretName both give a certificate: set one" -}}
+{{- else if $web.tls_server_config -}}
+webConfig
+{{- else if .Values.tls.secretName -}}
+secret
+{{- else if or (eq .Values.metricsAuth "delegated") .Values.tls.selfSigned -}}
+selfSigned
+{{- end -}}
+{{- end -}}
+
+{{- /* regghost.portName names the metrics port after its scheme. */ -}}
+{{- define "regghost.portName" -}}
+{{- if include "regghost.tls" . -}}https-metrics{{- else -}}http-metrics{{- end -}}
+{{- end -}}
+
+{{- /*
+regghost.webConfig is the web configuration serve reads from the chart's
+Secret: webConfig as given, with a tls_server_config naming the mounted
+tls.secretName's files when that is set; "" when there is none.
+*/ -}}
+{{- define "regghost.webConfig" -}}
+{{- if eq (include "regghost.tls" .) "secret" -}}
+{{- $web := fromYaml (.Values.webConfig | default "{}") -}}
+{{- $_ := set $web "tls_server_config" (dict "cert_file" "/etc/regghost-tls/tls.crt" "key_file" "/etc/regghost-tls/tls.key") -}}
+{{- toYaml $web -}}
+{{- else -}}
+{{- .Values.webConfig -}}
+{{- end -}}
+{{- end -}}

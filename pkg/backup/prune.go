@@ -1,0 +1,199 @@
+package backup
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/regghost/regghost/pkg/etcdwrite"
+)
+
+// PruneOptions say which backups a prune may remove.
+type PruneOptions struct {
+	// Keep is how many of each cluster's newest verified backups stay
+	// (at least one, whatever is asked).
+	Keep int
+	// OlderThan keeps every backup younger than it (0: any age may go).
+	OlderThan time.Duration
+	// Now is the time ages are counted to.
+	Now time.Time
+}
+
+// PruneDecision is what a prune does with one backup directory, and why.
+type PruneDecision struct {
+	Path    string    `json:"path"`
+	Created time.Time `json:"created,omitempty"`
+	// Cluster is the cluster the backup was taken from (kube-system UID,
+	// else etcd cluster ID).
+	Cluster string `json:"cluster,omitempty"`
+	Action  string `json:"action,omitempty"`
+	// Bytes is what the directory holds on disk.
+	Bytes  int64  `json:"bytes"`
+	Remove bool   `json:"remove"`
+	Why    string `json:"why"`
+}
+
+// PlanPrune decides, for every backup directory under root, whether a
+// prune removes it. It never removes: a backup that cannot be read or
+// verified (inspect it by hand), one whose run was cut off (keys without an
+// outcome), one an undo still needs (a recovery not undone, whose undo
+// reads its audit log; an undo that stopped partway), the newest verified
+// backup of each cluster, the Keep newest of each cluster, or one younger
+// than OlderThan.
+func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
+	list, err := ListBackups(root)
+	if err != nil {
+		return nil, err
+	}
+	keep := max(o.Keep, 1)
+	var out []PruneDecision
+	byCluster := map[string][]int{}
+	for _, s := range list {
+		d := PruneDecision{Path: s.Path, Created: s.Created}
+		if d.Bytes, err = dirBytes(s.Path); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+		i := len(out) - 1
+		switch s.Status {
+		case BackupUnusable:
+			out[i].Why = "kept: it cannot be read or verified (" + s.Detail + "); inspect it, prune never removes it"
+			continue
+		case BackupUnfinished:
+			out[i].Why = "kept: its run was cut off (" + s.Detail + ")"
+			continue
+		}
+		b, err := ReadBackup(s.Path)
+		if err != nil {
+			out[i].Why = "kept: it cannot be read (" + firstLine(err.Error()) + ")"
+			continue
+		}
+		out[i].Action = b.Action
+		out[i].Cluster = b.KubeSystemUID
+		if out[i].Cluster == "" {
+			out[i].Cluster = b.ClusterID
+		}
+		if out[i].Cluster == "" {
+			// Backups whose cluster is not known cannot be told apart: one
+			// may be the only backup of its cluster.
+			out[i].Why = "kept: it does not record which cluster it was taken from, so it may be the newest of its cluster"
+			continue
+		}
+		if why, err := undoNeeds(s.Path, b); err != nil || why != "" {
+			if err != nil {
+				why = "its audit log cannot be read (" + firstLine(err.Error()) + ")"
+			}
+			out[i].Why = "kept: " + why
+			continue
+		}
+		byCluster[out[i].Cluster] = append(byCluster[out[i].Cluster], i)
+	}
+	for cluster, idx := range byCluster {
+		sort.SliceStable(idx, func(a, b int) bool { return out[idx[a]].Created.After(out[idx[b]].Created) })
+		for n, i := range idx {
+			switch {
+			case n == 0:
+				out[i].Why = "kept: the newest verified backup of cluster " + orUnknown(cluster)
+			case n < keep:
+				out[i].Why = fmt.Sprintf("kept: among the %d newest verified backups of cluster %s", keep, orUnknown(cluster))
+			case o.OlderThan > 0 && o.Now.Sub(out[i].Created) < o.OlderThan:
+				out[i].Why = "kept: younger than " + o.OlderThan.String()
+			default:
+				out[i].Remove = true
+				out[i].Why = fmt.Sprintf("removed: beyond the %d newest verified backups of cluster %s", keep, orUnknown(cluster))
+				if o.OlderThan > 0 {
+					out[i].Why += " and older than " + o.OlderThan.String()
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(identity not recorded)"
+	}
+	return s
+}
+
+// undoNeeds says why an undo still needs the backup in dir, or "": a
+// recovery whose keys were written and not undone (its undo deletes what its
+// audit log says it wrote), or an undo that stopped partway.
+func undoNeeds(dir string, b *Backup) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, AuditFile))
+	if err != nil && !os.IsNotExist(err) {
+		return "", fmt.Errorf("read audit log: %w", err)
+	}
+	written := map[string]bool{}
+	undone := map[string]bool{}
+	undoSeen := false
+	for _, line := range strings.Split(string(data), "\n") {
+		var r AuditRecord
+		if json.Unmarshal([]byte(line), &r) != nil || r.Outcome == "" || r.Outcome == etcdwrite.NotAttempted {
+			continue
+		}
+		if undoActions[r.Action] {
+			undoSeen = true
+			undone[r.Key] = true
+			continue
+		}
+		if r.Outcome == etcdwrite.Recovered {
+			written[r.Key] = true
+		}
+	}
+	if b.Action == ActionRecover && len(written) > 0 && !undoSeen {
+		return fmt.Sprintf("the recovery wrote %d keys and was not undone: its undo (regghost restore %s) reads this backup's audit log", len(written), dir), nil
+	}
+	if undoSeen {
+		for _, e := range b.Entries {
+			if e.Role == "" && !undone[e.Key] && (b.Action != ActionRecover || written[e.Key]) {
+				return "its undo stopped partway (" + e.Key + " has no outcome): run it again before removing it", nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// dirBytes is what the files under dir take.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", dir, err)
+	}
+	return n, nil
+}
+
+// Prune removes the backups the plan marks Remove and returns the bytes
+// freed; it stops at the first it cannot remove.
+func Prune(plan []PruneDecision) (int64, error) {
+	var freed int64
+	for _, d := range plan {
+		if !d.Remove {
+			continue
+		}
+		if err := os.RemoveAll(d.Path); err != nil {
+			return freed, fmt.Errorf("remove backup %s: %w", d.Path, err)
+		}
+		freed += d.Bytes
+	}
+	return freed, nil
+}

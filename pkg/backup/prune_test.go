@@ -1,0 +1,164 @@
+package backup
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/regghost/regghost/pkg/etcdwrite"
+)
+
+// TestPlanPrune: prune keeps each cluster's newest verified backup, its
+// Keep newest, those younger than OlderThan, and every backup that cannot
+// be read, was cut off, or an undo still needs; it removes the rest.
+func TestPlanPrune(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	root := t.TempDir()
+	write := func(name, cluster, action string, age time.Duration, audit ...AuditRecord) string {
+		t.Helper()
+		dir, err := NewBackupDir(root, name, now.Add(-age))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &Backup{Created: now.Add(-age), Scope: name, Action: action, KubeSystemUID: cluster,
+			Entries: []Entry{{Key: "/registry/configmaps/" + name + "/c", Value: []byte("v"), ModRevision: 5}}}
+		if _, _, err := WriteBackup(dir, b); err != nil {
+			t.Fatal(err)
+		}
+		if len(audit) == 0 {
+			audit = []AuditRecord{{Action: "purge", Key: b.Entries[0].Key, Outcome: etcdwrite.Deleted}}
+		}
+		for _, r := range audit {
+			if err := AppendAudit(dir, r.Action, []etcdwrite.Result{{Key: r.Key, Outcome: r.Outcome}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return filepath.Base(dir)
+	}
+	day := 24 * time.Hour
+	a10 := write("a10", "uid-a", "", 10*day)
+	a5 := write("a5", "uid-a", "", 5*day)
+	a2 := write("a2", "uid-a", "", 2*day)
+	a0 := write("a0", "uid-a", "", time.Hour)
+	b30 := write("b30", "uid-b", "", 30*day)
+	rec := write("rec", "uid-a", ActionRecover, 20*day, AuditRecord{Action: "recover", Key: "/registry/configmaps/rec/c", Outcome: etcdwrite.Recovered})
+	undone := write("undone", "uid-a", ActionRecover, 21*day, AuditRecord{Action: "recover", Key: "/registry/configmaps/undone/c", Outcome: etcdwrite.Recovered},
+		AuditRecord{Action: "undo-recover", Key: "/registry/configmaps/undone/c", Outcome: etcdwrite.Deleted})
+	cut := write("cut", "uid-a", "", 40*day, AuditRecord{Action: "purge", Key: "/registry/configmaps/other/c", Outcome: etcdwrite.Deleted})
+	anon := write("anon", "", "", 50*day)
+	if err := os.MkdirAll(filepath.Join(root, "20260101T000000Z-broken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "20260101T000000Z-broken", "backup.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		o       PruneOptions
+		removed []string
+		why     map[string]string
+	}{
+		{"keep two, older than three days", PruneOptions{Keep: 2, OlderThan: 3 * day, Now: now}, []string{a10, a5, undone},
+			map[string]string{a0: "the newest verified backup of cluster uid-a", a2: "among the 2 newest", b30: "the newest verified backup of cluster uid-b",
+				rec: "the recovery wrote 1 keys and was not undone", cut: "cut off", "20260101T000000Z-broken": "cannot be read or verified",
+				anon: "does not record which cluster"}},
+		{"keep one, older than a week", PruneOptions{Keep: 1, OlderThan: 7 * day, Now: now}, []string{a10, undone},
+			map[string]string{a5: "younger than 168h0m0s", a2: "younger than"}},
+		{"keep zero is keep one", PruneOptions{Now: now}, []string{a10, a5, a2, undone}, map[string]string{a0: "the newest verified backup"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := PlanPrune(root, tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var removed []string
+			for _, d := range plan {
+				name := filepath.Base(d.Path)
+				if d.Remove {
+					removed = append(removed, name)
+				}
+				if want, ok := tt.why[name]; ok && !strings.Contains(d.Why, want) {
+					t.Errorf("%s: %q, want it to say %q", name, d.Why, want)
+				}
+				if d.Bytes <= 0 {
+					t.Errorf("%s: %d bytes", name, d.Bytes)
+				}
+			}
+			slices.Sort(removed)
+			want := slices.Clone(tt.removed)
+			slices.Sort(want)
+			if !slices.Equal(removed, want) {
+				t.Errorf("removed %v, want %v", removed, want)
+			}
+		})
+	}
+	plan, _ := PlanPrune(root, PruneOptions{Keep: 2, OlderThan: 3 * day, Now: now})
+	freed, err := Prune(plan)
+	if err != nil || freed <= 0 {
+		t.Fatalf("Prune: %d, %v", freed, err)
+	}
+	for _, d := range plan {
+		_, err := os.Stat(d.Path)
+		if gone := os.IsNotExist(err); gone != d.Remove {
+			t.Errorf("%s: gone %v, planned removal %v", d.Path, gone, d.Remove)
+		}
+	}
+}
+
+// TestHoldingsOf counts the backup directories under a root and their
+// bytes, with the filesystem's free bytes and reserve; a root not made yet
+// holds nothing.
+func TestHoldingsOf(t *testing.T) {
+	root := t.TempDir()
+	for i, size := range []int{1000, 3000} {
+		dir := filepath.Join(root, "b"+string(rune('0'+i)))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "snapshot.db"), make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := HoldingsOf(root)
+	if err != nil || h.Backups != 2 || h.Bytes != 4000 || h.Free == 0 || h.Keep < 1<<30 {
+		t.Fatalf("HoldingsOf: %+v, %v", h, err)
+	}
+	h, err = HoldingsOf(filepath.Join(root, "not", "made"))
+	if err != nil || h.Backups != 0 || h.Free == 0 {
+		t.Fatalf("HoldingsOf a root not made: %+v, %v", h, err)
+	}
+}
+
+// TestNeedsOfAnOlderBackup: a backup of unstick or dangling written before
+// entries recorded their needs, and before the backup recorded its action,
+// is known by its audit log's action; its entries then need the namespace
+// (and CRD) of their path. A purge's need nothing.
+func TestNeedsOfAnOlderBackup(t *testing.T) {
+	for _, tt := range []struct {
+		action string
+		want   int
+	}{{ActionUnstick, 2}, {ActionDangling, 2}, {"purge", 0}} {
+		root := t.TempDir()
+		dir, err := NewBackupDir(root, "x", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := Entry{Key: "/registry/example.com/widgets/app/w", Value: []byte("v"), ModRevision: 4}
+		if _, _, err := WriteBackup(dir, &Backup{Prefix: "/registry/", Entries: []Entry{e}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := AppendAudit(dir, tt.action, []etcdwrite.Result{{Key: e.Key, Outcome: etcdwrite.Deleted}}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadBackup(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.NeedsOf(b.Entries[0]); len(got) != tt.want {
+			t.Errorf("%s: needs %v, want %d keys", tt.action, got, tt.want)
+		}
+	}
+}
