@@ -1,0 +1,166 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/members"
+	"github.com/regghost/regghost/pkg/session"
+)
+
+type membersOptions struct {
+	print   *printFlags
+	reads   session.Reads
+	keys    string
+	current bool
+	// interval is the time between the two hash samples; maxKeys how
+	// many differing keys are listed (0: all).
+	interval time.Duration
+	maxKeys  int
+	opts     members.Options
+}
+
+const membersLong = `members compares the members of one etcd cluster, for when they disagree: a pod
+found on two API servers and not the third, a CORRUPT alarm, "etcdctl endpoint hashkv"
+showing different hashes. It names the keys that differ and the member that is wrong.
+
+It reads, for every member of the member list, at the endpoint given that answers as it
+(else its client URL): its role, raft applied index, revision, compacted revision, db
+size and alarms; and its HashKV at one revision every member holds (the lowest current
+revision, at or above every compacted revision). When the hashes disagree it samples
+again --interval later, and judges them only when both samples split the members the
+same way.
+
+When the hashes do not show that the members agree (--compare-keys), it reads every
+member's whole keyspace on its own (a client whose only endpoint is that member,
+serializable reads at the shared revision) and merges them key by key: memory holds a
+hash of each value, never the values. Each differing key is named with the members that
+hold it, each copy's SHA-256, create and mod revision and version, and the object's
+kind; the differences are grouped by member and kind (missing, extra, value, revision)
+with the revisions they were written at. When the members' revisions diverged (etcd
+3.5's consistent-index bug), it compares the current values instead, and says so. It
+also compares the leases and the member list each member holds.
+
+The wrong member is named by majority, as etcd 3.6's corruption check decides: the
+members outside a group holding one hash that a quorum of the members share. None is
+named when no group has a quorum (two members that disagree, three that all differ) or
+when the hashes split the members differently at the two samples. It changes nothing.
+
+Exit codes: 0 every member agrees, 3 they differ, 1 error (or a member did not answer),
+2 bad input.`
+
+const membersExamples = `  regghost members
+  regghost members -o wide
+  regghost members -o json | jq '.keys.groups'
+  regghost members --compare-keys always
+  regghost members --current --max-keys 0 -o json > members.json`
+
+// newMembersCmd is `regghost members`: it compares the members of the
+// cluster and names the keys that differ and the member that is wrong.
+func newMembersCmd(g *globalOptions) *cobra.Command {
+	o := &membersOptions{reads: session.ScanReads(), print: newPrintFlags(false, "table", "wide")}
+	c := &cobra.Command{
+		Use:     "members",
+		Short:   "Compare etcd's members: the keys that differ and which member is wrong (read-only)",
+		Long:    membersLong,
+		Example: membersExamples,
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			o.complete()
+			if err := o.validate(g); err != nil {
+				return err
+			}
+			return o.run(c.Context(), g, c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	o.print.addFlags(c)
+	f.StringVar(&o.keys, "compare-keys", members.KeysAuto, "when to compare the keys one by one: "+strings.Join(members.KeysModes, ", ")+
+		" (auto: unless every hash agrees)")
+	f.BoolVar(&o.current, "current", false, "compare the current values (each member at its own revision) instead of the keys at one shared revision")
+	f.DurationVar(&o.interval, "interval", members.DefaultInterval, "time between the two hash samples")
+	f.IntVar(&o.maxKeys, "max-keys", members.DefaultMaxKeys, "how many differing keys are listed one by one (0: all); the groups count them all")
+	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
+	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace each member's reads to leave it room for the API server (0: as fast as it serves)")
+	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	return c
+}
+
+// complete turns the flags into pkg/members' options.
+func (o *membersOptions) complete() {
+	maxKeys := o.maxKeys
+	if maxKeys == 0 {
+		maxKeys = -1
+	}
+	o.opts = members.Options{Reads: o.reads, Keys: o.keys, Current: o.current, Interval: o.interval, MaxKeys: maxKeys}
+}
+
+func (o *membersOptions) validate(g *globalOptions) error {
+	if g.DB != "" {
+		return usageError("--db %s reads one db file, and members compares the live members of a cluster: drop --db", g.DB)
+	}
+	if o.interval <= 0 {
+		return usageError("--interval must be positive, got %s", o.interval)
+	}
+	if o.maxKeys < 0 {
+		return usageError("--max-keys must be 0 (all) or more, got %d", o.maxKeys)
+	}
+	if !slices.Contains(members.KeysModes, o.keys) {
+		return usageError("--compare-keys %q: want one of %s", o.keys, strings.Join(members.KeysModes, ", "))
+	}
+	if o.current && o.keys == members.KeysNever {
+		return usageError("--current says how to compare the keys, and --compare-keys never leaves them out: drop one")
+	}
+	if o.reads.PageSize <= 0 || o.reads.PageSize > 10000 {
+		return usageError("--page-size must be between 1 and 10000, got %d", o.reads.PageSize)
+	}
+	if o.reads.MaxKeysPerSecond < 0 {
+		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", o.reads.MaxKeysPerSecond)
+	}
+	if err := o.opts.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	return o.print.validate()
+}
+
+func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	defer cancel()
+	opts, done, err := members.Setup(ctx, &g.Settings, o.opts)
+	if err != nil {
+		return err
+	}
+	defer done()
+	opts.Progress = func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
+	rep, err := members.Compare(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := o.print.print(out, render.Members(rep)); err != nil {
+		return err
+	}
+	switch {
+	case rep.Verdict.Unknown:
+		return failed(fmt.Errorf("could not tell whether the members agree: %s", rep.Verdict.Refused))
+	case rep.Differ():
+		return &exitError{code: ExitGhosts}
+	case rep.Incomplete():
+		return failed(fmt.Errorf("%s did not answer and %s not compared", strings.Join(rep.Verdict.NotCompared, ", "), wasWere(len(rep.Verdict.NotCompared))))
+	}
+	return nil
+}
+
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}

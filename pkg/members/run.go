@@ -1,0 +1,179 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// run is one comparison: the options, the report it fills and a client on
+// each member that answered.
+type run struct {
+	opts  *Options
+	rep   *Report
+	conns []conn
+	mu    sync.Mutex
+}
+
+// voters counts the members that are not learners: a quorum is more
+// than half of them.
+func (r *run) voters() int {
+	n := 0
+	for _, m := range r.rep.Members {
+		if !m.Learner {
+			n++
+		}
+	}
+	return n
+}
+
+// names are the names of the members compared, in the order of conns.
+func (r *run) names() []string {
+	out := make([]string, len(r.conns))
+	for i, c := range r.conns {
+		out[i] = r.rep.Members[c.m].Name
+	}
+	return out
+}
+
+// Compare compares the members of the cluster o.Client reaches: their
+// evidence, their HashKV at one shared revision (sampled twice when the
+// first sample disagrees), their keys one by one when the hashes do not
+// show they agree (o.Keys), their leases and member lists; and says which
+// member is wrong by majority, or why it names none. It only reads. An
+// error means the comparison could not be made; members that differ are
+// the report's verdict.
+func Compare(ctx context.Context, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o.progress("reading etcd's member list and every member's status")
+	members, clusterAlarms, err := listMembers(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Members: members, ClusterAlarms: clusterAlarms, Samples: []Sample{}, Interval: o.interval().Seconds()}
+	r := &run{opts: &o, rep: rep}
+	defer func() {
+		for _, c := range r.conns {
+			c.cli.Close()
+		}
+	}()
+	for i := range rep.Members {
+		m := &rep.Members[i]
+		if m.Learner && m.Unreachable == "" {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a learner and was not compared, nor counted in the quorum: etcd serves a learner "+
+				"Status and serializable unary reads only (no HashKV, no stream), and it is still catching up", m.Name))
+			continue
+		}
+		if m.Unreachable == "" {
+			cli, err := o.dial(m.Endpoint)
+			if err != nil {
+				m.Unreachable = firstLine(err)
+			} else {
+				r.conns = append(r.conns, conn{m: i, ep: m.Endpoint, cli: cli})
+			}
+		}
+		if m.Unreachable != "" {
+			rep.Verdict.NotCompared = append(rep.Verdict.NotCompared, m.Name)
+		}
+	}
+	if r.voters() == 1 {
+		rep.Verdict = Verdict{Agree: true, Reason: "the cluster has one member: there is no other to compare it with"}
+		rep.Keys = KeyComparison{Mode: ModeNone, Why: "one member", Groups: []Group{}, Keys: []KeyDiff{}}
+		return rep, nil
+	}
+	if len(r.conns) < 2 {
+		return nil, fmt.Errorf("only %d of the %d voting members answer (%s): there is nothing to compare", len(r.conns), r.voters(), unreachable(rep.Members))
+	}
+	rep.Samples = append(rep.Samples, r.sample(ctx))
+	if s := rep.Samples[0]; !s.Comparable || len(s.Groups) > 1 {
+		o.progress("the hashes do not show that the members agree; sampling again in %s", o.interval())
+		if err := sleep(ctx, o.interval()); err != nil {
+			return nil, err
+		}
+		rep.Samples = append(rep.Samples, r.sample(ctx))
+	}
+	h := hashesSay(rep.Samples)
+	var t *tally
+	if o.Keys == KeysAlways || (o.Keys != KeysNever && !h.agree()) {
+		if t, err = r.keys(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		rep.Keys = KeyComparison{Mode: ModeNone, Groups: []Group{}, Keys: []KeyDiff{}, Why: "not asked for"}
+		if h.agree() {
+			rep.Keys.Why = fmt.Sprintf("every member's hash at revision %d is the same, which covers every key and every revision held", h.rev)
+		}
+	}
+	o.progress("comparing the members' leases and member lists")
+	var leaseGroups, memberGroups [][]string
+	rep.Leases, leaseGroups = r.compareLeases(ctx)
+	rep.Membership, memberGroups = r.compareMembership(ctx)
+	r.decide(h, t, leaseGroups, memberGroups)
+	r.notes(h)
+	return rep, nil
+}
+
+// keys compares the keys: at the last sample's revision, unless asked for
+// the current values, or the members' revisions diverged (then a shared
+// revision means other data on each member); and again with the current
+// values when the comparison at the revision shows keys with one value at
+// other revisions.
+func (r *run) keys(ctx context.Context) (*tally, error) {
+	last := r.rep.Samples[len(r.rep.Samples)-1]
+	mode, why := ModeRevision, fmt.Sprintf("every member read at revision %d, the lowest current revision of the members", last.Revision)
+	if diverged, because := revisionsDiverged(last); diverged {
+		mode, why = ModeCurrent, "the members' revisions diverged ("+because+"): a shared revision holds other writes on each member, so the current values were compared"
+	}
+	switch {
+	case r.opts.Current:
+		mode, why = ModeCurrent, "the current values were asked for"
+	case last.noShared != "":
+		mode, why = ModeCurrent, last.noShared+", so the current values were compared"
+	case last.Revision == 0:
+		mode, why = ModeCurrent, "no shared revision was found ("+last.Why+"), so the current values were compared"
+	}
+	t, kc, err := r.compareKeys(ctx, mode, last.Revision)
+	if err != nil {
+		return nil, err
+	}
+	if mode == ModeRevision && t.revisionOnly > 0 {
+		r.opts.progress("%d keys hold one value at other revisions: comparing the current values instead", t.revisionOnly)
+		why = fmt.Sprintf("at revision %d, %d keys are held by every member with the same value but at other revisions: the members' revisions "+
+			"diverged (etcd 3.5's consistent-index bug, etcd#13766), so the current values were compared instead", last.Revision, t.revisionOnly)
+		if t, kc, err = r.compareKeys(ctx, ModeCurrent, 0); err != nil {
+			return nil, err
+		}
+	}
+	kc.Why = why
+	r.rep.Keys = kc
+	return t, nil
+}
+
+func unreachable(ms []Member) string {
+	var parts []string
+	for _, m := range ms {
+		if m.Unreachable != "" {
+			parts = append(parts, m.Name+": "+m.Unreachable)
+		}
+	}
+	if len(parts) == 0 {
+		return "none unreachable"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
