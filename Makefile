@@ -23,11 +23,12 @@ release:
 image:
 	GO=$(GO) hack/release.sh image
 
-# tools builds (and caches) etcd 3.7, 3.6 and 3.5, etcdctl, etcdutl, kine (cgo, SQLite),
-# kube-apiserver, kube-controller-manager and kubectl v1.37.2, v1.36.3 and v1.34.4
-# (the release matrix; each about 9 minutes cold on 2 idle cores, far longer shared), Prometheus
-# (for serve's e2e test; about 15 minutes cold on 2 cores) and Helm (to lint and
-# render the chart).
+# tools builds (and caches) etcd 3.7, 3.6 and 3.5, etcdctl, etcdutl, kine (cgo,
+# SQLite: needs a C compiler), kube-apiserver, kube-controller-manager and kubectl
+# v1.37.2, v1.36.3 and v1.34.4 (the release matrix; each release about 9 minutes
+# cold on 2 idle cores, far longer shared), Prometheus (for serve's e2e test;
+# about 15 minutes) and Helm (to lint and render the chart): about 45 minutes
+# cold on 2 idle cores in all, as README.md#requirements and CONTRIBUTING.md say.
 tools:
 	cd e2e/tools/etcd && $(GO) tool -n etcd >/dev/null && $(GO) tool -n etcdctl >/dev/null && $(GO) tool -n etcdutl >/dev/null
 	cd e2e/tools/etcd35 && $(GO) tool -n etcd35 >/dev/null
@@ -50,7 +51,7 @@ unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/... ./internal/...
 
 e2e: tools runtime
-	$(GO) test -count=1 -timeout 45m ./e2e/...
+	$(GO) test -count=1 -timeout 70m ./e2e/...
 
 # runtime installs podman, runc and skopeo from Debian's packages where they
 # are missing and apt-get may run (as root), so the image's e2e test runs
@@ -61,7 +62,7 @@ runtime:
 		echo "podman is not installed: the image's e2e test will not run it in a container"
 
 test: lint tools runtime
-	$(GO) test -count=1 -timeout 45m ./...
+	$(GO) test -count=1 -timeout 70m ./...
 
 # docs regenerates what is generated from code: the command reference
 # (docs/reference, docs/man) and the witness's RBAC rules (internal/witnessrole);

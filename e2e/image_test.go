@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"debug/buildinfo"
 	"debug/elf"
 	"fmt"
@@ -568,17 +569,21 @@ func (b *lockedBuffer) String() string {
 // scrapeShipped waits for the exporter at addr to be ready and checks
 // that /metrics counts the ghosts of the force-deleted namespace
 // "shipped" with the API server as second witness, from the binary of the
-// version built. It sends the cluster's
-// admin token, as a Prometheus with a ServiceAccount token would.
+// version built. It sends the cluster's admin token, as a Prometheus with
+// a ServiceAccount token would, over HTTPS without verifying the
+// certificate serve made itself in --cert-dir (as the ServiceMonitor and
+// kube-prometheus's control-plane scrapes do); the same token over plain
+// HTTP gets no metrics.
 func scrapeShipped(t *testing.T, addr, version string, logs *lockedBuffer) {
 	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	get := func(path string) (int, string, error) {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+addr+path, nil)
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://"+addr+path, nil)
 		if err != nil {
 			return 0, "", err
 		}
 		req.Header.Set("Authorization", "Bearer "+testToken)
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return 0, "", err
 		}
@@ -597,6 +602,7 @@ func scrapeShipped(t *testing.T, addr, version string, logs *lockedBuffer) {
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("/metrics: %d %v", code, err)
 	}
+	plainGet(t, addr, testToken)
 	for _, want := range []string{`regghost_ghosts{namespace="shipped"} 2`, "regghost_api_witness 1", "regghost_last_scan_success 1"} {
 		if !strings.Contains(body, "\n"+want+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", want, grepLines(body, "regghost_ghosts", "regghost_api_witness", "regghost_last_scan"))

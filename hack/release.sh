@@ -2,13 +2,17 @@
 # release.sh builds what an SRE copies onto a control-plane node that has no
 # Go: static regghost binaries (CGO_ENABLED=0) for linux/amd64 and
 # linux/arm64 with the version stamped in, a tar.gz per platform holding the
-# binary as kubectl-regghost (a kubectl plugin), sha256 sums, and the krew
+# binary as kubectl-regghost (a kubectl plugin) with README.md and LICENSE
+# (krew requires the license in the archive), sha256 sums, and the krew
 # plugin manifest that points at them; and the container image deploy/
 # runs: an OCI image index of those binaries (hack/image), with copies of
 # deploy/ that name its tag.
 #
 #   make release VERSION=v0.3.0 [RELEASE_URL=https://github.com/regghost/regghost/releases/download]
 #   make image [VERSION=v0.3.0] [IMAGE_REPO=registry.example.com/team/regghost]
+#
+# It publishes nothing: CONTRIBUTING.md#publishing-a-release says what a
+# maintainer uploads where.
 #
 # release.sh image builds the binaries, the image and the deploy copies
 # only; release.sh binaries the binaries only.
@@ -79,8 +83,8 @@ for arch in amd64 arm64; do
 	name=regghost-$VERSION-linux-$arch
 	stage=$(mktemp -d)
 	cp "$OUT/$name" "$stage/kubectl-regghost"
-	cp README.md "$stage/"
-	tar -C "$stage" -czf "$OUT/$name.tar.gz" kubectl-regghost README.md
+	cp README.md LICENSE "$stage/"
+	tar -C "$stage" -czf "$OUT/$name.tar.gz" kubectl-regghost README.md LICENSE
 	rm -rf "$stage"
 done
 (cd "$OUT" && sha256sum regghost-* > SHA256SUMS)

@@ -21,6 +21,9 @@ const (
 	AnnotationCreated  = "org.opencontainers.image.created"
 	AnnotationTitle    = "org.opencontainers.image.title"
 	AnnotationDesc     = "org.opencontainers.image.description"
+	// AnnotationLicenses is the SPDX expression of the license regghost
+	// is under (the LICENSE file at the repository's root).
+	AnnotationLicenses = "org.opencontainers.image.licenses"
 	// AnnotationRefName names the index in the layout's index.json: the
 	// tag skopeo's oci:DIR:TAG and podman's oci: transport look for.
 	AnnotationRefName = "org.opencontainers.image.ref.name"
@@ -28,6 +31,10 @@ const (
 	// (ctr, nerdctl) gives the index.
 	AnnotationContainerdName = "io.containerd.image.name"
 )
+
+// License is the SPDX identifier of regghost's license, the LICENSE file
+// the release archives carry too.
+const License = "Apache-2.0"
 
 // User is the user the image runs as: root. regghost reads the node's etcd
 // client key, which kubeadm writes mode 0600 owned by root; deploy/'s
@@ -135,6 +142,7 @@ func Build(o Options) (*Result, error) {
 		AnnotationCreated:  o.Created.UTC().Format(time.RFC3339),
 		AnnotationTitle:    "regghost",
 		AnnotationDesc:     "Finds and safely removes ghost resources in a Kubernetes cluster's etcd",
+		AnnotationLicenses: License,
 	}
 	var images []built
 	adds := make([]mutate.IndexAddendum, 0, len(bins))

@@ -47,6 +47,7 @@ func TestBuildReadsBack(t *testing.T) {
 		AnnotationCreated:  "2026-03-14T15:09:26Z",
 		AnnotationTitle:    "regghost",
 		AnnotationDesc:     "Finds and safely removes ghost resources in a Kubernetes cluster's etcd",
+		AnnotationLicenses: "Apache-2.0",
 		AnnotationRevision: "",
 	}
 	if res.Reference != "registry.example.com/team/regghost:v1.2.3" {
