@@ -27,6 +27,7 @@ func (s *scan) rangeDecoded(ctx context.Context, start, end string, workers int,
 	type batch struct {
 		items []decoded
 		ready chan struct{}
+		fault error // a fault reading the batch's values
 	}
 	jobs := make(chan *batch, workers*2)
 	order := make(chan *batch, workers*8)
@@ -36,9 +37,11 @@ func (s *scan) rangeDecoded(ctx context.Context, start, end string, workers int,
 		go func() {
 			defer wg.Done()
 			for b := range jobs {
-				for i := range b.items {
-					b.items[i].obj, b.items[i].err = decode.Meta(b.items[i].kv.Value)
-				}
+				b.fault = s.guarded(func() {
+					for i := range b.items {
+						b.items[i].obj, b.items[i].err = decode.Meta(b.items[i].kv.Value)
+					}
+				})
 				close(b.ready)
 			}
 		}()
@@ -48,8 +51,17 @@ func (s *scan) rangeDecoded(ctx context.Context, start, end string, workers int,
 		var err error
 		for b := range order {
 			<-b.ready
-			for i := 0; err == nil && i < len(b.items); i++ {
-				err = s.visitDecoded(ctx, &b.items[i])
+			if err == nil {
+				err = b.fault
+			}
+			if err == nil {
+				if fault := s.guarded(func() {
+					for i := 0; err == nil && i < len(b.items); i++ {
+						err = s.visitDecoded(ctx, &b.items[i])
+					}
+				}); fault != nil {
+					err = fault
+				}
 			}
 		}
 		visited <- err
@@ -79,4 +91,26 @@ func (s *scan) rangeDecoded(ctx context.Context, start, end string, workers int,
 		return err
 	}
 	return verr
+}
+
+// faultGuard is a Store whose key-values alias memory that can fault: a db
+// file's memory map (dbfile.Store), read on goroutines other than the one
+// that called Range.
+type faultGuard interface {
+	Guard(err *error) func()
+}
+
+// guarded runs fn, which reads key-values the store handed out, on the
+// calling goroutine; where the store's memory can fault, a fault is
+// returned as the store's error (naming the file and page), never a crash.
+// The goroutine goes on: the pipeline's channels are still drained.
+func (s *scan) guarded(fn func()) (err error) {
+	g, ok := s.store.(faultGuard)
+	if !ok {
+		fn()
+		return nil
+	}
+	defer g.Guard(&err)()
+	fn()
+	return nil
 }

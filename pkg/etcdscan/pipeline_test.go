@@ -1,0 +1,86 @@
+package etcdscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// faultyStore hands out values that alias a memory map past its file's
+// end, as a db file's do once the file shrank: reading them faults. Its
+// Guard turns the fault into an error, as dbfile.Store's does.
+type faultyStore struct {
+	kvs []*mvccpb.KeyValue
+}
+
+func (f *faultyStore) Revision() int64 { return 10 }
+func (f *faultyStore) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
+	for _, kv := range f.kvs {
+		if string(kv.Key) >= start && (end == "" || string(kv.Key) < end) {
+			if err := fn(kv); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+func (f *faultyStore) First(ctx context.Context, start, end string) (*mvccpb.KeyValue, error) {
+	return nil, nil
+}
+func (f *faultyStore) Get(ctx context.Context, key string) (*mvccpb.KeyValue, error) { return nil, nil }
+
+var errFault = errors.New("a fault on the store's map")
+
+func (f *faultyStore) Guard(err *error) func() {
+	prev := debug.SetPanicOnFault(true)
+	return func() {
+		debug.SetPanicOnFault(prev)
+		if r := recover(); r != nil {
+			*err = errFault
+		}
+	}
+}
+
+// TestDecodePipelineTurnsAFaultIntoAnError: offline, values are decoded
+// on other goroutines than the one that called Range. A fault reading a
+// value there (the db file shrank while it was read) is the store's error,
+// and the scan ends with it, never with a crash nor a hang.
+func TestDecodePipelineTurnsAFaultIntoAnError(t *testing.T) {
+	page := os.Getpagesize()
+	p := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(p, make([]byte, page), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	// Two pages mapped over a one-page file: the second faults (SIGBUS).
+	m, err := syscall.Mmap(int(file.Fd()), 0, 2*page, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	store := &faultyStore{}
+	for i := range 600 {
+		value := m[:16]
+		if i == 300 {
+			value = m[page : page+16]
+		}
+		store.kvs = append(store.kvs, &mvccpb.KeyValue{Key: []byte(fmt.Sprintf("/registry/configmaps/ns/cm-%04d", i)), Value: value, ModRevision: 5, CreateRevision: 5, Version: 1})
+	}
+	for _, workers := range []int{1, 4} {
+		_, err := Scan(context.Background(), store, Options{Prefix: "/registry/", DecodeWorkers: workers})
+		if !errors.Is(err, errFault) {
+			t.Errorf("%d workers: scan returned %v, want the store's fault", workers, err)
+		}
+	}
+}
