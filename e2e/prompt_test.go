@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func shellQuote(args []string) string {
@@ -70,4 +73,114 @@ func TestPurgePromptsOnATerminal(t *testing.T) {
 			}
 		}
 	})
+}
+
+// terminalRun is regghost running on a real pseudo-terminal (util-linux
+// script) whose prompts a test answers one at a time, doing what it needs
+// to while a question waits: what an operator at the prompt sees, and what
+// the cluster does meanwhile.
+type terminalRun struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	mu    sync.Mutex
+	out   strings.Builder
+	read  int // how much of out the last question consumed
+	done  chan struct{}
+}
+
+// onTerminalInteractive starts regghost on a pseudo-terminal; answer its
+// questions with question and answer, then wait.
+func onTerminalInteractive(t *testing.T, args ...string) *terminalRun {
+	t.Helper()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script (util-linux) is not installed")
+	}
+	r := &terminalRun{done: make(chan struct{})}
+	r.cmd = exec.Command("script", "-qfec", shellQuote(append([]string{bins.regghost}, args...)), "/dev/null")
+	r.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	var err error
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Stderr = r.cmd.Stdout
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("start regghost on a terminal: %v", err)
+	}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := stdout.Read(buf)
+			r.mu.Lock()
+			r.out.Write(buf[:n])
+			r.mu.Unlock()
+			if err != nil {
+				close(r.done)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = r.stdin.Close()
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			_ = r.cmd.Process.Kill()
+		}
+		_ = r.cmd.Wait()
+	})
+	return r
+}
+
+// question waits for the next "Type yes to continue" prompt and returns
+// what was printed since the last one, the question included.
+func (r *terminalRun) question(t *testing.T) string {
+	t.Helper()
+	const prompt = "Type yes to continue:"
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r.mu.Lock()
+		s := r.out.String()
+		r.mu.Unlock()
+		if i := strings.Index(s[r.read:], prompt); i >= 0 {
+			shown := s[r.read : r.read+i+len(prompt)]
+			r.read += i + len(prompt)
+			return shown
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("regghost ended without asking:\n%s", s)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no question after 2 minutes:\n%s", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// answer types a line at the prompt.
+func (r *terminalRun) answer(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(r.stdin, line+"\n"); err != nil {
+		t.Fatalf("type %q: %v", line, err)
+	}
+}
+
+// wait waits for regghost to end and returns what it printed after the
+// last question, and its exit code.
+func (r *terminalRun) wait(t *testing.T) (string, int) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("regghost did not end within 5 minutes")
+	}
+	_ = r.cmd.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()[r.read:], r.cmd.ProcessState.ExitCode()
 }

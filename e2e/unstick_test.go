@@ -212,3 +212,92 @@ func TestUnstickNamesTheWayOutOfAGhostService(t *testing.T) {
 		t.Error("namespace app is still served")
 	}
 }
+
+// TestUnstickAsksAgainForWhatItsFirstStepRevealed: a namespace held by a
+// dangling APIService (its Service gone) and, unseen, by a custom resource
+// whose operator is gone. The plan the operator confirms names the
+// APIService only: the namespace controller had not yet started on the
+// widget. It starts while the question waits; once the APIService is
+// deleted, unstick finds the widget's finalizer, which the plan did not
+// show, shows it and asks again: "no" stops there with only the APIService
+// deleted; the next run names the widget in its plan and ends the deletion.
+func TestUnstickAsksAgainForWhatItsFirstStepRevealed(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	ctx := context.Background()
+	c.createCRD(t, "example.com", "widgets", "Widget")
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	c.createNamespace(t, "app")
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "w1", "namespace": "app", "finalizers": []interface{}{"example.com/cleanup"}}}}
+	waitFor(t, 30*time.Second, "create widget w1", func() error {
+		_, err := c.dyn.Resource(widgets).Namespace("app").Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+	apiKey := c.createAggregatedAPI(t, "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", nil)
+	c.waitAPIServiceReason(t, "v1beta1.metrics.k8s.io", "ServiceNotFound")
+	waitFor(t, 30*time.Second, "discovery of metrics.k8s.io to fail", func() error {
+		if _, err := c.kube.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err == nil {
+			return errString("metrics.k8s.io discovered")
+		}
+		return nil
+	})
+	// No namespace controller runs yet: the namespace is Terminating and
+	// the widget is not being deleted.
+	mustNoErr(t, "delete namespace app", c.kube.CoreV1().Namespaces().Delete(ctx, "app", metav1.DeleteOptions{}))
+	const w1 = "/registry/example.com/widgets/app/w1"
+	root := filepath.Join(t.TempDir(), "backups")
+	args := append([]string{"unstick", "namespace", "app", "--confirm", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)
+
+	run := onTerminalInteractive(t, args...)
+	plan := run.question(t)
+	if !strings.Contains(plan, "v1beta1.metrics.k8s.io") || !strings.Contains(plan, "Delete 1 dangling APIServices") || strings.Contains(plan, w1) {
+		t.Fatalf("the plan should name the APIService and not the widget:\n%s", plan)
+	}
+	// While the question waits, the namespace controller starts: it
+	// deletes what it can discover, the widget included, which its
+	// finalizer holds.
+	c.startControllerManager(t, "namespace-controller")
+	waitFor(t, 90*time.Second, "the widget to be deleting", func() error {
+		u, err := c.dyn.Resource(widgets).Namespace("app").Get(ctx, "w1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if u.GetDeletionTimestamp() == nil {
+			return errString("no deletionTimestamp yet")
+		}
+		return nil
+	})
+	before := c.state(t)
+	run.answer(t, "yes")
+	shown := run.question(t)
+	flat := strings.Join(strings.Fields(shown), " ")
+	if !strings.Contains(flat, "which the plan did not show") || !strings.Contains(flat, w1+": remove example.com/cleanup") {
+		t.Fatalf("the second question does not show the widget the first step revealed:\n%s", shown)
+	}
+	run.answer(t, "no")
+	rest, code := run.wait(t)
+	flat = strings.Join(strings.Fields(rest), " ")
+	if code == 0 || !strings.Contains(flat, "the plan did not show") || !strings.Contains(flat, "run `regghost unstick namespace app` to review them") {
+		t.Fatalf("after no: exit %d, want a stop naming what to run:\n%s", code, rest)
+	}
+	// Only the APIService is gone (the namespace is the controller's and
+	// the nudge's write); the widget keeps its finalizer.
+	c.assertChangedOnly(t, "unstick answered no to what it revealed", before, []string{apiKey, "/registry/namespaces/app"})
+	if c.value(t, apiKey) != nil {
+		t.Error("the confirmed APIService deletion did not happen")
+	}
+	u, err := c.dyn.Resource(widgets).Namespace("app").Get(ctx, "w1", metav1.GetOptions{})
+	if err != nil || len(u.GetFinalizers()) != 1 {
+		t.Fatalf("the widget lost its finalizer without a yes: %v %v", err, u)
+	}
+
+	// The next run shows the widget in its plan, and ends the deletion.
+	out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app")
+	if !strings.Contains(out, w1) || !strings.Contains(out, "example.com/cleanup") {
+		t.Fatalf("the next dry run does not name the widget: exit %d: %s\n%s", code, errOut, out)
+	}
+	out, errOut, code = c.regghost(t, "", "unstick", "namespace", "app", "--confirm", "--yes", "--backup-dir", root)
+	if code != 0 || !strings.Contains(out, "namespace app is gone, and nothing of it is left in etcd") {
+		t.Fatalf("unstick: exit %d: %s\n%s", code, errOut, out)
+	}
+}

@@ -40,10 +40,9 @@ type DiffOptions struct {
 // order, and calls fn for each key that was added, removed or whose value
 // changed. It holds one key of each file at a time: memory does not grow
 // with the files, only with what fn keeps. A fault on either file's map is
-// its error (Store.Guard).
+// the error of the file it is on.
 func Diff(ctx context.Context, a, b *Store, o DiffOptions, fn func(Change) error) (err error) {
-	defer a.Guard(&err)()
-	defer b.Guard(&err)()
+	defer guardStores(&err, a, b)()
 	end := prefixEnd(o.Prefix)
 	i, j := a.search(o.Prefix), b.search(o.Prefix)
 	for n := 0; a.inRange(i, end) || b.inRange(j, end); n++ {

@@ -149,12 +149,26 @@ func (f *File) Guard(err *error) func() { return guarded(err, f.mapFault) }
 // Guard is File.Guard for the key-values a Store hands out; a fault on its
 // cached index, mapped too, names the index file. Range, First, Get and
 // Count guard the goroutine that calls them.
-func (s *Store) Guard(err *error) func() {
+func (s *Store) Guard(err *error) func() { return guardStores(err, s) }
+
+// guardStores is Guard for a goroutine that reads several stores: a fault
+// is the error of the store whose map (file or index) holds its address,
+// else, outside every map, of the first.
+func guardStores(err *error, stores ...*Store) func() {
 	return guarded(err, func(r any) (error, bool) {
-		if addr, ok := faultAddr(r); ok && s.idx.holds(addr) {
-			return fmt.Errorf("%w: a fault reading it at byte %d (remove %s)", errIndex, addr-s.idx.base(), indexPath(s.path)), true
+		addr, ok := faultAddr(r)
+		if !ok {
+			return nil, false
 		}
-		return s.file.mapFault(r)
+		for _, s := range stores {
+			switch {
+			case s.idx.holds(addr):
+				return fmt.Errorf("%w: a fault reading it at byte %d (remove %s)", errIndex, addr-s.idx.base(), indexPath(s.path)), true
+			case s.file.span.holds(addr):
+				return s.file.faultError(addr), true
+			}
+		}
+		return stores[0].file.faultError(addr), true
 	})
 }
 

@@ -306,6 +306,11 @@ func TestFaultsOnTheMapAreErrors(t *testing.T) {
 			err = Diff(ctx, other, s, DiffOptions{Values: true}, func(Change) error { return nil })
 			oneLineNaming(t, "Diff", err, p)
 			pageOf(t, err)
+			// The shrunk file first: the fault is still its own, not the
+			// other file's.
+			err = Diff(ctx, s, other, DiffOptions{Values: true}, func(Change) error { return nil })
+			oneLineNaming(t, "Diff, the shrunk file first", err, p)
+			pageOf(t, err)
 			s.Close()
 			other.Close()
 		}
