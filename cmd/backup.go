@@ -10,6 +10,7 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 func newBackupCmd() *cobra.Command {
@@ -70,9 +71,11 @@ func newBackupPruneCmd() *cobra.Command {
 		Short: "Remove old backups, keeping each cluster's newest and every one an undo still needs (a dry run without --confirm)",
 		Long: `Remove old backups from the backup directory: each holds a snapshot the size of the
 database. Never removed: each cluster's newest verified backup and its --keep newest, a backup
-younger than --older-than, one that cannot be read or verified, one whose run was cut off, and
-one an undo still needs (a recovery not undone, an undo that stopped partway). Without
---confirm it only says what would go and what that frees.`,
+younger than --older-than, one that cannot be read or verified, one whose snapshot is missing,
+truncated or fails its checksum and consistency check (it does not count as verified either),
+one whose run was cut off, one an undo still needs (a recovery not undone, an undo that stopped
+partway), and one a running restore holds. Without --confirm it only says what would go and
+what that frees.`,
 		Example: "  regghost backup prune --keep 3 --older-than 168h\n  regghost backup prune --keep 3 --older-than 168h --confirm",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -85,7 +88,7 @@ one an undo still needs (a recovery not undone, an undo that stopped partway). W
 			if o.olderThan < 0 {
 				return usageError("--older-than must not be negative, got %s", o.olderThan)
 			}
-			plan, err := backup.PlanPrune(o.dir, backup.PruneOptions{Keep: o.keep, OlderThan: o.olderThan, Now: time.Now()})
+			plan, err := backup.PlanPrune(o.dir, backup.PruneOptions{Keep: o.keep, OlderThan: o.olderThan, Now: time.Now(), VerifySnapshot: snapshot.VerifySnapshot})
 			if err != nil {
 				return err
 			}

@@ -80,6 +80,11 @@ type restoreFlags struct {
 }
 
 func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFlags, in io.Reader, out io.Writer) error {
+	release, err := backup.Hold(backupDirOf(path))
+	if err != nil {
+		return fmt.Errorf("%w; nothing was restored", err)
+	}
+	defer release()
 	b, err := backup.ReadBackup(path)
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)

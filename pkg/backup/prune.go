@@ -22,6 +22,12 @@ type PruneOptions struct {
 	OlderThan time.Duration
 	// Now is the time ages are counted to.
 	Now time.Time
+	// VerifySnapshot checks a backup's snapshot file (snapshot.VerifySnapshot:
+	// its checksum and bbolt's consistency check). A backup whose snapshot
+	// does not verify, or is not the one it recorded, is kept and does not
+	// count among the verified backups that let older ones go. Nil checks
+	// only that the file is there at its recorded size.
+	VerifySnapshot func(path string) (*SnapshotInfo, error)
 }
 
 // PruneDecision is what a prune does with one backup directory, and why.
@@ -84,6 +90,10 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 			out[i].Why = "kept: it does not record which cluster it was taken from, so it may be the newest of its cluster"
 			continue
 		}
+		if why := snapshotFault(s.Path, b, o.VerifySnapshot); why != "" {
+			out[i].Why = "kept: its snapshot " + why + "; inspect it, it does not count as a verified backup"
+			continue
+		}
 		if why, err := undoNeeds(s.Path, b); err != nil || why != "" {
 			if err != nil {
 				why = "its audit log cannot be read (" + firstLine(err.Error()) + ")"
@@ -113,6 +123,33 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 		}
 	}
 	return out, nil
+}
+
+// snapshotFault says what is wrong with the snapshot the backup in dir
+// recorded, or "": it is missing, has another size than recorded, or does
+// not verify (or verifies as another file than recorded).
+func snapshotFault(dir string, b *Backup, verify func(string) (*SnapshotInfo, error)) string {
+	if b.Snapshot == nil {
+		return ""
+	}
+	path := filepath.Join(dir, filepath.Base(b.Snapshot.Path))
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "is missing (" + firstLine(err.Error()) + ")"
+	case b.Snapshot.Size > 0 && st.Size() != b.Snapshot.Size:
+		return fmt.Sprintf("is %d bytes, not the %d recorded (truncated?)", st.Size(), b.Snapshot.Size)
+	case verify == nil:
+		return ""
+	}
+	info, err := verify(path)
+	switch {
+	case err != nil:
+		return "does not verify (" + firstLine(err.Error()) + ")"
+	case b.Snapshot.SHA256 != "" && info.SHA256 != b.Snapshot.SHA256:
+		return "is not the one recorded (sha256 " + info.SHA256 + ", recorded " + b.Snapshot.SHA256 + ")"
+	}
+	return ""
 }
 
 func orUnknown(s string) string {
@@ -183,14 +220,21 @@ func dirBytes(dir string) (int64, error) {
 }
 
 // Prune removes the backups the plan marks Remove and returns the bytes
-// freed; it stops at the first it cannot remove.
+// freed; it stops at the first it cannot remove, among them one a running
+// restore holds (Hold).
 func Prune(plan []PruneDecision) (int64, error) {
 	var freed int64
 	for _, d := range plan {
 		if !d.Remove {
 			continue
 		}
-		if err := os.RemoveAll(d.Path); err != nil {
+		release, err := holdToRemove(d.Path)
+		if err != nil {
+			return freed, fmt.Errorf("%w; it was not removed, nor any after it", err)
+		}
+		err = os.RemoveAll(d.Path)
+		release()
+		if err != nil {
 			return freed, fmt.Errorf("remove backup %s: %w", d.Path, err)
 		}
 		freed += d.Bytes

@@ -162,3 +162,120 @@ func TestNeedsOfAnOlderBackup(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneKeepsWhatOnlyAVerifiedSnapshotProves: the newest backup of a
+// cluster whose snapshot is truncated, missing or no longer the one it
+// recorded does not count as verified: it is kept, and so is the next one,
+// which becomes the newest verified; only older ones may go.
+func TestPruneKeepsWhatOnlyAVerifiedSnapshotProves(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	verify := func(path string) (*SnapshotInfo, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if string(data) != "good snapshot" {
+			return nil, errString("sha256 mismatch")
+		}
+		return &SnapshotInfo{SHA256: "abc"}, nil
+	}
+	for _, tt := range []struct {
+		name   string
+		damage func(snap string) error
+		why    string
+	}{
+		{"truncated", func(p string) error { return os.Truncate(p, 4) }, "is 4 bytes, not the 13 recorded"},
+		{"missing", os.Remove, "is missing"},
+		{"damaged in place", func(p string) error { return os.WriteFile(p, []byte("bad! snapshot"), 0o600) }, "does not verify (sha256 mismatch)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			var snaps, names []string
+			for _, age := range []time.Duration{10 * day, 5 * day, time.Hour} {
+				dir, err := NewBackupDir(root, "x", now.Add(-age))
+				if err != nil {
+					t.Fatal(err)
+				}
+				snap := filepath.Join(dir, "snapshot.db")
+				if err := os.WriteFile(snap, []byte("good snapshot"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				b := &Backup{Created: now.Add(-age), Scope: "x", KubeSystemUID: "uid-a", Snapshot: &SnapshotInfo{Path: snap, Size: 13, SHA256: "abc"},
+					Entries: []Entry{{Key: "/registry/configmaps/x/c", Value: []byte("v"), ModRevision: 5}}}
+				if _, _, err := WriteBackup(dir, b); err != nil {
+					t.Fatal(err)
+				}
+				if err := AppendAudit(dir, "purge", []etcdwrite.Result{{Key: b.Entries[0].Key, Outcome: etcdwrite.Deleted}}); err != nil {
+					t.Fatal(err)
+				}
+				snaps, names = append(snaps, snap), append(names, filepath.Base(dir))
+			}
+			if err := tt.damage(snaps[2]); err != nil {
+				t.Fatal(err)
+			}
+			plan, err := PlanPrune(root, PruneOptions{Keep: 1, Now: now, VerifySnapshot: verify})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]PruneDecision{}
+			for _, d := range plan {
+				got[filepath.Base(d.Path)] = d
+			}
+			if d := got[names[2]]; d.Remove || !strings.Contains(d.Why, tt.why) {
+				t.Errorf("the newest, its snapshot %s: %+v, want kept saying %q", tt.name, d, tt.why)
+			}
+			if d := got[names[1]]; d.Remove || !strings.Contains(d.Why, "the newest verified backup") {
+				t.Errorf("the next: %+v, want kept as the newest verified", d)
+			}
+			if d := got[names[0]]; !d.Remove {
+				t.Errorf("the oldest: %+v, want removed", d)
+			}
+		})
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// TestPruneLeavesABackupARestoreHolds: a backup a running restore holds
+// is not removed (the prune stops there and says why), and a restore
+// cannot start on a backup while a prune holds it to remove it.
+func TestPruneLeavesABackupARestoreHolds(t *testing.T) {
+	root := t.TempDir()
+	dir, err := NewBackupDir(root, "x", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := Hold(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []PruneDecision{{Path: dir, Remove: true, Bytes: 1}}
+	if freed, err := Prune(plan); err == nil || !strings.Contains(err.Error(), "a restore is using it") || freed != 0 {
+		t.Errorf("Prune of a held backup: %d, %v", freed, err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the held backup was removed: %v", err)
+	}
+	// Two restores may read one backup at once.
+	again, err := Hold(dir)
+	if err != nil {
+		t.Errorf("a second hold: %v", err)
+	} else {
+		again()
+	}
+	release()
+	removing, err := holdToRemove(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Hold(dir); err == nil || !strings.Contains(err.Error(), "a prune is removing it") {
+		t.Errorf("Hold during a prune: %v", err)
+	}
+	removing()
+	if freed, err := Prune(plan); err != nil || freed != 1 {
+		t.Errorf("Prune once released: %d, %v", freed, err)
+	}
+}
