@@ -70,6 +70,7 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 	if err != nil {
 		return nil, err
 	}
+	todo = guard.witnessesFirst(todo)
 	if o.DryRun || len(todo) == 0 {
 		return results, checkClaims(ctx, kv, b, todo, results, o.Reader)
 	}

@@ -149,6 +149,31 @@ func newWitnessGuard(ctx context.Context, kv clientv3.KV, b *backup.Backup, o Re
 	return g, kept, nil
 }
 
+// witnessesFirst orders todo so that the entries other entries need (their
+// namespace, their CustomResourceDefinition) are written first, the rest
+// in the backup's order: a restore that stops between two transactions
+// never leaves a key without what it needs.
+func (g *witnessGuard) witnessesFirst(todo []int) []int {
+	needed := map[string]bool{}
+	for _, i := range todo {
+		for _, w := range g.keys[i] {
+			needed[w] = true
+		}
+		for _, n := range g.b.NeedsOf(g.b.Entries[i]) {
+			needed[n.Key] = true
+		}
+	}
+	out := make([]int, 0, len(todo))
+	for _, first := range []bool{true, false} {
+		for _, i := range todo {
+			if needed[g.b.Entries[i].Key] == first {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
 // goneNeeds names what entry e needs (backup.NeedsOf) that is absent now
 // and that this backup does not bring back, and what was created again
 // since the backup (another create revision than the one recorded).

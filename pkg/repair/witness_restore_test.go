@@ -210,6 +210,20 @@ func TestRestoreWitnessInTheBackup(t *testing.T) {
 					t.Errorf("%s: %s, want %s (%s)", r.Key, r.Outcome, want, r.Detail)
 				}
 			}
+			// The namespace goes back before the keys in it, whatever the
+			// backup's order: a restore that stops between two
+			// transactions leaves no key without its namespace.
+			nsNow, err := cli.Get(ctx, nsKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			podNow, err := cli.Get(ctx, pod.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(nsNow.Kvs) != 1 || len(podNow.Kvs) != 1 || nsNow.Kvs[0].ModRevision > podNow.Kvs[0].ModRevision {
+				t.Errorf("the namespace was written after the pod in it: %v, %v", nsNow.Kvs, podNow.Kvs)
+			}
 		})
 	}
 }
