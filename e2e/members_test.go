@@ -101,6 +101,30 @@ func (c *cluster) leader(t *testing.T) *member {
 	return nil
 }
 
+// moveLeader moves the leadership from the member that leads, from, to
+// to, as etcdctl move-leader does (the request goes to the leader), and
+// waits until to leads.
+func (c *cluster) moveLeader(t *testing.T, from, to *member) {
+	t.Helper()
+	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
+	mustNoErr(t, "tls", err)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{from.url}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	mustNoErr(t, "etcd client of "+from.name, err)
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := cli.Status(ctx, to.url)
+	mustNoErr(t, "status of "+to.name, err)
+	_, err = cli.MoveLeader(ctx, st.Header.MemberId)
+	mustNoErr(t, "move the leadership to "+to.name, err)
+	waitFor(t, 30*time.Second, to.name+" to lead", func() error {
+		if l := c.leader(t); l != to {
+			return errString(l.name + " leads")
+		}
+		return nil
+	})
+}
+
 // TestThreeMemberCluster: on a 3-member etcd, scan, purge and restore work
 // with one member down, and a purge survives its leader being killed in the
 // middle: the transactions in flight are retried after the election, and

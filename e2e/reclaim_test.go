@@ -115,6 +115,24 @@ spec:
 		t.Fatalf("the dry run changed the alarms: %v", got)
 	}
 
+	// On a terminal, what this node's lock does not cover is said before
+	// the question, not after the answer; "no" changes nothing.
+	run := onTerminalInteractive(t, append(append(append([]string{}, args...), "--confirm", "--no-api"), c.etcdArgs()...)...)
+	asked := strings.Join(strings.Fields(run.question(t)), " ")
+	if !strings.Contains(asked, "not one on another node") || !strings.Contains(asked, "only this node's lock") {
+		t.Errorf("the question comes without the warning that this node's lock does not stop another node:\n%s", asked)
+	}
+	run.answer(t, "no")
+	if rest, code := run.wait(t); code != 1 || !strings.Contains(rest, "nothing was changed") {
+		t.Errorf("answered no: exit %d:\n%s", code, rest)
+	}
+	if _, err := os.Stat(root); err == nil {
+		t.Error("a reclaim answered no wrote to the backup directory")
+	}
+	if got := alarms(t, c.etcd); len(got) != 1 {
+		t.Fatalf("a reclaim answered no changed the alarms: %v", got)
+	}
+
 	out, errOut, code = c.regghost(t, "", append(args, "--confirm", "--yes", "-o", "json")...)
 	if code != 0 {
 		t.Fatalf("reclaim --confirm: exit %d: %s\n%s", code, errOut, out)
@@ -209,6 +227,36 @@ func TestReclaimThreeMembers(t *testing.T) {
 			if m.Outcome != reclaim.Defragmented || m.Leader != (i == 2) {
 				t.Errorf("member %d: %s leader=%v %s, want the leader last and only last", i, m.Name, m.Leader, m.Outcome)
 			}
+		}
+	})
+
+	t.Run("the leader moves while the question waits", func(t *testing.T) {
+		// The plan is made with one leader; leadership moves to a member
+		// the plan called a follower before the answer. The leader is
+		// read again before each defragmentation: the new one goes last.
+		was := c.leader(t)
+		args := append([]string{"space", "reclaim", "--backup-dir", root, "--confirm", "--no-api"}, c.etcdArgs()...)
+		run := onTerminalInteractive(t, args...)
+		plan := run.question(t)
+		if !regexp.MustCompile(was.name + `\s+leader\s`).MatchString(plan) {
+			t.Fatalf("the plan does not show %s leading:\n%s", was.name, plan)
+		}
+		to := c.members[0]
+		if to == was {
+			to = c.members[1]
+		}
+		c.moveLeader(t, was, to)
+		run.answer(t, "yes")
+		out, code := run.wait(t)
+		if code != 0 {
+			t.Fatalf("reclaim: exit %d:\n%s", code, out)
+		}
+		var order []string
+		for _, m := range regexp.MustCompile(`(?m)Defragmenting (m\d) \((\w+),`).FindAllStringSubmatch(out, -1) {
+			order = append(order, m[1]+" "+m[2])
+		}
+		if len(order) != 3 || order[2] != to.name+" leader" || strings.Contains(order[0]+order[1], "leader") {
+			t.Errorf("defragmented %v, want the new leader %s last (the plan's leader was %s):\n%s", order, to.name, was.name, out)
 		}
 	})
 

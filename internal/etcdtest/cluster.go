@@ -114,6 +114,32 @@ func (c *Cluster) Launch(t testing.TB, i int) {
 	c.Servers[i] = e
 }
 
+// Rejoin starts member i again on an empty data directory (the old one is
+// the caller's to move aside) with --initial-cluster-state=existing and
+// initial as --initial-cluster: a member removed and added back, started
+// as etcd's replacement procedure says. Wait with Ready; its new ID is in
+// IDs once it serves.
+func (c *Cluster) Rejoin(t testing.TB, i int, initial string) {
+	t.Helper()
+	c.Stop(i)
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = c.Names[i], c.Dirs[i]
+	cfg.Logger, cfg.LogLevel = "zap", "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{c.urls[i]}, []url.URL{c.urls[i]}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{c.peers[i]}, []url.URL{c.peers[i]}
+	cfg.InitialCluster, cfg.InitialClusterToken, cfg.ClusterState = initial, c.token, embed.ClusterStateFlagExisting
+	cfg.TickMs, cfg.ElectionMs = 100, c.electionMs
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("start member %s again: %v", c.Names[i], err)
+	}
+	c.Servers[i] = e
+}
+
+// PeerURL is member i's peer URL.
+func (c *Cluster) PeerURL(i int) string { return c.peers[i].String() }
+
 // Ready waits until member i serves.
 func (c *Cluster) Ready(t testing.TB, i int) {
 	t.Helper()
@@ -121,6 +147,9 @@ func (c *Cluster) Ready(t testing.TB, i int) {
 	case <-c.Servers[i].Server.ReadyNotify():
 	case <-time.After(60 * time.Second):
 		t.Fatalf("member %s did not become ready", c.Names[i])
+	}
+	if i < len(c.IDs) {
+		c.IDs[i] = uint64(c.Servers[i].Server.MemberID())
 	}
 }
 

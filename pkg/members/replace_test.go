@@ -1,0 +1,154 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+)
+
+// TestReplaceAWrongMember: one member's data is changed while it is
+// stopped (a key dropped, a value changed, a key added); Replace names it,
+// saves every member's snapshot, removes it and adds it back as a learner,
+// and stops there until the member's node starts it again on an empty
+// data directory; the next run promotes it once it has caught up, and the
+// members then agree key by key and by hash. The wrong member leading
+// moves the leadership first; two members wrong of three is refused.
+func TestReplaceAWrongMember(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		wrongLeads bool
+	}{{"a follower", false}, {"the leader", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := startCluster(t, 3)
+			ctx := context.Background()
+			for i := 0; i < 20; i++ {
+				etcdtest.Put(t, c.cli, fmt.Sprintf("/registry/configmaps/default/cm-%d", i), configMap(t, fmt.Sprintf("cm-%d", i), "v1"))
+			}
+			cm := func(i int) string { return fmt.Sprintf("/registry/configmaps/default/cm-%d", i) }
+			w := c.follower(t)
+			c.edit(t, w, dropKey(cm(3)), setValue(cm(5), "corrupt"), addKey("/registry/configmaps/default/ghost", configMap(t, "ghost", "x")))
+			if tt.wrongLeads {
+				lead := c.leader(t)
+				if _, err := c.Clients[lead].MoveLeader(ctx, c.IDs[w]); err != nil {
+					t.Fatal(err)
+				}
+				if got := c.leader(t); got != w {
+					t.Fatalf("%s leads, want %s", c.names[got], c.names[w])
+				}
+			}
+			root := t.TempDir()
+			o := ReplaceOptions{Compare: c.options(), Member: c.names[w], EvidenceRoot: root, Poll: 200 * time.Millisecond}
+			o.Compare.Keys = KeysAlways
+
+			// The dry run changes nothing.
+			plan, err := Replace(ctx, o)
+			if err != nil || plan.Stage != StagePlanned || !strings.Contains(strings.Join(plan.Steps, "\n"), "remove "+c.names[w]) {
+				t.Fatalf("dry run: %+v, %v", plan, err)
+			}
+			if tt.wrongLeads != strings.Contains(strings.Join(plan.Steps, "\n"), "move the leadership from "+c.names[w]) {
+				t.Errorf("the plan moves the leadership: %v, want %v:\n%s", !tt.wrongLeads, tt.wrongLeads, strings.Join(plan.Steps, "\n"))
+			}
+			if entries, _ := os.ReadDir(root); len(entries) != 0 {
+				t.Fatalf("the dry run wrote %v", entries)
+			}
+
+			// Confirmed: evidence, removal, the learner added; it waits.
+			o.Confirm = true
+			res, err := Replace(ctx, o)
+			if !errors.Is(err, ErrLearnerWaiting) || res.Stage != StageWaiting {
+				t.Fatalf("Replace: %v (%+v), want it waiting for the learner", err, res)
+			}
+			if len(res.Evidence) != 3 {
+				t.Errorf("evidence: %+v, want every member's snapshot", res.Evidence)
+			}
+			for _, e := range res.Evidence {
+				if st, err := os.Stat(e.Path); err != nil || st.Size() != e.Size {
+					t.Errorf("evidence %s: %v", e.Path, err)
+				}
+			}
+			if tt.wrongLeads && (res.MovedLeaderTo == "" || res.MovedLeaderTo == c.names[w]) {
+				t.Errorf("moved the leadership to %q", res.MovedLeaderTo)
+			}
+			onNode := strings.Join(res.OnNode, "\n")
+			initial := onNode[strings.Index(onNode, "--initial-cluster=")+len("--initial-cluster="):]
+			initial = initial[:strings.IndexAny(initial, " \n")]
+			if !strings.Contains(onNode, "--initial-cluster-state=existing") || !strings.Contains(initial, c.names[w]+"="+c.PeerURL(w)) {
+				t.Fatalf("what to run on the node: %s", onNode)
+			}
+
+			// The node: its data directory moved aside (kept), etcd
+			// started again empty, joining as it is told.
+			c.Stop(w)
+			aside := c.dirs[w] + ".wrong"
+			if err := os.Rename(c.dirs[w], aside); err != nil {
+				t.Fatal(err)
+			}
+			c.Rejoin(t, w, initial)
+			c.Ready(t, w)
+
+			o.Wait = 2 * time.Minute
+			res, err = Replace(ctx, o)
+			if err != nil || res.Stage != StageReplaced {
+				t.Fatalf("Replace once the learner runs: %v (%+v)", err, res)
+			}
+			if res.After == nil || !res.After.Verdict.Agree || res.After.Keys.Differ != 0 {
+				t.Errorf("after: %+v", res.After)
+			}
+			if _, err := os.Stat(filepath.Join(aside, "member", "snap", "db")); err != nil {
+				t.Errorf("the wrong member's data is gone: %v", err)
+			}
+			// Replaced, the record is never taken up again.
+			if _, err := Replace(ctx, o); !errors.Is(err, ErrRefused) {
+				t.Errorf("Replace of a member that agrees: %v, want refused", err)
+			}
+		})
+	}
+}
+
+// TestReplaceRefusesWithoutAQuorum: two members of three changed two
+// ways: no quorum shares one copy, so no member may be replaced (the new
+// one would copy data nobody can vouch for), and nothing is changed.
+func TestReplaceRefusesWithoutAQuorum(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := context.Background()
+	for i := 0; i < 10; i++ {
+		etcdtest.Put(t, c.cli, fmt.Sprintf("/registry/configmaps/default/cm-%d", i), configMap(t, fmt.Sprintf("cm-%d", i), "v1"))
+	}
+	a := c.follower(t)
+	b := c.follower(t, a)
+	c.edit(t, a, dropKey("/registry/configmaps/default/cm-3"))
+	c.edit(t, b, setValue("/registry/configmaps/default/cm-5", "corrupt"))
+	before, err := c.cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for _, who := range []int{a, b, c.leader(t)} {
+		o := ReplaceOptions{Compare: c.options(), Member: c.names[who], EvidenceRoot: root, Confirm: true}
+		_, err := Replace(ctx, o)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Errorf("Replace %s: %v, want refused", c.names[who], err)
+		}
+	}
+	after, err := c.cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Members) != len(before.Members) {
+		t.Errorf("the member list changed: %v", after.Members)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("a refused replacement wrote %v", entries)
+	}
+}
+
+var _ = bbolt.Options{}
