@@ -384,7 +384,7 @@ func TestDBListsAgreeWithTheCode(t *testing.T) {
 	// Commands that never read etcd's keyspace through --db: serve and
 	// members read the live cluster only and refuse --db; diff takes its two
 	// files as arguments; the rest do not read etcd's keyspace.
-	noDB := []string{"serve", "members", "diff", "version", "options", "backup", "backup ls", "backup show", "backup prune", "snapshot", "snapshot save", "snapshot status"}
+	noDB := []string{"serve", "members", "members replace", "diff", "version", "options", "backup", "backup ls", "backup show", "backup prune", "snapshot", "snapshot save", "snapshot status"}
 
 	var readers []string
 	for _, block := range markedBlocks(t, "../README.md", "db-readers") {

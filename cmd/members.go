@@ -91,6 +91,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
 	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace each member's reads to leave it room for the API server (0: as fast as it serves)")
 	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	c.AddCommand(newMembersReplaceCmd(g))
 	return c
 }
 

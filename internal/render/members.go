@@ -359,3 +359,54 @@ func membersCount(n int64) string {
 	}
 	return s
 }
+
+// MembersReplace is members replace's output: the steps, done or to do,
+// what to run on the member's node, and the comparisons before and after.
+func MembersReplace(r *members.Replacement) Output {
+	return Output{Doc: r, Human: func(w io.Writer, wide, _ bool) error {
+		return writeMembersReplace(w, r, wide)
+	}}
+}
+
+func writeMembersReplace(out io.Writer, r *members.Replacement, wide bool) error {
+	if r.Before != nil && (wide || r.Stage == members.StagePlanned) {
+		if err := writeMembers(out, r.Before, wide, false); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "Replace %s (%s, peer URLs %s):\n", r.Member, table.OrDash(r.ID), strings.Join(r.PeerURLs, ","))
+	for i, s := range r.Steps {
+		table.Wrapped(out, fmt.Sprintf("  %d. %s", i+1, s))
+	}
+	if len(r.Evidence) > 0 {
+		fmt.Fprintf(out, "\nEvidence, saved and verified before anything was changed (%s):\n", r.Dir)
+		for _, e := range r.Evidence {
+			fmt.Fprintf(out, "  %s: %s (revision %d, %d bytes, sha256 %s)\n", e.Member, e.Path, e.Revision, e.Size, e.SHA256)
+		}
+	}
+	if r.MovedLeaderTo != "" {
+		fmt.Fprintf(out, "\nThe leadership moved from %s to %s.\n", r.Member, r.MovedLeaderTo)
+	}
+	if len(r.OnNode) > 0 && r.Stage != members.StageReplaced {
+		fmt.Fprintf(out, "\nOn %s's node (regghost cannot start etcd there):\n", r.Member)
+		for i, s := range r.OnNode {
+			table.Wrapped(out, fmt.Sprintf("  %d. %s", i+1, s))
+		}
+	}
+	switch r.Stage {
+	case members.StagePlanned:
+		fmt.Fprintln(out, "\nDry run: nothing was changed; --confirm replaces it.")
+	case members.StageWaiting:
+		fmt.Fprintf(out, "\n%s was removed and added back as a learner (%s); it has not caught up yet. Once its etcd runs as said above, run `regghost members replace %s --confirm` again: it promotes it and compares the members.\n",
+			r.Member, r.LearnerID, r.Member)
+	case members.StageReplaced:
+		fmt.Fprintf(out, "\n%s was replaced (now %s): every member agrees, key by key and by hash.\n", r.Member, r.LearnerID)
+		if len(r.Disarmed) > 0 {
+			fmt.Fprintf(out, "Disarmed: %s.\n", strings.Join(r.Disarmed, ", "))
+		}
+	case members.StageDiffers:
+		fmt.Fprintf(out, "\n%s was promoted, and the members still differ: run `regghost members`.\n", r.Member)
+	}
+	return nil
+}

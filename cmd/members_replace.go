@@ -1,0 +1,116 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/members"
+	"github.com/regghost/regghost/pkg/session"
+)
+
+type membersReplaceOptions struct {
+	writeFlags
+	print *printFlags
+	wait  time.Duration
+}
+
+const membersReplaceLong = `members replace replaces the member whose data is wrong, as etcd's data corruption
+guide says, guarded: it copies the majority's data into it again.
+
+It compares the members first (as regghost members does, key by key) and refuses unless
+that comparison names MEMBER wrong by a quorum of the members, every other member
+answering: with two members wrong out of three, or no quorum sharing one copy, no member
+is replaced (the new one would copy data nobody can vouch for).
+
+With --confirm it then: saves and verifies every member's snapshot into --backup-dir
+(the evidence, the wrong member's data among it); if MEMBER leads, moves the leadership
+to the majority member furthest along (a new member copies from the leader); removes
+MEMBER and adds it back as a learner at its peer URLs; prints what to run on its node
+(stop its etcd, move its data directory aside (never delete it), start it on an empty
+one with --initial-cluster-state=existing); waits up to --wait for the learner to catch
+up, promotes it, compares the members again until every key and hash agrees, and
+disarms CORRUPT. When the wait ends first, run it again once the member runs: it takes
+the replacement up where it stopped.
+
+It never restores a member from a snapshot file: etcdutl snapshot restore makes a new
+cluster.
+
+Exit codes: 0 replaced (or the dry run), 3 waiting for the learner (the members do not
+agree yet), 1 refused or error, 2 bad input.`
+
+// newMembersReplaceCmd is `regghost members replace MEMBER`.
+func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
+	o := &membersReplaceOptions{print: newPrintFlags(false, "table", "wide")}
+	c := &cobra.Command{
+		Use:   "replace MEMBER",
+		Short: "Replace the member members names wrong: evidence, leadership, remove, add back as a learner, promote, compare (a dry run without --confirm)",
+		Long:  membersReplaceLong,
+		Example: `  regghost members replace m1
+  regghost members replace m1 --confirm --wait 15m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if g.DB != "" {
+				return usageError("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)
+			}
+			if o.wait < 0 {
+				return usageError("--wait must be 0 or more, got %s", o.wait)
+			}
+			if err := o.print.validate(); err != nil {
+				return err
+			}
+			return o.run(c.Context(), g, args[0], c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	o.print.addFlags(c)
+	o.add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
+	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up")
+	return c
+}
+
+func (o *membersReplaceOptions) run(ctx context.Context, g *globalOptions, member string, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout+o.wait)
+	defer cancel()
+	opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: session.ScanReads(), Keys: members.KeysAlways})
+	if err != nil {
+		return err
+	}
+	defer done()
+	opts.Progress = func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
+	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.backupDir, Wait: o.wait}
+	plan, err := members.Replace(ctx, ro)
+	if err != nil || !o.confirm || plan.Stage != members.StagePlanned {
+		return o.finish(out, plan, err)
+	}
+	if err := o.print.print(o.print.planWriter(out, g.errOut), render.MembersReplace(plan)); err != nil {
+		return err
+	}
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
+		return err
+	}
+	ro.Confirm = true
+	res, err := members.Replace(ctx, ro)
+	return o.finish(out, res, err)
+}
+
+// finish prints what Replace did and turns its error into the exit code.
+func (o *membersReplaceOptions) finish(out io.Writer, res *members.Replacement, err error) error {
+	if res != nil {
+		if perr := o.print.print(out, render.MembersReplace(res)); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, members.ErrLearnerWaiting):
+		return &exitError{code: ExitGhosts, err: err}
+	}
+	return failed(err)
+}
