@@ -74,7 +74,7 @@ func TestRecoverActsOnlyOnWhatItShowed(t *testing.T) {
 	c.forceDelete(t, "/registry/namespaces/shop")
 
 	root := filepath.Join(t.TempDir(), "backups")
-	run := onTerminalInteractive(t, append([]string{"recover", "--snapshot", snap, "-n", "shop", "--confirm", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)...)
+	run := onTerminalInteractive(t, append([]string{"recover", "--snapshot", snap, "-n", "shop", "--with-namespace", "--confirm", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)...)
 	plan := run.question(t)
 	if !strings.Contains(plan, "/registry/namespaces/shop") || !strings.Contains(plan, "/registry/configmaps/shop/settings") {
 		t.Fatalf("the plan should write the namespace and its ConfigMap back:\n%s", plan)

@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/regghost/regghost/pkg/members"
+)
+
+// TestMembersDisagreeAndTheWayBack: three real etcd members under a real
+// kube-apiserver. One member's db file is changed while it is stopped (a
+// ConfigMap dropped, another's value changed, one added: written with
+// bbolt, as etcd#13766's operators read them) and it is started again;
+// etcd's corruption check is off, as by default. `members` names exactly
+// those keys and that member; `members replace` brings it back to zero
+// differences with the others' data intact and nothing lost: the member as
+// a follower, then as the leader (the leadership moves first). With two
+// members wrong it refuses, and changes nothing.
+func TestMembersDisagreeAndTheWayBack(t *testing.T) {
+	c := startCluster(t, clusterOptions{members: 3})
+	// The members' processes belong to the whole test: no subtest's
+	// cleanup stops one it started again.
+	whole := t
+	c.createNamespace(t, "shop")
+	for _, n := range []string{"a", "b", "c", "d"} {
+		c.createConfigMap(t, "shop", n)
+	}
+	const (
+		a     = "/registry/configmaps/shop/a"
+		b     = "/registry/configmaps/shop/b"
+		d     = "/registry/configmaps/shop/d"
+		ghost = "/registry/configmaps/shop/ghost"
+	)
+	other := c.value(t, "/registry/configmaps/shop/c")
+	corrupt := func(t *testing.T, m *member, edits ...func(*testing.T, *bbolt.Bucket)) {
+		t.Helper()
+		m.stop(t)
+		editMemberDB(t, filepath.Join(c.dir, m.name+"-data", "member", "snap", "db"), edits...)
+		m.restart(whole, c)
+	}
+	compare := func(t *testing.T) (*members.Report, int) {
+		t.Helper()
+		out, errOut, code := c.regghost(t, "", "members", "--interval", "1s", "-o", "json")
+		var rep members.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("members -o json: exit %d: %v\n%s\n%s", code, err, out, errOut)
+		}
+		return &rep, code
+	}
+	differing := func(rep *members.Report) []string {
+		var out []string
+		for _, k := range rep.Keys.Keys {
+			for _, s := range k.States {
+				if s.Difference != "" {
+					out = append(out, s.Member+" "+k.Key+" "+s.Difference)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	replace := func(t *testing.T, wrong *member, wasLeader bool) {
+		t.Helper()
+		root := filepath.Join(t.TempDir(), "evidence")
+		before := c.state(t)
+		out, errOut, code := c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root)
+		if code != 0 || !strings.Contains(out, "Dry run: nothing was changed") || wasLeader != strings.Contains(out, "move the leadership from "+wrong.name) {
+			t.Fatalf("members replace (dry run): exit %d:\n%s\n%s", code, out, errOut)
+		}
+		c.assertUnchanged(t, "the dry run of members replace", before)
+		out, errOut, code = c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "1s")
+		if code != 3 || !strings.Contains(out, "--initial-cluster-state=existing") || !strings.Contains(out, "added back as a learner") {
+			t.Fatalf("members replace --confirm: exit %d, want it waiting for the learner:\n%s\n%s", code, out, errOut)
+		}
+		// The node: etcd stopped, its data directory moved aside and kept,
+		// started again empty, joining the cluster as it is now.
+		wrong.stop(t)
+		data := filepath.Join(c.dir, wrong.name+"-data")
+		aside := data + ".wrong"
+		mustNoErr(t, "move the data directory aside", os.Rename(data, aside))
+		wrong.restart(whole, c)
+		out, errOut, code = c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "3m")
+		if code != 0 || !strings.Contains(out, "every member agrees") {
+			t.Fatalf("members replace --confirm once it runs: exit %d:\n%s\n%s", code, out, errOut)
+		}
+		if rep, code := compare(t); code != 0 || !rep.Verdict.Agree {
+			t.Errorf("members after the replacement: exit %d, %+v", code, rep.Verdict)
+		}
+		// The majority's data, whole: nothing written, nothing lost.
+		c.assertUnchanged(t, "members replace", before)
+		dirs, _ := filepath.Glob(filepath.Join(root, "*-members-replace-"+wrong.name, "*.db"))
+		if len(dirs) != 3 {
+			t.Errorf("evidence: %v, want every member's snapshot", dirs)
+		}
+		if _, err := os.Stat(filepath.Join(aside, "member", "snap", "db")); err != nil {
+			t.Errorf("the wrong member's data directory is gone: %v", err)
+		}
+		mustNoErr(t, "move the evidence directory away", os.RemoveAll(aside))
+	}
+
+	t.Run("a follower is wrong", func(t *testing.T) {
+		w := c.members[0]
+		if c.leader(t) == w {
+			w = c.members[1]
+		}
+		corrupt(t, w, dropRevisions(a), setLatestValue(b, other), addRecord(ghost, other))
+		rep, code := compare(t)
+		want := []string{w.name + " " + a + " missing", w.name + " " + b + " value", w.name + " " + ghost + " extra"}
+		slices.Sort(want)
+		if code != 3 || strings.Join(rep.Verdict.Wrong, ",") != w.name || strings.Join(differing(rep), "\n") != strings.Join(want, "\n") {
+			t.Fatalf("members: exit %d, wrong %v (%s), differing:\n%s\nwant:\n%s", code, rep.Verdict.Wrong, rep.Verdict.Reason,
+				strings.Join(differing(rep), "\n"), strings.Join(want, "\n"))
+		}
+		replace(t, w, false)
+	})
+
+	t.Run("the leader is wrong", func(t *testing.T) {
+		w := c.members[2]
+		corrupt(t, w, dropRevisions(d))
+		if l := c.leader(t); l != w {
+			c.moveLeader(t, l, w)
+		}
+		rep, code := compare(t)
+		if code != 3 || strings.Join(rep.Verdict.Wrong, ",") != w.name || strings.Join(differing(rep), "\n") != w.name+" "+d+" missing" {
+			t.Fatalf("members: exit %d, wrong %v, differing %v", code, rep.Verdict.Wrong, differing(rep))
+		}
+		replace(t, w, true)
+		if c.leader(t) == w {
+			t.Error("the replaced member leads")
+		}
+	})
+
+	t.Run("two members wrong of three: refused", func(t *testing.T) {
+		corrupt(t, c.members[0], dropRevisions(a))
+		corrupt(t, c.members[1], setLatestValue(d, other))
+		rep, code := compare(t)
+		if code != 3 || len(rep.Verdict.Wrong) != 0 || rep.Verdict.Refused == "" {
+			t.Fatalf("members: exit %d, verdict %+v, want no member named", code, rep.Verdict)
+		}
+		root := filepath.Join(t.TempDir(), "evidence")
+		before := c.state(t)
+		for _, m := range c.members {
+			out, errOut, code := c.regghost(t, "", "members", "replace", m.name, "--backup-dir", root, "--confirm", "--yes")
+			if code != 1 || !strings.Contains(errOut, "refused") || !strings.Contains(errOut, "nothing was changed") {
+				t.Errorf("members replace %s: exit %d, want refused:\n%s\n%s", m.name, code, out, errOut)
+			}
+		}
+		c.assertUnchanged(t, "a refused members replace", before)
+		if _, err := os.Stat(root); err == nil {
+			t.Error("a refused replacement wrote evidence")
+		}
+	})
+}
+
+// editMemberDB changes a stopped member's db file, key bucket, with edits.
+func editMemberDB(t *testing.T, path string, edits ...func(*testing.T, *bbolt.Bucket)) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	mustNoErr(t, "open "+path, err)
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		if b == nil {
+			return errString("no key bucket")
+		}
+		for _, e := range edits {
+			e(t, b)
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	mustNoErr(t, "edit "+path, err)
+}
+
+// revisionsOf are the key bucket's records of key, oldest first.
+func revisionsOf(t *testing.T, b *bbolt.Bucket, key string) (revs [][]byte, kvs []*mvccpb.KeyValue) {
+	t.Helper()
+	mustNoErr(t, "walk the key bucket", b.ForEach(func(k, v []byte) error {
+		kv := &mvccpb.KeyValue{}
+		if err := proto.Unmarshal(v, kv); err != nil {
+			return err
+		}
+		if string(kv.Key) == key {
+			revs, kvs = append(revs, append([]byte{}, k...)), append(kvs, kv)
+		}
+		return nil
+	}))
+	if len(revs) == 0 {
+		t.Fatalf("no revision of %s in the db", key)
+	}
+	return revs, kvs
+}
+
+// dropRevisions deletes every revision of key: the member never held it.
+func dropRevisions(key string) func(*testing.T, *bbolt.Bucket) {
+	return func(t *testing.T, b *bbolt.Bucket) {
+		revs, _ := revisionsOf(t, b, key)
+		for _, r := range revs {
+			mustNoErr(t, "delete a revision", b.Delete(r))
+		}
+	}
+}
+
+// setLatestValue changes the value of key's latest revision.
+func setLatestValue(key string, value []byte) func(*testing.T, *bbolt.Bucket) {
+	return func(t *testing.T, b *bbolt.Bucket) {
+		revs, kvs := revisionsOf(t, b, key)
+		kv := kvs[len(kvs)-1]
+		kv.Value = value
+		raw, err := proto.Marshal(kv)
+		mustNoErr(t, "marshal", err)
+		mustNoErr(t, "put", b.Put(revs[len(revs)-1], raw))
+	}
+}
+
+// addRecord adds a key the other members do not hold, at the member's
+// latest revision (a second change of it: its revision does not move).
+func addRecord(key string, value []byte) func(*testing.T, *bbolt.Bucket) {
+	return func(t *testing.T, b *bbolt.Bucket) {
+		last, _ := b.Cursor().Last()
+		main := int64(binary.BigEndian.Uint64(last[:8]))
+		raw, err := proto.Marshal(&mvccpb.KeyValue{Key: []byte(key), Value: value, CreateRevision: main, ModRevision: main, Version: 1})
+		mustNoErr(t, "marshal", err)
+		rev := make([]byte, 17)
+		binary.BigEndian.PutUint64(rev, uint64(main))
+		rev[8] = '_'
+		binary.BigEndian.PutUint64(rev[9:], 99)
+		mustNoErr(t, "put", b.Put(rev, raw))
+	}
+}
