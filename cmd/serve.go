@@ -20,6 +20,7 @@ import (
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/exporter"
+	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/metricsauth"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/space"
@@ -33,9 +34,12 @@ type serveOptions struct {
 	webConfig string
 	// backupDir, when given, is the backup directory whose holdings are
 	// exported (regghost_backup_bytes and its filesystem's room).
-	backupDir        string
-	interval         time.Duration
-	jitter           float64
+	backupDir string
+	interval  time.Duration
+	jitter    float64
+	// membersInterval is the wait between two comparisons of etcd's
+	// members (0: none).
+	membersInterval  time.Duration
 	namespaceLimit   int
 	reads            session.Reads
 	terminatingAfter time.Duration
@@ -76,6 +80,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.certDir, "cert-dir", "", "serve over TLS with a self-signed certificate kept in this directory ("+metricsauth.CertFile+", "+metricsauth.KeyFile+"): made when missing, made anew before it expires, served without a restart; --web-config-file's other settings still apply (for a certificate of your own, give the file a tls_server_config instead)")
 	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "let --metrics-auth=delegated take bearer tokens over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
+	f.DurationVar(&o.membersInterval, "members-interval", 15*time.Minute, "wait between two comparisons of etcd's members (regghost members: their hashes, and their keys when the hashes differ); 0: never")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
@@ -89,6 +94,9 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 func (o *serveOptions) validate(g *globalOptions) error {
 	if g.DB != "" {
 		return usageError("serve watches a live etcd; --db is for one-off reads (regghost scan --db)")
+	}
+	if o.membersInterval < 0 {
+		return usageError("--members-interval must be 0 (never) or positive, got %s", o.membersInterval)
 	}
 	if o.interval <= 0 {
 		return usageError("--interval must be positive, got %s", o.interval)
@@ -217,6 +225,20 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	if o.backupDir != "" {
 		extra = append(extra, exporter.BackupCollector{Root: o.backupDir})
 	}
+	var watches []interface{ Run(context.Context) }
+	if o.membersInterval > 0 {
+		w := &exporter.MembersWatch{Interval: o.membersInterval, Log: log, Compare: func(ctx context.Context) (*members.Report, error) {
+			ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+			defer cancel()
+			opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: o.reads, MaxKeys: 100})
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			return members.Compare(ctx, opts)
+		}}
+		extra, watches = append(extra, w), append(watches, w)
+	}
 	return exporter.Serve(ctx, exporter.ServeOptions{Listen: o.listen, WebConfig: webConfig, Guard: guard, Loop: loop, Collector: coll, Log: log,
-		Fields: []any{"metrics_auth", o.metricsAuth, "tls", tlsMode}, Extra: extra})
+		Fields: []any{"metrics_auth", o.metricsAuth, "tls", tlsMode}, Extra: extra, Watches: watches})
 }

@@ -3,11 +3,13 @@ package e2e
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -107,11 +109,11 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		mustNoErr(t, "move the evidence directory away", os.RemoveAll(aside))
 	}
 
+	w := c.members[0]
+	if c.leader(t) == w {
+		w = c.members[1]
+	}
 	t.Run("a follower is wrong", func(t *testing.T) {
-		w := c.members[0]
-		if c.leader(t) == w {
-			w = c.members[1]
-		}
 		corrupt(t, w, dropRevisions(a), setLatestValue(b, other), addRecord(ghost, other))
 		rep, code := compare(t)
 		want := []string{w.name + " " + a + " missing", w.name + " " + b + " value", w.name + " " + ghost + " extra"}
@@ -120,8 +122,32 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 			t.Fatalf("members: exit %d, wrong %v (%s), differing:\n%s\nwant:\n%s", code, rep.Verdict.Wrong, rep.Verdict.Reason,
 				strings.Join(differing(rep), "\n"), strings.Join(want, "\n"))
 		}
-		replace(t, w, false)
 	})
+
+	t.Run("serve's alert names the wrong member", func(t *testing.T) {
+		dir := t.TempDir()
+		srv := c.startServe(t, dir, "--interval", "1h", "--members-interval", "2s")
+		rules, err := os.ReadFile(rulesFile)
+		mustNoErr(t, "read rules", err)
+		mustNoErr(t, "write rules", os.WriteFile(filepath.Join(dir, "rules.yml"), shortenFor(rules), 0o600))
+		p := startPrometheus(t, dir, fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: regghost
+    basic_auth: {username: %s, password: %s}
+    static_configs: [{targets: ["%s"]}]
+`, srv.user, srv.password, srv.addr))
+		waitFor(t, 90*time.Second, "RegghostEtcdMembersDisagree naming "+w.name, func() error {
+			return firing(p, "RegghostEtcdMembersDisagree", "member", w.name)
+		})
+		if v, ok := srv.metric(t, `regghost_etcd_member_differing_keys{member="`+w.name+`"}`); !ok || v != 3 {
+			t.Errorf("differing keys of %s: %v (present %v), want 3", w.name, v, ok)
+		}
+	})
+
+	t.Run("replace brings it back", func(t *testing.T) { replace(t, w, false) })
 
 	t.Run("the leader is wrong", func(t *testing.T) {
 		w := c.members[2]

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -28,6 +29,8 @@ type ServeOptions struct {
 	Fields []any
 	// Extra are collectors served beside Collector (BackupCollector).
 	Extra []prometheus.Collector
+	// Watches run beside the scan loop until it stops (MembersWatch).
+	Watches []interface{ Run(context.Context) }
 }
 
 // Serve listens, serves /metrics, /healthz and /readyz, and runs the scan
@@ -49,7 +52,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	looped := make(chan struct{})
 	lctx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
-	go func() { o.Loop.Run(lctx); close(looped) }()
+	var watches sync.WaitGroup
+	for _, w := range o.Watches {
+		watches.Go(func() { w.Run(lctx) })
+	}
+	go func() { o.Loop.Run(lctx); watches.Wait(); close(looped) }()
 	select {
 	case err = <-served:
 		stopLoop()

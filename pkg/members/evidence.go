@@ -3,6 +3,7 @@ package members
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,10 @@ import (
 // given that answers as it (else its client URL) and the alarms, through
 // pkg/space's reader; alarms raised on member 0 (the whole cluster) are
 // returned apart.
+// ErrNotEtcd is returned (wrapped) when the endpoints are not etcd's
+// members (kine): there is nothing to compare.
+var ErrNotEtcd = errors.New("not etcd")
+
 func listMembers(ctx context.Context, o *Options) ([]Member, []string, error) {
 	list, alarms, notes := space.Members(ctx, o.Client, space.MemberOptions{Timeout: o.timeout()})
 	for _, m := range list {
@@ -28,7 +33,7 @@ func listMembers(ctx context.Context, o *Options) ([]Member, []string, error) {
 		}
 	}
 	if space.NotEtcd(list) {
-		return nil, nil, fmt.Errorf("the endpoints answer as kine or another etcd API, not etcd: there is one datastore and no members to compare")
+		return nil, nil, fmt.Errorf("%w: the endpoints answer as kine or another etcd API: there is one datastore and no members to compare", ErrNotEtcd)
 	}
 	out := make([]Member, len(list))
 	for i, m := range list {

@@ -15,6 +15,8 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/diskroom"
@@ -257,7 +259,13 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 // resume adds the member back as a learner where it is not one yet, says
 // what to run on its node, and promotes it once it has caught up.
 func resume(ctx context.Context, o ReplaceOptions, res *Replacement, list []*etcdserverpb.Member) (*Replacement, error) {
+	// The client given may name the member removed, which stops: the
+	// changes go through the other voting members' client URLs.
 	cli := o.Compare.Client
+	if others := othersClient(o.Compare, list, res.PeerURLs); others != nil {
+		defer others.Close()
+		cli = others
+	}
 	learner := findByPeers(list, res.PeerURLs)
 	if learner == nil {
 		o.Compare.progress("adding %s back as a learner at %s", o.Member, strings.Join(res.PeerURLs, ","))
@@ -294,7 +302,7 @@ func resume(ctx context.Context, o ReplaceOptions, res *Replacement, list []*etc
 		if err == nil {
 			break
 		}
-		if !notReady(err) {
+		if !notReady(err) && !transient(err) {
 			return res, fmt.Errorf("promote %s: %w", o.Member, err)
 		}
 		if !o.Now().Before(deadline) {
@@ -358,8 +366,7 @@ func reconfigure(ctx context.Context, o Options, what string, fn func(context.Co
 			return nil
 		}
 		e := rpctypes.Error(err)
-		again := errors.Is(e, rpctypes.ErrUnhealthy) || errors.Is(e, rpctypes.ErrStopped) || errors.Is(e, rpctypes.ErrMemberNotEnoughStarted) ||
-			errors.Is(e, rpctypes.ErrLeaderChanged) || errors.Is(e, rpctypes.ErrNoLeader) || errors.Is(e, rpctypes.ErrTimeout)
+		again := errors.Is(e, rpctypes.ErrUnhealthy) || errors.Is(e, rpctypes.ErrMemberNotEnoughStarted) || transient(err)
 		if !again || time.Now().After(deadline) {
 			return err
 		}
@@ -502,6 +509,42 @@ func disarmCorrupt(ctx context.Context, cli *clientv3.Client, timeout time.Durat
 		done = append(done, fmt.Sprintf("CORRUPT on %s", hexID(a.MemberID)))
 	}
 	return done, nil
+}
+
+// transient reports whether err is one a request sent again may not meet:
+// the member asked stopped or lost its leader, or the connection broke.
+func transient(err error) bool {
+	e := rpctypes.Error(err)
+	if errors.Is(e, rpctypes.ErrStopped) || errors.Is(e, rpctypes.ErrLeaderChanged) || errors.Is(e, rpctypes.ErrNoLeader) || errors.Is(e, rpctypes.ErrTimeout) {
+		return true
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// othersClient is a client on the client URLs of the voting members other
+// than the one at peers, or nil when there are none (then the client
+// given serves).
+func othersClient(o Options, list []*etcdserverpb.Member, peers []string) *clientv3.Client {
+	var eps []string
+	for _, m := range list {
+		if m.IsLearner || slices.ContainsFunc(m.PeerURLs, func(p string) bool { return slices.Contains(peers, p) }) {
+			continue
+		}
+		eps = append(eps, m.ClientURLs...)
+	}
+	if len(eps) == 0 {
+		return nil
+	}
+	cfg := o.Config
+	cfg.Endpoints = eps
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return nil
+	}
+	return cli
 }
 
 // notReady reports whether err is etcd's refusal to promote a learner
