@@ -74,8 +74,8 @@ func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func (o *membersReplaceOptions) run(ctx context.Context, g *globalOptions, member string, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout+o.wait)
+func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, member string, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(parent, g.Etcd.CommandTimeout+o.wait)
 	defer cancel()
 	opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: session.ScanReads(), Keys: members.KeysAlways})
 	if err != nil {
@@ -94,6 +94,9 @@ func (o *membersReplaceOptions) run(ctx context.Context, g *globalOptions, membe
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
 		return err
 	}
+	// The time at the prompt is not taken from the run's.
+	ctx, cancel = context.WithTimeout(parent, g.Etcd.CommandTimeout+o.wait)
+	defer cancel()
 	ro.Confirm = true
 	res, err := members.Replace(ctx, ro)
 	return o.finish(out, res, err)

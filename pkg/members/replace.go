@@ -97,6 +97,8 @@ type Evidence struct {
 
 // Replacement is what Replace did, or would do.
 type Replacement struct {
+	// Cluster is the etcd cluster's ID, in hex.
+	Cluster  string       `json:"cluster,omitempty"`
 	Member   string       `json:"member"`
 	ID       string       `json:"id,omitempty"`
 	PeerURLs []string     `json:"peerURLs"`
@@ -133,6 +135,8 @@ var ErrLearnerWaiting = errors.New("the learner has not caught up yet")
 const recordFile = "replace.json"
 
 // Replace replaces o.Member, or plans it (see the package's steps).
+// Without o.Confirm nothing is changed on any path, a replacement taken up
+// again included.
 func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 	if o.Member == "" {
 		return nil, fmt.Errorf("%w: name the member to replace", ErrRefused)
@@ -141,29 +145,55 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 		o.Now = time.Now
 	}
 	cli := o.Compare.Client
-	list, err := memberList(ctx, cli, o.Compare.timeout())
+	mctx, cancel := context.WithTimeout(ctx, o.Compare.timeout())
+	resp, err := cli.MemberList(mctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("read etcd's member list: %w", err)
+	}
+	list, cluster := resp.Members, hexID(resp.Header.ClusterId)
+	if dup := duplicateName(list); dup != "" {
+		return nil, fmt.Errorf("%w: two members are named %q: name them apart first (members are told apart by name); nothing was changed", ErrRefused, dup)
+	}
+	res := &Replacement{Member: o.Member}
+	target := findByName(list, o.Member)
+	// Taken up again: the member is a learner at the peer URLs the newest
+	// record of this cluster holds, or was removed and not added back.
+	rec, dir, err := latestRecord(o.EvidenceRoot, o.Member, cluster)
 	if err != nil {
 		return nil, err
 	}
-	res := &Replacement{Member: o.Member}
-	// Taken up again: the member is a learner at the peer URLs an earlier
-	// run recorded, or has not been added back yet.
-	if rec, dir, err := latestRecord(o.EvidenceRoot, o.Member); err != nil {
-		return nil, err
-	} else if rec != nil && findByName(list, o.Member) == nil {
-		res.PeerURLs, res.Dir, res.ID, res.Evidence = rec.PeerURLs, dir, rec.ID, rec.Evidence
+	if rec != nil && (target == nil || (target.IsLearner && slices.Equal(target.PeerURLs, rec.PeerURLs))) {
+		res.PeerURLs, res.Dir, res.ID, res.Evidence, res.Cluster = rec.PeerURLs, dir, rec.ID, rec.Evidence, cluster
 		if l := findByPeers(list, rec.PeerURLs); l != nil && !l.IsLearner {
-			return nil, fmt.Errorf("%w: a voting member %q is at %s's peer URLs %s; nothing to take up", ErrRefused, l.Name, o.Member, strings.Join(rec.PeerURLs, ","))
+			return nil, fmt.Errorf("%w: a voting member %q is at %s's peer URLs %s; nothing to take up", ErrRefused, orUnstarted(l.Name), o.Member, strings.Join(rec.PeerURLs, ","))
+		}
+		res.Steps = []string{fmt.Sprintf("take up the replacement of %s that %s records (removed from etcd cluster %s)", o.Member, filepath.Join(dir, recordFile), cluster)}
+		if findByPeers(list, rec.PeerURLs) == nil {
+			res.Steps = append(res.Steps, fmt.Sprintf("add it back as a learner at %s", strings.Join(rec.PeerURLs, ",")))
+		}
+		res.Steps = append(res.Steps, "promote the learner once it has caught up with the leader",
+			"compare the members again until every key and hash agrees; then disarm CORRUPT")
+		res.OnNode = onNode(o.Member, res.PeerURLs, list)
+		if !o.Confirm {
+			res.Stage = StagePlanned
+			return res, nil
 		}
 		return resume(ctx, o, res, list)
 	}
-	target := findByName(list, o.Member)
 	if target == nil {
 		return nil, fmt.Errorf("%w: no member named %q in the member list (%s)", ErrRefused, o.Member, memberNames(list))
 	}
 	if target.IsLearner {
-		res.PeerURLs, res.ID = target.PeerURLs, hexID(target.ID)
-		return resume(ctx, o, res, list)
+		return nil, fmt.Errorf("%w: %s is a learner that no replacement in %s added: promote it yourself once it has caught up (`etcdctl member promote %x`)", ErrRefused, o.Member, orDash(o.EvidenceRoot), target.ID)
+	}
+	for _, m := range list {
+		if m.IsLearner {
+			// etcd takes one learner by default (--max-learners): the
+			// member removed could not be added back.
+			return nil, fmt.Errorf("%w: %s is a learner (a member joining?): etcd takes one learner at a time, so %s could not be added back once removed; promote or remove it first; nothing was changed",
+				ErrRefused, orUnstarted(m.Name), o.Member)
+		}
 	}
 	res.ID, res.PeerURLs = hexID(target.ID), target.PeerURLs
 
@@ -173,40 +203,51 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 		return nil, err
 	}
 	res.Before = before
-	if why := refuseReplace(before, o.Member); why != "" {
+	if why := refuseReplace(before, o.Member, res.ID); why != "" {
 		return res, fmt.Errorf("%w: %s; nothing was changed", ErrRefused, why)
 	}
+	// The learner copies from the leader: the leader must hold the
+	// majority's copy.
 	leader := slices.IndexFunc(before.Members, func(m Member) bool { return m.Leader })
 	moveTo := ""
-	if leader >= 0 && before.Members[leader].Name == o.Member {
+	if leader < 0 {
+		return res, fmt.Errorf("%w: no member leads; nothing was changed", ErrRefused)
+	}
+	if l := before.Members[leader].Name; l == o.Member || !slices.Contains(before.Verdict.Majority, l) {
 		moveTo = furthest(before, o.Member)
 		if moveTo == "" {
-			return res, fmt.Errorf("%w: %s leads and no member of the majority can take the leadership; nothing was changed", ErrRefused, o.Member)
+			return res, fmt.Errorf("%w: %s leads and no member of the majority can take the leadership; nothing was changed", ErrRefused, l)
 		}
 	}
-	res.Steps = planSteps(before, o.Member, moveTo, res.PeerURLs)
+	res.Steps = planSteps(before, before.Members[leader].Name, moveTo, o.Member, res.PeerURLs)
 	res.OnNode = onNode(o.Member, res.PeerURLs, list)
 	if !o.Confirm {
 		res.Stage = StagePlanned
 		return res, nil
 	}
 
-	// 2. The evidence.
-	dir, err := backup.NewBackupDir(o.EvidenceRoot, "members-replace-"+o.Member, o.Now())
-	if err != nil {
-		return res, err
-	}
-	res.Dir = dir
+	// 2. The evidence, where the disk can hold it with its reserve.
 	var need uint64
 	for _, m := range before.Members {
 		need += uint64(m.DBSize) + 4096
 	}
 	need += need / 10
-	if room, err := diskroom.Of(dir); err != nil {
+	if o.EvidenceRoot == "" {
+		return res, fmt.Errorf("%w: no directory for the evidence: pass --backup-dir; nothing was changed", ErrRefused)
+	}
+	if err := os.MkdirAll(o.EvidenceRoot, 0o700); err != nil {
+		return res, fmt.Errorf("create %s: %w; nothing was changed", o.EvidenceRoot, err)
+	}
+	if room, err := diskroom.Of(o.EvidenceRoot); err != nil {
 		return res, err
 	} else if !room.Fits(need) {
-		return res, fmt.Errorf("%w: the members' snapshots need %d bytes in %s, which would leave less than its reserve free; nothing was changed", ErrRefused, need, dir)
+		return res, fmt.Errorf("%w: the members' snapshots need %d bytes in %s, which would leave less than its reserve free; nothing was changed", ErrRefused, need, o.EvidenceRoot)
 	}
+	dir, err = backup.NewBackupDir(o.EvidenceRoot, "members-replace-"+o.Member, o.Now())
+	if err != nil {
+		return res, err
+	}
+	res.Dir, res.Cluster = dir, cluster
 	for _, m := range before.Members {
 		if m.Learner || m.Endpoint == "" {
 			continue
@@ -226,11 +267,29 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 
 	// 3. The leadership.
 	if moveTo != "" {
-		o.Compare.progress("moving the leadership from %s to %s", o.Member, moveTo)
-		if err := moveLeader(ctx, o.Compare, before, o.Member, moveTo); err != nil {
-			return res, fmt.Errorf("move the leadership from %s to %s: %w; nothing else was changed", o.Member, moveTo, err)
+		from := before.Members[leader].Name
+		o.Compare.progress("moving the leadership from %s to %s", from, moveTo)
+		if err := moveLeader(ctx, o.Compare, before, from, moveTo); err != nil {
+			_ = writeRecord(dir, res, "abandoned")
+			return res, fmt.Errorf("move the leadership from %s to %s: %w; nothing else was changed", from, moveTo, err)
 		}
 		res.MovedLeaderTo = moveTo
+	}
+
+	// Right before the removal: every other voting member still answers
+	// (the snapshots may have taken minutes).
+	for _, m := range before.Members {
+		if m.Name == o.Member || m.Learner {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, o.Compare.timeout())
+		_, err := cli.Status(sctx, m.Endpoint)
+		cancel()
+		if err != nil {
+			_ = writeRecord(dir, res, "abandoned")
+			return res, fmt.Errorf("%w: %s does not answer now (%s): removing %s would leave the cluster without its fault tolerance; nothing else was changed",
+				ErrRefused, m.Name, firstLine(err), o.Member)
+		}
 	}
 
 	// 4. Remove it, add it back as a learner.
@@ -247,7 +306,11 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 		return err
 	})
 	if err != nil {
-		return res, fmt.Errorf("remove member %s: %w; the evidence is in %s", o.Member, err, dir)
+		if now, lerr := memberList(context.WithoutCancel(ctx), cli, o.Compare.timeout()); lerr == nil && findByName(now, o.Member) != nil {
+			_ = writeRecord(dir, res, "abandoned")
+			return res, fmt.Errorf("remove member %s: %w; it is still a member, nothing else was changed; the evidence is in %s", o.Member, err, dir)
+		}
+		return res, fmt.Errorf("remove member %s: %w; it may have been removed: run `regghost members replace %s --confirm` again to take it up; the evidence is in %s", o.Member, err, o.Member, dir)
 	}
 	list, err = memberList(ctx, cli, o.Compare.timeout())
 	if err != nil {
@@ -379,9 +442,12 @@ func reconfigure(ctx context.Context, o Options, what string, fn func(context.Co
 	}
 }
 
-// refuseReplace says why the comparison does not allow replacing member,
-// or "".
-func refuseReplace(r *Report, member string) string {
+// refuseReplace says why the comparison does not allow replacing member
+// (whose ID is id), or "". Only a verdict on the hashes, or on the keys
+// compared at one shared revision, is acted on: one on the leases or the
+// member lists, or on current values (a member far behind), may name a
+// member whose data is right.
+func refuseReplace(r *Report, member, id string) string {
 	v := r.Verdict
 	switch {
 	case v.Agree:
@@ -392,11 +458,40 @@ func refuseReplace(r *Report, member string) string {
 		return "no member is named wrong (" + v.Refused + "): with no quorum agreeing, replacing one would copy data nobody can vouch for"
 	case !slices.Contains(v.Wrong, member):
 		return fmt.Sprintf("%s is not the wrong member: %s (%s)", member, strings.Join(v.Wrong, ", "), v.Reason)
+	case v.Basis != BasisHash && !(v.Basis == BasisKeys && r.Keys.Mode == ModeRevision):
+		return fmt.Sprintf("%s is named wrong on %s alone (%s): replace a member only on its hash, or its keys compared at one revision; run `regghost members` again once the cluster is quiet", member, orDash(v.Basis+" "+r.Keys.Mode), v.Reason)
+	}
+	for _, m := range r.Members {
+		if m.Name == member && m.ID != id {
+			return fmt.Sprintf("the member compared as %s has ID %s, the member list's %s has %s: it changed meanwhile", member, m.ID, member, id)
+		}
 	}
 	for _, n := range v.NotCompared {
 		if n != member {
 			return n + " could not be compared: every member other than the one replaced must answer"
 		}
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+// duplicateName is a name two members share, or "".
+func duplicateName(list []*etcdserverpb.Member) string {
+	seen := map[string]bool{}
+	for _, m := range list {
+		if m.Name == "" {
+			continue
+		}
+		if seen[m.Name] {
+			return m.Name
+		}
+		seen[m.Name] = true
 	}
 	return ""
 }
@@ -454,8 +549,11 @@ func onNode(member string, peers []string, list []*etcdserverpb.Member) []string
 	var initial []string
 	for _, m := range list {
 		name := m.Name
-		if slices.Equal(m.PeerURLs, peers) || name == "" {
+		if slices.Equal(m.PeerURLs, peers) {
 			name = member
+		}
+		if name == "" {
+			continue
 		}
 		for _, p := range m.PeerURLs {
 			initial = append(initial, name+"="+p)
@@ -471,7 +569,7 @@ func onNode(member string, peers []string, list []*etcdserverpb.Member) []string
 }
 
 // planSteps are the steps Replace takes, in words.
-func planSteps(r *Report, member, moveTo string, peers []string) []string {
+func planSteps(r *Report, leader, moveTo, member string, peers []string) []string {
 	var saved []string
 	for _, m := range r.Members {
 		if !m.Learner && m.Endpoint != "" {
@@ -480,7 +578,7 @@ func planSteps(r *Report, member, moveTo string, peers []string) []string {
 	}
 	steps := []string{fmt.Sprintf("save and verify the snapshot of every member (%s) as evidence", strings.Join(saved, ", "))}
 	if moveTo != "" {
-		steps = append(steps, fmt.Sprintf("move the leadership from %s to %s (a new member copies from the leader)", member, moveTo))
+		steps = append(steps, fmt.Sprintf("move the leadership from %s to %s (a new member copies from the leader, which must hold the majority's copy)", leader, moveTo))
 	}
 	return append(steps,
 		fmt.Sprintf("remove %s from the cluster", member),
@@ -599,6 +697,7 @@ type replaceRecord struct {
 	// Stage is "removing" until the replacement ends, then "replaced": a
 	// replaced member's record is never taken up again.
 	Stage    string     `json:"stage"`
+	Cluster  string     `json:"cluster"`
 	Member   string     `json:"member"`
 	ID       string     `json:"id"`
 	PeerURLs []string   `json:"peerURLs"`
@@ -606,7 +705,7 @@ type replaceRecord struct {
 }
 
 func writeRecord(dir string, res *Replacement, stage string) error {
-	data, err := json.MarshalIndent(replaceRecord{Stage: stage, Member: res.Member, ID: res.ID, PeerURLs: res.PeerURLs, Evidence: res.Evidence}, "", "  ")
+	data, err := json.MarshalIndent(replaceRecord{Stage: stage, Cluster: res.Cluster, Member: res.Member, ID: res.ID, PeerURLs: res.PeerURLs, Evidence: res.Evidence}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -617,14 +716,17 @@ func writeRecord(dir string, res *Replacement, stage string) error {
 	return backup.SyncDir(dir)
 }
 
-// latestRecord is the newest replace.json under root that names member.
-func latestRecord(root, member string) (*replaceRecord, string, error) {
+// latestRecord is the newest record under root of member in etcd cluster
+// cluster, when it is a replacement still under way ("removing"): a newer
+// record that ended (replaced, abandoned) or another cluster's never lets
+// an older one be taken up. A damaged record of another member is skipped.
+func latestRecord(root, member, cluster string) (*replaceRecord, string, error) {
 	if root == "" {
 		return nil, "", nil
 	}
 	paths, err := filepath.Glob(filepath.Join(root, "*-members-replace-*", recordFile))
 	if err != nil {
-		return nil, "", nil
+		return nil, "", fmt.Errorf("look for earlier replacements in %s: %w", root, err)
 	}
 	slices.Sort(paths)
 	for i := len(paths) - 1; i >= 0; i-- {
@@ -634,11 +736,18 @@ func latestRecord(root, member string) (*replaceRecord, string, error) {
 		}
 		var r replaceRecord
 		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, "", fmt.Errorf("%s is damaged (%v): move it aside, and if %s was removed, add it back by hand with `etcdctl member add %s --learner --peer-urls=...`", paths[i], err, member, member)
+			if strings.HasSuffix(filepath.Dir(paths[i]), "-members-replace-"+strings.ToLower(member)) {
+				return nil, "", fmt.Errorf("%s is damaged (%v): move it aside, and if %s was removed, add it back by hand with `etcdctl member add %s --learner --peer-urls=...`", paths[i], err, member, member)
+			}
+			continue
 		}
-		if r.Member == member && len(r.PeerURLs) > 0 && r.Stage != "replaced" {
-			return &r, filepath.Dir(paths[i]), nil
+		if r.Member != member || r.Cluster != cluster {
+			continue
 		}
+		if r.Stage != "removing" || len(r.PeerURLs) == 0 {
+			return nil, "", nil
+		}
+		return &r, filepath.Dir(paths[i]), nil
 	}
 	return nil, "", nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
 )
@@ -61,6 +62,30 @@ func TestReplaceAWrongMember(t *testing.T) {
 				t.Fatalf("the dry run wrote %v", entries)
 			}
 
+			if !tt.wrongLeads {
+				// A learner already there (a member joining): etcd takes
+				// one, so the member removed could not be added back.
+				var other *clientv3.MemberAddResponse
+				err := reconfigure(ctx, o.Compare, "add a learner", func(ctx context.Context) (err error) {
+					other, err = c.cli.MemberAddAsLearner(ctx, []string{"http://127.0.0.1:1"})
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Confirm = true
+				if _, err := Replace(ctx, o); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "one learner at a time") {
+					t.Errorf("Replace beside a learner: %v, want refused", err)
+				}
+				if _, err := c.cli.MemberRemove(ctx, other.Member.ID); err != nil {
+					t.Fatal(err)
+				}
+				if entries, _ := os.ReadDir(root); len(entries) != 0 {
+					t.Fatalf("a refused replacement wrote %v", entries)
+				}
+				o.Confirm = false
+			}
+
 			// Confirmed: evidence, removal, the learner added; it waits.
 			o.Confirm = true
 			res, err := Replace(ctx, o)
@@ -95,6 +120,23 @@ func TestReplaceAWrongMember(t *testing.T) {
 			c.Rejoin(t, w, initial)
 			c.Ready(t, w)
 
+			// A dry run, now that the learner runs and has caught up,
+			// still changes nothing: it neither promotes nor disarms.
+			o.Confirm = false
+			plan, err = Replace(ctx, o)
+			if err != nil || plan.Stage != StagePlanned {
+				t.Fatalf("dry run of the replacement taken up: %v (%+v)", err, plan)
+			}
+			list, err := c.cli.MemberList(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range list.Members {
+				if m.Name == c.names[w] && !m.IsLearner {
+					t.Fatalf("the dry run promoted %s", m.Name)
+				}
+			}
+			o.Confirm = true
 			o.Wait = 2 * time.Minute
 			res, err = Replace(ctx, o)
 			if err != nil || res.Stage != StageReplaced {
@@ -152,3 +194,45 @@ func TestReplaceRefusesWithoutAQuorum(t *testing.T) {
 }
 
 var _ = bbolt.Options{}
+
+// TestLatestRecord: only the newest record of the member in this cluster
+// is taken up, and only while its replacement is under way; another
+// cluster's, a newer one that ended, or another member's damaged record
+// never make one be taken up.
+func TestLatestRecord(t *testing.T) {
+	write := func(root, dir, body string) {
+		t.Helper()
+		p := filepath.Join(root, dir)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, recordFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := func(stage, cluster string) string {
+		return fmt.Sprintf(`{"stage":%q,"cluster":%q,"member":"m1","id":"a1","peerURLs":["http://10.0.0.1:2380"]}`, stage, cluster)
+	}
+	for _, tt := range []struct {
+		name    string
+		records map[string]string
+		want    bool
+	}{
+		{"one under way", map[string]string{"20260101T000000Z-members-replace-m1": rec("removing", "c1")}, true},
+		{"another cluster's", map[string]string{"20260101T000000Z-members-replace-m1": rec("removing", "c2")}, false},
+		{"a newer one replaced", map[string]string{"20260101T000000Z-members-replace-m1": rec("removing", "c1"), "20260201T000000Z-members-replace-m1": rec("replaced", "c1")}, false},
+		{"a newer one abandoned", map[string]string{"20260101T000000Z-members-replace-m1": rec("removing", "c1"), "20260201T000000Z-members-replace-m1": rec("abandoned", "c1")}, false},
+		{"another member's damaged record", map[string]string{"20260101T000000Z-members-replace-m1": rec("removing", "c1"), "20260201T000000Z-members-replace-m2": "{"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for dir, body := range tt.records {
+				write(root, dir, body)
+			}
+			r, _, err := latestRecord(root, "m1", "c1")
+			if err != nil || (r != nil) != tt.want {
+				t.Errorf("latestRecord: %+v, %v; want a record: %v", r, err, tt.want)
+			}
+		})
+	}
+}
