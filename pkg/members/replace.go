@@ -163,10 +163,13 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec != nil && (target == nil || (target.IsLearner && slices.Equal(target.PeerURLs, rec.PeerURLs))) {
+	// The member added back has another ID than the one removed; a voter
+	// there with a new ID was promoted by an earlier run whose answer was
+	// lost: what is left is to compare and disarm.
+	if rec != nil && (target == nil || (slices.Equal(target.PeerURLs, rec.PeerURLs) && hexID(target.ID) != rec.ID)) {
 		res.PeerURLs, res.Dir, res.ID, res.Evidence, res.Cluster = rec.PeerURLs, dir, rec.ID, rec.Evidence, cluster
-		if l := findByPeers(list, rec.PeerURLs); l != nil && !l.IsLearner {
-			return nil, fmt.Errorf("%w: a voting member %q is at %s's peer URLs %s; nothing to take up", ErrRefused, orUnstarted(l.Name), o.Member, strings.Join(rec.PeerURLs, ","))
+		if l := findByPeers(list, rec.PeerURLs); l != nil && (hexID(l.ID) == rec.ID || (l.Name != "" && l.Name != o.Member)) {
+			return nil, fmt.Errorf("%w: member %q (%x) is at %s's peer URLs %s; nothing to take up", ErrRefused, orUnstarted(l.Name), l.ID, o.Member, strings.Join(rec.PeerURLs, ","))
 		}
 		res.Steps = []string{fmt.Sprintf("take up the replacement of %s that %s records (removed from etcd cluster %s)", o.Member, filepath.Join(dir, recordFile), cluster)}
 		if findByPeers(list, rec.PeerURLs) == nil {
@@ -362,7 +365,8 @@ func resume(ctx context.Context, o ReplaceOptions, res *Replacement, list []*etc
 		mctx, cancel := context.WithTimeout(ctx, o.Compare.timeout())
 		_, err := cli.MemberPromote(mctx, learner.ID)
 		cancel()
-		if err == nil {
+		if err == nil || errors.Is(rpctypes.Error(err), rpctypes.ErrMemberNotLearner) {
+			// Promoted (by this try, or by one whose answer was lost).
 			break
 		}
 		if !notReady(err) && !transient(err) {
