@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/regghost/regghost/pkg/members"
