@@ -102,11 +102,13 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		c := through(t, others...)
 		before := c.state(t)
 		out, errOut, code := c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root)
+		t.Logf("$ regghost members replace %s\n%s", wrong.name, out)
 		if code != 0 || !strings.Contains(out, "Dry run: nothing was changed") || wasLeader != strings.Contains(out, "move the leadership from "+wrong.name) {
 			t.Fatalf("members replace (dry run): exit %d:\n%s\n%s", code, out, errOut)
 		}
 		c.assertUnchanged(t, "the dry run of members replace", before)
 		out, errOut, code = c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "1s")
+		t.Logf("$ regghost members replace %s --confirm --yes --wait 1s\n%s%s", wrong.name, errOut, out)
 		if code != 3 || !strings.Contains(out, "--initial-cluster-state=existing") || !strings.Contains(out, "added back as a learner") {
 			t.Fatalf("members replace --confirm: exit %d, want it waiting for the learner:\n%s\n%s", code, out, errOut)
 		}
@@ -118,6 +120,7 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		mustNoErr(t, "move the data directory aside", os.Rename(data, aside))
 		wrong.restart(whole, c)
 		out, errOut, code = c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "3m")
+		t.Logf("$ regghost members replace %s --confirm --yes --wait 3m\n%s%s", wrong.name, errOut, out)
 		if code != 0 || !strings.Contains(out, "every member agrees") {
 			t.Fatalf("members replace --confirm once it runs: exit %d:\n%s\n%s", code, out, errOut)
 		}
@@ -143,6 +146,9 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 	t.Run("a follower is wrong", func(t *testing.T) {
 		corrupt(t, w, dropRevisions(a), setLatestValue(b, other), addRecord(ghost, other))
 		rep, code := compare(t)
+		if out, _, _ := c.regghost(t, "", "members", "--interval", "1s"); true {
+			t.Logf("$ regghost members\n%s", out)
+		}
 		want := []string{w.name + " " + a + " missing", w.name + " " + b + " value", w.name + " " + ghost + " extra"}
 		slices.Sort(want)
 		if code != 3 || strings.Join(rep.Verdict.Wrong, ",") != w.name || strings.Join(differing(rep), "\n") != strings.Join(want, "\n") {
