@@ -40,6 +40,8 @@ func main() {
 	flag.IntVar(&findingsKeys, "findings-keys", 100_000, "keys of the all-findings case, every one a ghost (0: skip it)")
 	flag.IntVar(&exporterCycles, "exporter-cycles", 20, "regghost serve cycles measured on the first server (0: skip them)")
 	flag.BoolVar(&serve, "serve", false, "load the first -etcd server, print its endpoint and keep it running (for profiling by hand)")
+	flag.IntVar(&membersKeys, "members-keys", 0, "keys of the members case: three etcd 3.7 members compared key by key beside etcdctl reading each (0: skip it)")
+	flag.IntVar(&membersRuns, "members-runs", 3, "runs of each command of the members case; its wall is their median")
 	servers := flag.String("etcd", "3.7,3.5", "etcd releases to measure side by side, each a server built from the module proxy: 3.7, 3.6, 3.5 (empty: none, the large file alone)")
 	flag.Parse()
 	if err := run(strings.Split(*servers, ","), *keys, *namespaces, *ghosts, *pageSize, *out); err != nil {
@@ -114,6 +116,13 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 		table, err := runOn(tool, t, loadSpec{keys: keys, namespaces: namespaces, ghosts: ghosts}, pageSize)
 		if err != nil {
 			return fmt.Errorf("etcd %s: %w", v, err)
+		}
+		tables.WriteString(table)
+	}
+	if membersKeys > 0 {
+		table, err := membersTable(context.Background(), t, membersKeys, namespaces)
+		if err != nil {
+			return fmt.Errorf("members: %w", err)
 		}
 		tables.WriteString(table)
 	}
