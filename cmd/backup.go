@@ -122,6 +122,9 @@ what that frees.`,
 
 // backupDirOf returns the directory of a backup given as a directory or file.
 func backupDirOf(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return path
 	}

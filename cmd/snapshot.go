@@ -3,7 +3,9 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"github.com/regghost/regghost/pkg/backup"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -73,6 +75,15 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 			}
 			if !snapshot.IsLogical(args[0]) {
 				return fmt.Errorf("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path)", args[0], args[0])
+			}
+			// Inside a backup directory, it journals there: a prune must
+			// not remove it meanwhile.
+			if _, err := os.Stat(filepath.Join(backupDirOf(args[0]), backup.BackupFile)); err == nil {
+				release, err := backup.Hold(backupDirOf(args[0]))
+				if err != nil {
+					return fmt.Errorf("%w; nothing was restored", err)
+				}
+				defer release()
 			}
 			b, err := snapshot.BackupFromLogicalPurge(args[0], prefix, allAbsent)
 			if errors.Is(err, snapshot.ErrNoPurgeBackup) {

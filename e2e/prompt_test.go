@@ -92,8 +92,10 @@ type terminalRun struct {
 // questions with question and answer, then wait.
 func onTerminalInteractive(t *testing.T, args ...string) *terminalRun {
 	t.Helper()
+	// Called in the middle of tests whose other checks must not be
+	// skipped with it: util-linux's script is part of every Debian.
 	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("script (util-linux) is not installed")
+		t.Fatal("script (util-linux) is not installed: the prompts cannot be answered on a terminal")
 	}
 	r := &terminalRun{done: make(chan struct{})}
 	r.cmd = exec.Command("script", "-qfec", shellQuote(append([]string{bins.regghost}, args...)), "/dev/null")

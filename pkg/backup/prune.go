@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +43,11 @@ type PruneDecision struct {
 	Bytes  int64  `json:"bytes"`
 	Remove bool   `json:"remove"`
 	Why    string `json:"why"`
+	// audit is the audit log's size when planned: a backup whose log
+	// grew since (a restore ran) is judged again before it goes.
+	audit int64
+	// snap says whether it holds a snapshot that verified.
+	snap bool
 }
 
 // PlanPrune decides, for every backup directory under root, whether a
@@ -90,6 +96,8 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 			out[i].Why = "kept: it does not record which cluster it was taken from, so it may be the newest of its cluster"
 			continue
 		}
+		out[i].audit = auditSize(s.Path)
+		out[i].snap = b.Snapshot != nil
 		if why := snapshotFault(s.Path, b, o.VerifySnapshot); why != "" {
 			out[i].Why = "kept: its snapshot " + why + "; inspect it, it does not count as a verified backup"
 			continue
@@ -105,10 +113,15 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 	}
 	for cluster, idx := range byCluster {
 		sort.SliceStable(idx, func(a, b int) bool { return out[idx[a]].Created.After(out[idx[b]].Created) })
+		newestSnap := slices.IndexFunc(idx, func(i int) bool { return out[i].snap })
 		for n, i := range idx {
 			switch {
 			case n == 0:
 				out[i].Why = "kept: the newest verified backup of cluster " + orUnknown(cluster)
+			case n == newestSnap:
+				// Backups of dangling and unstick hold no snapshot: the
+				// newest full snapshot of the cluster stays whatever --keep.
+				out[i].Why = "kept: the newest verified snapshot of cluster " + orUnknown(cluster)
 			case n < keep:
 				out[i].Why = fmt.Sprintf("kept: among the %d newest verified backups of cluster %s", keep, orUnknown(cluster))
 			case o.OlderThan > 0 && o.Now.Sub(out[i].Created) < o.OlderThan:
@@ -197,6 +210,33 @@ func undoNeeds(dir string, b *Backup) (string, error) {
 	return "", nil
 }
 
+// auditSize is the size of dir's audit log (0 when it has none).
+func auditSize(dir string) int64 {
+	st, err := os.Stat(filepath.Join(dir, AuditFile))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// stillRemovable says why d, planned for removal, may no longer go, or "".
+func stillRemovable(d PruneDecision) string {
+	if auditSize(d.Path) != d.audit {
+		return "its audit log changed: a restore ran"
+	}
+	b, err := ReadBackup(d.Path)
+	if err != nil {
+		return "it can no longer be read: " + firstLine(err.Error())
+	}
+	if n, err := Unfinished(d.Path, b); err != nil || n > 0 {
+		return "its run has keys without an outcome"
+	}
+	if why, err := undoNeeds(d.Path, b); err != nil || why != "" {
+		return "an undo needs it"
+	}
+	return ""
+}
+
 // dirBytes is what the files under dir take.
 func dirBytes(dir string) (int64, error) {
 	var n int64
@@ -231,6 +271,12 @@ func Prune(plan []PruneDecision) (int64, error) {
 		release, err := holdToRemove(d.Path)
 		if err != nil {
 			return freed, fmt.Errorf("%w; it was not removed, nor any after it", err)
+		}
+		// Judged again under the hold: a restore that ran since the plan
+		// (and perhaps stopped partway) made it one an undo needs.
+		if why := stillRemovable(d); why != "" {
+			release()
+			return freed, fmt.Errorf("backup %s changed since the plan (%s); it was not removed, nor any after it: run prune again", d.Path, why)
 		}
 		err = os.RemoveAll(d.Path)
 		release()

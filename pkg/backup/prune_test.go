@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,11 +249,18 @@ func TestPruneLeavesABackupARestoreHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := &Backup{Created: time.Now(), Scope: "x", KubeSystemUID: "uid-a", Entries: []Entry{{Key: "/registry/configmaps/x/c", Value: []byte("v"), ModRevision: 5}}}
+	if _, _, err := WriteBackup(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendAudit(dir, "purge", []etcdwrite.Result{{Key: b.Entries[0].Key, Outcome: etcdwrite.Deleted}}); err != nil {
+		t.Fatal(err)
+	}
 	release, err := Hold(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := []PruneDecision{{Path: dir, Remove: true, Bytes: 1}}
+	plan := []PruneDecision{{Path: dir, Remove: true, Bytes: 1, audit: auditSize(dir)}}
 	if freed, err := Prune(plan); err == nil || !strings.Contains(err.Error(), "a restore is using it") || freed != 0 {
 		t.Errorf("Prune of a held backup: %d, %v", freed, err)
 	}
@@ -277,5 +285,80 @@ func TestPruneLeavesABackupARestoreHolds(t *testing.T) {
 	removing()
 	if freed, err := Prune(plan); err != nil || freed != 1 {
 		t.Errorf("Prune once released: %d, %v", freed, err)
+	}
+}
+
+// TestPruneJudgesAgainUnderItsHold: a restore that ran between the plan
+// and the removal (and stopped partway: its undo is needed) keeps the
+// backup; the prune stops there.
+func TestPruneJudgesAgainUnderItsHold(t *testing.T) {
+	root := t.TempDir()
+	dir, err := NewBackupDir(root, "x", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Backup{Created: time.Now(), Scope: "x", KubeSystemUID: "uid-a", Entries: []Entry{
+		{Key: "/registry/configmaps/x/a", Value: []byte("v"), ModRevision: 5}, {Key: "/registry/configmaps/x/b", Value: []byte("v"), ModRevision: 5}}}
+	if _, _, err := WriteBackup(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Entries {
+		if err := AppendAudit(dir, "purge", []etcdwrite.Result{{Key: e.Key, Outcome: etcdwrite.Deleted}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := []PruneDecision{{Path: dir, Remove: true, Bytes: 1, audit: auditSize(dir)}}
+	// The restore, after the plan: one key back, then it stopped.
+	if err := AppendAudit(dir, "restore", []etcdwrite.Result{{Key: b.Entries[0].Key, Outcome: etcdwrite.Restored}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prune(plan); err == nil || !strings.Contains(err.Error(), "changed since the plan") {
+		t.Errorf("Prune after a restore ran: %v, want it stopped", err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the backup an undo needs was removed: %v", err)
+	}
+}
+
+// TestPruneKeepsTheNewestSnapshot: backups of dangling and unstick hold no
+// snapshot; the newest backup that holds one stays whatever --keep says.
+func TestPruneKeepsTheNewestSnapshot(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	root := t.TempDir()
+	var names []string
+	for i, withSnap := range []bool{true, true, false, false} {
+		created := now.Add(-time.Duration(10-i) * time.Hour)
+		dir, err := NewBackupDir(root, fmt.Sprintf("b%d", i), created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &Backup{Created: created, Scope: "x", KubeSystemUID: "uid-a", Entries: []Entry{{Key: "/registry/configmaps/x/c", Value: []byte("v"), ModRevision: 5}}}
+		if withSnap {
+			snap := filepath.Join(dir, "snapshot.db")
+			if err := os.WriteFile(snap, []byte("snap"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			b.Snapshot = &SnapshotInfo{Path: snap, Size: 4}
+		}
+		if _, _, err := WriteBackup(dir, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := AppendAudit(dir, "purge", []etcdwrite.Result{{Key: b.Entries[0].Key, Outcome: etcdwrite.Deleted}}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.Base(dir))
+	}
+	plan, err := PlanPrune(root, PruneOptions{Keep: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]string{}
+	for _, d := range plan {
+		if !d.Remove {
+			kept[filepath.Base(d.Path)] = d.Why
+		}
+	}
+	if !strings.Contains(kept[names[1]], "the newest verified snapshot") || !strings.Contains(kept[names[3]], "the newest verified backup") || len(kept) != 2 {
+		t.Errorf("kept %v, want the newest backup and the newest with a snapshot", kept)
 	}
 }

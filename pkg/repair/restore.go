@@ -134,7 +134,12 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 			switch {
 			case ok:
 				wrote[i] = rev
-				guard.written(i, rev)
+				if expect[i] == 0 {
+					// Created: keys resting on it compare its new create
+					// revision. An update (a rewritten key put back) keeps
+					// the create revision read when planning.
+					guard.written(i, rev)
+				}
 				results[i] = withInto(etcdwrite.Result{Key: b.Entries[i].Key, Outcome: etcdwrite.Restored}, i)
 				if e := b.Entries[i]; e.Lease != 0 && e.LeaseTTL <= 0 && e.LeaseTTLUnknown != "" {
 					results[i].Detail = strings.TrimPrefix(results[i].Detail+"; ", "; ") + fmt.Sprintf("its lease's TTL was unknown at the backup (%s): it got a new lease of %ds, kube-apiserver's default event TTL", e.LeaseTTLUnknown, etcdwrite.UnknownLeaseTTL)

@@ -405,6 +405,39 @@ func replaceLine(s, field, repl string) string {
 	return strings.Join(out, "\n")
 }
 
+// TestRestoreOverARewrittenNamespace: unstick rewrote a namespace (its
+// finalizers) and deleted a pod in it; the restore puts the namespace's
+// bytes back over the key as regghost left it, and the pod back beside
+// it, in separate transactions and whatever the backup's order: the
+// namespace's update keeps its create revision, so the pod's compare holds.
+func TestRestoreOverARewrittenNamespace(t *testing.T) {
+	for _, podFirst := range []bool{false, true} {
+		cli, _ := etcdtest.Start(t)
+		ctx := context.Background()
+		ns := backup.EntryOf(etcdtest.Put(t, cli, nsKey, "k8s\x00namespace ns1, finalizers [example.com/x]"))
+		pod := backup.EntryOf(etcdtest.Put(t, cli, "/registry/pods/ns1/p", "k8s\x00pod"))
+		rewritten := etcdtest.Put(t, cli, nsKey, "k8s\x00namespace ns1, no finalizers")
+		ns.Rewritten = rewritten.ModRevision
+		if _, err := cli.Delete(ctx, pod.Key); err != nil {
+			t.Fatal(err)
+		}
+		entries := []backup.Entry{ns, pod}
+		if podFirst {
+			entries = []backup.Entry{pod, ns}
+		}
+		b := &backup.Backup{Prefix: "/registry/", ScanRevision: pod.ModRevision, Entries: entries}
+		res, err := RestoreWith(ctx, cli, b, RestoreOptions{Pacing: etcdwrite.Pacing{BatchSize: 1, PerSecond: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Outcome != etcdwrite.Restored {
+				t.Errorf("pod first %v: %s: %s (%s), want restored", podFirst, r.Key, r.Outcome, r.Detail)
+			}
+		}
+	}
+}
+
 // TestRestoreBringsTheNamespaceItNeeds: a backup that holds the namespace
 // its keys need puts it back with them; the keys are not refused.
 func TestRestoreBringsTheNamespaceItNeeds(t *testing.T) {
