@@ -224,8 +224,10 @@ scrape_configs:
 // editMemberDB changes a stopped member's db file, key bucket, with edits.
 func editMemberDB(t *testing.T, path string, edits ...func(*testing.T, *bbolt.Bucket)) {
 	t.Helper()
-	db, err := bbolt.Open(path, 0o600, nil)
-	mustNoErr(t, "open "+path, err)
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("open %s: %v (held by: %s)", path, err, holdersOf(path))
+	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("key"))
 		if b == nil {
@@ -297,4 +299,22 @@ func addRecord(key string, value []byte) func(*testing.T, *bbolt.Bucket) {
 		binary.BigEndian.PutUint64(rev[9:], 99)
 		mustNoErr(t, "put", b.Put(rev, raw))
 	}
+}
+
+// holdersOf names the processes that have path open (from /proc), for a
+// failure message.
+func holdersOf(path string) string {
+	var out []string
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == path {
+			pid := strings.Split(fd, "/")[2]
+			cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			out = append(out, pid+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	if len(out) == 0 {
+		return "no process"
+	}
+	return strings.Join(out, "; ")
 }
