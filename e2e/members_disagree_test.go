@@ -48,7 +48,7 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 	other := c.value(t, "/registry/configmaps/shop/c")
 	corrupt := func(t *testing.T, m *member, edits ...func(*testing.T, *bbolt.Bucket)) {
 		t.Helper()
-		m.stop(t)
+		m.shutdown(t)
 		editMemberDB(t, filepath.Join(c.dir, m.name+"-data", "member", "snap", "db"), edits...)
 		m.restart(whole, c)
 	}
@@ -228,6 +228,9 @@ func editMemberDB(t *testing.T, path string, edits ...func(*testing.T, *bbolt.Bu
 	if err != nil {
 		t.Fatalf("open %s: %v (held by: %s)", path, err, holdersOf(path))
 	}
+	// An edit that fails the test (t.Fatal inside Update) still closes
+	// the file: a later subtest opens it again.
+	defer db.Close()
 	err = db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("key"))
 		if b == nil {
@@ -238,9 +241,6 @@ func editMemberDB(t *testing.T, path string, edits ...func(*testing.T, *bbolt.Bu
 		}
 		return nil
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
 	mustNoErr(t, "edit "+path, err)
 }
 

@@ -69,6 +69,20 @@ func (m *member) stop(t *testing.T) {
 	<-m.proc.done
 }
 
+// shutdown stops a member as its supervisor would (SIGTERM): etcd commits
+// its backend before it exits, so its db file holds every write it applied
+// (a SIGKILL leaves the last batch in the WAL alone, replayed at the next
+// start).
+func (m *member) shutdown(t *testing.T) {
+	t.Helper()
+	_ = syscall.Kill(-m.proc.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-m.proc.done:
+	case <-time.After(30 * time.Second):
+		m.stop(t)
+	}
+}
+
 // restart starts a stopped member again on its data directory and waits
 // until it serves. t owns the new process.
 func (m *member) restart(t *testing.T, c *cluster) {
