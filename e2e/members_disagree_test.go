@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,18 +159,7 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 	t.Run("serve's alert names the wrong member", func(t *testing.T) {
 		dir := t.TempDir()
 		srv := c.startServe(t, dir, "--interval", "1h", "--members-interval", "2s")
-		rules, err := os.ReadFile(rulesFile)
-		mustNoErr(t, "read rules", err)
-		mustNoErr(t, "write rules", os.WriteFile(filepath.Join(dir, "rules.yml"), shortenFor(rules), 0o600))
-		p := startPrometheus(t, dir, fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files: [rules.yml]
-scrape_configs:
-  - job_name: regghost
-    basic_auth: {username: %s, password: %s}
-    static_configs: [{targets: ["%s"]}]
-`, srv.user, srv.password, srv.addr))
+		p := scrapeWithRules(t, dir, srv)
 		waitFor(t, 90*time.Second, "RegghostEtcdMembersDisagree naming "+w.name, func() error {
 			return firing(p, "RegghostEtcdMembersDisagree", "member", w.name)
 		})

@@ -280,3 +280,22 @@ func shortenFor(rules []byte) []byte {
 	}
 	return out.Bytes()
 }
+
+// scrapeWithRules starts a real Prometheus in dir that scrapes s every
+// second with its password and evaluates the chart's alert rules every
+// second, their "for:" shortened to 1s.
+func scrapeWithRules(t *testing.T, dir string, s *serveProcess) *promServer {
+	t.Helper()
+	rules, err := os.ReadFile(rulesFile)
+	mustNoErr(t, "read rules", err)
+	mustNoErr(t, "write rules", os.WriteFile(filepath.Join(dir, "rules.yml"), shortenFor(rules), 0o600))
+	return startPrometheus(t, dir, fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: regghost
+    basic_auth: {username: %s, password: %s}
+    static_configs: [{targets: ["%s"]}]
+`, s.user, s.password, s.addr))
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -65,18 +64,7 @@ func TestServeExportsToPrometheus(t *testing.T) {
 		c.assertUnchanged(t, "three serve cycles", before)
 	})
 
-	rules, err := os.ReadFile(rulesFile)
-	mustNoErr(t, "read rules", err)
-	mustNoErr(t, "write rules", os.WriteFile(filepath.Join(dir, "rules.yml"), shortenFor(rules), 0o600))
-	p := startPrometheus(t, dir, fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files: [rules.yml]
-scrape_configs:
-  - job_name: regghost
-    basic_auth: {username: %s, password: %s}
-    static_configs: [{targets: ["%s"]}]
-`, s.user, s.password, s.addr))
+	p := scrapeWithRules(t, dir, s)
 
 	t.Run("the alert rules load", func(t *testing.T) {
 		waitFor(t, 30*time.Second, "rules loaded", func() error {

@@ -92,18 +92,7 @@ func TestSpaceFindsWhatFillsEtcd(t *testing.T) {
 
 	dir := t.TempDir()
 	s := c.startServe(t, dir, "--interval", "1s")
-	rules, err := os.ReadFile(rulesFile)
-	mustNoErr(t, "read rules", err)
-	mustNoErr(t, "write rules", os.WriteFile(filepath.Join(dir, "rules.yml"), shortenFor(rules), 0o600))
-	p := startPrometheus(t, dir, fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files: [rules.yml]
-scrape_configs:
-  - job_name: regghost
-    basic_auth: {username: %s, password: %s}
-    static_configs: [{targets: ["%s"]}]
-`, s.user, s.password, s.addr))
+	p := scrapeWithRules(t, dir, s)
 	waitFor(t, 30*time.Second, "the quota series in Prometheus", func() error {
 		v, ok, err := p.value(`max(regghost_etcd_member_quota_bytes)`)
 		if err == nil && (!ok || v != spaceQuota) {
