@@ -475,6 +475,15 @@ func refuseReplace(r *Report, member, id string) string {
 			return n + " could not be compared: every member other than the one replaced must answer"
 		}
 	}
+	// A member whose Status or HashKV failed in the last sample is in no
+	// hash group: it must answer too.
+	if n := len(r.Samples); n > 0 {
+		for _, ms := range r.Samples[n-1].Members {
+			if ms.Member != member && ms.Error != "" {
+				return ms.Member + " did not answer the last hash sample (" + ms.Error + "): every member other than the one replaced must answer"
+			}
+		}
+	}
 	return ""
 }
 

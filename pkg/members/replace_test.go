@@ -255,3 +255,41 @@ func TestLatestRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestRefuseReplace: what a comparison must say before a member is
+// replaced.
+func TestRefuseReplace(t *testing.T) {
+	base := func() *Report {
+		return &Report{
+			Members: []Member{{Name: "m0", ID: "a0"}, {Name: "m1", ID: "a1"}, {Name: "m2", ID: "a2"}},
+			Samples: []Sample{{Members: []MemberSample{{Member: "m0"}, {Member: "m1"}, {Member: "m2"}}}},
+			Keys:    KeyComparison{Mode: ModeRevision},
+			Verdict: Verdict{Basis: BasisHash, Majority: []string{"m0", "m2"}, Wrong: []string{"m1"}},
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(*Report)
+		want   string
+	}{
+		{"named wrong on its hash", func(*Report) {}, ""},
+		{"on its keys at one revision", func(r *Report) { r.Verdict.Basis = BasisKeys }, ""},
+		{"on its keys' current values", func(r *Report) { r.Verdict.Basis, r.Keys.Mode = BasisKeys, ModeCurrent }, "named wrong on keys current alone"},
+		{"on its member list", func(r *Report) { r.Verdict.Basis = BasisMembership }, "named wrong on membership"},
+		{"the members agree", func(r *Report) { r.Verdict = Verdict{Agree: true} }, "the members agree"},
+		{"no quorum", func(r *Report) { r.Verdict = Verdict{Refused: "no quorum"} }, "no member is named wrong"},
+		{"another member is wrong", func(r *Report) { r.Verdict.Wrong = []string{"m2"} }, "is not the wrong member"},
+		{"another member not compared", func(r *Report) { r.Verdict.NotCompared = []string{"m2"} }, "m2 could not be compared"},
+		{"another member's hash failed", func(r *Report) { r.Samples[0].Members[2].Error = "deadline exceeded" }, "m2 did not answer the last hash sample"},
+		{"its ID changed", func(r *Report) { r.Members[1].ID = "b1" }, "it changed meanwhile"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := base()
+			tt.change(r)
+			got := refuseReplace(r, "m1", "a1")
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("refuseReplace: %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
