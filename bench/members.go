@@ -24,7 +24,8 @@ var membersKeys, membersRuns int
 // and compared, values hashed) against `etcdctl get --prefix
 // --print-value-only --consistency=s` run against each member in turn: what
 // an operator runs by hand to compare members, without the comparison.
-// Each is run membersRuns times; the wall is the median.
+// Each is run membersRuns times; the wall is the median, the memory the
+// peak.
 func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, error) {
 	etcdBin, err := goOut("e2e/tools/etcd", "tool", "-n", "etcd")
 	if err != nil {
@@ -92,15 +93,11 @@ func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, e
 	}
 	var rs []offlineResult
 	for _, c := range cases {
-		var runs []offlineResult
-		for range max(membersRuns, 1) {
-			r, err := measureOffline(c.name, c.args)
-			if err != nil {
-				return "", err
-			}
-			runs = append(runs, r)
+		r, err := measureRuns(c.name, c.args, membersRuns, nil)
+		if err != nil {
+			return "", err
 		}
-		rs = append(rs, median(runs))
+		rs = append(rs, r)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nmembers: 3 etcd 3.7 members, %d keys, each db %d MiB; medians of %d runs\n\n", keys, st.DbSize>>20, max(membersRuns, 1))
@@ -109,17 +106,4 @@ func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, e
 		fmt.Fprintf(&b, "| %s | %.2fs | %.2fx | %d MiB | %d MiB |\n", r.name, r.wall.Seconds(), r.wall.Seconds()/rs[0].wall.Seconds(), r.maxRSSKiB>>10, r.anonKiB>>10)
 	}
 	return b.String(), nil
-}
-
-// median is the run of the median wall (its memory with it).
-func median(runs []offlineResult) offlineResult {
-	s := append([]offlineResult{}, runs...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j].wall < s[i].wall {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	return s[len(s)/2]
 }

@@ -67,23 +67,15 @@ func offlineRows(regghost, etcdutl, file, file2, ns, ep string) ([]offlineResult
 			continue
 		}
 		// Each command runs offlineRuns times (a cold one from no index each
-		// time): the wall is the median, the memory the peak. One run of a
-		// few seconds on a shared VM varies by a third.
-		var walls []time.Duration
-		var res offlineResult
-		for range max(offlineRuns, 1) {
-			if strings.HasSuffix(r.name, "; cold)") {
-				os.RemoveAll(os.Getenv("REGGHOST_INDEX_CACHE"))
-			}
-			one, err := measureOffline(r.name, r.args)
-			if err != nil {
-				return nil, err
-			}
-			walls = append(walls, one.wall)
-			res.name, res.maxRSSKiB, res.anonKiB = one.name, max(res.maxRSSKiB, one.maxRSSKiB), max(res.anonKiB, one.anonKiB)
+		// time). One run of a few seconds on a shared VM varies by a third.
+		var before func()
+		if strings.HasSuffix(r.name, "; cold)") {
+			before = func() { os.RemoveAll(os.Getenv("REGGHOST_INDEX_CACHE")) }
 		}
-		slices.Sort(walls)
-		res.wall = walls[len(walls)/2]
+		res, err := measureRuns(r.name, r.args, offlineRuns, before)
+		if err != nil {
+			return nil, err
+		}
 		rs = append(rs, res)
 		fmt.Printf("  %-55s %8s  rss %5d MiB  anon %5d MiB\n", res.name, res.wall.Round(time.Millisecond), res.maxRSSKiB>>10, res.anonKiB>>10)
 	}
@@ -127,6 +119,27 @@ func measureOffline(name string, args []string) (offlineResult, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.maxRSSKiB = ru.Maxrss
 	}
+	return res, nil
+}
+
+// measureRuns runs a command runs times (at least once), before each run
+// calling before when set: the wall is the median, the memory the peak.
+func measureRuns(name string, args []string, runs int, before func()) (offlineResult, error) {
+	var walls []time.Duration
+	var res offlineResult
+	for range max(runs, 1) {
+		if before != nil {
+			before()
+		}
+		one, err := measureOffline(name, args)
+		if err != nil {
+			return res, err
+		}
+		walls = append(walls, one.wall)
+		res.name, res.maxRSSKiB, res.anonKiB = one.name, max(res.maxRSSKiB, one.maxRSSKiB), max(res.anonKiB, one.anonKiB)
+	}
+	slices.Sort(walls)
+	res.wall = walls[len(walls)/2]
 	return res, nil
 }
 
