@@ -199,15 +199,7 @@ func (c *cluster) startEtcd(t *testing.T, name string) (string, *clientv3.Client
 	if name == "e2e" {
 		c.etcdProc = proc
 	}
-	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	cli := c.etcdClient(t, url)
 	waitFor(t, 30*time.Second, name+" ready", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -367,4 +359,16 @@ func (c *cluster) startControllerManager(t *testing.T, controllers ...string) {
 	startProcess(t, "kube-controller-manager", filepath.Join(c.dir, "kcm.log"), bins.kubeControllerManager,
 		"--kubeconfig", c.kubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--controllers", strings.Join(controllers, ","), "--enable-hostpath-provisioner", "--v", "2")
+}
+
+// etcdClient is a client of the cluster's etcd (or kine) on the endpoints
+// given, with the cluster's client certificate; it is closed when t ends.
+func (c *cluster) etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
+	mustNoErr(t, "client TLS", err)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	mustNoErr(t, "etcd client of "+strings.Join(endpoints, ","), err)
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -28,11 +25,7 @@ func (c *cluster) startKine(t *testing.T) {
 		"--endpoint", "sqlite://"+filepath.Join(c.dir, "state.db")+"?_journal=WAL&cache=shared&_busy_timeout=30000&_txlock=immediate",
 		"--server-cert-file", c.pki.ServerCert, "--server-key-file", c.pki.ServerKey, "--trusted-ca-file", c.pki.CA,
 		"--metrics-bind-address", "0")
-	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
-	mustNoErr(t, "tls", err)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcdURL}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	mustNoErr(t, "kine client", err)
-	t.Cleanup(func() { cli.Close() })
+	cli := c.etcdClient(t, c.etcdURL)
 	c.etcd = cli
 	waitFor(t, 30*time.Second, "kine ready", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -12,9 +12,6 @@ import (
 
 	"go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/regghost/regghost/pkg/members"
@@ -80,13 +77,8 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		for _, m := range via {
 			eps = append(eps, m.url)
 		}
-		tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
-		mustNoErr(t, "tls", err)
-		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		mustNoErr(t, "etcd client", err)
-		t.Cleanup(func() { cli.Close() })
 		view := *c
-		view.etcd = cli
+		view.etcd = c.etcdClient(t, eps...)
 		return &view
 	}
 	replace := func(t *testing.T, wrong *member, wasLeader bool) {

@@ -11,10 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/regghost/regghost/pkg/backup"
 )
 
@@ -48,11 +44,7 @@ func (c *cluster) startMembers(t *testing.T, n int) {
 		urls = append(urls, m.url)
 	}
 	c.etcdURL = strings.Join(urls, ",")
-	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
-	mustNoErr(t, "tls", err)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	mustNoErr(t, "etcd client", err)
-	t.Cleanup(func() { cli.Close() })
+	cli := c.etcdClient(t, urls...)
 	c.etcd = cli
 	waitFor(t, 60*time.Second, "the etcd cluster to elect a leader", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -120,11 +112,7 @@ func (c *cluster) leader(t *testing.T) *member {
 // waits until to leads.
 func (c *cluster) moveLeader(t *testing.T, from, to *member) {
 	t.Helper()
-	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
-	mustNoErr(t, "tls", err)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{from.url}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	mustNoErr(t, "etcd client of "+from.name, err)
-	defer cli.Close()
+	cli := c.etcdClient(t, from.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := cli.Status(ctx, to.url)

@@ -13,10 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/regghost/regghost/pkg/space"
 )
 
@@ -40,11 +36,7 @@ func startQuotaEtcd(t *testing.T, quota int) (*cluster, *process, string) {
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "e2e="+peer,
 		"--cert-file", c.pki.ServerCert, "--key-file", c.pki.ServerKey, "--trusted-ca-file", c.pki.CA, "--client-cert-auth",
 		"--log-level", "warn", "--quota-backend-bytes", strconv.Itoa(quota))
-	tlsCfg, err := (transport.TLSInfo{TrustedCAFile: c.pki.CA, CertFile: c.pki.ClientCert, KeyFile: c.pki.ClientKey}).ClientConfig()
-	mustNoErr(t, "client TLS", err)
-	c.etcd, err = clientv3.New(clientv3.Config{Endpoints: []string{c.etcdURL}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	mustNoErr(t, "etcd client", err)
-	t.Cleanup(func() { c.etcd.Close() })
+	c.etcd = c.etcdClient(t, c.etcdURL)
 	waitFor(t, 30*time.Second, "etcd ready", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
