@@ -20,6 +20,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/diskroom"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -152,6 +153,15 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 		return nil, fmt.Errorf("read etcd's member list: %w", err)
 	}
 	list, cluster := resp.Members, hexID(resp.Header.ClusterId)
+	if o.Confirm {
+		// The locks every regghost write holds, before anything is judged
+		// for the change.
+		unlock, err := lockWriters(ctx, o, cluster)
+		if err != nil {
+			return nil, fmt.Errorf("%w; nothing was changed", err)
+		}
+		defer unlock()
+	}
 	if dup := duplicateName(list); dup != "" {
 		return nil, fmt.Errorf("%w: two members are named %q: name them apart first (members are told apart by name); nothing was changed", ErrRefused, dup)
 	}
@@ -415,6 +425,33 @@ func resume(ctx context.Context, o ReplaceOptions, res *Replacement, list []*etc
 		return res, fmt.Errorf("every member agrees, but disarming CORRUPT failed: %w (`etcdctl alarm disarm`)", err)
 	}
 	return res, nil
+}
+
+// lockWriters takes the locks every regghost write holds, as pkg/protect
+// takes them: this node's (etcdwrite.NodeLock, named after the etcd
+// cluster ID), then etcd's. Under an alarm (CORRUPT, NOSPACE) etcd refuses
+// the etcd lock's writes: then this node's lock alone, once no regghost
+// holds etcd's, and it says what that does not cover.
+func lockWriters(ctx context.Context, o ReplaceOptions, cluster string) (func(), error) {
+	what := "regghost members replace " + o.Member
+	nodeUnlock, path, err := etcdwrite.NodeLock(cluster, what)
+	if err != nil {
+		return nil, err
+	}
+	etcdUnlock, err := etcdwrite.Lock(ctx, o.Compare.Client, what)
+	if err == nil {
+		return func() { etcdUnlock(); nodeUnlock() }, nil
+	}
+	if !etcdwrite.IsNoSpace(err) && !strings.Contains(err.Error(), "corrupt cluster") {
+		nodeUnlock()
+		return nil, err
+	}
+	if err := etcdwrite.RefuseEtcdHolder(ctx, o.Compare.Client); err != nil {
+		nodeUnlock()
+		return nil, err
+	}
+	o.Compare.progress("an alarm makes etcd refuse regghost's lock (%s): only this node's lock %s is held; it does not stop a regghost on another node", firstLine(err), path)
+	return nodeUnlock, nil
 }
 
 // reconfigure runs a change of the member list, trying again for up to

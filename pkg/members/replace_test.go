@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // TestReplaceAWrongMember: one member's data is changed while it is
@@ -64,11 +65,31 @@ func TestReplaceAWrongMember(t *testing.T) {
 				t.Fatalf("the dry run wrote %v", entries)
 			}
 
+			t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
 			if !tt.wrongLeads {
+				// Another regghost writing on this node: refused before
+				// anything is judged or written.
+				ml, err := c.cli.MemberList(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				unlock, _, err := etcdwrite.NodeLock(fmt.Sprintf("%x", ml.Header.ClusterId), "another regghost")
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Confirm = true
+				if _, err := Replace(ctx, o); !errors.Is(err, etcdwrite.ErrLocked) || !strings.Contains(err.Error(), "nothing was changed") {
+					t.Errorf("Replace while this node's lock is held: %v, want refused", err)
+				}
+				unlock()
+				if entries, _ := os.ReadDir(root); len(entries) != 0 {
+					t.Fatalf("a refused replacement wrote %v", entries)
+				}
+				o.Confirm = false
 				// A learner already there (a member joining): etcd takes
 				// one, so the member removed could not be added back.
 				var other *clientv3.MemberAddResponse
-				err := reconfigure(ctx, o.Compare, "add a learner", func(ctx context.Context) (err error) {
+				err = reconfigure(ctx, o.Compare, "add a learner", func(ctx context.Context) (err error) {
 					other, err = c.cli.MemberAddAsLearner(ctx, []string{"http://127.0.0.1:1"})
 					return err
 				})
