@@ -8,6 +8,7 @@ import (
 
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/space"
 )
 
@@ -19,9 +20,10 @@ func spaceReport() *space.Report {
 		Total:  space.Usage{Keys: 1200, Bytes: 60 << 20, HistoryRevisions: 10, HistoryRevisionsMax: 40, HistoryBytes: 1 << 20, HistoryBytesMax: 3 << 20},
 		Ghosts: space.Usage{Keys: 480, Bytes: 58 << 20},
 		Members: []space.Member{
-			{Name: "etcd-a", ID: "a", DBSize: 64 << 20, DBSizeInUse: 62 << 20, Fragmented: 2 << 20, Quota: 64 << 20, QuotaSource: space.QuotaFromStatus, Leader: true, LeaderKnown: true},
-			{Name: "etcd-b", ID: "b", DBSize: 63 << 20, DBSizeInUse: 63 << 20, Quota: 64 << 20, QuotaSource: space.QuotaFromFlag, LeaderKnown: true},
-			{Name: "etcd-c", ID: "c", Unreachable: "context deadline exceeded"},
+			{Member: etcdmembers.Member{Name: "etcd-a", ID: "a", DBSize: 64 << 20, DBSizeInUse: 62 << 20, Leader: true, LeaderKnown: true},
+				Fragmented: 2 << 20, Quota: 64 << 20, QuotaSource: space.QuotaFromStatus},
+			{Member: etcdmembers.Member{Name: "etcd-b", ID: "b", DBSize: 63 << 20, DBSizeInUse: 63 << 20, LeaderKnown: true}, Quota: 64 << 20, QuotaSource: space.QuotaFromFlag},
+			{Member: etcdmembers.Member{Name: "etcd-c", ID: "c", Unreachable: "context deadline exceeded"}},
 		},
 		Alarms:  []space.Alarm{{Member: "etcd-a", ID: "a", Alarm: "NOSPACE"}},
 		Classes: []space.ClassGroup{{Class: "orphaned-namespace", Ghost: true, Usage: space.Usage{Keys: 480, Bytes: 58 << 20}, Namespaces: []string{"ghosttown"}}},

@@ -129,6 +129,31 @@ func (c *Config) Connect(ctx context.Context) (*clientv3.Client, error) {
 	return cli, nil
 }
 
+// ConnectAny opens a client on the endpoints that answer Status, whatever
+// they are: a learner (which serves Status and serializable reads only)
+// answers too. It is for the commands that walk the members and take the
+// member list from whichever member answers (etcdmembers.Reach); the
+// configuration is returned for the clients they make beside it. When
+// none answers, the first endpoint's failure is explained as Connect
+// explains it.
+func (c *Config) ConnectAny(ctx context.Context) (*clientv3.Client, clientv3.Config, error) {
+	cfg, err := c.ClientConfig()
+	if err != nil {
+		return nil, cfg, err
+	}
+	live, statuses := c.probe(ctx, cfg)
+	if len(live) == 0 {
+		return nil, cfg, c.unreachable(cfg, statuses)
+	}
+	one := cfg
+	one.Endpoints = live
+	cli, err := clientv3.New(one)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("connect to etcd %s: %w", strings.Join(live, ","), err)
+	}
+	return cli, cfg, nil
+}
+
 // probe asks every endpoint for its status in parallel, each with its own
 // client and dial timeout, and returns those that answered, in the given
 // order, and every endpoint's error.

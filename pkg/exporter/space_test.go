@@ -15,6 +15,7 @@ import (
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/space"
 )
@@ -62,9 +63,9 @@ func TestSummarizeSpaceBoundsLabels(t *testing.T) {
 			{Name: "b\xff", Usage: space.Usage{Keys: 1, Bytes: 100}, Ghost: space.Usage{Keys: 1, Bytes: 100}},
 		},
 		Members: []space.Member{
-			{Name: "m1", DBSize: 1000, DBSizeInUse: 750, Fragmented: 250, Quota: 2000},
-			{Name: "m2", DBSize: 800, DBSizeInUse: 800},
-			{Name: "m3", Unreachable: "context deadline exceeded"},
+			{Member: etcdmembers.Member{Name: "m1", DBSize: 1000, DBSizeInUse: 750}, Fragmented: 250, Quota: 2000},
+			{Member: etcdmembers.Member{Name: "m2", DBSize: 800, DBSizeInUse: 800}},
+			{Member: etcdmembers.Member{Name: "m3", Unreachable: "context deadline exceeded"}},
 		},
 		Alarms: []space.Alarm{{Member: "m1", Alarm: "NOSPACE"}},
 	}

@@ -3,6 +3,7 @@ package space
 import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/etcdmembers"
 )
 
 // Report is where the bytes of an etcd keyspace are. Bytes are counted as
@@ -142,29 +143,13 @@ type KeyRevisions struct {
 
 // Member is one etcd member's database.
 type Member struct {
-	Name string `json:"name"`
-	ID   string `json:"id"`
-	// Endpoint is where its status was read; Endpoints are its client
-	// URLs in the member list.
-	Endpoint  string   `json:"endpoint,omitempty"`
-	Endpoints []string `json:"clientURLs,omitempty"`
-	Version   string   `json:"version,omitempty"`
-	Leader    bool     `json:"leader"`
-	// LeaderKnown is set when the member said who leads (kine does not).
-	LeaderKnown bool `json:"leaderKnown"`
-	Learner     bool `json:"learner,omitempty"`
-	// DBSize is the db file's size, DBSizeInUse the part of it in use;
-	// the rest is fragmented: free pages a defragmentation gives back.
-	DBSize      int64 `json:"dbSize"`
-	DBSizeInUse int64 `json:"dbSizeInUse"`
-	Fragmented  int64 `json:"fragmented"`
+	etcdmembers.Member
+	// Fragmented is the part of the db file not in use: free pages a
+	// defragmentation gives back.
+	Fragmented int64 `json:"fragmented"`
 	// Quota is --quota-backend-bytes; QuotaSource says where it was read.
 	Quota       int64  `json:"quota,omitempty"`
 	QuotaSource string `json:"quotaSource,omitempty"`
-	// Errors are the member's own (etcd's Status errors field).
-	Errors []string `json:"errors,omitempty"`
-	// Unreachable says why the member's status could not be read.
-	Unreachable string `json:"unreachable,omitempty"`
 }
 
 // FragmentedShare is the fragmented part of the db file, 0 to 1.
@@ -186,11 +171,7 @@ func (m Member) QuotaUse() float64 {
 }
 
 // Alarm is one alarm raised on a member.
-type Alarm struct {
-	Member string `json:"member"`
-	ID     string `json:"memberID"`
-	Alarm  string `json:"alarm"`
-}
+type Alarm = etcdmembers.Alarm
 
 // Pages is a db file's use of its pages, as bbolt holds them.
 type Pages struct {

@@ -1,0 +1,184 @@
+package etcdmembers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Read reads the member list through cli, each member's Status and the
+// alarms raised. Each member is read at an endpoint of cli that answers
+// as it, else at its client URLs in the member list (an advertised URL may
+// not be reachable from here). A member that does not answer is listed
+// with why; notes say what could not be read at all (kine has no member
+// list or alarms: the endpoints given are read instead). The members are
+// sorted by name.
+func Read(ctx context.Context, cli *clientv3.Client, timeout time.Duration) (members []Member, alarms []Alarm, notes []string) {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	given := statuses(ctx, cli, cli.Endpoints(), timeout)
+	list, err := List(ctx, cli, timeout)
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("the member list could not be read (%s): the endpoints given are read instead", firstLine(err)))
+		list = nil
+		for _, ep := range cli.Endpoints() {
+			list = append(list, Member{Name: ep, ClientURLs: []string{ep}})
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range list {
+		wg.Go(func() { readMember(ctx, cli, &list[i], given, timeout) })
+	}
+	wg.Wait()
+	alarms, err = Alarms(ctx, cli, list, timeout)
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("the alarms could not be read: %s", firstLine(err)))
+	}
+	return list, alarms, notes
+}
+
+// List reads the member list, sorted by name, without any member's status.
+func List(ctx context.Context, cli *clientv3.Client, timeout time.Duration) ([]Member, error) {
+	resp, err := memberList(ctx, cli, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return fromResponse(resp.Members), nil
+}
+
+func memberList(ctx context.Context, cli *clientv3.Client, timeout time.Duration) (*clientv3.MemberListResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read etcd's member list: %w", err)
+	}
+	return resp, nil
+}
+
+func fromResponse(pms []*pb.Member) []Member {
+	out := make([]Member, 0, len(pms))
+	for _, pm := range pms {
+		out = append(out, fromList(pm))
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Alarms reads the alarms raised, naming each member from ms.
+func Alarms(ctx context.Context, cli *clientv3.Client, ms []Member, timeout time.Duration) ([]Alarm, error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := cli.AlarmList(actx)
+	if err != nil {
+		return nil, err
+	}
+	var alarms []Alarm
+	for _, am := range resp.Alarms {
+		id := HexID(am.MemberID)
+		name := id
+		for _, m := range ms {
+			if m.ID == id {
+				name = m.Name
+			}
+		}
+		alarms = append(alarms, Alarm{Member: name, ID: id, Alarm: am.Alarm.String()})
+	}
+	slices.SortFunc(alarms, func(a, b Alarm) int { return cmp.Or(cmp.Compare(a.Alarm, b.Alarm), cmp.Compare(a.Member, b.Member)) })
+	return alarms, nil
+}
+
+// answer is one endpoint's Status.
+type answer struct {
+	endpoint string
+	status   *pb.StatusResponse
+	err      error
+}
+
+// statuses asks each endpoint for its Status, in parallel (a Status is
+// cheap: it holds no lock a write waits on).
+func statuses(ctx context.Context, cli *clientv3.Client, endpoints []string, timeout time.Duration) []answer {
+	out := make([]answer, len(endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			st, err := cli.Status(sctx, ep)
+			out[i] = answer{endpoint: ep, err: err}
+			if err == nil {
+				out[i].status = (*pb.StatusResponse)(st)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// readMember fills m from its Status: from an endpoint given that
+// answered as m, else from m's first client URL that answers.
+func readMember(ctx context.Context, cli *clientv3.Client, m *Member, given []answer, timeout time.Duration) {
+	for _, a := range given {
+		if a.status != nil && a.status.Header != nil && (HexID(a.status.Header.MemberId) == m.ID || (m.ID == "" && a.endpoint == m.Name)) {
+			m.Endpoint = a.endpoint
+			m.FromStatus(a.status)
+			return
+		}
+	}
+	if len(m.ClientURLs) == 0 {
+		m.Unreachable = "no client URL (a member not started yet)"
+		return
+	}
+	var why []string
+	for _, a := range statuses(ctx, cli, m.ClientURLs, timeout) {
+		if a.err != nil {
+			why = append(why, a.endpoint+": "+firstLine(a.err))
+			continue
+		}
+		if a.status.Header != nil && m.ID != "" && HexID(a.status.Header.MemberId) != m.ID {
+			why = append(why, fmt.Sprintf("%s: answers as member %x, not %s", a.endpoint, a.status.Header.MemberId, m.ID))
+			continue
+		}
+		m.Endpoint = a.endpoint
+		m.FromStatus(a.status)
+		return
+	}
+	m.Unreachable = strings.Join(why, "; ")
+}
+
+// ReadOne reads m's status again at its endpoint (or client URLs), for a
+// check right before a step.
+func ReadOne(ctx context.Context, cli *clientv3.Client, m *Member, timeout time.Duration) error {
+	eps := m.ClientURLs
+	if m.Endpoint != "" {
+		eps = append([]string{m.Endpoint}, eps...)
+	}
+	var last error
+	for _, ep := range eps {
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		st, err := cli.Status(sctx, ep)
+		cancel()
+		if err == nil && (st.Header == nil || m.ID == "" || HexID(st.Header.MemberId) == m.ID) {
+			m.Endpoint = ep
+			m.FromStatus((*pb.StatusResponse)(st))
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%s answers as member %x, not %s", ep, st.Header.MemberId, m.ID)
+		}
+		last = err
+	}
+	if last == nil {
+		last = fmt.Errorf("no client URL")
+	}
+	m.Unreachable = firstLine(last)
+	return last
+}
