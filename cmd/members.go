@@ -20,6 +20,7 @@ type membersOptions struct {
 	print   *printFlags
 	reads   session.Reads
 	keys    string
+	hash    string
 	current bool
 	// interval is the time between the two hash samples; maxKeys how
 	// many differing keys are listed (0: all).
@@ -84,7 +85,9 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 	f := c.Flags()
 	o.print.addFlags(c)
 	f.StringVar(&o.keys, "compare-keys", members.KeysAuto, "when to compare the keys one by one: "+strings.Join(members.KeysModes, ", ")+
-		" (auto: unless every hash agrees)")
+		" (auto: unless every member's full hash agrees; mismatch: only when the hashes differ)")
+	f.StringVar(&o.hash, "hash", members.HashCompaction, "which HashKV to compare: "+strings.Join(members.HashModes, ", ")+
+		" (compaction: the hash each member kept from the newest compaction, read at no cost; full: a scan of each member's keyspace, one member at a time, during which that member commits no write)")
 	f.BoolVar(&o.current, "current", false, "compare the current values (each member at its own revision) instead of the keys at one shared revision")
 	f.DurationVar(&o.interval, "interval", members.DefaultInterval, "time between the two hash samples")
 	f.IntVar(&o.maxKeys, "max-keys", members.DefaultMaxKeys, "how many differing keys are listed one by one (0: all); the groups count them all")
@@ -101,7 +104,7 @@ func (o *membersOptions) complete() {
 	if maxKeys == 0 {
 		maxKeys = -1
 	}
-	o.opts = members.Options{Reads: o.reads, Keys: o.keys, Current: o.current, Interval: o.interval, MaxKeys: maxKeys}
+	o.opts = members.Options{Reads: o.reads, Keys: o.keys, Hash: o.hash, Current: o.current, Interval: o.interval, MaxKeys: maxKeys}
 }
 
 func (o *membersOptions) validate(g *globalOptions) error {
@@ -113,6 +116,9 @@ func (o *membersOptions) validate(g *globalOptions) error {
 	}
 	if o.maxKeys < 0 {
 		return usageError("--max-keys must be 0 (all) or more, got %d", o.maxKeys)
+	}
+	if !slices.Contains(members.HashModes, o.hash) {
+		return usageError("--hash %q: want one of %s", o.hash, strings.Join(members.HashModes, ", "))
 	}
 	if !slices.Contains(members.KeysModes, o.keys) {
 		return usageError("--compare-keys %q: want one of %s", o.keys, strings.Join(members.KeysModes, ", "))
@@ -135,12 +141,12 @@ func (o *membersOptions) validate(g *globalOptions) error {
 func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
+	o.opts.Progress = func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
 	opts, done, err := members.Setup(ctx, &g.Settings, o.opts)
 	if err != nil {
 		return err
 	}
 	defer done()
-	opts.Progress = func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
 	rep, err := members.Compare(ctx, opts)
 	if err != nil {
 		return err
@@ -153,10 +159,20 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 		return failed(fmt.Errorf("could not tell whether the members agree: %s", rep.Verdict.Refused))
 	case rep.Differ():
 		return &exitError{code: ExitGhosts}
-	case rep.Incomplete():
+	case len(rep.Verdict.NotCompared) > 0:
 		return failed(fmt.Errorf("%s did not answer and %s not compared", strings.Join(rep.Verdict.NotCompared, ", "), wasWere(len(rep.Verdict.NotCompared))))
+	case len(rep.Verdict.Behind) > 0:
+		return failed(fmt.Errorf("%s %s behind and %s not compared: compare again once caught up", strings.Join(rep.Verdict.Behind, ", "),
+			isAre(len(rep.Verdict.Behind)), wasWere(len(rep.Verdict.Behind))))
 	}
 	return nil
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 func wasWere(n int) string {

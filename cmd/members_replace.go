@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +15,7 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/members"
+	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -75,15 +79,23 @@ func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 }
 
 func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, member string, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(parent, g.Etcd.CommandTimeout+o.wait)
-	defer cancel()
-	opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: session.ScanReads(), Keys: members.KeysAlways})
+	// A stop ends the wait for the learner (exit 3, the replacement taken
+	// up by the next run), never a change of the member list half way.
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	progress := func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
+	sctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	opts, done, err := members.Setup(sctx, &g.Settings, members.Options{Reads: session.ScanReads(), Keys: members.KeysAlways,
+		Progress: progress, Fallback: members.RecordedFallback(o.backupDir, member)})
+	cancel()
 	if err != nil {
 		return err
 	}
 	defer done()
-	opts.Progress = func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
-	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.backupDir, Wait: o.wait}
+	node, _ := nodeconfig.DiscoverEtcd(g.NodeRoot)
+	// Each step is bounded by --command-timeout, the learner's wait by
+	// --wait: the time the snapshots take is not taken from the wait.
+	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.backupDir, Wait: o.wait, StepTimeout: g.Etcd.CommandTimeout, Node: node}
 	plan, err := members.Replace(ctx, ro)
 	if err != nil || !o.confirm || plan.Stage != members.StagePlanned {
 		return o.finish(out, plan, err)
@@ -94,9 +106,6 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
 		return err
 	}
-	// The time at the prompt is not taken from the run's.
-	ctx, cancel = context.WithTimeout(parent, g.Etcd.CommandTimeout+o.wait)
-	defer cancel()
 	ro.Confirm = true
 	res, err := members.Replace(ctx, ro)
 	return o.finish(out, res, err)
@@ -112,7 +121,8 @@ func (o *membersReplaceOptions) finish(out io.Writer, res *members.Replacement, 
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, members.ErrLearnerWaiting):
+	case errors.Is(err, members.ErrLearnerWaiting), res != nil && res.Stage == members.StageDiffers:
+		// Not done yet: the next run takes the replacement up.
 		return &exitError{code: ExitGhosts, err: err}
 	}
 	return failed(err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -39,7 +40,9 @@ type serveOptions struct {
 	jitter    float64
 	// membersInterval is the wait between two comparisons of etcd's
 	// members (0: none).
-	membersInterval  time.Duration
+	membersInterval time.Duration
+	// membersHash is the HashKV the comparison asks for.
+	membersHash      string
 	namespaceLimit   int
 	reads            session.Reads
 	terminatingAfter time.Duration
@@ -81,6 +84,8 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "let --metrics-auth=delegated take bearer tokens over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.DurationVar(&o.membersInterval, "members-interval", 15*time.Minute, "wait between two comparisons of etcd's members (regghost members: their hashes, and their keys when the hashes differ); 0: never")
+	f.StringVar(&o.membersHash, "members-hash", members.HashCompaction, "which HashKV the members' comparison asks for: "+strings.Join(members.HashModes, ", ")+
+		" (compaction: kept by etcd from its newest compaction, read at no cost; full: a scan of each member's keyspace, during which it commits no write)")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
@@ -94,6 +99,9 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 func (o *serveOptions) validate(g *globalOptions) error {
 	if g.DB != "" {
 		return usageError("serve watches a live etcd; --db is for one-off reads (regghost scan --db)")
+	}
+	if !slices.Contains(members.HashModes, o.membersHash) {
+		return usageError("--members-hash %q: want one of %s", o.membersHash, strings.Join(members.HashModes, ", "))
 	}
 	if o.membersInterval < 0 {
 		return usageError("--members-interval must be 0 (never) or positive, got %s", o.membersInterval)
@@ -230,7 +238,10 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		w := &exporter.MembersWatch{Interval: o.membersInterval, Log: log, Compare: func(ctx context.Context) (*members.Report, error) {
 			ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 			defer cancel()
-			opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: o.reads, MaxKeys: 100})
+			// Cheap while the members agree: the hashes etcd kept from its
+			// compactions, one member at a time; the keys only when they
+			// differ (--members-hash full: a scan of each member).
+			opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: o.reads, MaxKeys: 100, Hash: o.membersHash, Keys: members.KeysOnMismatch})
 			if err != nil {
 				return nil, err
 			}

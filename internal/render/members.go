@@ -23,7 +23,11 @@ func writeMembers(out io.Writer, r *members.Report, wide, noHeaders bool) error 
 	head := fmt.Sprintf("etcd cluster %s, %s", table.OrDash(r.ClusterID), plural(len(r.Members), "member"))
 	if n := len(r.Samples); n > 0 {
 		s := r.Samples[n-1]
-		head += fmt.Sprintf(", hashed at revision %d", s.Revision)
+		if s.Kind == members.HashCompaction {
+			head += fmt.Sprintf(", their hashes kept from compaction %d compared", s.Revision)
+		} else {
+			head += fmt.Sprintf(", hashed at revision %d", s.Revision)
+		}
 		if n > 1 {
 			head += fmt.Sprintf(" (HashKV sampled twice, %gs apart: at revision %d, then %d)", r.Interval, r.Samples[0].Revision, s.Revision)
 		}
@@ -79,7 +83,9 @@ func membersEvidence(out io.Writer, r *members.Report, wide, noHeaders bool) err
 		role := "follower"
 		switch {
 		case m.Unreachable != "":
-			role = "unreachable: " + m.Unreachable
+			role = "not answering: " + m.Unreachable
+		case m.Behind != nil:
+			role = fmt.Sprintf("behind by %d entries", m.Behind.Entries)
 		case m.Leader:
 			role = "leader"
 		case m.Learner:
@@ -157,6 +163,9 @@ func membersVerdict(out io.Writer, v members.Verdict) {
 	}
 	if len(v.NotCompared) > 0 {
 		table.Wrapped(out, fmt.Sprintf("Not compared: %s, which did not answer.", strings.Join(v.NotCompared, ", ")))
+	}
+	if len(v.Behind) > 0 {
+		table.Wrapped(out, fmt.Sprintf("Not compared: %s, behind (not wrong): compare again once caught up.", strings.Join(v.Behind, ", ")))
 	}
 }
 
@@ -376,8 +385,17 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide bool) error
 		fmt.Fprintln(out)
 	}
 	fmt.Fprintf(out, "Replace %s (%s, peer URLs %s):\n", r.Member, table.OrDash(r.ID), strings.Join(r.PeerURLs, ","))
+	if r.Why != "" {
+		table.Para(out, "  ", "  ", "Why: "+r.Why+".")
+	}
 	for i, s := range r.Steps {
-		table.Wrapped(out, fmt.Sprintf("  %d. %s", i+1, s))
+		table.Para(out, fmt.Sprintf("  %d. ", i+1), "     ", s)
+	}
+	if r.Window != nil && r.Stage != members.StageReplaced {
+		fmt.Fprintln(out, "\nThe window:")
+		for _, w := range r.Window.Words {
+			table.Para(out, "  ", "  ", w)
+		}
 	}
 	if len(r.Evidence) > 0 {
 		fmt.Fprintf(out, "\nEvidence, saved and verified before anything was changed (%s):\n", r.Dir)
@@ -386,27 +404,36 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide bool) error
 		}
 	}
 	if r.MovedLeaderTo != "" {
-		fmt.Fprintf(out, "\nThe leadership moved from %s to %s.\n", r.Member, r.MovedLeaderTo)
+		fmt.Fprintf(out, "\nThe leadership moved from %s to %s.\n", r.MovedLeaderFrom, r.MovedLeaderTo)
 	}
 	if len(r.OnNode) > 0 && r.Stage != members.StageReplaced {
 		fmt.Fprintf(out, "\nOn %s's node (regghost cannot start etcd there):\n", r.Member)
 		for i, s := range r.OnNode {
-			table.Wrapped(out, fmt.Sprintf("  %d. %s", i+1, s))
+			table.Para(out, fmt.Sprintf("  %d. ", i+1), "     ", s)
+		}
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(out)
+		for _, n := range r.Notes {
+			table.Para(out, "Note: ", "  ", n+".")
 		}
 	}
 	switch r.Stage {
 	case members.StagePlanned:
 		fmt.Fprintln(out, "\nDry run: nothing was changed; --confirm replaces it.")
 	case members.StageWaiting:
-		fmt.Fprintf(out, "\n%s was removed and added back as a learner (%s); it has not caught up yet. Once its etcd runs as said above, run `regghost members replace %s --confirm` again: it promotes it and compares the members.\n",
-			r.Member, r.LearnerID, r.Member)
+		fmt.Fprintln(out)
+		table.Wrapped(out, fmt.Sprintf("%s was removed and added back as a learner (%s); it has not caught up yet. Once its etcd runs as said above, "+
+			"run `regghost members replace %s --confirm` again: it promotes it and compares the members.", r.Member, r.LearnerID, r.Member))
 	case members.StageReplaced:
-		fmt.Fprintf(out, "\n%s was replaced (now %s): every member agrees, key by key and by hash.\n", r.Member, r.LearnerID)
+		fmt.Fprintf(out, "\n%s was replaced (now %s): every member agrees, key by key.\n", r.Member, r.LearnerID)
 		if len(r.Disarmed) > 0 {
 			fmt.Fprintf(out, "Disarmed: %s.\n", strings.Join(r.Disarmed, ", "))
 		}
 	case members.StageDiffers:
-		fmt.Fprintf(out, "\n%s was promoted, and the members still differ: run `regghost members`.\n", r.Member)
+		fmt.Fprintln(out)
+		table.Wrapped(out, fmt.Sprintf("%s was promoted, and the members do not agree yet: run `regghost members replace %s --confirm` again "+
+			"to compare them and disarm CORRUPT.", r.Member, r.Member))
 	}
 	return nil
 }

@@ -31,7 +31,21 @@ var (
 		"Keys on which each etcd member differs from the majority's copy at the last comparison (missing, extra, another value or revision).", []string{"member"}, nil)
 	descMemberWrong = prometheus.NewDesc("regghost_etcd_member_wrong",
 		"1 for the member the last comparison named wrong by a quorum (regghost members replace brings it back), 0 for the others.", []string{"member"}, nil)
+	descMemberUp = prometheus.NewDesc("regghost_etcd_member_up",
+		"1 when the etcd member answered its Status at the last comparison, 0 when it did not (it is then not compared).", []string{"member"}, nil)
+	descMemberLastAnswered = prometheus.NewDesc("regghost_etcd_member_last_answered_timestamp_seconds",
+		"When the etcd member last answered a comparison (Unix time), kept while it does not answer: its last known state.", []string{"member"}, nil)
+	descMemberLastRevision = prometheus.NewDesc("regghost_etcd_member_last_known_revision",
+		"The etcd member's revision when it last answered a comparison: its last known state.", []string{"member"}, nil)
+	descMemberBehind = prometheus.NewDesc("regghost_etcd_member_behind_entries",
+		"Raft entries the etcd member had not applied, after being given the interval to catch up, at the last comparison (0: caught up). A member behind is not compared and never named wrong.", []string{"member"}, nil)
 )
+
+// lastKnown is what a member last said, kept across comparisons.
+type lastKnown struct {
+	at       time.Time
+	revision int64
+}
 
 // MembersWatch compares etcd's members every Interval (members.Compare:
 // hashes first, keys when they disagree) and serves the last comparison.
@@ -40,11 +54,12 @@ type MembersWatch struct {
 	Interval time.Duration
 	Log      *slog.Logger
 
-	mu  sync.Mutex
-	rep *members.Report
-	ok  bool
-	at  time.Time
-	ran bool
+	mu   sync.Mutex
+	rep  *members.Report
+	ok   bool
+	at   time.Time
+	ran  bool
+	last map[string]lastKnown
 }
 
 // Run compares until ctx ends, the first time at once; on kine (no
@@ -83,6 +98,14 @@ func (w *MembersWatch) Once(ctx context.Context) error {
 		return err
 	}
 	w.rep, w.ok = rep, !rep.Incomplete() && !rep.Verdict.Unknown
+	if w.last == nil {
+		w.last = map[string]lastKnown{}
+	}
+	for _, m := range rep.Members {
+		if m.Unreachable == "" && m.Revision > 0 {
+			w.last[m.Name] = lastKnown{at: w.at, revision: m.Revision}
+		}
+	}
 	if w.Log != nil && rep.Differ() {
 		w.Log.Warn("etcd's members differ", "wrong", rep.Verdict.Wrong, "reason", rep.Verdict.Reason)
 	}
@@ -92,7 +115,8 @@ func (w *MembersWatch) Once(ctx context.Context) error {
 // Describe implements prometheus.Collector.
 func (w *MembersWatch) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMembersAgree, descMembersOK, descMembersLast, descMembersHashRevision,
-		descMemberRevision, descMemberHash, descMemberDiffering, descMemberWrong} {
+		descMemberRevision, descMemberHash, descMemberDiffering, descMemberWrong, descMemberUp, descMemberLastAnswered, descMemberLastRevision,
+		descMemberBehind} {
 		ch <- d
 	}
 }
@@ -149,5 +173,15 @@ func (w *MembersWatch) Collect(ch chan<- prometheus.Metric) {
 		name := textsafe.Escape(m.Name)
 		gauge(descMemberDiffering, float64(differing[m.Name]), name)
 		gauge(descMemberWrong, b2f(wrong[m.Name]), name)
+		gauge(descMemberUp, b2f(m.Unreachable == ""), name)
+		var behind float64
+		if m.Behind != nil {
+			behind = float64(m.Behind.Entries)
+		}
+		gauge(descMemberBehind, behind, name)
+		if l, ok := w.last[m.Name]; ok {
+			gauge(descMemberLastAnswered, float64(l.at.Unix()), name)
+			gauge(descMemberLastRevision, float64(l.revision), name)
+		}
 	}
 }

@@ -9,20 +9,22 @@ import (
 	"strings"
 	"sync"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/space"
 )
 
-// listMembers reads the member list, each member's Status at the endpoint
-// given that answers as it (else its client URL) and the alarms, through
-// pkg/space's reader; alarms raised on member 0 (the whole cluster) are
-// returned apart.
 // ErrNotEtcd is returned (wrapped) when the endpoints are not etcd's
 // members (kine): there is nothing to compare.
 var ErrNotEtcd = errors.New("not etcd")
 
+// listMembers reads the member list, each member's Status at the endpoint
+// given that answers as it (else its client URL) and the alarms, through
+// etcdmembers; alarms raised on member 0 (the whole cluster) are returned
+// apart.
 func listMembers(ctx context.Context, o *Options) ([]Member, []string, error) {
-	list, alarms, notes := space.Members(ctx, o.Client, space.MemberOptions{Timeout: o.timeout()})
+	list, alarms, notes := etcdmembers.Read(ctx, o.Client, o.timeout())
 	for _, m := range list {
 		if m.ID == "" {
 			why := "it does not answer"
@@ -32,13 +34,15 @@ func listMembers(ctx context.Context, o *Options) ([]Member, []string, error) {
 			return nil, nil, fmt.Errorf("read etcd's member list: %s", why)
 		}
 	}
-	if space.NotEtcd(list) {
+	if etcdmembers.NotEtcd(list) {
 		return nil, nil, fmt.Errorf("%w: the endpoints answer as kine or another etcd API: there is one datastore and no members to compare", ErrNotEtcd)
 	}
 	out := make([]Member, len(list))
 	for i, m := range list {
-		out[i] = Member{Name: m.Name, ID: m.ID, Endpoint: m.Endpoint, Version: m.Version, Leader: m.Leader, Learner: m.Learner,
-			DBSize: m.DBSize, DBSizeInUse: m.DBSizeInUse, Errors: m.Errors, Unreachable: m.Unreachable}
+		out[i] = Member{Member: m}
+		if out[i].Name == "" {
+			out[i].Name = out[i].ID
+		}
 		if out[i].Endpoint == "" && out[i].Unreachable == "" {
 			out[i].Unreachable = "no endpoint answers as it"
 		}
@@ -55,12 +59,10 @@ func listMembers(ctx context.Context, o *Options) ([]Member, []string, error) {
 	return out, cluster, nil
 }
 
-// sample reads every member's Status, picks the lowest current revision
-// (every member holds it), and reads each member's HashKV at it. The
-// hashes are comparable when that revision is not below a member's
-// compacted revision and every hash covers the same history (the same
-// compacted revision: etcd's own check skips a peer otherwise).
-func (r *run) sample(ctx context.Context) Sample {
+// statuses reads every compared member's Status and compacted revision
+// into the report, and returns them as one sample's members (a Status is
+// cheap: the members are read at once).
+func (r *run) statuses(ctx context.Context) []MemberSample {
 	ms := make([]MemberSample, len(r.conns))
 	var wg sync.WaitGroup
 	for i, c := range r.conns {
@@ -68,39 +70,84 @@ func (r *run) sample(ctx context.Context) Sample {
 		wg.Go(func() { r.status(ctx, c, &ms[i]) })
 	}
 	wg.Wait()
-	s := Sample{Members: ms}
-	var answered []int
-	maxCompact, below := int64(0), ""
-	for i := range ms {
-		if ms[i].Error != "" {
-			continue
-		}
-		answered = append(answered, i)
-		if s.Revision == 0 || ms[i].Revision < s.Revision {
-			s.Revision, below = ms[i].Revision, ms[i].Member
-		}
+	return ms
+}
+
+// sample hashes the members: at the newest revision they compacted at
+// (HashCompaction) or at the lowest current revision (HashFull), each
+// member in turn.
+func (r *run) sample(ctx context.Context, kind string) Sample {
+	if kind == HashCompaction {
+		return r.compactionSample(ctx)
 	}
-	compacted := ""
-	for _, i := range answered {
-		if ms[i].CompactRevision > maxCompact {
-			maxCompact, compacted = ms[i].CompactRevision, ms[i].Member
-		}
-	}
+	s := r.shared(ctx)
+	answered := s.answered()
 	switch {
 	case len(answered) < 2:
 		s.Why = "fewer than two members answered"
 		return s
-	case s.Revision < maxCompact:
-		s.Why = fmt.Sprintf("%s's revision %d is below %s's compacted revision %d: no revision is held by every member "+
-			"(its revisions diverged, or it is far behind)", below, s.Revision, compacted, maxCompact)
-		s.noShared = s.Why
+	case s.noShared != "":
 		return s
 	}
-	r.opts.progress("hashing every member's keyspace at revision %d (HashKV)", s.Revision)
+	r.opts.progress("hashing each member's keyspace at revision %d (HashKV), one member at a time", s.Revision)
 	for _, i := range answered {
-		wg.Go(func() { r.hash(ctx, r.conns[i], s.Revision, &ms[i]) })
+		r.hash(ctx, r.conns[i], s.Revision, &s.Members[i])
 	}
-	wg.Wait()
+	return r.group(s, answered)
+}
+
+// answered are the members of s whose status was read, by place.
+func (s Sample) answered() []int {
+	var out []int
+	for i, m := range s.Members {
+		if m.Error == "" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// compactionSample asks each member in turn for its HashKV at the newest
+// revision every member compacted at. etcd keeps the hash it computed
+// while compacting (3.5.5 and later, the last ten compactions): it covers
+// the revisions from the compaction before up to that one, and costs
+// nothing to read. A member that kept none computes the hash at that
+// revision instead, a scan of its keyspace covering another history: its
+// hash is then not compared with a kept one (etcd's own compaction check
+// skips such a peer too).
+func (r *run) compactionSample(ctx context.Context) Sample {
+	s := Sample{Kind: HashCompaction, Members: r.statuses(ctx)}
+	ms, answered := s.Members, s.answered()
+	if len(answered) < 2 {
+		s.Why = "fewer than two members answered"
+		return s
+	}
+	compacts := map[int64][]string{}
+	for _, i := range answered {
+		compacts[ms[i].CompactRevision] = append(compacts[ms[i].CompactRevision], ms[i].Member)
+		s.Revision = max(s.Revision, ms[i].CompactRevision)
+	}
+	switch {
+	case s.Revision == 0:
+		s.Why = "no member has compacted yet: etcd keeps a hash of each compaction only"
+		return s
+	case len(compacts) > 1:
+		s.Why = "the members compacted at other revisions (" + revisionWords(compacts) + ")"
+		return s
+	}
+	r.opts.progress("reading each member's hash of compaction %d (HashKV: kept from the compaction), one member at a time", s.Revision)
+	for _, i := range answered {
+		r.hash(ctx, r.conns[i], s.Revision, &ms[i])
+		ms[i].Computed = ms[i].Hash != "" && ms[i].CompactRevision >= s.Revision
+	}
+	return r.group(s, answered)
+}
+
+// group groups the members by hash and says whether the hashes can be
+// compared: every hash covers the same history (the same compacted
+// revision below it).
+func (r *run) group(s Sample, answered []int) Sample {
+	ms := s.Members
 	labels := map[string]string{}
 	var order []string
 	compacts := map[int64][]string{}
@@ -117,17 +164,26 @@ func (r *run) sample(ctx context.Context) Sample {
 	case len(order) < 2:
 		s.Why = "fewer than two members answered HashKV"
 	case len(compacts) > 1:
-		var parts []string
-		for rev, who := range compacts {
-			parts = append(parts, fmt.Sprintf("%s at %d", strings.Join(who, ", "), rev))
-		}
-		slices.Sort(parts)
-		s.Why = "the members hashed from different compacted revisions (" + strings.Join(parts, "; ") +
+		s.Why = "the members hashed from different compacted revisions (" + revisionWords(compacts) +
 			"): their hashes cover different histories, and etcd's own check skips such a peer too"
+		if s.Kind == HashCompaction {
+			s.Why += " (a member that computed the hash holds no hash kept from the compaction: it started since)"
+		}
 	default:
 		s.Comparable = true
 	}
 	return s
+}
+
+// revisionWords says which members are at which revision: "m0, m1 at 12;
+// m2 at 40".
+func revisionWords(byRev map[int64][]string) string {
+	var parts []string
+	for rev, who := range byRev {
+		parts = append(parts, fmt.Sprintf("%s at %d", strings.Join(who, ", "), rev))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
 }
 
 // status reads c's Status and compacted revision into ms and the report.
@@ -140,20 +196,18 @@ func (r *run) status(ctx context.Context, c conn, ms *MemberSample) {
 		return
 	}
 	m := &r.rep.Members[c.m]
+	learner := m.Learner
+	m.FromStatus((*pb.StatusResponse)(st))
+	m.Learner = learner || st.IsLearner
 	if st.Header != nil {
 		ms.Revision = st.Header.Revision
-		m.Revision, m.RaftTerm = st.Header.Revision, st.RaftTerm
-		m.Leader = st.Leader != 0 && st.Leader == st.Header.MemberId
 		r.mu.Lock()
 		if r.rep.ClusterID == "" && st.Header.ClusterId != 0 {
-			r.rep.ClusterID = fmt.Sprintf("%x", st.Header.ClusterId)
+			r.rep.ClusterID = etcdmembers.HexID(st.Header.ClusterId)
 		}
 		r.mu.Unlock()
 	}
 	ms.AppliedIndex = st.RaftAppliedIndex
-	m.AppliedIndex, m.RaftIndex = st.RaftAppliedIndex, st.RaftIndex
-	m.DBSize, m.DBSizeInUse, m.Errors, m.Version = st.DbSize, st.DbSizeInUse, st.Errors, st.Version
-	m.Learner = m.Learner || st.IsLearner
 	compact, err := etcdscan.CompactedRevisionAt(sctx, c.cli, ms.Revision)
 	if err != nil {
 		ms.Error = "compacted revision: " + firstLine(err)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 )
 
 // compareLeases reads the leases each member holds (LeaseLeases is
@@ -23,7 +22,7 @@ func (r *run) compareLeases(ctx context.Context) (LeaseComparison, [][]string) {
 	names := r.names()
 	odd := unevenLeases(first)
 	if len(odd) > 0 {
-		if err := sleep(ctx, min(r.opts.interval(), time.Second)); err != nil {
+		if err := sleep(ctx, r.opts.interval()); err != nil {
 			return LeaseComparison{Error: err.Error()}, nil
 		}
 		second, err := r.leases(ctx)

@@ -80,7 +80,7 @@ func judge(v *Verdict, basis string, groups [][]string, members int, what string
 	if len(v.Wrong) > 1 {
 		does = "do"
 	}
-	v.Reason = fmt.Sprintf("%s share %s (%d of %d members, a quorum: etcd 3.6's corruption check decides the same way); %s %s not",
+	v.Reason = fmt.Sprintf("%s share %s (%d of %d members, a quorum); %s %s not",
 		names(maj), what, len(maj), members, names(v.Wrong), does)
 }
 
@@ -90,8 +90,7 @@ func noMajority(groups [][]string, members int, what string) string {
 	for _, g := range groups {
 		parts = append(parts, names(g))
 	}
-	return fmt.Sprintf("no quorum of the %d members (%d needed) shares %s (%s): counting cannot tell which copy is right "+
-		"(etcd's own check then raises CORRUPT on member 0, the whole cluster)",
+	return fmt.Sprintf("no quorum of the %d members (%d needed) shares %s (%s): counting cannot tell which copy is right",
 		members, quorum(members), what, strings.Join(parts, " / "))
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -113,7 +114,7 @@ func TestCompareMembers(t *testing.T) {
 				return c.names[edited[s]]
 			}
 			o := c.options()
-			o.Keys, o.Current = step.keys, step.current
+			o.Keys, o.Current, o.Hash = step.keys, step.current, HashFull
 			if step.down != "" {
 				o.Timeout = 2 * time.Second // what a member down costs, twice
 			}
@@ -193,5 +194,68 @@ func TestCompareMembers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompareByCompactionHashes: by default the members are compared on
+// the hashes etcd kept from its newest compaction (read at no cost) and
+// their keys at one revision. A member that restarted since the
+// compaction computes its hash over another history, which is not
+// compared (the keys decide); once all of them compacted again, the kept
+// hashes name the member whose keys differ, as etcd's own compaction
+// check would.
+func TestCompareByCompactionHashes(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		etcdtest.Put(t, c.cli, fmt.Sprintf("/registry/configmaps/default/cm-%d", i), configMap(t, fmt.Sprintf("cm-%d", i), "v1"))
+	}
+	compact := func() {
+		t.Helper()
+		resp, err := c.cli.Get(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compare := func() *Report {
+		t.Helper()
+		rep, err := Compare(ctx, c.options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	compact()
+	rep := compare()
+	if s := rep.Samples; len(s) != 1 || s[0].Kind != HashCompaction || !s[0].Comparable || !rep.Verdict.Agree || rep.Keys.Mode != ModeRevision {
+		t.Fatalf("after a compaction: samples %+v, verdict %+v, keys %q", rep.Samples, rep.Verdict, rep.Keys.Mode)
+	}
+	for _, m := range rep.Samples[0].Members {
+		if m.Computed {
+			t.Errorf("%s computed its hash of the compaction: it should have kept it", m.Member)
+		}
+	}
+
+	w := c.follower(t)
+	c.edit(t, w, dropKey("/registry/configmaps/default/cm-3"))
+	rep = compare()
+	s := rep.Samples[0]
+	if s.Comparable || !strings.Contains(s.Why, "different compacted revisions") || rep.Verdict.Basis != BasisKeys ||
+		!slices.Equal(rep.Verdict.Wrong, []string{c.names[w]}) {
+		t.Errorf("a member restarted since the compaction: sample %+v, verdict %+v", s, rep.Verdict)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), c.names[w]+" held no hash kept from compaction") {
+		t.Errorf("the notes do not say %s computed its hash: %v", c.names[w], rep.Notes)
+	}
+
+	etcdtest.Put(t, c.cli, "/registry/configmaps/default/after", configMap(t, "after", "v1"))
+	compact()
+	rep = compare()
+	if s := rep.Samples[0]; !s.Comparable || rep.Verdict.Basis != BasisHash || !slices.Equal(rep.Verdict.Wrong, []string{c.names[w]}) ||
+		!strings.Contains(rep.Verdict.Reason, "etcd's own compaction hash check") {
+		t.Errorf("every member compacted again: sample %+v, verdict %+v", s, rep.Verdict)
 	}
 }

@@ -12,7 +12,26 @@ import (
 
 // compareMembership reads each member's own member list (serializable:
 // the member answers from its own store) and groups the members by it.
+// When they differ it reads them again after the interval: only lists
+// that split the members the same way in both reads are a difference (a
+// member added or removed between the reads of two members is not).
 func (r *run) compareMembership(ctx context.Context) (MembershipComparison, [][]string) {
+	first, groups := r.memberLists(ctx)
+	if len(groups) <= 1 {
+		return first, groups
+	}
+	if err := sleep(ctx, r.opts.interval()); err != nil {
+		return MembershipComparison{Error: err.Error()}, nil
+	}
+	second, again := r.memberLists(ctx)
+	if !second.Compared || !samePartition(groups, again) {
+		return MembershipComparison{Compared: true, Views: second.Views, Moved: true}, nil
+	}
+	return second, again
+}
+
+// memberLists reads each member's member list once.
+func (r *run) memberLists(ctx context.Context) (MembershipComparison, [][]string) {
 	names := r.names()
 	lists := make([][]string, len(r.conns))
 	errs := make([]error, len(r.conns))

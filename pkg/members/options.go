@@ -1,12 +1,13 @@
 package members
 
 import (
-	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -19,10 +20,34 @@ const (
 	KeysAlways = "always"
 	// KeysNever compares the hashes, leases and member lists only.
 	KeysNever = "never"
+	// KeysOnMismatch compares the keys only when the hashes show the
+	// members differ: serve's comparison, cheap while they agree.
+	KeysOnMismatch = "mismatch"
 )
 
 // KeysModes are the values of Options.Keys.
-var KeysModes = []string{KeysAuto, KeysAlways, KeysNever}
+var KeysModes = []string{KeysAuto, KeysAlways, KeysNever, KeysOnMismatch}
+
+// Which HashKV the members are asked for. Every member is hashed on its
+// own, one after the other: a member computing a hash holds its backend's
+// read lock for the whole scan, and commits no write meanwhile.
+const (
+	// HashCompaction asks for each member's hash at the newest revision
+	// the members compacted at: etcd keeps the hash it computed during
+	// that compaction (the hash its own compaction check compares), so a
+	// member that kept it answers at once; one that did not (it started
+	// since) computes it, scanning its keyspace.
+	HashCompaction = "compaction"
+	// HashFull asks for each member's hash at the lowest current revision
+	// of the members: a scan of its whole keyspace, sampled twice when
+	// the first sample disagrees. It covers every write up to now.
+	HashFull = "full"
+	// HashNone asks for no hash: the keys decide.
+	HashNone = "none"
+)
+
+// HashModes are the values of Options.Hash.
+var HashModes = []string{HashCompaction, HashFull, HashNone}
 
 // Defaults of Options.
 const (
@@ -58,8 +83,10 @@ type Options struct {
 	Interval time.Duration
 	// Timeout bounds each member's Status and small reads (5s when 0).
 	Timeout time.Duration
-	// Keys is KeysAuto (""), KeysAlways or KeysNever.
+	// Keys is KeysAuto (""), KeysAlways, KeysNever or KeysOnMismatch.
 	Keys string
+	// Hash is HashCompaction (""), HashFull or HashNone.
+	Hash string
 	// Current compares the current values from the start, without a
 	// shared revision.
 	Current bool
@@ -68,6 +95,14 @@ type Options struct {
 	MaxKeys int
 	// Progress, when set, is told each step in a few words.
 	Progress func(string)
+	// Cluster is the cluster as Setup reached it: its ID, its member
+	// list, and which endpoint given answered as which member.
+	Cluster *etcdmembers.Cluster
+	// Fallback are endpoints Setup tries when none given answers, or
+	// only a learner does: the other members' client URLs a replacement
+	// recorded (replace's second run, on the node of the member it
+	// replaces, whose etcd is down or a learner).
+	Fallback *Fallback
 }
 
 func (o *Options) interval() time.Duration {
@@ -75,6 +110,13 @@ func (o *Options) interval() time.Duration {
 		return o.Interval
 	}
 	return DefaultInterval
+}
+
+func (o *Options) hash() string {
+	if o.Hash == "" {
+		return HashCompaction
+	}
+	return o.Hash
 }
 
 func (o *Options) timeout() time.Duration {
@@ -103,9 +145,17 @@ func (o *Options) progress(format string, args ...any) {
 // Validate checks the options a person gives.
 func (o *Options) Validate() error {
 	switch o.Keys {
-	case "", KeysAuto, KeysAlways, KeysNever:
+	case "", KeysAuto, KeysAlways, KeysNever, KeysOnMismatch:
 	default:
-		return fmt.Errorf("keys %q: want one of auto, always, never", o.Keys)
+		return fmt.Errorf("keys %q: want one of %s", o.Keys, strings.Join(KeysModes, ", "))
+	}
+	switch o.Hash {
+	case "", HashCompaction, HashFull, HashNone:
+	default:
+		return fmt.Errorf("hash %q: want one of %s", o.Hash, strings.Join(HashModes, ", "))
+	}
+	if o.Hash == HashNone && o.Keys == KeysNever {
+		return fmt.Errorf("with no hash and no keys there is nothing to compare")
 	}
 	if o.Current && o.Keys == KeysNever {
 		return fmt.Errorf("current values are a way to compare the keys, which keys %q leaves out", KeysNever)
@@ -114,20 +164,4 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("max keys must be -1 (all), 0 (the default) or more, got %d", o.MaxKeys)
 	}
 	return nil
-}
-
-// Setup fills o with what s reaches: the client on the endpoints that
-// answer, the configuration each member's own client is made from, the
-// registry prefix, and a Timeout of twice the dial timeout (a member that
-// does not answer costs that, once). done closes the client.
-func Setup(ctx context.Context, s *session.Settings, o Options) (Options, func(), error) {
-	cli, cfg, err := s.ConnectConfig(ctx)
-	if err != nil {
-		return o, nil, err
-	}
-	o.Client, o.Config, o.Registry = cli, cfg, s.Prefix
-	if o.Timeout == 0 {
-		o.Timeout = 2 * s.Etcd.DialTimeout
-	}
-	return o, func() { cli.Close() }, nil
 }

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
@@ -58,7 +59,7 @@ func TestReplaceAWrongMember(t *testing.T) {
 			if err != nil || plan.Stage != StagePlanned || !strings.Contains(strings.Join(plan.Steps, "\n"), "remove "+c.names[w]) {
 				t.Fatalf("dry run: %+v, %v", plan, err)
 			}
-			if tt.wrongLeads != strings.Contains(strings.Join(plan.Steps, "\n"), "move the leadership from "+c.names[w]) {
+			if tt.wrongLeads != strings.Contains(strings.Join(plan.Steps, "\n"), "leadership: move it from "+c.names[w]) {
 				t.Errorf("the plan moves the leadership: %v, want %v:\n%s", !tt.wrongLeads, tt.wrongLeads, strings.Join(plan.Steps, "\n"))
 			}
 			if entries, _ := os.ReadDir(root); len(entries) != 0 {
@@ -277,16 +278,24 @@ func TestLatestRecord(t *testing.T) {
 	}
 }
 
-// TestRefuseReplace: what a comparison must say before a member is
-// replaced.
-func TestRefuseReplace(t *testing.T) {
+// TestReplaceable: what a comparison must say before a member is
+// replaced: named wrong on its hash or its keys at one revision, alone;
+// or not answering while every other member answers and they agree, a
+// quorum. A member behind is never replaced.
+func TestReplaceable(t *testing.T) {
+	m := func(name, id string) Member { return Member{Member: etcdmembers.Member{Name: name, ID: id}} }
 	base := func() *Report {
 		return &Report{
-			Members: []Member{{Name: "m0", ID: "a0"}, {Name: "m1", ID: "a1"}, {Name: "m2", ID: "a2"}},
+			Members: []Member{m("m0", "a0"), m("m1", "a1"), m("m2", "a2")},
 			Samples: []Sample{{Members: []MemberSample{{Member: "m0"}, {Member: "m1"}, {Member: "m2"}}}},
 			Keys:    KeyComparison{Mode: ModeRevision},
 			Verdict: Verdict{Basis: BasisHash, Majority: []string{"m0", "m2"}, Wrong: []string{"m1"}},
 		}
+	}
+	down := func(r *Report) {
+		r.Members[1].Unreachable = "connection refused"
+		r.Samples[0].Members = []MemberSample{{Member: "m0"}, {Member: "m2"}}
+		r.Verdict = Verdict{Agree: true, Reason: "each key is the same", NotCompared: []string{"m1"}}
 	}
 	for _, tt := range []struct {
 		name   string
@@ -300,16 +309,27 @@ func TestRefuseReplace(t *testing.T) {
 		{"the members agree", func(r *Report) { r.Verdict = Verdict{Agree: true} }, "the members agree"},
 		{"no quorum", func(r *Report) { r.Verdict = Verdict{Refused: "no quorum"} }, "no member is named wrong"},
 		{"another member is wrong", func(r *Report) { r.Verdict.Wrong = []string{"m2"} }, "is not the wrong member"},
-		{"another member not compared", func(r *Report) { r.Verdict.NotCompared = []string{"m2"} }, "m2 could not be compared"},
+		{"two members are wrong", func(r *Report) { r.Verdict.Wrong, r.Verdict.Majority = []string{"m1", "m2"}, []string{"m0"} }, "m1 and m2 are wrong"},
+		{"another member does not answer", func(r *Report) { r.Members[2].Unreachable = "deadline exceeded" }, "m2 does not answer"},
+		{"another member is behind", func(r *Report) { r.Members[2].Behind = &Lag{Entries: 30} }, "m2 is behind"},
 		{"another member's hash failed", func(r *Report) { r.Samples[0].Members[2].Error = "deadline exceeded" }, "m2 did not answer the last hash sample"},
 		{"its ID changed", func(r *Report) { r.Members[1].ID = "b1" }, "it changed meanwhile"},
+		{"it is behind", func(r *Report) { r.Members[1].Behind = &Lag{Entries: 3000} }, "m1 is behind, not wrong"},
+		{"it does not answer, the others agree", down, ""},
+		{"it does not answer, the others differ", func(r *Report) {
+			down(r)
+			r.Verdict = Verdict{Basis: BasisKeys, Refused: "no quorum", NotCompared: []string{"m1"}}
+		}, "the others do not agree"},
+		{"it does not answer, the others' keys not compared", func(r *Report) { down(r); r.Keys.Mode = ModeNone }, "were not compared at one revision"},
+		{"it does not answer, and another does not either", func(r *Report) { down(r); r.Members[2].Unreachable = "refused" }, "m2 does not answer"},
+		{"it does not answer, two members in all", func(r *Report) { down(r); r.Members = r.Members[:2] }, "no quorum"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := base()
 			tt.change(r)
-			got := refuseReplace(r, "m1", "a1")
-			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-				t.Errorf("refuseReplace: %q, want %q", got, tt.want)
+			why, got := replaceable(r, "m1", "a1")
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) || (got == "") == (why == "") {
+				t.Errorf("replaceable: why %q, refused %q; want refused %q", why, got, tt.want)
 			}
 		})
 	}

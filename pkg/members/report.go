@@ -1,5 +1,7 @@
 package members
 
+import "github.com/regghost/regghost/pkg/etcdmembers"
+
 // Kinds of difference one member's copy of a key shows against the
 // majority's copy.
 const (
@@ -69,40 +71,39 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Member is one member's evidence, from its last sample.
+// Member is one member's evidence, from its last status read.
 type Member struct {
-	Name string `json:"name"`
-	// ID is the member's ID in hex, as etcdctl prints it.
-	ID string `json:"id"`
-	// Endpoint is where it was read: the endpoint given that answers as
-	// it, else its first client URL.
-	Endpoint string `json:"endpoint,omitempty"`
-	Version  string `json:"version,omitempty"`
-	Leader   bool   `json:"leader"`
-	Learner  bool   `json:"learner,omitempty"`
-	// RaftTerm, RaftIndex and AppliedIndex are its raft term, its last
-	// raft index and the last index it applied.
-	RaftTerm     uint64 `json:"raftTerm"`
-	RaftIndex    uint64 `json:"raftIndex"`
-	AppliedIndex uint64 `json:"appliedIndex"`
-	// Revision is its current revision; CompactRevision the revision it
-	// last compacted at (0: never).
-	Revision        int64 `json:"revision"`
+	etcdmembers.Member
+	// CompactRevision is the revision it last compacted at (0: never).
 	CompactRevision int64 `json:"compactRevision"`
-	DBSize          int64 `json:"dbSize"`
-	DBSizeInUse     int64 `json:"dbSizeInUse"`
 	// Alarms are the alarms raised on it (CORRUPT, NOSPACE).
 	Alarms []string `json:"alarms,omitempty"`
-	// Errors are the errors its Status reports.
-	Errors []string `json:"errors,omitempty"`
-	// Unreachable says why it could not be read; it is then not compared.
-	Unreachable string `json:"unreachable,omitempty"`
+	// Behind says how far it trails the others when it is behind: it is
+	// then not compared, and never named wrong.
+	Behind *Lag `json:"behind,omitempty"`
+}
+
+// Lag is how far a member trails the others.
+type Lag struct {
+	// Entries are the raft entries the member furthest along applied
+	// that it has not.
+	Entries uint64 `json:"entries"`
+	// Revisions is how far its revision trails the highest.
+	Revisions int64 `json:"revisions"`
+	// BelowCompaction is set when its revision is below another member's
+	// compacted revision: no revision is then held by every member.
+	BelowCompaction bool `json:"belowCompaction,omitempty"`
+	// Waited is how long it was given to catch up, in seconds.
+	Waited float64 `json:"waitedSeconds"`
 }
 
 // Sample is one round of HashKV on every member at one shared revision.
 type Sample struct {
-	// Revision is the revision hashed: the lowest current revision of the
-	// members, which every member holds.
+	// Kind is HashFull (the lowest current revision of the members, which
+	// every member holds) or HashCompaction (the newest revision every
+	// member compacted at, whose hash etcd kept from the compaction).
+	Kind string `json:"kind"`
+	// Revision is the revision hashed.
 	Revision int64 `json:"revision"`
 	// Members are each member's status and hash at this sample.
 	Members []MemberSample `json:"members"`
@@ -126,6 +127,10 @@ type MemberSample struct {
 	// it was not read: Error says why).
 	Hash  string `json:"hash,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Computed is set, in a compaction sample, when the member held no
+	// hash of that compaction and computed it (a scan of its keyspace):
+	// its hash then covers another history than a kept one.
+	Computed bool `json:"computed,omitempty"`
 }
 
 // KeyComparison is the key-by-key comparison of the members' keyspaces.
@@ -256,6 +261,10 @@ type MembershipComparison struct {
 	// holding it, the most held first.
 	Views []MembershipView `json:"views,omitempty"`
 	Error string           `json:"error,omitempty"`
+	// Moved is set when the lists differed at the first read and split
+	// the members another way at the second: a change in flight, not a
+	// difference.
+	Moved bool `json:"moved,omitempty"`
 }
 
 // MembershipView is one member list and the members that hold it.
@@ -284,12 +293,19 @@ type Verdict struct {
 	// Unknown is set when too little could be compared to tell whether
 	// the members agree; Refused says why.
 	Unknown bool `json:"unknown,omitempty"`
-	// NotCompared are the members that could not be read.
+	// NotCompared are the members that could not be read: they do not
+	// answer.
 	NotCompared []string `json:"notCompared,omitempty"`
+	// Behind are the members that trail the others (Member.Behind says
+	// how far): not compared, and never named wrong.
+	Behind []string `json:"behind,omitempty"`
 }
 
 // Differ reports whether the members were found to differ.
 func (r *Report) Differ() bool { return !r.Verdict.Agree && !r.Verdict.Unknown }
 
-// Incomplete reports whether some member could not be compared.
-func (r *Report) Incomplete() bool { return len(r.Verdict.NotCompared) > 0 }
+// Incomplete reports whether some member could not be compared: it does
+// not answer, or it is behind.
+func (r *Report) Incomplete() bool {
+	return len(r.Verdict.NotCompared) > 0 || len(r.Verdict.Behind) > 0
+}

@@ -39,12 +39,13 @@ func (r *run) names() []string {
 }
 
 // Compare compares the members of the cluster o.Client reaches: their
-// evidence, their HashKV at one shared revision (sampled twice when the
-// first sample disagrees), their keys one by one when the hashes do not
-// show they agree (o.Keys), their leases and member lists; and says which
-// member is wrong by majority, or why it names none. It only reads. An
-// error means the comparison could not be made; members that differ are
-// the report's verdict.
+// evidence, their hashes (o.Hash: kept from the newest compaction, or
+// computed at the lowest current revision; each member in turn, never all
+// at once), their keys one by one (o.Keys), their leases and member
+// lists; and says which member is wrong by majority, or why it names none.
+// A member that does not answer, or that is behind (settle), is left out
+// and never named wrong. It only reads. An error means the comparison
+// could not be made; members that differ are the report's verdict.
 func Compare(ctx context.Context, o Options) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -88,25 +89,33 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 	if len(r.conns) < 2 {
 		return nil, fmt.Errorf("only %d of the %d voting members answer (%s): there is nothing to compare", len(r.conns), r.voters(), unreachable(rep.Members))
 	}
-	rep.Samples = append(rep.Samples, r.sample(ctx))
-	if s := rep.Samples[0]; !s.Comparable || len(s.Groups) > 1 {
-		o.progress("the hashes do not show that the members agree; sampling again in %s", o.interval())
-		if err := sleep(ctx, o.interval()); err != nil {
-			return nil, err
+	r.settle(ctx)
+	if len(r.conns) < 2 {
+		rep.Verdict.Unknown = true
+		rep.Verdict.Refused = fmt.Sprintf("only %s can be compared (%s)", names(r.names()), leftOut(rep))
+		rep.Verdict.Reason = rep.Verdict.Refused
+		rep.Keys = KeyComparison{Mode: ModeNone, Why: "fewer than two members to compare", Groups: []Group{}, Keys: []KeyDiff{}}
+		r.notes(hashFinding{})
+		return rep, nil
+	}
+	if kind := o.hash(); kind != HashNone {
+		rep.Samples = append(rep.Samples, r.sample(ctx, kind))
+		if s := rep.Samples[0]; kind == HashFull && (!s.Comparable || len(s.Groups) > 1) {
+			o.progress("the hashes do not show that the members agree; sampling again in %s", o.interval())
+			if err := sleep(ctx, o.interval()); err != nil {
+				return nil, err
+			}
+			rep.Samples = append(rep.Samples, r.sample(ctx, kind))
 		}
-		rep.Samples = append(rep.Samples, r.sample(ctx))
 	}
 	h := hashesSay(rep.Samples)
 	var t *tally
-	if o.Keys == KeysAlways || (o.Keys != KeysNever && !h.agree()) {
+	if r.wantKeys(h) {
 		if t, err = r.keys(ctx); err != nil {
 			return nil, err
 		}
 	} else {
-		rep.Keys = KeyComparison{Mode: ModeNone, Groups: []Group{}, Keys: []KeyDiff{}, Why: "not asked for"}
-		if h.agree() {
-			rep.Keys.Why = fmt.Sprintf("every member's hash at revision %d is the same, which covers every key and every revision held", h.rev)
-		}
+		rep.Keys = KeyComparison{Mode: ModeNone, Groups: []Group{}, Keys: []KeyDiff{}, Why: r.keysLeftOut(h)}
 	}
 	o.progress("comparing the members' leases and member lists")
 	var leaseGroups, memberGroups [][]string
@@ -117,13 +126,90 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// wantKeys says whether the keys are compared one by one, as o.Keys
+// asks: auto unless every member holds one hash of every write up to
+// now (a full hash); mismatch only when the hashes differ.
+func (r *run) wantKeys(h hashFinding) bool {
+	switch r.opts.Keys {
+	case KeysAlways:
+		return true
+	case KeysNever:
+		return false
+	case KeysOnMismatch:
+		return h.usable && len(h.groups) > 1
+	}
+	return !(h.agree() && h.kind == HashFull)
+}
+
+// keysLeftOut says why the keys were not compared.
+func (r *run) keysLeftOut(h hashFinding) string {
+	switch {
+	case r.opts.Keys == KeysNever:
+		return "not asked for"
+	case h.agree() && h.kind == HashFull:
+		return fmt.Sprintf("every member's hash at revision %d is the same, which covers every key and every revision held", h.rev)
+	case h.agree():
+		return fmt.Sprintf("every member's hash of compaction %d is the same, and the keys are compared only when the hashes differ "+
+			"(regghost members compares them)", h.rev)
+	case !h.usable:
+		return "the hashes could not be compared (" + orDash(h.why+h.unstable) + "), and the keys are compared only when the hashes differ " +
+			"(regghost members compares them)"
+	}
+	return "not asked for"
+}
+
+// leftOut says which members were left out of the comparison, and why.
+func leftOut(rep *Report) string {
+	var parts []string
+	for _, m := range rep.Members {
+		switch {
+		case m.Unreachable != "":
+			parts = append(parts, m.Name+" does not answer")
+		case m.Behind != nil:
+			parts = append(parts, m.Name+" is behind")
+		}
+	}
+	if len(parts) == 0 {
+		return "no member was left out"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shared is the revision the keys are compared at: the last full hash
+// sample's, else the lowest current revision of the members read now,
+// unless it is below a member's compacted revision.
+func (r *run) shared(ctx context.Context) Sample {
+	if n := len(r.rep.Samples); n > 0 && r.rep.Samples[n-1].Kind == HashFull {
+		return r.rep.Samples[n-1]
+	}
+	s := Sample{Kind: HashFull, Members: r.statuses(ctx)}
+	maxCompact, below, compacted := int64(0), "", ""
+	for _, m := range s.Members {
+		if m.Error != "" {
+			continue
+		}
+		if s.Revision == 0 || m.Revision < s.Revision {
+			s.Revision, below = m.Revision, m.Member
+		}
+		if m.CompactRevision > maxCompact {
+			maxCompact, compacted = m.CompactRevision, m.Member
+		}
+	}
+	if s.Revision < maxCompact {
+		s.Why = fmt.Sprintf("%s's revision %d is below %s's compacted revision %d: no revision is held by every member "+
+			"(its revisions diverged)", below, s.Revision, compacted, maxCompact)
+		s.noShared = s.Why
+	}
+	return s
+}
+
 // keys compares the keys: at the last sample's revision, unless asked for
 // the current values, or the members' revisions diverged (then a shared
 // revision means other data on each member); and again with the current
 // values when the comparison at the revision shows keys with one value at
 // other revisions.
 func (r *run) keys(ctx context.Context) (*tally, error) {
-	last := r.rep.Samples[len(r.rep.Samples)-1]
+	last := r.shared(ctx)
 	mode, why := ModeRevision, fmt.Sprintf("every member read at revision %d, the lowest current revision of the members", last.Revision)
 	if diverged, because := revisionsDiverged(last); diverged {
 		mode, why = ModeCurrent, "the members' revisions diverged ("+because+"): a shared revision holds other writes on each member, so the current values were compared"

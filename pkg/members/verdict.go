@@ -13,6 +13,9 @@ type hashFinding struct {
 	usable bool
 	groups [][]string
 	rev    int64
+	// kind is the samples' kind: HashCompaction or HashFull ("": none
+	// taken).
+	kind string
 	// unstable says why the hashes cannot be trusted to name a member:
 	// they split the members differently at the two samples.
 	unstable string
@@ -31,6 +34,15 @@ func (h hashFinding) agree() bool { return h.usable && len(h.groups) == 1 }
 // applying); one that splits the members another way at the second sample
 // is not judged.
 func hashesSay(samples []Sample) hashFinding {
+	if len(samples) == 0 {
+		return hashFinding{why: "no hash was asked for"}
+	}
+	h := hashesOf(samples)
+	h.kind = samples[0].Kind
+	return h
+}
+
+func hashesOf(samples []Sample) hashFinding {
 	last := samples[len(samples)-1]
 	if len(samples) == 1 {
 		if !last.Comparable {
@@ -79,6 +91,13 @@ func (r *run) decide(h hashFinding, t *tally, leaseGroups, memberGroups [][]stri
 	switch {
 	case h.unstable != "":
 		v.Basis, v.Refused = BasisHash, h.unstable
+	case h.usable && len(h.groups) > 1 && h.kind == HashCompaction:
+		judge(v, BasisHash, h.groups, total, fmt.Sprintf("one hash of compaction %d", h.rev))
+		if len(v.Wrong) > 0 {
+			v.Reason += " (etcd's own compaction hash check, off by default, decides the same way on these hashes)"
+		} else {
+			v.Refused += " (etcd's own compaction hash check then raises CORRUPT on member 0, the whole cluster)"
+		}
 	case h.usable && len(h.groups) > 1:
 		judge(v, BasisHash, h.groups, total, fmt.Sprintf("one hash at revision %d", h.rev))
 	case keysDiffer:
@@ -106,7 +125,10 @@ func (r *run) decide(h hashFinding, t *tally, leaseGroups, memberGroups [][]stri
 // agreement says what the members were found to agree on.
 func (r *run) agreement(h hashFinding, t *tally) string {
 	var parts []string
-	if h.agree() {
+	switch {
+	case h.agree() && h.kind == HashCompaction:
+		parts = append(parts, fmt.Sprintf("every member holds one hash of compaction %d (%s)", h.rev, r.hashAt(h.rev)))
+	case h.agree():
 		parts = append(parts, fmt.Sprintf("every member holds one hash at revision %d (%s)", h.rev, r.hashAt(h.rev)))
 	}
 	if t != nil {
@@ -123,8 +145,8 @@ func (r *run) agreement(h hashFinding, t *tally) string {
 		parts = append(parts, "every member holds the same member list")
 	}
 	s := strings.Join(parts, "; ")
-	if len(r.rep.Verdict.NotCompared) > 0 {
-		s = "of the members that answered, " + s
+	if len(r.rep.Verdict.NotCompared) > 0 || len(r.rep.Verdict.Behind) > 0 {
+		s = "of the members compared (" + leftOut(r.rep) + "), " + s
 	}
 	return s
 }
@@ -156,6 +178,18 @@ func (r *run) notes(h hashFinding) {
 		rep.NotCompared = append(rep.NotCompared, fmt.Sprintf("the older revisions key by key (from the compaction to revision %d): HashKV covers them", rep.Keys.Revision))
 	case ModeCurrent:
 		rep.NotCompared = append(rep.NotCompared, "the keys' revisions and versions: with current values only whether a member holds a key, and its value, are compared")
+	}
+	if h.kind == HashCompaction && h.usable && rep.Keys.Mode == ModeNone {
+		rep.NotCompared = append(rep.NotCompared, fmt.Sprintf("the writes after revision %d: the hashes kept from compaction %d cover the revisions up to it, "+
+			"and the keys were not compared one by one", h.rev, h.rev))
+	}
+	for _, s := range rep.Samples {
+		for _, m := range s.Members {
+			if m.Computed {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s held no hash kept from compaction %d (it started since) and computed one, "+
+					"a scan of its keyspace", m.Member, s.Revision))
+			}
+		}
 	}
 	if h.note != "" {
 		rep.Notes = append(rep.Notes, h.note)

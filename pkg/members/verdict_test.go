@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/regghost/regghost/pkg/etcdmembers"
 )
 
 // TestDecide: the verdict rests on the hashes when they can be judged and
@@ -29,10 +31,15 @@ func TestDecide(t *testing.T) {
 		basis         string
 		wrong         []string
 		refused       string
+		// etcd is set when the verdict may say what etcd's own check
+		// decides: only on hashes kept from a compaction.
+		etcd bool
 	}{
 		{name: "all agree", h: hashFinding{usable: true, groups: three, rev: 7}, leases: three, lists: three, agree: true},
-		{name: "hashes split", h: hashFinding{usable: true, groups: split, rev: 7}, t: keysSplit(), leases: three, lists: three,
+		{name: "hashes split", h: hashFinding{usable: true, groups: split, rev: 7, kind: HashFull}, t: keysSplit(), leases: three, lists: three,
 			basis: BasisHash, wrong: []string{"m1"}},
+		{name: "compaction hashes split", h: hashFinding{usable: true, groups: split, rev: 7, kind: HashCompaction}, leases: three, lists: three,
+			basis: BasisHash, wrong: []string{"m1"}, etcd: true},
 		{name: "hashes moved", h: hashFinding{unstable: "the hashes split the members one way"}, t: keysSplit(), leases: three, lists: three,
 			basis: BasisHash, refused: "one way"},
 		{name: "hashes not comparable, keys differ", h: hashFinding{why: "compacted revisions differ"}, t: keysSplit(), leases: three, lists: three,
@@ -44,7 +51,7 @@ func TestDecide(t *testing.T) {
 		{name: "nothing comparable", h: hashFinding{why: "compacted revisions differ"}, leases: three, lists: three, unknown: true, refused: "not compared"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &run{rep: &Report{Members: []Member{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}}}
+			r := &run{rep: &Report{Members: []Member{named("m0"), named("m1"), named("m2")}}}
 			r.decide(tc.h, tc.t, tc.leases, tc.lists)
 			v := r.rep.Verdict
 			if v.Agree != tc.agree || v.Unknown != tc.unknown || v.Basis != tc.basis || !slices.Equal(v.Wrong, tc.wrong) ||
@@ -54,6 +61,11 @@ func TestDecide(t *testing.T) {
 			if v.Reason == "" {
 				t.Error("the verdict gives no reason")
 			}
+			if says := strings.Contains(v.Reason, "etcd"); says != tc.etcd {
+				t.Errorf("the reason says what etcd decides: %v, want %v: %s", says, tc.etcd, v.Reason)
+			}
 		})
 	}
 }
+
+func named(name string) Member { return Member{Member: etcdmembers.Member{Name: name}} }

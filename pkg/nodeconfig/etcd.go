@@ -23,6 +23,9 @@ type EtcdMember struct {
 	// container's path mapped through the pod's hostPath volume. Empty
 	// when the files do not say, or the directory is on no hostPath.
 	DataDir string `json:"dataDir,omitempty"`
+	// WalDir is etcd's --wal-dir as a path on the node, when it keeps its
+	// write-ahead log apart from the data directory (kubeadm does not).
+	WalDir string `json:"walDir,omitempty"`
 	// QuotaBytes is --quota-backend-bytes; 0 when not set (etcd's default,
 	// 2 GiB), negative when the quota is off.
 	QuotaBytes int64 `json:"quotaBytes,omitempty"`
@@ -83,7 +86,7 @@ func etcdFromPod(root string, data []byte, source string) (*EtcdMember, error) {
 			}
 			m.Source += " and " + host
 			flags = map[string]string{}
-			for _, k := range []string{"name", "data-dir", "quota-backend-bytes"} {
+			for _, k := range []string{"name", "data-dir", "wal-dir", "quota-backend-bytes"} {
 				if v, ok := cfg[k]; ok && v != nil {
 					flags[k] = fmt.Sprint(v)
 				}
@@ -100,6 +103,11 @@ func etcdFromPod(root string, data []byte, source string) (*EtcdMember, error) {
 		if dir := flags["data-dir"]; dir != "" {
 			if host, ok := hostPathOf(&pod, &c, dir); ok {
 				m.DataDir = filepath.Join(root, host)
+			}
+		}
+		if dir := flags["wal-dir"]; dir != "" {
+			if host, ok := hostPathOf(&pod, &c, dir); ok {
+				m.WalDir = filepath.Join(root, host)
 			}
 		}
 		return m, nil

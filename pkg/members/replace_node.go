@@ -1,0 +1,72 @@
+package members
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+// localEtcd is what this node's files say of the member replaced, when it
+// runs here.
+type localEtcd struct {
+	DataDir, WalDir, Source string
+}
+
+// onNode is what to run on the member's node: etcd there must start again
+// on an empty data directory (and write-ahead log directory), joining the
+// cluster as it now is. local names the node's own directories when this
+// is the member's node; copy is the size of the leader's db, which the new
+// member copies (0: unknown).
+func onNode(member string, peers []string, list []*pb.Member, local *localEtcd, copy int64) []string {
+	var initial []string
+	for _, m := range list {
+		name := m.Name
+		if slices.Equal(m.PeerURLs, peers) {
+			name = member
+		}
+		if name == "" {
+			continue
+		}
+		for _, p := range m.PeerURLs {
+			initial = append(initial, name+"="+p)
+		}
+	}
+	if findByPeers(list, peers) == nil {
+		for _, p := range peers {
+			initial = append(initial, member+"="+p)
+		}
+	}
+	slices.Sort(initial)
+	data, wal := "/var/lib/etcd", ""
+	moveData := "kubeadm: mv /var/lib/etcd /var/lib/etcd.wrong-" + member
+	moveWal := "and its --wal-dir likewise when it keeps one apart (kubeadm does not)"
+	if local != nil && local.DataDir != "" {
+		data, wal = local.DataDir, local.WalDir
+		moveData = fmt.Sprintf("here, as %s says: mv %s %s.wrong-%s", local.Source, data, data, member)
+		moveWal = "it keeps no --wal-dir apart"
+		if wal != "" {
+			moveWal = fmt.Sprintf("and its --wal-dir: mv %s %s.wrong-%s", wal, wal, member)
+		}
+	}
+	room := ""
+	if copy > 0 {
+		room = fmt.Sprintf(" (its disk needs about %s free for the copy the new member takes, beside the directory moved aside)", sizeWords(copy))
+	}
+	return []string{
+		"stop its etcd (kubeadm: move /etc/kubernetes/manifests/etcd.yaml out of the manifests directory and wait for the container to stop; systemd: systemctl stop etcd)",
+		"move its data directory aside, never delete it (" + moveData + "), " + moveWal + ": it is the evidence of what it held" + room,
+		"start it again with the same --name " + member + " and URLs, an empty --data-dir " + strings.TrimSpace(data) +
+			", --initial-cluster-state=existing and --initial-cluster=" + strings.Join(initial, ",") +
+			" (kubeadm: set those two flags in the manifest and move it back)",
+	}
+}
+
+// sizeWords is a size in MiB or GiB.
+func sizeWords(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20)
+}

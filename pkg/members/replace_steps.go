@@ -1,0 +1,425 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/diskroom"
+	"github.com/regghost/regghost/pkg/etcdmembers"
+	"github.com/regghost/regghost/pkg/snapshot"
+)
+
+// runSteps walks the plan's steps in order. Each step's error says what
+// was changed before it and what to do next. A stop (ctx ends: SIGINT,
+// SIGTERM) is honoured between steps and in the waits for the learner,
+// never inside a change of the member list: the next run takes the
+// replacement up where it stopped.
+func (r *replaceRun) runSteps(stop context.Context, p *replacePlan) (*Replacement, error) {
+	ctx := context.WithoutCancel(stop)
+	for _, s := range p.steps {
+		if err := stop.Err(); err != nil {
+			if p.dir == "" {
+				return p.res, fmt.Errorf("stopped (%v); nothing was changed", err)
+			}
+			if s == stepLeadership || s == stepCheck || s == stepRemove {
+				return p.res, r.abandon(p, fmt.Errorf("stopped (%v) before the removal; nothing was changed but the evidence in %s", err, p.dir))
+			}
+			return p.res, fmt.Errorf("stopped (%v) before the step %q; run `regghost members replace %s --confirm` again to take it up", err, s, r.o.Member)
+		}
+		var err error
+		switch s {
+		case stepEvidence:
+			err = r.evidence(ctx, p)
+		case stepLeadership:
+			err = r.leadership(ctx, p)
+		case stepCheck:
+			err = r.check(ctx, p)
+		case stepRemove:
+			err = r.remove(ctx, p)
+		case stepAdd:
+			err = r.add(ctx, p)
+		case stepNode:
+			r.o.Compare.progress("%s is a learner (%s): on its node, %s", r.o.Member, p.res.LearnerID, strings.Join(p.res.OnNode, "; "))
+		case stepPromote:
+			err = r.promote(stop, p)
+		case stepCompare:
+			err = r.compareAgain(stop, p)
+		case stepDisarm:
+			err = r.disarm(ctx, p)
+		}
+		if err != nil {
+			return p.res, err
+		}
+	}
+	return p.res, nil
+}
+
+// record writes the plan's record with stage.
+func (r *replaceRun) record(p *replacePlan, stage, why string) error {
+	if p.dir == "" {
+		return nil
+	}
+	rec := replaceRecord{Stage: stage, Cluster: r.cluster, Member: r.o.Member, ID: p.res.ID, PeerURLs: p.res.PeerURLs,
+		LearnerID: p.res.LearnerID, Evidence: p.res.Evidence, Why: why}
+	if p.rec != nil {
+		rec.Others = p.rec.Others
+	}
+	if len(rec.Others) == 0 {
+		rec.Others = r.cl.ClientURLs(func(m etcdmembers.Member) bool {
+			return m.Name != r.o.Member && !slices.Equal(m.PeerURLs, p.res.PeerURLs)
+		})
+	}
+	p.rec = &rec
+	return writeRecord(p.dir, rec, r.o.Now())
+}
+
+// evidence saves and verifies the snapshot of every member that answers,
+// where the disk can hold them with its reserve, and writes the record.
+func (r *replaceRun) evidence(ctx context.Context, p *replacePlan) error {
+	o := r.o
+	var need uint64
+	for _, m := range p.res.Before.Members {
+		if m.Unreachable == "" && !m.Learner {
+			need += uint64(m.DBSize) + 4096
+		}
+	}
+	need += need / 10
+	if o.EvidenceRoot == "" {
+		return fmt.Errorf("%w: no directory for the evidence: pass --backup-dir; nothing was changed", ErrRefused)
+	}
+	if err := os.MkdirAll(o.EvidenceRoot, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w; nothing was changed", o.EvidenceRoot, err)
+	}
+	if room, err := diskroom.Of(o.EvidenceRoot); err != nil {
+		return err
+	} else if !room.Fits(need) {
+		return fmt.Errorf("%w: the members' snapshots need %d bytes in %s, which would leave less than its reserve free; nothing was changed", ErrRefused, need, o.EvidenceRoot)
+	}
+	dir, err := backup.NewBackupDir(o.EvidenceRoot, "members-replace-"+o.Member, o.Now())
+	if err != nil {
+		return err
+	}
+	p.dir, p.res.Dir = dir, dir
+	for _, m := range p.res.Before.Members {
+		if m.Learner || m.Unreachable != "" || m.Endpoint == "" {
+			continue
+		}
+		o.Compare.progress("saving %s's snapshot (evidence)", m.Name)
+		cfg := o.Compare.Config
+		cfg.Endpoints = []string{m.Endpoint}
+		sctx, cancel := context.WithTimeout(ctx, o.stepTimeout())
+		info, err := snapshot.SaveSnapshot(sctx, cfg, filepath.Join(dir, m.Name+".db"))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("save %s's snapshot: %w; nothing was changed", m.Name, err)
+		}
+		p.res.Evidence = append(p.res.Evidence, Evidence{Member: m.Name, Path: info.Path, Revision: info.Revision, Size: info.Size, SHA256: info.SHA256})
+	}
+	if err := r.record(p, recordRemoving, ""); err != nil {
+		return fmt.Errorf("%w; nothing was changed", err)
+	}
+	return nil
+}
+
+// abandon ends the record of a replacement that stopped before the
+// removal, and says so.
+func (r *replaceRun) abandon(p *replacePlan, err error) error {
+	_ = r.record(p, recordAbandoned, firstLine(err))
+	return err
+}
+
+// leadership moves the leadership to the majority member furthest along
+// when the member leading right now is not of the majority.
+func (r *replaceRun) leadership(ctx context.Context, p *replacePlan) error {
+	before := p.res.Before
+	now := r.leaderNow(ctx)
+	if now == "" {
+		now = p.leader
+	}
+	if now != r.o.Member && slices.Contains(p.majority, now) {
+		return nil
+	}
+	r.o.Compare.progress("moving the leadership from %s to %s", now, p.moveTo)
+	if err := moveLeader(ctx, r.o.Compare, before, now, p.moveTo); err != nil {
+		return r.abandon(p, fmt.Errorf("move the leadership from %s to %s: %w; nothing else was changed", now, p.moveTo, err))
+	}
+	p.res.MovedLeaderFrom, p.res.MovedLeaderTo = now, p.moveTo
+	return nil
+}
+
+// leaderNow names the member that leads now, as the others say ("": none
+// said).
+func (r *replaceRun) leaderNow(ctx context.Context) string {
+	for _, m := range r.cl.Members {
+		if m.Name == r.o.Member {
+			continue
+		}
+		for _, ep := range m.ClientURLs {
+			sctx, cancel := context.WithTimeout(ctx, r.o.Compare.timeout())
+			st, err := r.write.Status(sctx, ep)
+			cancel()
+			if err == nil && st.Leader != 0 {
+				for _, l := range r.list {
+					if l.ID == st.Leader {
+						return l.Name
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// check makes sure, right before the removal, that every other voting
+// member still answers, caught up, with no alarm: the snapshots may have
+// taken minutes.
+func (r *replaceRun) check(ctx context.Context, p *replacePlan) error {
+	var lead uint64
+	var others []*etcdmembers.Member
+	for i := range r.cl.Members {
+		m := &r.cl.Members[i]
+		if m.Learner || m.Name == r.o.Member {
+			continue
+		}
+		err := etcdmembers.ReadOne(ctx, r.write, m, r.o.Compare.timeout())
+		if err == nil && len(m.Errors) > 0 {
+			err = errors.New(strings.Join(m.Errors, "; "))
+		}
+		if err != nil {
+			return r.abandon(p, fmt.Errorf("%w: %s does not answer now (%s): removing %s would leave the cluster without its quorum at the next failure; nothing else was changed",
+				ErrRefused, m.Name, firstLine(err), r.o.Member))
+		}
+		lead = max(lead, m.AppliedIndex)
+		others = append(others, m)
+	}
+	for _, m := range others {
+		if m.AppliedIndex+5000 < lead || m.RaftIndex > m.AppliedIndex+5000 {
+			return r.abandon(p, fmt.Errorf("%w: %s is behind now (applied %d, the others %d, raft index %d); nothing else was changed",
+				ErrRefused, m.Name, m.AppliedIndex, lead, m.RaftIndex))
+		}
+	}
+	alarms, err := etcdmembers.Alarms(ctx, r.write, r.cl.Members, r.o.Compare.timeout())
+	if err != nil {
+		return r.abandon(p, fmt.Errorf("read the alarms: %w; nothing else was changed", err))
+	}
+	for _, a := range alarms {
+		if a.Alarm == "NOSPACE" {
+			return r.abandon(p, fmt.Errorf("%w: NOSPACE is raised on %s now; nothing else was changed", ErrRefused, a.Member))
+		}
+	}
+	return nil
+}
+
+// remove removes the member, through the other members' client URLs.
+func (r *replaceRun) remove(ctx context.Context, p *replacePlan) error {
+	o := r.o
+	o.Compare.progress("removing %s (%s) from the cluster", o.Member, p.res.ID)
+	err := reconfigure(ctx, o.Compare, "remove "+o.Member, func(ctx context.Context) error {
+		_, err := r.write.MemberRemove(ctx, p.target.ID)
+		if err != nil {
+			// An answer lost: what the member list says counts.
+			if now, lerr := memberList(ctx, r.write, o.Compare.timeout()); lerr == nil && findByName(now, o.Member) == nil && findByPeers(now, p.res.PeerURLs) == nil {
+				return nil
+			}
+		}
+		return err
+	})
+	if err != nil {
+		if now, lerr := memberList(context.WithoutCancel(ctx), r.write, o.Compare.timeout()); lerr == nil && findByName(now, o.Member) != nil {
+			return r.abandon(p, fmt.Errorf("remove member %s: %w; it is still a member, nothing else was changed; the evidence is in %s", o.Member, err, p.dir))
+		}
+		return fmt.Errorf("remove member %s: %w; it may have been removed: run `regghost members replace %s --confirm` again to take it up; the evidence is in %s",
+			o.Member, err, o.Member, p.dir)
+	}
+	list, err := memberList(ctx, r.write, o.Compare.timeout())
+	if err != nil {
+		return fmt.Errorf("%w (after %s was removed: run `regghost members replace %s --confirm` again, or add it back with `etcdctl member add %s --learner --peer-urls=%s`)",
+			err, o.Member, o.Member, o.Member, strings.Join(p.res.PeerURLs, ","))
+	}
+	r.list = list
+	return nil
+}
+
+// add adds the member back as a learner, and records its new ID.
+func (r *replaceRun) add(ctx context.Context, p *replacePlan) error {
+	o := r.o
+	o.Compare.progress("adding %s back as a learner at %s", o.Member, strings.Join(p.res.PeerURLs, ","))
+	var resp *clientv3.MemberAddResponse
+	err := reconfigure(ctx, o.Compare, "add "+o.Member+" back", func(ctx context.Context) error {
+		var err error
+		resp, err = r.write.MemberAddAsLearner(ctx, p.res.PeerURLs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("add %s back as a learner: %w; it is removed: run `regghost members replace %s --confirm` again, or `etcdctl member add %s --learner --peer-urls=%s`",
+			o.Member, err, o.Member, o.Member, strings.Join(p.res.PeerURLs, ","))
+	}
+	r.list = resp.Members
+	p.res.LearnerID = hexID(resp.Member.ID)
+	p.res.OnNode = onNode(o.Member, p.res.PeerURLs, r.list, r.localNode(), leaderDB(p.res.Before))
+	if err := r.record(p, recordRemoving, ""); err != nil {
+		return fmt.Errorf("%s was added back as learner %s, but: %w", o.Member, p.res.LearnerID, err)
+	}
+	return nil
+}
+
+// promote promotes the learner once etcd says it has caught up, trying
+// every Poll for up to Wait. When the wait ends, or the run is stopped,
+// first, the member is left a learner and the next run takes it up.
+func (r *replaceRun) promote(ctx context.Context, p *replacePlan) error {
+	o := r.o
+	learner := findByPeers(r.list, p.res.PeerURLs)
+	if learner == nil {
+		return fmt.Errorf("no member is at %s's peer URLs %s: it was removed meanwhile; run `regghost members replace %s --confirm` again",
+			o.Member, strings.Join(p.res.PeerURLs, ","), o.Member)
+	}
+	p.res.LearnerID = hexID(learner.ID)
+	waiting := func(cause string) error {
+		p.res.Stage = StageWaiting
+		return fmt.Errorf("%w: %s (%s) is a learner that has not started or caught up %s; once its etcd runs on its node as said, run `regghost members replace %s --confirm` again",
+			ErrLearnerWaiting, o.Member, p.res.LearnerID, cause, o.Member)
+	}
+	deadline := o.Now().Add(o.Wait)
+	for {
+		mctx, cancel := context.WithTimeout(ctx, o.Compare.timeout())
+		_, err := r.write.MemberPromote(mctx, learner.ID)
+		cancel()
+		if err == nil || errors.Is(rpctypes.Error(err), rpctypes.ErrMemberNotLearner) {
+			break // promoted, by this try or by one whose answer was lost
+		}
+		if ctx.Err() != nil {
+			return waiting("before this run was stopped (" + ctx.Err().Error() + ")")
+		}
+		if !notReady(err) && !transient(err) {
+			return fmt.Errorf("promote %s: %w", o.Member, err)
+		}
+		if !o.Now().Before(deadline) {
+			return waiting(fmt.Sprintf("within %s", o.Wait))
+		}
+		if sleep(ctx, o.poll()) != nil {
+			return waiting("before this run was stopped")
+		}
+	}
+	o.Compare.progress("%s promoted", o.Member)
+	return nil
+}
+
+// compareAgain compares the members until they agree, for up to Wait: a
+// comparison (each member's keyspace read, paced) once the new member has
+// applied what the leader had when it was promoted, then again every
+// interval while they still differ.
+func (r *replaceRun) compareAgain(ctx context.Context, p *replacePlan) error {
+	o := r.o
+	deadline := o.Now().Add(o.Wait)
+	copts := o.Compare
+	copts.Keys = KeysAlways
+	for {
+		cctx, cancel := context.WithTimeout(ctx, o.stepTimeout())
+		after, err := Compare(cctx, copts)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				p.res.Stage = StageDiffers
+				return fmt.Errorf("%s was promoted; stopped before the members were compared again: run `regghost members replace %s --confirm` again", o.Member, o.Member)
+			}
+			return fmt.Errorf("compare after the promotion: %w", err)
+		}
+		p.res.After = after
+		if after.Verdict.Agree && !after.Incomplete() {
+			break
+		}
+		if !o.Now().Before(deadline) || ctx.Err() != nil {
+			p.res.Stage = StageDiffers
+			return fmt.Errorf("%s was promoted, and the members do not agree yet: %s; run `regghost members replace %s --confirm` again to compare them and disarm CORRUPT",
+				o.Member, after.Verdict.Reason, o.Member)
+		}
+		o.Compare.progress("the members do not agree yet (%s); comparing again in %s", after.Verdict.Reason, 5*o.Compare.interval())
+		if sleep(ctx, 5*o.Compare.interval()) != nil {
+			p.res.Stage = StageDiffers
+			return fmt.Errorf("%s was promoted; stopped before the members were compared again: run `regghost members replace %s --confirm` again", o.Member, o.Member)
+		}
+	}
+	p.res.Stage = StageReplaced
+	return nil
+}
+
+// disarm disarms CORRUPT and ends the record.
+func (r *replaceRun) disarm(ctx context.Context, p *replacePlan) error {
+	if err := r.record(p, recordReplaced, ""); err != nil {
+		return fmt.Errorf("every member agrees, but: %w", err)
+	}
+	disarmed, err := disarmCorrupt(ctx, r.write, r.o.Compare.timeout())
+	p.res.Disarmed = disarmed
+	if err != nil {
+		return fmt.Errorf("every member agrees, but disarming CORRUPT failed: %w (`etcdctl alarm disarm`)", err)
+	}
+	return nil
+}
+
+// lockWriters takes the locks every regghost write holds, as pkg/protect
+// takes them: this node's (etcdwrite.NodeLock, named after the etcd
+// cluster ID), then etcd's, through cli (the members that stay: the
+// lock's lease is kept alive there). Under an alarm (CORRUPT, NOSPACE)
+// etcd refuses the etcd lock's writes: then this node's lock alone, once
+// no regghost holds etcd's, and it says what that does not cover.
+func lockWriters(ctx context.Context, o ReplaceOptions, cli *clientv3.Client, cluster string) (func(), error) {
+	return lockBoth(ctx, o.Compare, cli, cluster, "regghost members replace "+o.Member)
+}
+
+// reconfigure runs a change of the member list, trying again for up to
+// 30s while etcd refuses it for now: its strict reconfiguration check
+// wants every member connected to the one asked for its health interval
+// (5s), so a member that just started or just left makes it "unhealthy"
+// for a moment.
+func reconfigure(ctx context.Context, o Options, what string, fn func(context.Context) error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mctx, cancel := context.WithTimeout(ctx, o.timeout())
+		err := fn(mctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		e := rpctypes.Error(err)
+		again := errors.Is(e, rpctypes.ErrUnhealthy) || errors.Is(e, rpctypes.ErrMemberNotEnoughStarted) || transient(err)
+		if !again || time.Now().After(deadline) {
+			return err
+		}
+		o.progress("etcd refuses to %s for now (%s); trying again", what, firstLine(err))
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// disarmCorrupt disarms every CORRUPT alarm.
+func disarmCorrupt(ctx context.Context, cli *clientv3.Client, timeout time.Duration) ([]string, error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := cli.AlarmList(actx)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, a := range resp.Alarms {
+		if a.Alarm != etcdserverpb.AlarmType_CORRUPT {
+			continue
+		}
+		if _, err := cli.AlarmDisarm(actx, (*clientv3.AlarmMember)(a)); err != nil {
+			return done, err
+		}
+		done = append(done, fmt.Sprintf("CORRUPT on %s", hexID(a.MemberID)))
+	}
+	return done, nil
+}
