@@ -33,30 +33,36 @@ const membersLong = `members compares the members of one etcd cluster, for when 
 found on two API servers and not the third, a CORRUPT alarm, "etcdctl endpoint hashkv"
 showing different hashes. It names the keys that differ and the member that is wrong.
 
-It reads, for every member of the member list, at the endpoint given that answers as it
-(else its client URL): its role, raft applied index, revision, compacted revision, db
-size and alarms; and its HashKV at one revision every member holds (the lowest current
-revision, at or above every compacted revision). When the hashes disagree it samples
-again --interval later, and judges them only when both samples split the members the
-same way.
+It works from any control-plane node, the sick member's own included: the endpoints
+given (kubeadm's manifest names only https://127.0.0.1:2379) are asked who they are,
+and the members are then reached at their own client URLs from the member list.
 
-When the hashes do not show that the members agree (--compare-keys), it reads every
-member's whole keyspace on its own (a client whose only endpoint is that member,
-serializable reads at the shared revision) and merges them key by key: memory holds a
-hash of each value, never the values. Each differing key is named with the members that
-hold it, each copy's SHA-256, create and mod revision and version, and the object's
-kind; the differences are grouped by member and kind (missing, extra, value, revision)
-with the revisions they were written at. When the members' revisions diverged (etcd
-3.5's consistent-index bug), it compares the current values instead, and says so. It
-also compares the leases and the member list each member holds.
+It reads, for every member, its role, raft applied index, revision, compacted revision,
+db size and alarms. A member that does not answer is named "not answering" and left
+out. A member that has not applied what the others had, once given --interval to catch
+up, is "behind" (with how far): it is left out and never named wrong.
 
-The wrong member is named by majority, as etcd 3.6's corruption check decides: the
-members outside a group holding one hash that a quorum of the members share. None is
-named when no group has a quorum (two members that disagree, three that all differ) or
-when the hashes split the members differently at the two samples. It changes nothing.
+The hashes (--hash) are asked of one member at a time, never all at once: by default
+the HashKV each member kept from the newest compaction (etcd computes it while
+compacting; reading it costs nothing), which etcd's own compaction hash check compares;
+--hash full scans each member's keyspace at the lowest current revision (the member
+commits no write meanwhile), sampled twice --interval apart when they disagree.
 
-Exit codes: 0 every member agrees, 3 they differ, 1 error (or a member did not answer),
-2 bad input.`
+The keys (--compare-keys auto: unless a full hash agrees) are read from every member on
+its own (serializable reads at one shared revision, paced by --max-keys-per-second) and
+merged key by key: memory holds a hash of each value, never the values. Each differing
+key is named with the members that hold it, each copy's SHA-256, create and mod revision
+and version, and the object's kind; the differences are grouped by member and kind
+(missing, extra, value, revision). When the members' revisions diverged (etcd 3.5's
+consistent-index bug), the current values are compared instead, and it says so. The
+leases and member lists each member holds are compared too, on two reads.
+
+The wrong member is named by majority: the members outside a group a quorum of the
+members share. None is named when no group has a quorum, or when the hashes split the
+members differently at the two samples. It changes nothing.
+
+Exit codes: 0 every member agrees, 3 they differ, 1 error (or a member did not answer,
+or is behind), 2 bad input.`
 
 const membersExamples = `  regghost members
   regghost members -o wide

@@ -25,36 +25,48 @@ type membersReplaceOptions struct {
 	wait  time.Duration
 }
 
-const membersReplaceLong = `members replace replaces the member whose data is wrong, as etcd's data corruption
-guide says, guarded: it copies the majority's data into it again.
+const membersReplaceLong = `members replace replaces the member whose data is wrong, or that does not answer, as
+etcd's guides say, guarded: it copies the majority's data into it again.
+
+Run it from any control-plane node, the member's own included: every change goes
+through the other members' client URLs (a member stops as it applies its own removal),
+and a later run on that node reaches the cluster through the client URLs the first run
+recorded in --backup-dir, while the member's etcd is down or a learner.
 
 It compares the members first (as regghost members does, key by key) and refuses unless
-that comparison names MEMBER wrong by a quorum of the members, every other member
-answering: with two members wrong out of three, or no quorum sharing one copy, no member
-is replaced (the new one would copy data nobody can vouch for).
+that comparison names MEMBER wrong by a quorum of the members, on its hash or its keys at
+one revision; or MEMBER does not answer while every other member answers and they
+agree. It refuses when another member does not answer, is behind, reports an error or
+raised NOSPACE (the cluster is already degraded), when two members are wrong, beside a
+learner, and on k3s, rke2 and OpenShift, whose supervisors own the member list (it names
+their procedure).
 
-With --confirm it then: saves and verifies every member's snapshot into --backup-dir
-(the evidence, the wrong member's data among it); if MEMBER leads, moves the leadership
-to the majority member furthest along (a new member copies from the leader); removes
-MEMBER and adds it back as a learner at its peer URLs; prints what to run on its node
-(stop its etcd, move its data directory aside (never delete it), start it on an empty
-one with --initial-cluster-state=existing); waits up to --wait for the learner to catch
-up, promotes it, compares the members again until every key and hash agrees, and
-disarms CORRUPT. When the wait ends first, run it again once the member runs: it takes
-the replacement up where it stopped.
+From the removal to the promotion the cluster runs with one voter fewer: the plan says
+what it still survives and what to do if another member fails meanwhile.
+
+With --confirm it then: saves and verifies the snapshot of every member that answers into
+--backup-dir (the evidence); moves the leadership to the majority member furthest along
+when the leader is not of the majority (a new member copies from the leader); checks the
+others once more; removes MEMBER and adds it back as a learner at its peer URLs; prints
+what to run on its node (stop its etcd, move its data directory aside, never delete it,
+start it on an empty one with --initial-cluster-state=existing); waits up to --wait for
+the learner to catch up, promotes it, compares the members again until they agree, and
+disarms CORRUPT. Each step is bounded by --command-timeout, the wait by --wait. When the
+wait ends first, or the run is stopped (Ctrl-C), run it again once the member runs: it
+takes the replacement up where it stopped.
 
 It never restores a member from a snapshot file: etcdutl snapshot restore makes a new
 cluster.
 
-Exit codes: 0 replaced (or the dry run), 3 waiting for the learner (the members do not
-agree yet), 1 refused or error, 2 bad input.`
+Exit codes: 0 replaced (or the dry run), 3 not done yet (waiting for the learner, or the
+members do not agree yet: run it again), 1 refused or error, 2 bad input.`
 
 // newMembersReplaceCmd is `regghost members replace MEMBER`.
 func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 	o := &membersReplaceOptions{print: newPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "replace MEMBER",
-		Short: "Replace the member members names wrong: evidence, leadership, remove, add back as a learner, promote, compare (a dry run without --confirm)",
+		Short: "Replace a wrong or dead etcd member: evidence, remove, add back as a learner, promote, compare (a dry run without --confirm)",
 		Long:  membersReplaceLong,
 		Example: `  regghost members replace m1
   regghost members replace m1 --confirm --wait 15m`,

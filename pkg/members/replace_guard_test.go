@@ -1,0 +1,187 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdmembers"
+	"github.com/regghost/regghost/pkg/etcdwrite"
+)
+
+// TestStanding: a record of a replacement under way is taken up only
+// while the member list shows that replacement: removed and not added
+// back, a learner it added (or added with its answer lost), a voter it
+// added and promoted. A member never removed, or another member at its
+// peer URLs (replaced by hand since), makes the record stale: a new
+// replacement then runs with every guard.
+func TestStanding(t *testing.T) {
+	peers := []string{"http://10.0.0.2:2380"}
+	rec := func(learner string) *replaceRecord {
+		return &replaceRecord{Stage: recordRemoving, Member: "m1", ID: "a1", PeerURLs: peers, LearnerID: learner}
+	}
+	at := func(id uint64, learner bool) []*pb.Member {
+		return []*pb.Member{{ID: 0xa0, Name: "m0", PeerURLs: []string{"http://10.0.0.1:2380"}}, {ID: id, Name: "m1", PeerURLs: peers, IsLearner: learner}}
+	}
+	for _, tt := range []struct {
+		name string
+		rec  *replaceRecord
+		list []*pb.Member
+		want takeUp
+	}{
+		{"removed, not added back", rec(""), at(0, false)[:1], takeUpAdd},
+		{"never removed", rec(""), at(0xa1, false), takeUpStale},
+		{"the learner it added", rec("b1"), at(0xb1, true), takeUpPromote},
+		{"a learner added with the answer lost", rec(""), at(0xb1, true), takeUpPromote},
+		{"another learner", rec("b1"), at(0xc1, true), takeUpStale},
+		{"the learner it added, promoted", rec("b1"), at(0xb1, false), takeUpCompare},
+		{"a voter it did not add", rec("b1"), at(0xc1, false), takeUpStale},
+		{"a voter, no learner recorded", rec(""), at(0xc1, false), takeUpStale},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := standing(tt.rec, tt.list)
+			if got != tt.want || (got == takeUpStale) != (why != "") {
+				t.Errorf("standing: %v (%q), want %v", got, why, tt.want)
+			}
+		})
+	}
+}
+
+// TestDegradedAndWindow: before a removal the other members must carry
+// the cluster (no error, no NOSPACE, not behind in applying), and the
+// window says what fault tolerance is left.
+func TestDegradedAndWindow(t *testing.T) {
+	m := func(name string) Member {
+		return Member{Member: etcdmembers.Member{Name: name, RaftIndex: 100, AppliedIndex: 100}}
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(*Report)
+		want   string
+	}{
+		{"healthy", func(*Report) {}, ""},
+		{"an error", func(r *Report) { r.Members[2].Errors = []string{"slow fdatasync"} }, "m2 reports slow fdatasync"},
+		{"NOSPACE on another", func(r *Report) { r.Members[0].Alarms = []string{"NOSPACE"} }, "m0 raised NOSPACE"},
+		{"NOSPACE on the cluster", func(r *Report) { r.ClusterAlarms = []string{"NOSPACE"} }, "whole cluster"},
+		{"applying far behind", func(r *Report) { r.Members[2].RaftIndex = 9000 }, "8900 raft entries"},
+		{"the member replaced is the sick one", func(r *Report) { r.Members[1].Errors = []string{"corrupt"} }, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Report{Members: []Member{m("m0"), m("m1"), m("m2")}}
+			tt.change(r)
+			if got := degraded(r, "m1"); (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("degraded: %q, want %q", got, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		members, voters, tolerates int
+		down                       bool
+		says                       string
+	}{
+		{3, 2, 0, false, "survives no further failure"},
+		{5, 4, 1, false, "survives 1 more failure"},
+		{3, 2, 0, true, "already runs on 2 voting members"},
+	} {
+		r := &Report{}
+		for i := range tt.members {
+			r.Members = append(r.Members, m(fmt.Sprintf("m%d", i)))
+		}
+		w := window(r, "m1", tt.down)
+		if w.Voters != tt.voters || w.Tolerates != tt.tolerates || !strings.Contains(strings.Join(w.Words, " "), tt.says) ||
+			!strings.Contains(strings.Join(w.Words, " "), "If one of them fails inside the window") {
+			t.Errorf("window of %d members (down %v): %+v", tt.members, tt.down, w)
+		}
+	}
+}
+
+// TestOnNodeNamesTheNodesDirectories: on the member's own node the steps
+// name its data directory and its --wal-dir as its manifest says; else
+// kubeadm's and a reminder of --wal-dir.
+func TestOnNodeNamesTheNodesDirectories(t *testing.T) {
+	list := []*pb.Member{{ID: 1, Name: "m0", PeerURLs: []string{"http://10.0.0.1:2380"}}, {ID: 2, Name: "m1", PeerURLs: []string{"http://10.0.0.2:2380"}}}
+	far := strings.Join(onNode("m1", []string{"http://10.0.0.2:2380"}, list, nil, 500<<20), "\n")
+	here := strings.Join(onNode("m1", []string{"http://10.0.0.2:2380"}, list, &localEtcd{DataDir: "/data/etcd", WalDir: "/wal/etcd", Source: "kubeadm static pod"}, 0), "\n")
+	for _, want := range []string{"mv /var/lib/etcd /var/lib/etcd.wrong-m1", "--wal-dir likewise", "500 MiB free", "--initial-cluster=m0=http://10.0.0.1:2380,m1=http://10.0.0.2:2380"} {
+		if !strings.Contains(far, want) {
+			t.Errorf("the steps elsewhere miss %q:\n%s", want, far)
+		}
+	}
+	for _, want := range []string{"mv /data/etcd /data/etcd.wrong-m1", "mv /wal/etcd /wal/etcd.wrong-m1", "--data-dir /data/etcd"} {
+		if !strings.Contains(here, want) {
+			t.Errorf("the steps on the node miss %q:\n%s", want, here)
+		}
+	}
+}
+
+// TestReplaceRefusesADistribution: k3s's and rke2's own keys (no leading
+// slash), or OpenShift's, in the keyspace: the member list is theirs to
+// change, so replace refuses, dry run included, naming their procedure;
+// members still compares.
+func TestReplaceRefusesADistribution(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := context.Background()
+	etcdtest.Put(t, c.cli, "/registry/configmaps/default/a", configMap(t, "a", "x"))
+	w := c.follower(t)
+	c.edit(t, w, addKey("/registry/configmaps/default/ghost", configMap(t, "ghost", "x")))
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	for _, tt := range []struct{ key, name, procedure string }{
+		{"k3s/apiaddresses", "k3s", "kubectl delete node"},
+		{"rke2/etcd/learnerProgress", "rke2", "rke2-server"},
+		{"/registry/config.openshift.io/clusterversions/version", "OpenShift", "Replacing an unhealthy etcd member"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			etcdtest.Put(t, c.cli, tt.key, "x")
+			defer func() {
+				if _, err := c.cli.Delete(ctx, tt.key); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			root := t.TempDir()
+			for _, confirm := range []bool{false, true} {
+				ro := ReplaceOptions{Compare: c.options(), Member: c.names[w], EvidenceRoot: root, Confirm: confirm, Wait: time.Second}
+				res, err := Replace(ctx, ro)
+				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "this is "+tt.name) || !strings.Contains(err.Error(), tt.procedure) {
+					t.Errorf("replace (confirm %v) beside %s: %v", confirm, tt.key, err)
+				}
+				if res == nil || res.Before == nil || len(res.Before.Verdict.Wrong) != 1 {
+					t.Errorf("the comparison is not shown: %+v", res)
+				}
+			}
+			list, err := c.cli.MemberList(ctx)
+			if err != nil || len(list.Members) != 3 {
+				t.Errorf("the member list changed: %v, %v", list, err)
+			}
+		})
+	}
+}
+
+// TestReplaceStoppedInTheWait: a run stopped (SIGINT) while the learner
+// has not started leaves it a learner and says to run again (exit 3), as
+// the end of --wait does: the time of the snapshots is not the wait's.
+func TestReplaceStoppedInTheWait(t *testing.T) {
+	c := startCluster(t, 3)
+	for i := range 5 {
+		etcdtest.Put(t, c.cli, fmt.Sprintf("/registry/configmaps/default/cm-%d", i), configMap(t, "a", "x"))
+	}
+	w := c.follower(t)
+	c.edit(t, w, dropKey("/registry/configmaps/default/cm-2"))
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	o := c.options()
+	o.Progress = func(s string) {
+		if strings.Contains(s, "is a learner") {
+			time.AfterFunc(500*time.Millisecond, cancel)
+		}
+	}
+	res, err := Replace(ctx, ReplaceOptions{Compare: o, Member: c.names[w], EvidenceRoot: t.TempDir(), Confirm: true, Wait: time.Hour, Poll: 100 * time.Millisecond})
+	if !errors.Is(err, ErrLearnerWaiting) || res.Stage != StageWaiting || !strings.Contains(err.Error(), "run `regghost members replace "+c.names[w]+" --confirm` again") {
+		t.Fatalf("a run stopped in the wait: %v (%+v)", err, res)
+	}
+}
