@@ -129,4 +129,3 @@ func TestReplaceAMemberThatIsDown(t *testing.T) {
 		}
 	}
 }
-
