@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -91,6 +92,15 @@ func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, e
 		{"regghost members --compare-keys always", []string{t.regghost, "members", "--compare-keys", "always", "--endpoints", strings.Join(eps, ","), "--no-api",
 			"--command-timeout", "30m", "-o", "json"}},
 	}
+	// kube-apiserver compacts every 5 minutes: each member keeps the
+	// hash of its last compaction, which regghost members reads first.
+	if _, err := cli.Compact(ctx, st.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		return "", fmt.Errorf("compact: %w", err)
+	}
+	lat, err := latencyRows(ctx, cli, t, eps)
+	if err != nil {
+		return "", err
+	}
 	var rs []offlineResult
 	for _, c := range cases {
 		r, err := measureRuns(c.name, c.args, membersRuns, nil)
@@ -105,5 +115,41 @@ func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, e
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %.2fs | %.2fx | %d MiB | %d MiB |\n", r.name, r.wall.Seconds(), r.wall.Seconds()/rs[0].wall.Seconds(), r.maxRSSKiB>>10, r.anonKiB>>10)
 	}
+	fmt.Fprintf(&b, "\nAnother client's put latency (one small put every 20 ms, through every member in turn), idle and while each "+
+		"comparison runs back to back for at least %s, in the same run:\n\n%s", latencyWindow, renderLatency(lat))
 	return b.String(), nil
+}
+
+// latencyWindow is how long each put latency row is measured.
+const latencyWindow = 30 * time.Second
+
+// latencyRows measures another client's puts idle, during `regghost
+// members` (as an operator runs it), during serve's comparison (the same
+// options serve passes: hashes kept from the compaction, keys only when
+// they do not agree) and during a full hash on demand.
+func latencyRows(ctx context.Context, cli *clientv3.Client, t tools, eps []string) ([]latencyRow, error) {
+	base := []string{t.regghost, "members", "--endpoints", strings.Join(eps, ","), "--no-api", "--command-timeout", "30m", "-o", "json"}
+	cases := []struct {
+		name  string
+		extra []string
+	}{
+		{"idle", nil},
+		{"regghost members", []string{}},
+		{"serve's comparison (regghost members --compare-keys mismatch)", []string{"--compare-keys", "mismatch"}},
+		{"regghost members --hash full --compare-keys never", []string{"--hash", "full", "--compare-keys", "never"}},
+	}
+	var rows []latencyRow
+	for _, c := range cases {
+		var args []string
+		if c.extra != nil {
+			args = append(slices.Clone(base), c.extra...)
+		}
+		fmt.Fprintf(os.Stderr, "bench: put latency, %s\n", c.name)
+		row, err := putLatency(ctx, cli, c.name, args, latencyWindow)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }

@@ -91,7 +91,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 	f := c.Flags()
 	o.print.addFlags(c)
 	f.StringVar(&o.keys, "compare-keys", members.KeysAuto, "when to compare the keys one by one: "+strings.Join(members.KeysModes, ", ")+
-		" (auto: unless every member's full hash agrees; mismatch: only when the hashes differ)")
+		" (auto: unless every member's full hash agrees; mismatch: unless the hashes agree)")
 	f.StringVar(&o.hash, "hash", members.HashCompaction, "which HashKV to compare: "+strings.Join(members.HashModes, ", ")+
 		" (compaction: the hash each member kept from the newest compaction, read at no cost; full: a scan of each member's keyspace, one member at a time, during which that member commits no write)")
 	f.BoolVar(&o.current, "current", false, "compare the current values (each member at its own revision) instead of the keys at one shared revision")

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"os"
@@ -81,20 +82,46 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		view.etcd = c.etcdClient(t, eps...)
 		return &view
 	}
+	// onNode is the cluster as seen from m's own node: regghost is given
+	// m's endpoint alone (kubeadm's manifest names only the local
+	// member); the test reads etcd through the others.
+	onNode := func(t *testing.T, m *member) *cluster {
+		t.Helper()
+		var others []*member
+		for _, o := range c.members {
+			if o != m {
+				others = append(others, o)
+			}
+		}
+		view := through(t, others...)
+		view.etcdURL = m.url
+		return view
+	}
+	// nodeSteps does what the printed steps say on the member's node:
+	// etcd stopped, its data directory moved aside and kept, started
+	// again empty, joining the cluster as it is now.
+	nodeSteps := func(t *testing.T, m *member) string {
+		t.Helper()
+		m.stop(t)
+		data := filepath.Join(c.dir, m.name+"-data")
+		aside := data + ".wrong"
+		mustNoErr(t, "move the data directory aside", os.Rename(data, aside))
+		m.restart(whole, c)
+		return aside
+	}
+	// replace runs the way back from the wrong member's own node, with
+	// its endpoint alone: the first run removes it and adds it back as a
+	// learner, the second (the member then a learner, the only endpoint
+	// given) promotes it and compares.
 	replace := func(t *testing.T, wrong *member, wasLeader bool) {
 		t.Helper()
 		root := filepath.Join(t.TempDir(), "evidence")
-		var others []*member
-		for _, m := range c.members {
-			if m != wrong {
-				others = append(others, m)
-			}
-		}
-		c := through(t, others...)
+		c := onNode(t, wrong)
 		before := c.state(t)
 		out, errOut, code := c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root)
 		t.Logf("$ regghost members replace %s\n%s", wrong.name, out)
-		if code != 0 || !strings.Contains(out, "Dry run: nothing was changed") || wasLeader != strings.Contains(out, "move the leadership from "+wrong.name) {
+		if code != 0 || !strings.Contains(out, "Dry run: nothing was changed") || wasLeader != strings.Contains(out, "leadership: move it from "+wrong.name) ||
+			!strings.Contains(out, "survives no further failure") {
 			t.Fatalf("members replace (dry run): exit %d:\n%s\n%s", code, out, errOut)
 		}
 		c.assertUnchanged(t, "the dry run of members replace", before)
@@ -103,16 +130,10 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		if code != 3 || !strings.Contains(out, "--initial-cluster-state=existing") || !strings.Contains(out, "added back as a learner") {
 			t.Fatalf("members replace --confirm: exit %d, want it waiting for the learner:\n%s\n%s", code, out, errOut)
 		}
-		// The node: etcd stopped, its data directory moved aside and kept,
-		// started again empty, joining the cluster as it is now.
-		wrong.stop(t)
-		data := filepath.Join(c.dir, wrong.name+"-data")
-		aside := data + ".wrong"
-		mustNoErr(t, "move the data directory aside", os.Rename(data, aside))
-		wrong.restart(whole, c)
+		aside := nodeSteps(t, wrong)
 		out, errOut, code = c.regghost(t, "", "members", "replace", wrong.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "3m")
 		t.Logf("$ regghost members replace %s --confirm --yes --wait 3m\n%s%s", wrong.name, errOut, out)
-		if code != 0 || !strings.Contains(out, "every member agrees") {
+		if code != 0 || !strings.Contains(out, "every member agrees") || !strings.Contains(errOut, "reaching the cluster through the client URLs") {
 			t.Fatalf("members replace --confirm once it runs: exit %d:\n%s\n%s", code, out, errOut)
 		}
 		if rep, code := compare(t); code != 0 || !rep.Verdict.Agree {
@@ -120,9 +141,9 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		}
 		// The majority's data, whole: nothing written, nothing lost.
 		c.assertUnchanged(t, "members replace", before)
-		dirs, _ := filepath.Glob(filepath.Join(root, "*-members-replace-"+wrong.name, "*.db"))
-		if len(dirs) != 3 {
-			t.Errorf("evidence: %v, want every member's snapshot", dirs)
+		dbs, _ := filepath.Glob(filepath.Join(root, "*-members-replace-"+wrong.name, "*.db"))
+		if len(dbs) != 3 {
+			t.Errorf("evidence: %v, want every member's snapshot", dbs)
 		}
 		if _, err := os.Stat(filepath.Join(aside, "member", "snap", "db")); err != nil {
 			t.Errorf("the wrong member's data directory is gone: %v", err)
@@ -162,6 +183,8 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 
 	t.Run("replace brings it back", func(t *testing.T) { replace(t, w, false) })
 
+	t.Run("a member behind is not wrong", func(t *testing.T) { behindIsNotWrong(t, c, compare) })
+
 	t.Run("the leader is wrong", func(t *testing.T) {
 		w := c.members[2]
 		corrupt(t, w, dropRevisions(d))
@@ -178,8 +201,63 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		}
 	})
 
-	t.Run("two members wrong of three: refused", func(t *testing.T) {
+	t.Run("a member that is down is replaced", func(t *testing.T) {
+		down := c.members[0]
+		if c.leader(t) == down {
+			down = c.members[1]
+		}
+		down.shutdown(t)
+		rep, code := compare(t)
+		if code != 1 || len(rep.Verdict.Wrong) != 0 || !slices.Equal(rep.Verdict.NotCompared, []string{down.name}) || !rep.Verdict.Agree {
+			t.Fatalf("members with %s down: exit %d, verdict %+v", down.name, code, rep.Verdict)
+		}
+		root := filepath.Join(t.TempDir(), "evidence")
+		c := through(t, c.members...)
+		before := c.state(t)
+		out, errOut, code := c.regghost(t, "", "members", "replace", down.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "1s")
+		t.Logf("$ regghost members replace %s --confirm --yes --wait 1s\n%s%s", down.name, errOut, out)
+		if code != 3 || !strings.Contains(out, down.name+" does not answer") || !strings.Contains(out, "added back as a learner") {
+			t.Fatalf("members replace of a member that is down: exit %d:\n%s\n%s", code, out, errOut)
+		}
+		if dbs, _ := filepath.Glob(filepath.Join(root, "*-members-replace-"+down.name, "*.db")); len(dbs) != 2 {
+			t.Errorf("evidence: %v, want the snapshots of the two members that answer", dbs)
+		}
+		nodeSteps(t, down)
+		out, errOut, code = c.regghost(t, "", "members", "replace", down.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "3m")
+		if code != 0 || !strings.Contains(out, "every member agrees") {
+			t.Fatalf("members replace once it runs: exit %d:\n%s\n%s", code, out, errOut)
+		}
+		c.assertUnchanged(t, "members replace of a member that is down", before)
+	})
+
+	t.Run("k3s's keys: refused", func(t *testing.T) {
 		corrupt(t, c.members[0], dropRevisions(a))
+		ctx := context.Background()
+		for _, k := range []string{"k3s/apiaddresses", "k3s/etcd/learnerProgress", "/bootstrap/2f5d3a6e1c0b"} {
+			_, err := c.etcd.Put(ctx, k, "x")
+			mustNoErr(t, "put "+k, err)
+		}
+		// Read through the majority: a linearizable read a wrong member
+		// answers is its own data.
+		c := through(t, c.members[1], c.members[2])
+		before := c.state(t)
+		root := filepath.Join(t.TempDir(), "evidence")
+		out, errOut, code := c.regghost(t, "", "members", "replace", c.members[0].name, "--backup-dir", root, "--confirm", "--yes")
+		if code != 1 || !strings.Contains(errOut, "this is k3s") || !strings.Contains(errOut, "kubectl delete node") {
+			t.Errorf("members replace on k3s's keyspace: exit %d:\n%s\n%s", code, out, errOut)
+		}
+		if rep, code := compare(t); code != 3 || strings.Join(rep.Verdict.Wrong, ",") != c.members[0].name {
+			t.Errorf("members on k3s's keyspace: exit %d, wrong %v: it still compares and names", code, rep.Verdict.Wrong)
+		}
+		c.assertUnchanged(t, "a refused members replace on k3s", before)
+		for _, k := range []string{"k3s/apiaddresses", "k3s/etcd/learnerProgress", "/bootstrap/2f5d3a6e1c0b"} {
+			_, err := c.etcd.Delete(ctx, k)
+			mustNoErr(t, "delete "+k, err)
+		}
+	})
+
+	t.Run("two members wrong of three: refused", func(t *testing.T) {
+		// members[0] is wrong since the subtest before.
 		corrupt(t, c.members[1], setLatestValue(d, other))
 		rep, code := compare(t)
 		if code != 3 || len(rep.Verdict.Wrong) != 0 || rep.Verdict.Refused == "" {

@@ -23,9 +23,12 @@ func writeMembers(out io.Writer, r *members.Report, wide, noHeaders bool) error 
 	head := fmt.Sprintf("etcd cluster %s, %s", table.OrDash(r.ClusterID), plural(len(r.Members), "member"))
 	if n := len(r.Samples); n > 0 {
 		s := r.Samples[n-1]
-		if s.Kind == members.HashCompaction {
+		switch {
+		case s.Kind == members.HashCompaction && s.Revision == 0:
+			head += ", no hash compared (no compaction yet)"
+		case s.Kind == members.HashCompaction:
 			head += fmt.Sprintf(", their hashes kept from compaction %d compared", s.Revision)
-		} else {
+		default:
 			head += fmt.Sprintf(", hashed at revision %d", s.Revision)
 		}
 		if n > 1 {

@@ -54,10 +54,11 @@ func (r *run) settle(ctx context.Context) {
 	if len(late) == 0 {
 		return
 	}
+	r.compactions(ctx, now, late...)
 	var top uint64
 	var topRev, maxCompact int64
-	for _, s := range now {
-		if s.Error == "" {
+	for i, s := range now {
+		if s.Error == "" && !slices.Contains(late, i) {
 			top, topRev, maxCompact = max(top, s.AppliedIndex), max(topRev, s.Revision), max(maxCompact, s.CompactRevision)
 		}
 	}

@@ -59,9 +59,9 @@ func listMembers(ctx context.Context, o *Options) ([]Member, []string, error) {
 	return out, cluster, nil
 }
 
-// statuses reads every compared member's Status and compacted revision
-// into the report, and returns them as one sample's members (a Status is
-// cheap: the members are read at once).
+// statuses reads every compared member's Status into the report, and
+// returns them as one sample's members (a Status is cheap: the members
+// are read at once).
 func (r *run) statuses(ctx context.Context) []MemberSample {
 	ms := make([]MemberSample, len(r.conns))
 	var wg sync.WaitGroup
@@ -117,6 +117,7 @@ func (s Sample) answered() []int {
 // skips such a peer too).
 func (r *run) compactionSample(ctx context.Context) Sample {
 	s := Sample{Kind: HashCompaction, Members: r.statuses(ctx)}
+	r.compactions(ctx, s.Members)
 	ms, answered := s.Members, s.answered()
 	if len(answered) < 2 {
 		s.Why = "fewer than two members answered"
@@ -186,7 +187,30 @@ func revisionWords(byRev map[int64][]string) string {
 	return strings.Join(parts, "; ")
 }
 
-// status reads c's Status and compacted revision into ms and the report.
+// compactions reads the compacted revision of each member of ms that
+// answered its Status (a few reads each, at once), into ms and the
+// report; skip leaves members out.
+func (r *run) compactions(ctx context.Context, ms []MemberSample, skip ...int) {
+	var wg sync.WaitGroup
+	for i, c := range r.conns {
+		if ms[i].Error != "" || slices.Contains(skip, i) {
+			continue
+		}
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, r.opts.timeout())
+			defer cancel()
+			compact, err := etcdscan.CompactedRevisionAt(sctx, c.cli, ms[i].Revision)
+			if err != nil {
+				ms[i].Error = "compacted revision: " + firstLine(err)
+				return
+			}
+			ms[i].CompactRevision, r.rep.Members[c.m].CompactRevision = compact, compact
+		})
+	}
+	wg.Wait()
+}
+
+// status reads c's Status into ms and the report.
 func (r *run) status(ctx context.Context, c conn, ms *MemberSample) {
 	sctx, cancel := context.WithTimeout(ctx, r.opts.timeout())
 	defer cancel()
@@ -208,12 +232,6 @@ func (r *run) status(ctx context.Context, c conn, ms *MemberSample) {
 		r.mu.Unlock()
 	}
 	ms.AppliedIndex = st.RaftAppliedIndex
-	compact, err := etcdscan.CompactedRevisionAt(sctx, c.cli, ms.Revision)
-	if err != nil {
-		ms.Error = "compacted revision: " + firstLine(err)
-		return
-	}
-	ms.CompactRevision, m.CompactRevision = compact, compact
 }
 
 // hash reads c's HashKV at rev into ms.

@@ -12,16 +12,17 @@ import (
 
 // compareMembership reads each member's own member list (serializable:
 // the member answers from its own store) and groups the members by it.
-// When they differ it reads them again after the interval: only lists
-// that split the members the same way in both reads are a difference (a
-// member added or removed between the reads of two members is not).
+// When they differ it reads them again, once every member has applied
+// what the furthest had at the first read: only lists that split the
+// members the same way in both reads are a difference (a member added or
+// removed, not applied yet by a member behind, is not).
 func (r *run) compareMembership(ctx context.Context) (MembershipComparison, [][]string) {
 	first, groups := r.memberLists(ctx)
 	if len(groups) <= 1 {
 		return first, groups
 	}
-	if err := sleep(ctx, r.opts.interval()); err != nil {
-		return MembershipComparison{Error: err.Error()}, nil
+	if why := r.catchUp(ctx, r.appliedMark(ctx)); why != "" {
+		return MembershipComparison{Error: "the member lists differed, and were not read again: " + why}, nil
 	}
 	second, again := r.memberLists(ctx)
 	if !second.Compared || !samePartition(groups, again) {

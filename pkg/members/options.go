@@ -20,8 +20,8 @@ const (
 	KeysAlways = "always"
 	// KeysNever compares the hashes, leases and member lists only.
 	KeysNever = "never"
-	// KeysOnMismatch compares the keys only when the hashes show the
-	// members differ: serve's comparison, cheap while they agree.
+	// KeysOnMismatch compares the keys unless the hashes show the members
+	// agree: serve's comparison, cheap while they agree.
 	KeysOnMismatch = "mismatch"
 )
 

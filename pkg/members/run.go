@@ -128,7 +128,8 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 
 // wantKeys says whether the keys are compared one by one, as o.Keys
 // asks: auto unless every member holds one hash of every write up to
-// now (a full hash); mismatch only when the hashes differ.
+// now (a full hash); mismatch unless the hashes agree (they differ, or
+// could not be compared: a member started since the last compaction).
 func (r *run) wantKeys(h hashFinding) bool {
 	switch r.opts.Keys {
 	case KeysAlways:
@@ -136,7 +137,7 @@ func (r *run) wantKeys(h hashFinding) bool {
 	case KeysNever:
 		return false
 	case KeysOnMismatch:
-		return h.usable && len(h.groups) > 1
+		return !h.agree()
 	}
 	return !(h.agree() && h.kind == HashFull)
 }
@@ -149,11 +150,8 @@ func (r *run) keysLeftOut(h hashFinding) string {
 	case h.agree() && h.kind == HashFull:
 		return fmt.Sprintf("every member's hash at revision %d is the same, which covers every key and every revision held", h.rev)
 	case h.agree():
-		return fmt.Sprintf("every member's hash of compaction %d is the same, and the keys are compared only when the hashes differ "+
+		return fmt.Sprintf("every member's hash of compaction %d is the same, and the keys are compared only when the hashes do not agree "+
 			"(regghost members compares them)", h.rev)
-	case !h.usable:
-		return "the hashes could not be compared (" + orDash(h.why+h.unstable) + "), and the keys are compared only when the hashes differ " +
-			"(regghost members compares them)"
 	}
 	return "not asked for"
 }
@@ -183,6 +181,7 @@ func (r *run) shared(ctx context.Context) Sample {
 		return r.rep.Samples[n-1]
 	}
 	s := Sample{Kind: HashFull, Members: r.statuses(ctx)}
+	r.compactions(ctx, s.Members)
 	maxCompact, below, compacted := int64(0), "", ""
 	for _, m := range s.Members {
 		if m.Error != "" {
