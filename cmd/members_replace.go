@@ -112,7 +112,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	if err != nil || !o.confirm || plan.Stage != members.StagePlanned {
 		return o.finish(out, plan, err)
 	}
-	if err := o.print.print(o.print.planWriter(out, g.errOut), render.MembersReplace(plan)); err != nil {
+	if err := o.print.print(o.print.planWriter(out, g.errOut), render.MembersReplacePlan(plan)); err != nil {
 		return err
 	}
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {

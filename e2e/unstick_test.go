@@ -126,6 +126,76 @@ func TestUnstick(t *testing.T) {
 			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 		}
 	})
+	t.Run("a namespace with custom finalizers in both its lists", func(t *testing.T) {
+		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "twolists", Finalizers: []string{"example.com/meta-gone"}},
+			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes", "example.com/gone"}}}, metav1.CreateOptions{})
+		mustNoErr(t, "create namespace", err)
+		c.createConfigMap(t, "twolists", "plain")
+		mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, "twolists", metav1.DeleteOptions{}))
+		waitFor(t, 60*time.Second, "the namespace controller to be done with twolists", func() error {
+			ns, err := c.kube.CoreV1().Namespaces().Get(ctx, "twolists", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if len(ns.Spec.Finalizers) != 1 {
+				return errString("finalizers " + fmt.Sprint(ns.Spec.Finalizers))
+			}
+			return nil
+		})
+		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "twolists", "--confirm", "--yes", "--backup-dir", filepath.Join(t.TempDir(), "b2l"))
+		if code != 0 || !strings.Contains(out, "namespace twolists is gone, and nothing of it is left in etcd") || strings.Contains(out, "changed since it was reviewed") {
+			t.Fatalf("unstick of a namespace with both lists: exit %d: %s\n%s", code, errOut, out)
+		}
+	})
+	t.Run("its backup is not restored into the namespace created again", func(t *testing.T) {
+		// The namespace holds its own finalizer of a controller that is
+		// gone, and a ConfigMap and a widget held by theirs: unstick backs
+		// up the namespace key and both, each needing the namespace at its
+		// create revision.
+		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes", "example.com/gone"}}}, metav1.CreateOptions{})
+		mustNoErr(t, "create namespace", err)
+		_, err = c.kube.CoreV1().ConfigMaps("tenant").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/cleanup"}},
+			Data: map[string]string{"password": "old tenant's"}}, metav1.CreateOptions{})
+		mustNoErr(t, "create ConfigMap", err)
+		finalized(widgets, "Widget", "tenant", "w9")
+		mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, "tenant", metav1.DeleteOptions{}))
+		waitFor(t, 60*time.Second, "tenant to be stuck on its finalizers", func() error {
+			ns, err := c.kube.CoreV1().Namespaces().Get(ctx, "tenant", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, cond := range ns.Status.Conditions {
+				if cond.Type == "NamespaceFinalizersRemaining" && cond.Status == "True" {
+					return nil
+				}
+			}
+			return errString("no NamespaceFinalizersRemaining condition yet")
+		})
+		root := filepath.Join(t.TempDir(), "b9")
+		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "tenant", "--confirm", "--yes", "--backup-dir", root)
+		if code != 0 || !strings.Contains(out, "namespace tenant is gone") {
+			t.Fatalf("unstick: exit %d: %s\n%s", code, errOut, out)
+		}
+		// GitOps creates the namespace again, for another tenant.
+		c.createNamespace(t, "tenant")
+		dir := onlyBackupDir(t, root)
+		b, err := backup.ReadBackup(dir)
+		mustNoErr(t, "read backup", err)
+		if b.ScanRevision == 0 {
+			t.Errorf("unstick's backup records no scan revision")
+		}
+		before := c.state(t)
+		for _, args := range [][]string{{"restore", dir}, {"restore", dir, "--confirm", "--yes"}} {
+			out, errOut, code := c.regghost(t, "", args...)
+			flat := strings.Join(strings.Fields(out+errOut), " ")
+			if code == 0 || !strings.Contains(flat, "namespace tenant") || !strings.Contains(flat, "created again since the backup") ||
+				strings.Contains(flat, "would-restore /registry/configmaps/tenant/held") {
+				t.Errorf("%v: exit %d, want the old tenant's keys refused:\n%s\n%s", args, code, out, errOut)
+			}
+		}
+		c.assertUnchanged(t, "restore of unstick's backup into a namespace created again", before)
+	})
 	t.Run("refused while an API the namespace controller needs is unavailable", func(t *testing.T) {
 		c.createNamespace(t, "app2")
 		finalized(widgets, "Widget", "app2", "w2")

@@ -130,7 +130,7 @@ func membersEvidence(out io.Writer, r *members.Report, wide, noHeaders bool) err
 		return err
 	}
 	for _, s := range r.Samples {
-		if !s.Comparable && s.Why != "" {
+		if !s.Comparable && s.Why != "" && s.Revision > 0 {
 			table.Wrapped(out, fmt.Sprintf("The hashes at revision %d cannot be compared: %s.", s.Revision, s.Why))
 		}
 		for _, m := range s.Members {
@@ -376,11 +376,19 @@ func membersCount(n int64) string {
 // what to run on the member's node, and the comparisons before and after.
 func MembersReplace(r *members.Replacement) Output {
 	return Output{Doc: r, Human: func(w io.Writer, wide, _ bool) error {
-		return writeMembersReplace(w, r, wide)
+		return writeMembersReplace(w, r, wide, true)
 	}}
 }
 
-func writeMembersReplace(out io.Writer, r *members.Replacement, wide bool) error {
+// MembersReplacePlan is the plan --confirm shows before its question: a
+// dry run's output without its last line.
+func MembersReplacePlan(r *members.Replacement) Output {
+	return Output{Doc: r, Human: func(w io.Writer, wide, _ bool) error {
+		return writeMembersReplace(w, r, wide, false)
+	}}
+}
+
+func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun bool) error {
 	if r.Before != nil && (wide || r.Stage == members.StagePlanned) {
 		if err := writeMembers(out, r.Before, wide, false); err != nil {
 			return err
@@ -423,7 +431,9 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide bool) error
 	}
 	switch r.Stage {
 	case members.StagePlanned:
-		fmt.Fprintln(out, "\nDry run: nothing was changed; --confirm replaces it.")
+		if dryRun {
+			fmt.Fprintln(out, "\nDry run: nothing was changed; --confirm replaces it.")
+		}
 	case members.StageWaiting:
 		fmt.Fprintln(out)
 		table.Wrapped(out, fmt.Sprintf("%s was removed and added back as a learner (%s); it has not caught up yet. Once its etcd runs as said above, "+

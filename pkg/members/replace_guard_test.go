@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/nodeconfig"
 )
 
 // TestStanding: a record of a replacement under way is taken up only
@@ -183,5 +186,35 @@ func TestReplaceStoppedInTheWait(t *testing.T) {
 	res, err := Replace(ctx, ReplaceOptions{Compare: o, Member: c.names[w], EvidenceRoot: t.TempDir(), Confirm: true, Wait: time.Hour, Poll: 100 * time.Millisecond})
 	if !errors.Is(err, ErrLearnerWaiting) || res.Stage != StageWaiting || !strings.Contains(err.Error(), "run `regghost members replace "+c.names[w]+" --confirm` again") {
 		t.Fatalf("a run stopped in the wait: %v (%+v)", err, res)
+	}
+}
+
+// TestNodeDisk: on the member's own node, its data directory's disk must
+// hold the copy the new member takes beside the directory moved aside: a
+// disk that cannot keep its reserve refuses before anything is changed;
+// elsewhere nothing is checked.
+func TestNodeDisk(t *testing.T) {
+	small := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", small).Run() })
+	before := &Report{Members: []Member{{Member: etcdmembers.Member{Name: "m0", Leader: true, DBSize: 8 << 20}}}}
+	for _, tt := range []struct {
+		name string
+		node *nodeconfig.EtcdMember
+		want string
+	}{
+		{"a full disk on its node", &nodeconfig.EtcdMember{Name: "m1", DataDir: filepath.Join(small, "etcd")}, "make room first"},
+		{"room on its node", &nodeconfig.EtcdMember{Name: "m1", DataDir: filepath.Join(t.TempDir(), "etcd")}, ""},
+		{"another member's node", &nodeconfig.EtcdMember{Name: "m2", DataDir: filepath.Join(small, "etcd")}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &replaceRun{o: ReplaceOptions{Member: "m1", Node: tt.node}}
+			err := r.nodeDisk(&replacePlan{res: &Replacement{}}, before)
+			if (tt.want == "") != (err == nil) || (err != nil && (!errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.want))) {
+				t.Errorf("nodeDisk: %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -124,8 +124,8 @@ func TestReplaceAWrongMember(t *testing.T) {
 					t.Errorf("evidence %s: %v", e.Path, err)
 				}
 			}
-			if tt.wrongLeads && (res.MovedLeaderTo == "" || res.MovedLeaderTo == c.names[w]) {
-				t.Errorf("moved the leadership to %q", res.MovedLeaderTo)
+			if tt.wrongLeads && (res.MovedLeaderTo == "" || res.MovedLeaderTo == c.names[w] || res.MovedLeaderFrom != c.names[w]) {
+				t.Errorf("moved the leadership from %q to %q", res.MovedLeaderFrom, res.MovedLeaderTo)
 			}
 			onNode := strings.Join(res.OnNode, "\n")
 			initial := onNode[strings.Index(onNode, "--initial-cluster=")+len("--initial-cluster="):]

@@ -46,14 +46,14 @@ func hashesOf(samples []Sample) hashFinding {
 	last := samples[len(samples)-1]
 	if len(samples) == 1 {
 		if !last.Comparable {
-			return hashFinding{why: last.Why}
+			return hashFinding{why: last.Why, rev: last.Revision}
 		}
 		return hashFinding{usable: true, groups: last.Groups, rev: last.Revision}
 	}
 	first := samples[0]
 	switch {
 	case !last.Comparable:
-		return hashFinding{why: last.Why}
+		return hashFinding{why: last.Why, rev: last.Revision}
 	case len(last.Groups) == 1:
 		h := hashFinding{usable: true, groups: last.Groups, rev: last.Revision}
 		if first.Comparable {
@@ -175,7 +175,11 @@ func (r *run) notes(h hashFinding) {
 	}
 	switch rep.Keys.Mode {
 	case ModeRevision:
-		rep.NotCompared = append(rep.NotCompared, fmt.Sprintf("the older revisions key by key (from the compaction to revision %d): HashKV covers them", rep.Keys.Revision))
+		covered := "HashKV covers them"
+		if !h.usable {
+			covered = "no hash that covers them was compared"
+		}
+		rep.NotCompared = append(rep.NotCompared, fmt.Sprintf("the older revisions key by key (from the compaction to revision %d): %s", rep.Keys.Revision, covered))
 	case ModeCurrent:
 		rep.NotCompared = append(rep.NotCompared, "the keys' revisions and versions: with current values only whether a member holds a key, and its value, are compared")
 	}
@@ -194,7 +198,7 @@ func (r *run) notes(h hashFinding) {
 	if h.note != "" {
 		rep.Notes = append(rep.Notes, h.note)
 	}
-	if h.why != "" && h.unstable == "" {
+	if h.why != "" && h.unstable == "" && !(h.kind == HashCompaction && h.rev == 0) {
 		rep.Notes = append(rep.Notes, "the hashes were not judged: "+h.why)
 	}
 	if rep.Verdict.Basis == BasisHash && len(rep.Verdict.Wrong) > 0 && rep.Keys.Mode == ModeRevision && rep.Keys.Differ == 0 {

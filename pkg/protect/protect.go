@@ -408,6 +408,17 @@ func record(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Id
 		return err
 	}
 	w.Dir = dir
+	// Every backup says which revision its write was judged at: a restore
+	// takes what was created after it for another instance of that name.
+	// A job that gives none is judged no later than now.
+	scanRev := r.ScanRevision
+	if scanRev == 0 {
+		resp, err := job.Client.Get(ctx, job.Prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1))
+		if err != nil {
+			return fmt.Errorf("read etcd's revision: %w", err)
+		}
+		scanRev = resp.Header.Revision
+	}
 	entries, skipped, err := Capture(ctx, job.Client, ds, r.Keys)
 	if err != nil {
 		return err
@@ -443,7 +454,7 @@ func record(ctx context.Context, job Job, ds etcdwrite.Datastore, here backup.Id
 	}
 	path, written, err := backup.WriteBackup(dir, &backup.Backup{
 		Created: now().UTC(), Scope: r.Scope, Action: r.Action, Prefix: job.Prefix, Endpoint: endpoint,
-		ClusterID: here.ClusterID, KubeSystemUID: here.KubeSystemUID, ScanRevision: r.ScanRevision,
+		ClusterID: here.ClusterID, KubeSystemUID: here.KubeSystemUID, ScanRevision: scanRev,
 		Snapshot: out.Snapshot, Entries: entries,
 	})
 	if err != nil {

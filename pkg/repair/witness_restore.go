@@ -176,12 +176,14 @@ func (g *witnessGuard) witnessesFirst(todo []int) []int {
 
 // goneNeeds names what entry e needs (backup.NeedsOf) that is absent now
 // and that this backup does not bring back, and what was created again
-// since the backup (another create revision than the one recorded).
+// since the backup (another create revision than the one recorded). A
+// need the backup holds itself (the namespace unstick rewrote) is
+// compared too: absent, the restore writes it back first; present at
+// another create revision, without this backup's bytes, it is another
+// instance of that name (GitOps created the namespace again), and the
+// keys that needed the old one must not go into it.
 func (g *witnessGuard) goneNeeds(ctx context.Context, kv clientv3.KV, e backup.Entry) (gone, recreated []string, err error) {
 	for _, n := range g.b.NeedsOf(e) {
-		if _, ok := g.byKey[n.Key]; ok {
-			continue
-		}
 		if _, ok := g.read[n.Key]; !ok {
 			rev, ours, err := g.readWitness(ctx, kv, n.Key)
 			if err != nil {
@@ -189,7 +191,10 @@ func (g *witnessGuard) goneNeeds(ctx context.Context, kv clientv3.KV, e backup.E
 			}
 			g.read[n.Key], g.ours[n.Key] = rev, ours
 		}
+		_, held := g.byKey[n.Key]
 		switch rev := g.read[n.Key]; {
+		case held && (rev == 0 || g.ours[n.Key]):
+			// Written back by this restore (first), or an earlier one.
 		case rev == 0:
 			gone = append(gone, describeWitness(g.prefix, n.Key))
 		case n.CreateRevision != 0 && rev != n.CreateRevision:

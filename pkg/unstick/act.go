@@ -103,6 +103,7 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 		Backup:  &protect.Record{Root: o.BackupRoot, Scope: "unstick " + a.Target, Action: backup.ActionUnstick, Keys: wants, Now: o.Now},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			var results []etcdwrite.Result
+			wrote := map[string]int64{}
 			for _, b := range a.Blockers {
 				if len(b.Remove) == 0 {
 					continue
@@ -115,9 +116,17 @@ func Run(ctx context.Context, a *Analysis, registry string, o Options) (*Result,
 					results = append(results, r)
 					continue
 				}
+				// An object with custom finalizers in both lists (a
+				// namespace's metadata and spec) is written twice: the
+				// second write's precondition is the revision the first
+				// left it at, our own write, not a change by someone else.
+				if rev, ok := wrote[b.Key]; ok {
+					b.ModRevision = rev
+				}
 				r := removeFinalizers(ctx, o.Dynamic, b)
 				if r.Outcome == etcdwrite.FinalizersRemoved {
 					removed++
+					wrote[b.Key] = r.Revision
 				} else if r.Outcome == etcdwrite.NotAttempted {
 					// A 404 for a key etcd holds is not "gone". Read back on
 					// a context of its own: the command's may have run out.
