@@ -460,3 +460,39 @@ func TestRestoreBringsTheNamespaceItNeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreRefusesANamespaceCreatedAgain: a backup that holds the
+// namespace its keys need (unstick's: the namespace held its own
+// finalizer), taken before that namespace finished deleting; the name was
+// created again since (GitOps), another instance at another create
+// revision. The keys that needed the old one are refused, whatever the
+// backup's scan revision says, and nothing is written.
+func TestRestoreRefusesANamespaceCreatedAgain(t *testing.T) {
+	for _, scanned := range []bool{true, false} {
+		cli, _ := etcdtest.Start(t)
+		ctx := context.Background()
+		ns := backup.EntryOf(etcdtest.Put(t, cli, nsKey, "namespace, old tenant"))
+		cm := backup.EntryOf(etcdtest.Put(t, cli, "/registry/configmaps/ns1/held", "configmap, old tenant's secret"))
+		cm.Needs = []backup.Present{{Key: nsKey, CreateRevision: ns.CreateRevision}}
+		b := &backup.Backup{Prefix: "/registry/", Action: backup.ActionUnstick, Entries: []backup.Entry{ns, cm}}
+		if scanned {
+			b.ScanRevision = cm.ModRevision
+		}
+		if _, err := cli.Delete(ctx, "/registry/", clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
+		etcdtest.Put(t, cli, nsKey, "namespace, new tenant")
+		res, err := RestoreWith(ctx, cli, b, RestoreOptions{Pacing: etcdwrite.Pacing{PerSecond: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Outcome == etcdwrite.Restored {
+				t.Errorf("scan revision recorded %v: %s restored into the namespace created again (%s)", scanned, r.Key, r.Detail)
+			}
+		}
+		if resp, err := cli.Get(ctx, cm.Key); err != nil || len(resp.Kvs) != 0 {
+			t.Errorf("scan revision recorded %v: the old tenant's ConfigMap was written: %v %v", scanned, resp, err)
+		}
+	}
+}
