@@ -42,6 +42,7 @@ func main() {
 	flag.BoolVar(&serve, "serve", false, "load the first -etcd server, print its endpoint and keep it running (for profiling by hand)")
 	flag.IntVar(&membersKeys, "members-keys", 0, "keys of the members case: three etcd 3.7 members compared key by key beside etcdctl reading each (0: skip it)")
 	flag.IntVar(&membersRuns, "members-runs", 3, "runs of each command of the members case; its wall is their median")
+	flag.StringVar(&membersPaces, "members-paces", "", "further --max-keys-per-second of regghost members to measure beside another client's writes, comma-separated")
 	servers := flag.String("etcd", "3.7,3.5", "etcd releases to measure side by side, each a server built from the module proxy: 3.7, 3.6, 3.5 (empty: none, the large file alone)")
 	flag.Parse()
 	if err := run(strings.Split(*servers, ","), *keys, *namespaces, *ghosts, *pageSize, *out); err != nil {

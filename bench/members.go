@@ -20,6 +20,10 @@ import (
 // key beside etcdctl reading every member's values in turn.
 var membersKeys, membersRuns int
 
+// membersPaces are further --max-keys-per-second of regghost members whose
+// cost to another client's writes is measured ("" none).
+var membersPaces string
+
 // membersTable starts a 3-member etcd 3.7 cluster, loads it, and measures
 // `regghost members --compare-keys always` (every member's keyspace read
 // and compared, values hashed) against `etcdctl get --prefix
@@ -89,8 +93,8 @@ func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, e
 		args []string
 	}{
 		{"etcdctl get --prefix --print-value-only --consistency=s, each member in turn", []string{"sh", "-c", strings.Join(reads, " && ")}},
-		{"regghost members --compare-keys always", []string{t.regghost, "members", "--compare-keys", "always", "--endpoints", strings.Join(eps, ","), "--no-api",
-			"--command-timeout", "30m", "-o", "json"}},
+		{"regghost members --compare-keys always --max-keys-per-second 0", []string{t.regghost, "members", "--compare-keys", "always", "--max-keys-per-second", "0",
+			"--endpoints", strings.Join(eps, ","), "--no-api", "--command-timeout", "30m", "-o", "json"}},
 	}
 	// kube-apiserver compacts every 5 minutes: each member keeps the
 	// hash of its last compaction, which regghost members reads first.
@@ -137,6 +141,14 @@ func latencyRows(ctx context.Context, cli *clientv3.Client, t tools, eps []strin
 		{"regghost members", []string{}},
 		{"serve's comparison (regghost members --compare-keys mismatch)", []string{"--compare-keys", "mismatch"}},
 		{"regghost members --hash full --compare-keys never", []string{"--hash", "full", "--compare-keys", "never"}},
+	}
+	for _, pace := range strings.Split(membersPaces, ",") {
+		if pace = strings.TrimSpace(pace); pace != "" {
+			cases = append(cases, struct {
+				name  string
+				extra []string
+			}{"regghost members --max-keys-per-second " + pace, []string{"--max-keys-per-second", pace}})
+		}
 	}
 	var rows []latencyRow
 	for _, c := range cases {

@@ -73,7 +73,7 @@ const membersExamples = `  regghost members
 // newMembersCmd is `regghost members`: it compares the members of the
 // cluster and names the keys that differ and the member that is wrong.
 func newMembersCmd(g *globalOptions) *cobra.Command {
-	o := &membersOptions{reads: session.ScanReads(), print: newPrintFlags(false, "table", "wide")}
+	o := &membersOptions{reads: members.Reads(), print: newPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:     "members",
 		Short:   "Compare etcd's members: the keys that differ and which member is wrong (read-only)",
@@ -98,7 +98,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 	f.DurationVar(&o.interval, "interval", members.DefaultInterval, "time between the two hash samples")
 	f.IntVar(&o.maxKeys, "max-keys", members.DefaultMaxKeys, "how many differing keys are listed one by one (0: all); the groups count them all")
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace each member's reads to leave it room for the API server (0: as fast as it serves)")
+	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace each member's reads, all read at once, to leave them room for the API server's writes (0: as fast as they serve)")
 	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
 	c.AddCommand(newMembersReplaceCmd(g))
 	return c

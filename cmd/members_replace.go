@@ -16,7 +16,6 @@ import (
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/nodeconfig"
-	"github.com/regghost/regghost/pkg/session"
 )
 
 type membersReplaceOptions struct {
@@ -97,7 +96,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	defer stop()
 	progress := func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
 	sctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	opts, done, err := members.Setup(sctx, &g.Settings, members.Options{Reads: session.ScanReads(), Keys: members.KeysAlways,
+	opts, done, err := members.Setup(sctx, &g.Settings, members.Options{Reads: members.Reads(), Keys: members.KeysAlways,
 		Progress: progress, Fallback: members.RecordedFallback(o.backupDir, member)})
 	cancel()
 	if err != nil {

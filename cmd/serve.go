@@ -241,7 +241,14 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 			// Cheap while the members agree: the hashes etcd kept from its
 			// compactions, one member at a time; the keys only when they
 			// differ (--members-hash full: a scan of each member).
-			opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: o.reads, MaxKeys: 100, Hash: o.membersHash, Keys: members.KeysOnMismatch})
+			// The members are read at once, each at members' pace, or at
+			// --max-keys-per-second when that is slower.
+			reads := members.Reads()
+			reads.PageSize, reads.Stream = o.reads.PageSize, o.reads.Stream
+			if p := o.reads.MaxKeysPerSecond; p > 0 && p < reads.MaxKeysPerSecond {
+				reads.MaxKeysPerSecond = p
+			}
+			opts, done, err := members.Setup(ctx, &g.Settings, members.Options{Reads: reads, MaxKeys: 100, Hash: o.membersHash, Keys: members.KeysOnMismatch})
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,7 @@
 package members
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
@@ -64,9 +65,26 @@ func containsInt(s []int, n int) bool {
 
 // edit stops member i, changes its db's key bucket with each edit, and
 // starts it again; it waits until the member has caught up with the
-// leader's applied index.
+// leader's applied index. The member is stopped once it holds every
+// write made before (a follower may not have applied the last put yet).
 func (c *cluster) edit(t *testing.T, i int, edits ...func(*testing.T, *bbolt.Bucket)) {
 	t.Helper()
+	ctx := context.Background()
+	head, err := c.cli.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := c.Clients[i].Status(ctx, c.eps[i])
+		if err == nil && st.Header.Revision >= head.Header.Revision {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not apply revision %d: %v", c.names[i], head.Header.Revision, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	c.stop(i)
 	db, err := bbolt.Open(filepath.Join(c.dirs[i], "member", "snap", "db"), 0o600, &bbolt.Options{Timeout: 10 * time.Second})
 	if err != nil {
