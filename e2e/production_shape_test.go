@@ -499,6 +499,32 @@ func TestProductionShapedClusterIsHealthy(t *testing.T) {
 			if code != 3 || len(rep.Dangling) != 1 || rep.Dangling[0].Key != "/registry/rolebindings/kube-system/deployer-reads-config" || rep.Dangling[0].State != "gone" {
 				t.Errorf("a user's RoleBinding to a deleted ServiceAccount: exit %d, dangling:\n%s", code, describeRefs(rep.Dangling))
 			}
+
+			// A binding dressed as the bootstrap policy (its label, autoupdate,
+			// a system:controller: name) granting cluster-admin to an account
+			// nobody has: whoever creates kube-system/backdoor is
+			// cluster-admin. The release never wrote it: a finding, never
+			// by design, with or without the API server's version.
+			_, err = c.kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "system:controller:backdoor",
+				Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}, Annotations: map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "backdoor"}}}, metav1.CreateOptions{})
+			mustNoErr(t, "create ClusterRoleBinding", err)
+			for _, args := range [][]string{{"scan", "-o", "json"}, {"scan", "-o", "json", "--no-api"}} {
+				out, errOut, code := c.regghost(t, "", args...)
+				rep := decodeReport(t, out)
+				var found bool
+				for _, r := range rep.Dangling {
+					found = found || (r.Key == "/registry/clusterrolebindings/system:controller:backdoor" && strings.Contains(r.Consequence, "grants ClusterRole cluster-admin, not the role of its name"))
+				}
+				for _, r := range rep.DanglingByDesign {
+					if strings.Contains(r.Key, "backdoor") {
+						t.Errorf("%v: the backdoor binding classed by design", args)
+					}
+				}
+				if code != 3 || !found || len(rep.Dangling) != 2 {
+					t.Errorf("%v: a cluster-admin binding dressed as bootstrap policy: exit %d, want 3 and it found: %s\n%s", args, code, errOut, describeRefs(rep.Dangling))
+				}
+			}
 		})
 	}
 }

@@ -75,6 +75,7 @@ func TestKubernetesReleases(t *testing.T) {
 		{"scan", TestScanFindsExactlyThePlantedGhosts},
 		{"purge and restore", TestPurgeAndRestore},
 		{"healthy production-shaped cluster", TestProductionShapedClusterIsHealthy},
+		{"bootstrap policy", TestBootstrapPolicyTable},
 	}
 	for _, m := range []struct {
 		release kubeRelease

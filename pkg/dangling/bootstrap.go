@@ -1,8 +1,6 @@
 package dangling
 
 import (
-	"strings"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -39,36 +37,4 @@ func BootstrapPolicy(obj map[string]any) bool {
 func BootstrapLabelled(obj map[string]any) bool {
 	label, _, _ := unstructured.NestedString(obj, "metadata", "labels", BootstrappingLabel)
 	return label == BootstrappingRBACDefaults
-}
-
-// PolicySubject reports whether the ServiceAccount ns/name is one the
-// bootstrap policy itself binds under the binding named binding, to the
-// role named role. The policy's own subjects are kube-system accounts of
-// the control plane's components, which exist only while the component
-// runs that way, or never: system:controller:<c> binds kube-system/<c>
-// (created only when kube-controller-manager runs with
-// --use-service-account-credentials; cloud-provider's never),
-// system:kube-dns binds kube-system/kube-dns (CoreDNS runs as coredns),
-// system::leader-locking-<component> binds kube-system/<component>, and
-// the policy's system: roles are bound to controllers' accounts named
-// <something>-controller (leader-locking-kube-controller-manager binds
-// kube-system/leader-election-controller too, whose controller is off by
-// default). Such a subject is missing by design, and kube-apiserver puts it
-// back at its next start. Any other subject of a bootstrap binding (a
-// user's, added to it: reconciliation keeps extra subjects), or any
-// subject of a binding to a role outside system: (cluster-admin), is
-// judged as any.
-func PolicySubject(binding, role, ns, name string) bool {
-	if ns != SystemNamespace {
-		return false
-	}
-	switch {
-	case strings.HasPrefix(binding, "system:controller:") && name == strings.TrimPrefix(binding, "system:controller:"):
-		return true
-	case strings.HasPrefix(binding, "system::leader-locking-") && name == strings.TrimPrefix(binding, "system::leader-locking-"):
-		return true
-	case binding == "system:kube-dns" && name == "kube-dns":
-		return true
-	}
-	return strings.HasPrefix(binding, "system:") && strings.HasPrefix(role, "system:") && strings.HasSuffix(name, "-controller")
 }

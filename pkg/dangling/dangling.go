@@ -49,6 +49,10 @@ type Options struct {
 	Reader Reader
 	// API is the second witness; nil when it cannot be asked.
 	API Getter
+	// ServerVersion is the API server's version, when it was asked: its
+	// release's bootstrap policy is the one by design ("": every release
+	// regghost knows).
+	ServerVersion string
 }
 
 // finder holds what is known of the keyspace while references are checked.
@@ -527,6 +531,12 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 		subjects, _, _ := unstructured.NestedSlice(obj, "subjects")
 		role := str(obj, "roleRef", "kind") + " " + str(obj, "roleRef", "name")
 		policy, labelled, bindingName := BootstrapPolicy(obj), BootstrapLabelled(obj), str(obj, "metadata", "name")
+		ref := BindingRef{Kind: kind, Namespace: own, Name: bindingName, RoleKind: str(obj, "roleRef", "kind"), Role: str(obj, "roleRef", "name")}
+		disguised := ""
+		if labelled && strings.HasPrefix(bindingName, "system:") && ref.Role != bindingName {
+			disguised = "; the binding is dressed as kube-apiserver's bootstrap policy (" + BootstrappingLabel + "=" + BootstrappingRBACDefaults +
+				", a system: name) but grants " + role + ", not the role of its name"
+		}
 		var refs []etcdscan.DanglingRef
 		for i, s := range subjects {
 			sm, _ := s.(map[string]any)
@@ -542,18 +552,18 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 			if !ok {
 				continue
 			}
-			ref := etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
+			dr := etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
 				State: state, Why: v.why, SingleWitness: v.single,
-				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role}
-			if policy && state == etcdscan.DanglingGone && PolicySubject(bindingName, str(obj, "roleRef", "name"), ns, name) {
-				f.addByDesign(kv, obj, ref)
+				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role + disguised}
+			if policy && state == etcdscan.DanglingGone && PolicySubject(f.o.ServerVersion, ref, ns, name) {
+				f.addByDesign(kv, obj, dr)
 				continue
 			}
 			// kube-apiserver re-creates its own binding at its next start:
 			// a user's subject is removed from it, the binding never
 			// deleted.
-			ref.KeepObject = labelled
-			refs = append(refs, ref)
+			dr.KeepObject = labelled
+			refs = append(refs, dr)
 		}
 		whole := !labelled && f.whole(refs, len(subjects))
 		for _, r := range refs {

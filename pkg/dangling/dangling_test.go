@@ -54,6 +54,10 @@ func TestFind(t *testing.T) {
 		"/registry/clusterrolebindings/system:controller:attachdetach-controller":  `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:controller:attachdetach-controller","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:controller:attachdetach-controller"},"subjects":[{"kind":"ServiceAccount","namespace":"kube-system","name":"attachdetach-controller"}]}`,
 		"/registry/clusterrolebindings/system:kube-dns":                            `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:kube-dns","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:kube-dns"},"subjects":[{"kind":"ServiceAccount","namespace":"kube-system","name":"kube-dns"},{"kind":"ServiceAccount","namespace":"ops","name":"dns-helper"}]}`,
 		"/registry/rolebindings/kube-system/system::leader-locking-kube-scheduler": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"system::leader-locking-kube-scheduler","namespace":"kube-system","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"system::leader-locking-kube-scheduler"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"system:kube-scheduler"},{"kind":"ServiceAccount","namespace":"kube-system","name":"kube-scheduler"},{"kind":"ServiceAccount","namespace":"kube-system","name":"leader-election-controller"}]}`,
+		// Dressed as the policy (its label, autoupdate, a system:controller:
+		// name) but granting cluster-admin to an account nobody has: the
+		// release never wrote it, so it is a finding like any other.
+		"/registry/clusterrolebindings/system:controller:backdoor": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:controller:backdoor","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","namespace":"kube-system","name":"backdoor"}]}`,
 		// Reconciliation turned off (autoupdate false): the user owns it.
 		"/registry/clusterrolebindings/system:controller:route-controller": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:controller:route-controller","labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"false"}},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:controller:route-controller"},"subjects":[{"kind":"ServiceAccount","namespace":"kube-system","name":"route-controller"}]}`,
 		// A user's own subject added to a bootstrap binding, in kube-system:
@@ -86,11 +90,13 @@ func TestFind(t *testing.T) {
 			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone delete APIService v1beta1.webhook.cert-manager.io",
 			"clusterrolebindings/cluster-admin subjects[1] gone remove subject serviceaccount kube-system/tiller",
 			"clusterrolebindings/kb-admin subjects[0] gone remove subject serviceaccount kb-system/controller",
+			"clusterrolebindings/system:controller:backdoor subjects[0] gone remove subject serviceaccount kube-system/backdoor",
 			"clusterrolebindings/system:controller:route-controller subjects[0] gone remove subject serviceaccount kube-system/route-controller",
 			"clusterrolebindings/system:kube-dns subjects[1] gone remove subject serviceaccount ops/dns-helper",
 			"mutatingwebhookconfigurations/inject webhooks[inject.example.com].clientConfig.service gone delete MutatingWebhookConfiguration inject",
 			"persistentvolumes/pv-data spec.claimRef gone none automatic",
 			"rolebindings/kube-system/backup-reader subjects[0] gone delete RoleBinding backup-reader",
+			"rolebindings/kube-system/system::leader-locking-kube-scheduler subjects[2] gone remove subject serviceaccount kube-system/leader-election-controller",
 			"rolebindings/ops/read subjects[0] gone delete RoleBinding read",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone remove webhook gone.example.com",
 			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
@@ -101,7 +107,6 @@ func TestFind(t *testing.T) {
 				"clusterrolebindings/system:controller:attachdetach-controller subjects[0]",
 				"clusterrolebindings/system:kube-dns subjects[0]",
 				"rolebindings/kube-system/system::leader-locking-kube-scheduler subjects[1]",
-				"rolebindings/kube-system/system::leader-locking-kube-scheduler subjects[2]",
 			}},
 		{"kb-system", []string{
 			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone",
@@ -400,29 +405,44 @@ func TestPlanFixesDeletesWholeOnlyWhenEveryEntryIsTaken(t *testing.T) {
 	}
 }
 
-// TestPolicySubject: the subjects kube-apiserver's bootstrap policy itself
-// binds are by design; any other (a user's added to a bootstrap binding,
-// one in another namespace, one on a binding to a role outside system:) is
-// judged as any.
+// TestPolicySubject: only the exact (binding, role, subject) triples of the
+// release's bootstrap policy are missing by design; a binding dressed as
+// one (its name, a system: role, a -controller subject) is judged as any.
 func TestPolicySubject(t *testing.T) {
+	crb := func(name, role string) BindingRef {
+		return BindingRef{Kind: "ClusterRoleBinding", Name: name, RoleKind: "ClusterRole", Role: role}
+	}
+	leader := BindingRef{Kind: "RoleBinding", Namespace: "kube-system", Name: "system::leader-locking-kube-controller-manager",
+		RoleKind: "Role", Role: "system::leader-locking-kube-controller-manager"}
 	for _, tt := range []struct {
-		binding, role, ns, name string
-		want                    bool
+		what, version string
+		b             BindingRef
+		ns, name      string
+		want          bool
 	}{
-		{"system:controller:attachdetach-controller", "system:controller:attachdetach-controller", "kube-system", "attachdetach-controller", true},
-		{"system:controller:cloud-provider", "system:controller:cloud-provider", "kube-system", "cloud-provider", true},
-		{"system:controller:route-controller", "system:controller:route-controller", "kube-system", "route-controller", true},
-		{"system:kube-dns", "system:kube-dns", "kube-system", "kube-dns", true},
-		{"system::leader-locking-kube-scheduler", "system::leader-locking-kube-scheduler", "kube-system", "kube-scheduler", true},
-		{"system::leader-locking-kube-controller-manager", "system::leader-locking-kube-controller-manager", "kube-system", "leader-election-controller", true},
-		{"cluster-admin", "cluster-admin", "kube-system", "tiller", false},
-		{"cluster-admin", "cluster-admin", "kube-system", "deploy-controller", false},
-		{"system:controller:attachdetach-controller", "system:controller:attachdetach-controller", "kube-system", "tiller", false},
-		{"system:controller:attachdetach-controller", "system:controller:attachdetach-controller", "ops", "attachdetach-controller", false},
-		{"system:kube-dns", "system:kube-dns", "kube-system", "coredns-helper", false},
+		{"a controller's own binding", "v1.37.2", crb("system:controller:attachdetach-controller", "system:controller:attachdetach-controller"), "kube-system", "attachdetach-controller", true},
+		{"any patch of a known minor", "v1.36.0-gke.3", crb("system:controller:route-controller", "system:controller:route-controller"), "kube-system", "route-controller", true},
+		{"no server asked: any release's", "", crb("system:kube-dns", "system:kube-dns"), "kube-system", "kube-dns", true},
+		{"leader locking, a second subject of the policy", "v1.34.4", leader, "kube-system", "leader-election-controller", true},
+		{"a backdoor dressed as a controller's binding", "v1.37.2", crb("system:controller:backdoor", "cluster-admin"), "kube-system", "backdoor", false},
+		{"a controller's name granting cluster-admin", "v1.37.2", crb("system:controller:attachdetach-controller", "cluster-admin"), "kube-system", "attachdetach-controller", false},
+		{"a made-up system: role and a -controller subject", "v1.37.2", crb("system:deploy", "system:deploy"), "kube-system", "deploy-controller", false},
+		{"a subject added to a policy binding", "v1.37.2", crb("system:controller:attachdetach-controller", "system:controller:attachdetach-controller"), "kube-system", "tiller", false},
+		{"the policy's name, another namespace", "v1.37.2", crb("system:controller:attachdetach-controller", "system:controller:attachdetach-controller"), "ops", "attachdetach-controller", false},
+		{"a RoleBinding where the policy has a ClusterRoleBinding", "v1.37.2", BindingRef{Kind: "RoleBinding", Namespace: "kube-system", Name: "system:kube-dns", RoleKind: "ClusterRole", Role: "system:kube-dns"}, "kube-system", "kube-dns", false},
+		{"cluster-admin", "v1.37.2", crb("cluster-admin", "cluster-admin"), "kube-system", "tiller", false},
 	} {
-		if got := PolicySubject(tt.binding, tt.role, tt.ns, tt.name); got != tt.want {
-			t.Errorf("PolicySubject(%s, %s, %s/%s) = %v, want %v", tt.binding, tt.role, tt.ns, tt.name, got, tt.want)
+		if got := PolicySubject(tt.version, tt.b, tt.ns, tt.name); got != tt.want {
+			t.Errorf("%s: PolicySubject(%q, %+v, %s/%s) = %v, want %v", tt.what, tt.version, tt.b, tt.ns, tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestMajorMinor: the release a server version names.
+func TestMajorMinor(t *testing.T) {
+	for in, want := range map[string]string{"v1.37.2": "v1.37", "1.36.0-gke.1": "v1.36", "v1.34": "v1.34", "": "", "v0.0.0-master+$Format:%H$": "", "vx.y": "", "v1": ""} {
+		if got := majorMinor(in); got != want {
+			t.Errorf("majorMinor(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

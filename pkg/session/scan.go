@@ -110,6 +110,9 @@ func (r *Read) findDangling(ctx context.Context, rep *etcdscan.Report) error {
 	if r.API != nil && rep.APIWitness {
 		reader.API, o.API = r.API, r.API
 	}
+	if r.API != nil {
+		o.ServerVersion = r.API.ServerVersion
+	}
 	found, err := dangling.Find(ctx, r.Store, o)
 	if err != nil {
 		return fmt.Errorf("dangling references: %w", err)
