@@ -80,9 +80,10 @@ bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/decode/ ./pkg/etcdscan/
 	$(GO) run ./bench -keys $(BENCH_KEYS) -out bench/results.md
 
-# catalog regenerates pkg/catalog/builtin.json from a live kube-apiserver.
+# catalog regenerates pkg/catalog/builtin.json from a live kube-apiserver,
+# and pkg/dangling/bootstrap_policy.json from every tested release's.
 catalog: tools
-	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run TestBuiltinCatalogMatchesAPIServer ./e2e/
+	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run 'TestBuiltinCatalogMatchesAPIServer|TestBootstrapPolicyTable$$|TestKubernetesReleases/.*/bootstrap_policy' ./e2e/
 
 clean:
 	rm -rf bin dist
