@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,17 +47,46 @@ const LockDirEnv = "REGGHOST_LOCK_DIR"
 
 // nodeLockDir is where NodeLock keeps its files: $REGGHOST_LOCK_DIR, else
 // /run/regghost (memory-backed, gone at reboot, shared by every process of
-// the node), else, where that cannot be made (not root), a directory in
-// $TMPDIR.
+// the node), else, where that cannot be made or is not this user's (not
+// root), regghost-locks-<uid> in $TMPDIR.
 func nodeLockDir() (string, error) {
 	if d := os.Getenv(LockDirEnv); d != "" {
-		return d, os.MkdirAll(d, 0o700)
+		return ownLockDir(d)
 	}
-	if err := os.MkdirAll("/run/regghost", 0o700); err == nil {
-		return "/run/regghost", nil
+	if d, err := ownLockDir("/run/regghost"); err == nil {
+		return d, nil
 	}
-	d := filepath.Join(os.TempDir(), "regghost-locks")
-	return d, os.MkdirAll(d, 0o700)
+	return ownLockDir(filepath.Join(os.TempDir(), fmt.Sprintf("regghost-locks-%d", os.Geteuid())))
+}
+
+// ownLockDir makes dir (0700) when it is missing and checks it is this
+// user's own: a real directory (not a symlink), owned by the effective
+// user, that nobody else may write. In a shared directory ($TMPDIR)
+// another user may have made it first, to plant a symlink that the lock's
+// open would follow and truncate, or to hold the lock and write the
+// refusal's holder text: refused, naming who owns it.
+func ownLockDir(dir string) (string, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return dir, err
+		}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return dir, err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return dir, fmt.Errorf("%s is a symlink, not a directory of this user's; set %s to a directory of yours", dir, LockDirEnv)
+	case !fi.IsDir():
+		return dir, fmt.Errorf("%s is not a directory; set %s to a directory of yours", dir, LockDirEnv)
+	case st != nil && int(st.Uid) != os.Geteuid():
+		return dir, fmt.Errorf("%s belongs to uid %d, not to this user (uid %d): another user made it first; set %s to a directory of yours", dir, st.Uid, os.Geteuid(), LockDirEnv)
+	case fi.Mode().Perm()&0o022 != 0:
+		return dir, fmt.Errorf("%s may be written by others (mode %v); make it 0700 or set %s to a directory of yours", dir, fi.Mode().Perm(), LockDirEnv)
+	}
+	return dir, nil
 }
 
 // NodeLock is the writers' lock of this node: an exclusive flock on a file
@@ -70,18 +100,26 @@ func nodeLockDir() (string, error) {
 func NodeLock(cluster, what string) (unlock func(), path string, err error) {
 	dir, err := nodeLockDir()
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: create %s: %v", ErrNoLock, dir, err)
+		return nil, "", fmt.Errorf("%w: this node's lock directory: %v", ErrNoLock, err)
 	}
 	if cluster == "" {
 		cluster = "unknown"
 	}
 	path = filepath.Join(dir, "cluster-"+cluster+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	// Never through a symlink (its target would be truncated), and only a
+	// regular file.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: open %s: %v", ErrNoLock, path, err)
 	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, "", fmt.Errorf("%w: %s is not a regular file", ErrNoLock, path)
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
+		buf := make([]byte, 512)
+		n, _ := f.ReadAt(buf, 0)
+		holder := buf[:n]
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, "", fmt.Errorf("%w: %s (this node's lock %s); wait for it to finish and run again", ErrLocked, strings.TrimSpace(string(holder)), path)
