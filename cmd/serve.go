@@ -81,7 +81,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.webConfig, "web-config-file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth for the endpoint")
 	f.StringVar(&o.metricsAuth, "metrics-auth", metricsAuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics; over TLS only) or "none"`)
 	f.StringVar(&o.certDir, "cert-dir", "", "serve over TLS with a self-signed certificate kept in this directory ("+metricsauth.CertFile+", "+metricsauth.KeyFile+"): made when missing, made anew before it expires, served without a restart; --web-config-file's other settings still apply (for a certificate of your own, give the file a tls_server_config instead)")
-	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "let --metrics-auth=delegated take bearer tokens over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
+	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "let credentials (--metrics-auth=delegated's bearer tokens, basic_auth_users' passwords) travel over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.DurationVar(&o.membersInterval, "members-interval", 15*time.Minute, "wait between two comparisons of etcd's members (regghost members: their hashes, and their keys when the hashes differ); 0: never")
 	f.StringVar(&o.membersHash, "members-hash", members.HashCompaction, "which HashKV the members' comparison asks for: "+strings.Join(members.HashModes, ", ")+
@@ -145,10 +145,11 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	return o.validateTLS()
 }
 
-// validateTLS: a bearer token never crosses the network in clear. Under
-// delegated auth the endpoint speaks TLS (--cert-dir, or the web
-// configuration's tls_server_config), or plain HTTP on loopback when
-// --insecure-http says so.
+// validateTLS: no credential crosses the network in clear. Whenever the
+// endpoint takes one (a bearer token under delegated auth, or the web
+// configuration's basic_auth_users under either mode) it speaks TLS
+// (--cert-dir, or the web configuration's tls_server_config), or plain
+// HTTP on loopback when --insecure-http says so.
 func (o *serveOptions) validateTLS() error {
 	if o.certDir != "" && o.web.TLS {
 		return usageError("--cert-dir serves a certificate of its own and --web-config-file %s has a tls_server_config: give TLS one way (drop --cert-dir, or the file's tls_server_config)", o.webConfig)
@@ -160,19 +161,26 @@ func (o *serveOptions) validateTLS() error {
 	case o.web.TLS:
 		tlsOn = "--web-config-file's tls_server_config"
 	}
+	credential := ""
+	switch {
+	case o.metricsAuth == metricsAuthDelegated:
+		credential = "--metrics-auth=delegated takes bearer tokens, which"
+	case o.web.BasicAuth:
+		credential = "--web-config-file " + o.webConfig + " sets basic_auth_users: their passwords"
+	}
 	if o.insecureHTTP {
 		switch {
 		case !metricsauth.Loopback(o.listen):
-			return usageError("--insecure-http needs a loopback --listen-address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q: elsewhere bearer tokens would cross the network in clear; serve TLS with --cert-dir DIR instead", o.listen)
-		case o.metricsAuth != metricsAuthDelegated:
-			return usageError("--insecure-http only goes with --metrics-auth=delegated, the one mode that takes bearer tokens: drop it")
+			return usageError("--insecure-http needs a loopback --listen-address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q: elsewhere credentials would cross the network in clear; serve TLS with --cert-dir DIR instead", o.listen)
+		case credential == "":
+			return usageError("--insecure-http only goes with credentials (--metrics-auth=delegated, or a --web-config-file with basic_auth_users): nothing is sent in clear without them, drop it")
 		case tlsOn != "":
 			return usageError("--insecure-http asks for plain HTTP and %s turns TLS on: drop one", tlsOn)
 		}
 		return nil
 	}
-	if o.metricsAuth == metricsAuthDelegated && tlsOn == "" {
-		return usageError("--metrics-auth=delegated takes bearer tokens, which must not cross the network in clear: serve TLS with --cert-dir DIR (a self-signed certificate, made and renewed there) or a --web-config-file with tls_server_config (or, on a loopback --listen-address only, add --insecure-http)")
+	if credential != "" && tlsOn == "" {
+		return usageError("%s must not cross the network in clear: serve TLS with --cert-dir DIR (a self-signed certificate, made and renewed there) or a --web-config-file with tls_server_config (or, on a loopback --listen-address only, add --insecure-http)", credential)
 	}
 	return nil
 }

@@ -19,6 +19,13 @@ import (
 // kubeconfig delegated auth can be built on (its API server is never
 // asked: the run is cancelled before a scrape or a scan).
 func serveTLSFiles(t *testing.T) (webTLS, webPlain, kubeconfig string) {
+	webTLS, webPlain, _, _, kubeconfig = serveWebFiles(t)
+	return webTLS, webPlain, kubeconfig
+}
+
+// serveWebFiles is serveTLSFiles with two web configurations more, both
+// with basic_auth_users: one without TLS, one with it.
+func serveWebFiles(t *testing.T) (webTLS, webPlain, webBasic, webBasicTLS, kubeconfig string) {
 	t.Helper()
 	dir := t.TempDir()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
@@ -27,18 +34,23 @@ func serveTLSFiles(t *testing.T) (webTLS, webPlain, kubeconfig string) {
 	}
 	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	webTLS, webPlain, kubeconfig = filepath.Join(dir, "tls.yml"), filepath.Join(dir, "plain.yml"), filepath.Join(dir, "kubeconfig")
+	webBasic, webBasicTLS = filepath.Join(dir, "basic.yml"), filepath.Join(dir, "basic-tls.yml")
+	// bcrypt of "secret".
+	const users = "basic_auth_users:\n  prometheus: $2y$10$mDwo.lAisC94iLAyP81MCesa29IzH37oigHC/42V2pdJlUprsJPze\n"
 	for path, content := range map[string]string{
-		crt:        string(certPEM),
-		key:        string(keyPEM),
-		webTLS:     fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", crt, key),
-		webPlain:   "http_server_config:\n  headers:\n    X-Frame-Options: deny\n",
-		kubeconfig: "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
+		crt:         string(certPEM),
+		key:         string(keyPEM),
+		webTLS:      fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", crt, key),
+		webPlain:    "http_server_config:\n  headers:\n    X-Frame-Options: deny\n",
+		webBasic:    users,
+		webBasicTLS: fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", crt, key) + users,
+		kubeconfig:  "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
 	} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return webTLS, webPlain, kubeconfig
+	return webTLS, webPlain, webBasic, webBasicTLS, kubeconfig
 }
 
 // TestServeTLSFlags: every combination of --metrics-auth, where TLS comes
@@ -52,11 +64,12 @@ func serveTLSFiles(t *testing.T) (webTLS, webPlain, kubeconfig string) {
 // starts (and stops at once: its context is cancelled), --cert-dir making
 // its certificate.
 func TestServeTLSFlags(t *testing.T) {
-	webTLS, webPlain, kubeconfig := serveTLSFiles(t)
+	webTLS, webPlain, webBasic, webBasicTLS, kubeconfig := serveWebFiles(t)
 	const (
 		inClear    = "--metrics-auth=delegated takes bearer tokens, which must not cross the network in clear: serve TLS with --cert-dir DIR (a self-signed certificate, made and renewed there) or a --web-config-file with tls_server_config (or, on a loopback --listen-address only, add --insecure-http)"
-		notLoop    = "--insecure-http needs a loopback --listen-address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q: elsewhere bearer tokens would cross the network in clear; serve TLS with --cert-dir DIR instead"
-		noToken    = "--insecure-http only goes with --metrics-auth=delegated, the one mode that takes bearer tokens: drop it"
+		notLoop    = "--insecure-http needs a loopback --listen-address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q: elsewhere credentials would cross the network in clear; serve TLS with --cert-dir DIR instead"
+		noToken    = "--insecure-http only goes with credentials (--metrics-auth=delegated, or a --web-config-file with basic_auth_users): nothing is sent in clear without them, drop it"
+		basicClear = "--web-config-file %s sets basic_auth_users: their passwords must not cross the network in clear: serve TLS with --cert-dir DIR (a self-signed certificate, made and renewed there) or a --web-config-file with tls_server_config (or, on a loopback --listen-address only, add --insecure-http)"
 		tlsCertDir = "--insecure-http asks for plain HTTP and --cert-dir turns TLS on: drop one"
 		tlsWeb     = "--insecure-http asks for plain HTTP and --web-config-file's tls_server_config turns TLS on: drop one"
 		oneWay     = "--cert-dir serves a certificate of its own and --web-config-file %s has a tls_server_config: give TLS one way (drop --cert-dir, or the file's tls_server_config)"
@@ -112,6 +125,15 @@ func TestServeTLSFlags(t *testing.T) {
 		// other settings are served over the certificate.
 		{"delegated", "plain web", false, lo, inClear},
 		{"delegated", "plain web and cert-dir", false, lo, ""},
+		// basic_auth_users are credentials too, under --metrics-auth=none:
+		// never in clear off loopback.
+		{"none", "basic web", false, all, fmt.Sprintf(basicClear, webBasic)},
+		{"none", "basic web", false, lo, fmt.Sprintf(basicClear, webBasic)},
+		{"none", "basic web", true, lo, ""},
+		{"none", "basic web", true, all, fmt.Sprintf(notLoop, all)},
+		{"none", "basic web and cert-dir", false, all, ""},
+		{"none", "basic tls web", false, all, ""},
+		{"none", "basic tls web", true, lo, tlsWeb},
 	}
 	for _, tt := range tests {
 		name := fmt.Sprintf("%s/tls=%s/insecure=%v/%s", tt.auth, tt.tls, tt.insecure, tt.listen)
@@ -129,6 +151,12 @@ func TestServeTLSFlags(t *testing.T) {
 				args = append(args, "--web-config-file", webPlain)
 			case "plain web and cert-dir":
 				args = append(args, "--cert-dir", certDir, "--web-config-file", webPlain)
+			case "basic web":
+				args = append(args, "--web-config-file", webBasic)
+			case "basic web and cert-dir":
+				args = append(args, "--cert-dir", certDir, "--web-config-file", webBasic)
+			case "basic tls web":
+				args = append(args, "--web-config-file", webBasicTLS)
 			}
 			if tt.insecure {
 				args = append(args, "--insecure-http")

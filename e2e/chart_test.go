@@ -159,9 +159,10 @@ func TestChartLintsAndRenders(t *testing.T) {
 			webConfig: true, auth: "delegated", endpoint: append([]string{"authorization:"}, selfSignedEndpoint...),
 			present: map[string]bool{webSecret: true}, deployment: selfSigned, certDir: true, webYAML: []string{"X-Frame-Options: deny"}},
 		{name: "basic auth web config", args: []string{"--set", "metricsAuth=none", "--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"},
-			webConfig: true, auth: "none", endpoint: []string{"port: http-metrics", "scheme: http\n"},
+			// Passwords never in clear: serve's own TLS.
+			webConfig: true, auth: "none", endpoint: selfSignedEndpoint,
 			present:    map[string]bool{scraperToken: false, reader: false, readerBinding: false, delegator: false, webSecret: true},
-			deployment: []string{"tcpSocket:", "name: http-metrics"}},
+			deployment: []string{"tcpSocket:", "name: https-metrics", "--cert-dir=/var/run/regghost", "medium: Memory"}, certDir: true},
 		{name: "no auth", args: []string{"--set", "metricsAuth=none"},
 			auth: "none", endpoint: []string{"port: http-metrics", "scheme: http\n"},
 			present: map[string]bool{scraperToken: false, reader: false, delegator: false, webSecret: false}, deployment: plainHTTP},
@@ -223,7 +224,7 @@ func TestChartLintsAndRenders(t *testing.T) {
 				}
 			}
 			port := "http-metrics"
-			if strings.Contains(deployment, "scheme: HTTPS") {
+			if strings.Contains(deployment, "name: https-metrics") {
 				port = "https-metrics"
 			}
 			svc, err := yaml.Marshal(objs["Service/ghosts-regghost"].Spec)

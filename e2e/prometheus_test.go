@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/regghost/regghost/pkg/metricsauth"
 )
 
 // prometheusBin is the real Prometheus server, built from the module proxy
@@ -144,18 +148,24 @@ func (p *promServer) rules(t *testing.T) (names map[string]string, err error) {
 // serveProcess is a running `regghost serve`.
 type serveProcess struct {
 	addr, user, password string
+	// caFile is the serving certificate's bundle when it speaks TLS
+	// (serve's own --cert-dir); "" for plain HTTP.
+	caFile string
+	http   *http.Client
 }
 
 // startServe runs regghost serve against the cluster with basic auth on the
-// endpoint, until the test ends.
+// endpoint, over TLS (serve's own certificate, --cert-dir: basic auth's
+// passwords never cross the network in clear), until the test ends.
 func (c *cluster) startServe(t *testing.T, dir string, args ...string) *serveProcess {
 	t.Helper()
 	s := &serveProcess{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), user: "prometheus", password: "scrape-secret"}
 	hash, err := bcrypt.GenerateFromPassword([]byte(s.password), bcrypt.MinCost)
 	mustNoErr(t, "hash password", err)
-	webConfig := filepath.Join(dir, "web.yml")
+	webConfig, certDir := filepath.Join(dir, "web.yml"), filepath.Join(dir, "certs")
+	s.caFile = filepath.Join(certDir, metricsauth.CertFile)
 	mustNoErr(t, "write web config", os.WriteFile(webConfig, []byte("basic_auth_users:\n  "+s.user+": "+string(hash)+"\n"), 0o600))
-	full := append([]string{"serve", "--listen-address", s.addr, "--web-config-file", webConfig}, args...)
+	full := append([]string{"serve", "--listen-address", s.addr, "--web-config-file", webConfig, "--cert-dir", certDir}, args...)
 	full = append(full, c.etcdArgs()...)
 	if c.kubeconfig != "" {
 		full = append(full, "--kubeconfig", c.kubeconfig)
@@ -176,16 +186,38 @@ func (c *cluster) startServe(t *testing.T, dir string, args ...string) *servePro
 	return s
 }
 
+// client is the HTTP client for the endpoint: it trusts serve's own
+// certificate (read once it is there) when it speaks TLS.
+func (s *serveProcess) client() (*http.Client, string, error) {
+	if s.caFile == "" {
+		return http.DefaultClient, "http://", nil
+	}
+	if s.http == nil {
+		pem, err := os.ReadFile(s.caFile)
+		if err != nil {
+			return nil, "", err
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(pem)
+		s.http = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	}
+	return s.http, "https://", nil
+}
+
 // get fetches a path of the endpoint, with the password when auth is set.
 func (s *serveProcess) get(path string, auth bool) (int, string, error) {
-	req, err := http.NewRequest(http.MethodGet, "http://"+s.addr+path, nil)
+	client, scheme, err := s.client()
+	if err != nil {
+		return 0, "", err
+	}
+	req, err := http.NewRequest(http.MethodGet, scheme+s.addr+path, nil)
 	if err != nil {
 		return 0, "", err
 	}
 	if auth {
 		req.SetBasicAuth(s.user, s.password)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -295,7 +327,9 @@ func scrapeWithRules(t *testing.T, dir string, s *serveProcess) *promServer {
 rule_files: [rules.yml]
 scrape_configs:
   - job_name: regghost
+    scheme: https
+    tls_config: {ca_file: %s}
     basic_auth: {username: %s, password: %s}
     static_configs: [{targets: ["%s"]}]
-`, s.user, s.password, s.addr))
+`, s.caFile, s.user, s.password, s.addr))
 }

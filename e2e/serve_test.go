@@ -47,6 +47,21 @@ func TestServeExportsToPrometheus(t *testing.T) {
 	dir := t.TempDir()
 	s := c.startServe(t, dir, "--interval", "1s", "--terminating-after", "1ns")
 
+	t.Run("basic auth's passwords never in clear off loopback", func(t *testing.T) {
+		// As values.yaml once recommended for a Prometheus outside the
+		// cluster: --metrics-auth none, basic_auth_users, no TLS, every
+		// interface. Refused in one line before anything listens.
+		addr := "0.0.0.0:" + strconv.Itoa(freePort(t))
+		_, errOut, code := runBinary(t, "", append([]string{"serve", "--listen-address", addr, "--metrics-auth", "none",
+			"--web-config-file", filepath.Join(dir, "web.yml"), "--no-api"}, c.etcdArgs()...)...)
+		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "sets basic_auth_users: their passwords must not cross the network in clear") {
+			t.Errorf("basic auth over plain HTTP on %s: exit %d, want 2 and one line: %s", addr, code, errOut)
+		}
+		if code, _, err := (&serveProcess{addr: strings.Replace(addr, "0.0.0.0", "127.0.0.1", 1)}).get("/healthz", false); err == nil {
+			t.Errorf("something answers on %s after the refusal: %d", addr, code)
+		}
+	})
+
 	t.Run("the endpoint asks for the password", func(t *testing.T) {
 		for _, path := range []string{"/metrics", "/healthz"} {
 			if code, _, err := s.get(path, false); err != nil || code != http.StatusUnauthorized {

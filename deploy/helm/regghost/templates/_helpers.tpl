@@ -66,8 +66,9 @@ and GET on nodes/proxy or pods/exec reaches a kubelet or a container.
 regghost.tls says where serve's serving certificate comes from: "webConfig"
 (its tls_server_config), "secret" (tls.secretName, mounted), "selfSigned"
 (made by serve in an in-memory emptyDir, --cert-dir), or "" for plain HTTP.
-Under metricsAuth: delegated it is never "": a bearer token does not cross
-the network in clear (serve refuses it).
+Under metricsAuth: delegated, or with webConfig's basic_auth_users, it is
+never "": no bearer token or password crosses the network in clear (serve
+refuses it).
 */ -}}
 {{- define "regghost.tls" -}}
 {{- $web := fromYaml (.Values.webConfig | default "{}") -}}
@@ -77,7 +78,7 @@ the network in clear (serve refuses it).
 webConfig
 {{- else if .Values.tls.secretName -}}
 secret
-{{- else if or (eq .Values.metricsAuth "delegated") .Values.tls.selfSigned -}}
+{{- else if or (eq .Values.metricsAuth "delegated") .Values.tls.selfSigned $web.basic_auth_users -}}
 selfSigned
 {{- end -}}
 {{- end -}}
