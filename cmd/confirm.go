@@ -59,6 +59,16 @@ func (w *writeFlags) ask(in io.Reader, errOut io.Writer, question string) error 
 	return confirmAction(in, errOut, w.yes, question)
 }
 
+// askAgain asks about what a step revealed after the plan was confirmed.
+// --yes answered the plan that was shown, never this: without a terminal
+// nobody can be asked, so the answer is no.
+func (w *writeFlags) askAgain(in io.Reader, errOut io.Writer, question string) error {
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return confirmAction(in, errOut, false, question)
+	}
+	return fmt.Errorf("stdin is not a terminal, and --yes confirms only the plan that was shown")
+}
+
 // askPassword asks for the etcd password of --user NAME on the terminal
 // when neither --user NAME:PASSWORD, --password nor ETCDCTL_PASSWORD gave
 // it (as etcdctl does); without a terminal, connecting says what to give.

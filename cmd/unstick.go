@@ -98,10 +98,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	question := fmt.Sprintf("Remove the finalizers of %d objects through the API server?", len(a.Blockers))
-	if len(a.DeleteAPIServices) > 0 {
-		question = fmt.Sprintf("Delete %d dangling APIServices through the API server?", len(a.DeleteAPIServices))
-	}
+	question := unstickQuestion(a)
 	if err := o.ask(in, g.errOut, question); err != nil {
 		return err
 	}
@@ -113,7 +110,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
 		ConfirmRevealed: func(more []unstick.Blocker) error {
 			render.WriteRevealed(g.errOut, more)
-			return o.ask(in, g.errOut, fmt.Sprintf("Also remove the finalizers of these %d objects, which the plan did not show?", len(more)))
+			return o.askAgain(in, g.errOut, fmt.Sprintf("Also remove the finalizers of these %d objects, which the plan did not show?", len(more)))
 		},
 		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter),
 			Analyze: z.Again(cli)}})
@@ -128,4 +125,16 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish cleanly (%d keys left)", a.Target, res.Left)}
 	}
 	return nil
+}
+
+// unstickQuestion names everything the confirmed plan changes: the
+// dangling APIServices it deletes and the finalizers it removes.
+func unstickQuestion(a *unstick.Analysis) string {
+	if len(a.DeleteAPIServices) == 0 {
+		return fmt.Sprintf("Remove the finalizers of %d objects through the API server?", a.Removable())
+	}
+	if a.Removable() == 0 {
+		return fmt.Sprintf("Delete %d dangling APIServices through the API server?", len(a.DeleteAPIServices))
+	}
+	return fmt.Sprintf("Delete %d dangling APIServices, then remove the finalizers of %d objects, through the API server?", len(a.DeleteAPIServices), a.Removable())
 }

@@ -4,17 +4,21 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // TestUnstick runs the real namespace controller: a namespace held by a
@@ -294,49 +298,21 @@ func TestUnstickNamesTheWayOutOfAGhostService(t *testing.T) {
 func TestUnstickAsksAgainForWhatItsFirstStepRevealed(t *testing.T) {
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
-	c.createCRD(t, "example.com", "widgets", "Widget")
-	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	c.createNamespace(t, "app")
-	obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]interface{}{"name": "w1", "namespace": "app", "finalizers": []interface{}{"example.com/cleanup"}}}}
-	waitFor(t, 30*time.Second, "create widget w1", func() error {
-		_, err := c.dyn.Resource(widgets).Namespace("app").Create(ctx, obj, metav1.CreateOptions{})
-		return err
-	})
-	apiKey := c.createAggregatedAPI(t, "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", nil)
-	c.waitAPIServiceReason(t, "v1beta1.metrics.k8s.io", "ServiceNotFound")
-	waitFor(t, 30*time.Second, "discovery of metrics.k8s.io to fail", func() error {
-		if _, err := c.kube.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err == nil {
-			return errString("metrics.k8s.io discovered")
-		}
-		return nil
-	})
-	// No namespace controller runs yet: the namespace is Terminating and
-	// the widget is not being deleted.
-	mustNoErr(t, "delete namespace app", c.kube.CoreV1().Namespaces().Delete(ctx, "app", metav1.DeleteOptions{}))
+	widgets, apiKey := heldByAPIServiceAndAWidget(t, c)
 	const w1 = "/registry/example.com/widgets/app/w1"
 	root := filepath.Join(t.TempDir(), "backups")
 	args := append([]string{"unstick", "namespace", "app", "--confirm", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)
 
 	run := onTerminalInteractive(t, args...)
 	plan := run.question(t)
-	if !strings.Contains(plan, "v1beta1.metrics.k8s.io") || !strings.Contains(plan, "Delete 1 dangling APIServices") || strings.Contains(plan, w1) {
+	if !strings.Contains(plan, "v1beta1.metrics.k8s.io") || !strings.Contains(plan, "Delete 1 dangling APIServices through the API server?") || strings.Contains(plan, w1) {
 		t.Fatalf("the plan should name the APIService and not the widget:\n%s", plan)
 	}
 	// While the question waits, the namespace controller starts: it
 	// deletes what it can discover, the widget included, which its
 	// finalizer holds.
 	c.startControllerManager(t, "namespace-controller")
-	waitFor(t, 90*time.Second, "the widget to be deleting", func() error {
-		u, err := c.dyn.Resource(widgets).Namespace("app").Get(ctx, "w1", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if u.GetDeletionTimestamp() == nil {
-			return errString("no deletionTimestamp yet")
-		}
-		return nil
-	})
+	waitWidgetDeleting(t, c, widgets)
 	before := c.state(t)
 	run.answer(t, "yes")
 	shown := run.question(t)
@@ -369,5 +345,119 @@ func TestUnstickAsksAgainForWhatItsFirstStepRevealed(t *testing.T) {
 	out, errOut, code = c.regghost(t, "", "unstick", "namespace", "app", "--confirm", "--yes", "--backup-dir", root)
 	if code != 0 || !strings.Contains(out, "namespace app is gone, and nothing of it is left in etcd") {
 		t.Fatalf("unstick: exit %d: %s\n%s", code, errOut, out)
+	}
+}
+
+// heldByAPIServiceAndAWidget stages TestUnstickAsksAgain's namespace: app,
+// Terminating, held by a dangling APIService (its Service gone, discovery
+// of metrics.k8s.io failing) and by widget w1's finalizer, whose operator
+// is gone, which no namespace controller has started on yet.
+func heldByAPIServiceAndAWidget(t *testing.T, c *cluster) (widgets schema.GroupVersionResource, apiKey string) {
+	t.Helper()
+	ctx := context.Background()
+	c.createCRD(t, "example.com", "widgets", "Widget")
+	widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	c.createNamespace(t, "app")
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "w1", "namespace": "app", "finalizers": []interface{}{"example.com/cleanup"}}}}
+	waitFor(t, 30*time.Second, "create widget w1", func() error {
+		_, err := c.dyn.Resource(widgets).Namespace("app").Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+	apiKey = c.createAggregatedAPI(t, "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", nil)
+	c.waitAPIServiceReason(t, "v1beta1.metrics.k8s.io", "ServiceNotFound")
+	waitFor(t, 30*time.Second, "discovery of metrics.k8s.io to fail", func() error {
+		if _, err := c.kube.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err == nil {
+			return errString("metrics.k8s.io discovered")
+		}
+		return nil
+	})
+	// No namespace controller runs yet: the namespace is Terminating and
+	// the widget is not being deleted.
+	mustNoErr(t, "delete namespace app", c.kube.CoreV1().Namespaces().Delete(ctx, "app", metav1.DeleteOptions{}))
+	return widgets, apiKey
+}
+
+// waitWidgetDeleting waits until the namespace controller has deleted
+// widget w1 (its finalizer holds it).
+func waitWidgetDeleting(t *testing.T, c *cluster, widgets schema.GroupVersionResource) {
+	t.Helper()
+	waitFor(t, 90*time.Second, "the widget to be deleting", func() error {
+		u, err := c.dyn.Resource(widgets).Namespace("app").Get(context.Background(), "w1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if u.GetDeletionTimestamp() == nil {
+			return errString("no deletionTimestamp yet")
+		}
+		return nil
+	})
+}
+
+// TestUnstickYesNeverAnswersWhatItRevealed: TestUnstickAsksAgain's
+// namespace, unstick run with --yes and stdin not a terminal. --yes
+// confirms the plan shown (the APIService); the widget the first step reveals was never shown,
+// so nobody answered for it: unstick stops with only the APIService
+// deleted, saying what to run. A crashed regghost's etcd lock holds the run
+// between its analysis and its first write (it waits the lease out) while
+// the namespace controller starts and deletes the widget.
+func TestUnstickYesNeverAnswersWhatItRevealed(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	ctx := context.Background()
+	widgets, apiKey := heldByAPIServiceAndAWidget(t, c)
+
+	// A regghost of this host that is no longer running left the lock on
+	// a lease nobody renews.
+	dead := exec.Command("true")
+	mustNoErr(t, "run true", dead.Run())
+	host, _ := os.Hostname()
+	session, err := concurrency.NewSession(c.etcd, concurrency.WithTTL(45))
+	mustNoErr(t, "lock session", err)
+	mustNoErr(t, "take the lock", concurrency.NewMutex(session, etcdwrite.LockPrefix).TryLock(ctx))
+	_, err = c.etcd.Put(ctx, etcdwrite.LockHolderKey, etcdwrite.Holder{What: "regghost purge namespace other", PID: dead.Process.Pid, Host: host, Since: time.Now()}.String(), clientv3.WithLease(session.Lease()))
+	mustNoErr(t, "write the holder", err)
+	session.Orphan()
+	before := c.state(t)
+
+	root := filepath.Join(t.TempDir(), "backups")
+	cmd := exec.Command(bins.regghost, append([]string{"unstick", "namespace", "app", "--confirm", "--yes", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	var out, errOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	mustNoErr(t, "start unstick", cmd.Start())
+	waitFor(t, 30*time.Second, "unstick to wait for the lock", func() error {
+		if !strings.Contains(errOut.String(), "which is no longer running; waiting up to") {
+			return errString("not waiting yet")
+		}
+		return nil
+	})
+	c.startControllerManager(t, "namespace-controller")
+	waitWidgetDeleting(t, c, widgets)
+	err = cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	all := strings.Join(strings.Fields(out.String()+errOut.String()), " ")
+	const w1 = "/registry/example.com/widgets/app/w1"
+	if code == 0 || !strings.Contains(all, w1+": remove example.com/cleanup") || !strings.Contains(all, "run `regghost unstick namespace app` to review them") ||
+		!strings.Contains(all, "--yes confirms only the plan that was shown") {
+		t.Fatalf("--yes answered what the plan did not show: exit %d (%v):\n%s", code, err, all)
+	}
+	u, err := c.dyn.Resource(widgets).Namespace("app").Get(ctx, "w1", metav1.GetOptions{})
+	if err != nil || len(u.GetFinalizers()) != 1 {
+		t.Fatalf("the widget lost its finalizer without a yes: %v %v", err, u)
+	}
+	// The namespace controller's writes (the widget's deletion, the
+	// namespace's conditions, its events) and the locks' are the others';
+	// of unstick, only the APIService and its nudge.
+	others := []string{apiKey, "/registry/namespaces/app", w1}
+	for _, st := range []etcdState{before, c.state(t)} {
+		for k := range st.kvs {
+			if strings.HasPrefix(k, "/registry/events/") || strings.HasPrefix(k, etcdwrite.LockPrefix) || k == etcdwrite.LockHolderKey {
+				others = append(others, k)
+			}
+		}
+	}
+	c.assertChangedOnly(t, "unstick --yes", before, others)
+	if c.value(t, apiKey) != nil {
+		t.Error("the confirmed APIService deletion did not happen")
 	}
 }

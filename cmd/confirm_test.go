@@ -1,0 +1,55 @@
+package cmd
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/unstick"
+)
+
+// TestAskAgainIsNeverAnsweredByYes: --yes answers the plan that was shown;
+// a question about what a step revealed after it is never answered without
+// a terminal, --yes or not, while the first question is.
+func TestAskAgainIsNeverAnsweredByYes(t *testing.T) {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	for _, in := range []io.Reader{strings.NewReader("yes\n"), devNull} {
+		w := &writeFlags{confirm: true, yes: true}
+		var errOut bytes.Buffer
+		if err := w.ask(in, &errOut, "Delete?"); err != nil {
+			t.Errorf("%T: the plan's question with --yes: %v", in, err)
+		}
+		err := w.askAgain(in, &errOut, "Also remove the finalizers of these 1 objects, which the plan did not show?")
+		if err == nil || !strings.Contains(err.Error(), "--yes confirms only the plan that was shown") {
+			t.Errorf("%T: what a step revealed, with --yes: %v, want a no", in, err)
+		}
+	}
+}
+
+// TestUnstickQuestion: the question names everything the plan changes.
+func TestUnstickQuestion(t *testing.T) {
+	blocker := unstick.Blocker{Key: "/registry/example.com/widgets/app/w1", Remove: []string{"example.com/cleanup"}}
+	served := unstick.Blocker{Key: "/registry/example.com/widgets/app/w2"}
+	api := etcdscan.DanglingRef{Name: "v1beta1.metrics.k8s.io"}
+	for _, tt := range []struct {
+		a    unstick.Analysis
+		want string
+	}{
+		{unstick.Analysis{Blockers: []unstick.Blocker{blocker, blocker}}, "Remove the finalizers of 2 objects through the API server?"},
+		{unstick.Analysis{Blockers: []unstick.Blocker{blocker, served}}, "Remove the finalizers of 1 objects through the API server?"},
+		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}}, "Delete 1 dangling APIServices through the API server?"},
+		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}, Blockers: []unstick.Blocker{blocker, served}},
+			"Delete 1 dangling APIServices, then remove the finalizers of 1 objects, through the API server?"},
+	} {
+		if got := unstickQuestion(&tt.a); got != tt.want {
+			t.Errorf("unstickQuestion = %q, want %q", got, tt.want)
+		}
+	}
+}
