@@ -53,10 +53,12 @@ type PruneDecision struct {
 // PlanPrune decides, for every backup directory under root, whether a
 // prune removes it. It never removes: a backup that cannot be read or
 // verified (inspect it by hand), one whose run was cut off (keys without an
-// outcome), one an undo still needs (a recovery not undone, whose undo
+// outcome), one whose undo is under way (a recovery not undone, whose undo
 // reads its audit log; an undo that stopped partway), the newest verified
 // backup of each cluster, the Keep newest of each cluster, or one younger
-// than OlderThan.
+// than OlderThan. Any other may go, the undo of an older purge, dangling
+// fix or unstick among them: its decision says so, and how many keys its
+// write changed that no restore can put back once it is gone.
 func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 	list, err := ListBackups(root)
 	if err != nil {
@@ -132,6 +134,7 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 				if o.OlderThan > 0 {
 					out[i].Why += " and older than " + o.OlderThan.String()
 				}
+				out[i].Why += undoLost(out[i].Path)
 			}
 		}
 	}
@@ -208,6 +211,45 @@ func undoNeeds(dir string, b *Backup) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// undoLost says what removing the backup in dir takes away: the only undo
+// of the write it backed up, unless a restore put it back already.
+func undoLost(dir string) string {
+	b, err := ReadBackup(dir)
+	if err != nil {
+		return ""
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, AuditFile))
+	written, undone := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		var r AuditRecord
+		if json.Unmarshal([]byte(line), &r) != nil || r.Outcome == "" || r.Outcome == etcdwrite.NotAttempted {
+			continue
+		}
+		if undoActions[r.Action] {
+			undone[r.Key] = true
+		} else {
+			written[r.Key] = true
+		}
+	}
+	left := 0
+	for k := range written {
+		if !undone[k] {
+			left++
+		}
+	}
+	if left == 0 {
+		return "; its write was undone already"
+	}
+	what := b.Action
+	if what == "" {
+		what = "purge"
+	}
+	if b.Scope != "" {
+		what += " of " + b.Scope
+	}
+	return fmt.Sprintf("; it is the only undo of its %s (%d keys written): once it goes, regghost restore cannot put them back (the cluster's newest verified backup and snapshot stay)", what, left)
 }
 
 // auditSize is the size of dir's audit log (0 when it has none).

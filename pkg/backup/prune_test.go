@@ -67,7 +67,10 @@ func TestPlanPrune(t *testing.T) {
 				rec: "the recovery wrote 1 keys and was not undone", cut: "cut off", "20260101T000000Z-broken": "cannot be read or verified",
 				anon: "does not record which cluster"}},
 		{"keep one, older than a week", PruneOptions{Keep: 1, OlderThan: 7 * day, Now: now}, []string{a10, undone},
-			map[string]string{a5: "younger than 168h0m0s", a2: "younger than"}},
+			map[string]string{a5: "younger than 168h0m0s", a2: "younger than",
+				// What goes says whose undo it was.
+				a10:    "it is the only undo of its purge of a10 (1 keys written): once it goes, regghost restore cannot put them back",
+				undone: "its write was undone already"}},
 		{"keep zero is keep one", PruneOptions{Now: now}, []string{a10, a5, a2, undone}, map[string]string{a0: "the newest verified backup"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
