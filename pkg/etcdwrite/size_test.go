@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
@@ -103,5 +104,59 @@ func TestRunSizesTransactionsByBytes(t *testing.T) {
 				t.Errorf("%d keys reported written, %d stored, want %d", len(done), resp.Count, tc.written)
 			}
 		})
+	}
+}
+
+// TestRunSplitsForAMemberWithFewerTxnOps: an etcd run with a --max-txn-ops
+// below the batch regghost sends refuses the transaction for its number
+// of operations: the batch is split until etcd takes it, every key
+// written (a refusal before the fix).
+func TestRunSplitsForAMemberWithFewerTxnOps(t *testing.T) {
+	ctx := context.Background()
+	cli, _ := etcdtest.StartWith(t, func(c *embed.Config) { c.MaxTxnOps = 8 })
+	done := map[int]bool{}
+	values := bigValues(40, 100)
+	if err := Run(ctx, cli, Pacing{PerSecond: 1000, BatchSize: 40}, putSpec(values, done)); err != nil {
+		t.Fatalf("Run against --max-txn-ops 8: %v", err)
+	}
+	resp, err := cli.Get(ctx, "/big/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || len(done) != len(values) || resp.Count != int64(len(values)) {
+		t.Fatalf("%d keys reported written, %d stored (%v), want %d", len(done), resp.Count, err, len(values))
+	}
+}
+
+// TestRunStopsBetweenTheHalvesOfASplit: a stop (SIGINT, a lost lock)
+// arriving while a batch etcd refused for its size is split is honoured
+// before the next half is sent, not only between batches.
+func TestRunStopsBetweenTheHalvesOfASplit(t *testing.T) {
+	ctx := context.Background()
+	small, _ := etcdtest.StartWith(t, func(c *embed.Config) { c.MaxRequestBytes = 512 << 10 })
+	stop := make(chan struct{})
+	done := map[int]bool{}
+	spec := putSpec(bigValues(6, 200<<10), done)
+	inner := spec.Done
+	spec.Done = func(i int, ok bool, rev int64) {
+		inner(i, ok, rev)
+		select {
+		case <-stop:
+		default:
+			close(stop) // the first key written: a SIGINT arrives
+		}
+	}
+	err := Run(ctx, small, Pacing{PerSecond: 1000, Stop: stop}, spec)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Run: %v, want ErrInterrupted", err)
+	}
+	resp, gerr := small.Get(ctx, "/big/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if gerr != nil || resp.Count != int64(len(done)) || len(done) >= 6 {
+		t.Fatalf("%d keys written (%d stored) after the stop; want the run stopped within the split", len(done), resp.Count)
+	}
+}
+
+// TestTooManyRequestsIsAPause: etcd's "too many requests" (its applied
+// index trails) is backed off and sent again, not a failure.
+func TestTooManyRequestsIsAPause(t *testing.T) {
+	if !Transient(rpctypes.ErrGRPCRequestTooManyRequests) || !Transient(rpctypes.ErrTooManyRequests) {
+		t.Error("too many requests is not transient")
 	}
 }

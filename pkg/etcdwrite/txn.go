@@ -118,6 +118,13 @@ func Run(ctx context.Context, kv clientv3.KV, pacing Pacing, spec Spec) error {
 	}
 	lim := rate.NewLimiter(rate.Limit(pacing.PerSecond), 1)
 	run := func(idx []int) (bool, int64, error) {
+		// A stop is honoured before every transaction, the halves of a
+		// split and the one-key resends included.
+		select {
+		case <-pacing.Stop:
+			return false, 0, ErrInterrupted
+		default:
+		}
 		if err := lim.Wait(ctx); err != nil {
 			return false, 0, err
 		}
@@ -220,11 +227,19 @@ type batches struct {
 	limit int
 }
 
-// send runs one batch, split in halves while etcd refuses it for its size;
-// one key refused so is a *TooLargeError. A batch whose compares fail is
-// sent again one key per transaction.
+// send runs one batch, split in halves while etcd refuses it for its size
+// or its number of operations (a member run with a --max-txn-ops lower
+// than etcd's default); one key refused for its size is a *TooLargeError.
+// A batch whose compares fail is sent again one key per transaction.
 func (b *batches) send(batch []int) error {
 	ok, rev, err := b.run(batch)
+	if len(batch) > 1 && rpctypes.Error(err) == rpctypes.ErrTooManyOps {
+		half := len(batch) / 2
+		if err := b.send(batch[:half]); err != nil {
+			return err
+		}
+		return b.send(batch[half:])
+	}
 	if tooLarge(err) {
 		if len(batch) == 1 {
 			return &TooLargeError{Key: string(b.spec.Op(batch[0]).KeyBytes()), Bytes: b.sizes[batch[0]] + keyOverhead, Limit: b.limit, Refused: err}
@@ -272,7 +287,10 @@ func Transient(err error) bool {
 	}
 	switch rpctypes.Error(err) {
 	case rpctypes.ErrNoLeader, rpctypes.ErrLeaderChanged, rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
-		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTimeoutWaitAppliedIndex, rpctypes.ErrNotCapable:
+		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTimeoutWaitAppliedIndex, rpctypes.ErrNotCapable,
+		// The member's applied index trails its committed one by more than
+		// etcd allows: it asks its clients to back off.
+		rpctypes.ErrTooManyRequests:
 		return true
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
