@@ -486,7 +486,7 @@ func TestReadmeRoutesBySymptom(t *testing.T) {
 		}
 	}
 	router := strings.Join(markedBlocks(t, "../README.md", "symptoms"), "\n")
-	for _, s := range []string{"Terminating", "database space exceeded", "NOSPACE", "failed calling webhook", "ServiceNotFound", "FailedDiscoveryCheck"} {
+	for _, s := range []string{"Terminating", "database space exceeded", "NOSPACE", "failed calling webhook", "ServiceNotFound", "FailedDiscoveryCheck", "MissingEndpoints", "NamespaceDeletionDiscoveryFailure"} {
 		if !strings.Contains(router, s) {
 			t.Errorf("README.md's symptom router does not say %q", s)
 		}

@@ -27,6 +27,8 @@ type unstickOptions struct {
 	// acceptImpacts are --accept-impact's words; accept the kinds they name.
 	acceptImpacts []string
 	accept        []impact.Kind
+	// deleteUnavailable are down APIServices to delete, backed up.
+	deleteUnavailable []string
 }
 
 func newUnstickCmd(g *globalOptions) *cobra.Command {
@@ -65,6 +67,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 	o.writeFlags.add(c, "really remove the blocking finalizers (without it unstick only explains)", "where the per-key backup goes")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
+	f.StringArrayVar(&o.deleteUnavailable, unstick.DeleteUnavailableFlag[2:], nil, "delete this APIService although its Service is only down (metrics-server without endpoints), backed up: the namespace deletion goes on, its clients (kubectl top, HorizontalPodAutoscalers) stop until `regghost restore` puts it back (repeatable)")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+impact.Names(impact.StripAcceptable()))
 	o.print.addFlags(c)
 	return c
@@ -78,7 +81,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return err
 	}
 	defer rs.Close()
-	z := &unstick.Analyzer{Read: rs, Target: target, Accept: o.accept, Now: clock}
+	z := &unstick.Analyzer{Read: rs, Target: target, Accept: o.accept, DeleteUnavailable: o.deleteUnavailable, Now: clock}
 	a, err := z.Analyze(ctx)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 const overridesPage = "https://github.com/regghost/regghost/blob/main/docs/overrides.md"
 
 // overrideFlags are the flags that lift a refusal.
-var overrideFlags = regexp.MustCompile(`--(accept-single-witness|accept-impact|force-class|retain-volumes|accept-managed|into-recreated|other-cluster-grants|other-cluster|all-absent|with-live|yes)\b`)
+var overrideFlags = regexp.MustCompile(`--(accept-single-witness|accept-impact|force-class|retain-volumes|accept-managed|delete-unavailable-apiservice|into-recreated|other-cluster-grants|other-cluster|all-absent|with-live|yes)\b`)
 
 // WithOverrideLink adds to a refusal's line where the override it names is
 // explained, with what it risks (the first one it names).

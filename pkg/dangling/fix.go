@@ -64,6 +64,12 @@ type PlanOptions struct {
 	AcceptManaged bool
 	// AcceptSingleWitness fixes references the API server could not confirm.
 	AcceptSingleWitness bool
+	// DeleteDown are APIServices, by name, whose Service is down (there,
+	// without a ready endpoint) that the operator chose to delete, backed
+	// up, so that discovery stops failing (unstick
+	// --delete-unavailable-apiservice); any other down reference is never
+	// fixed.
+	DeleteDown []string
 }
 
 // fixable are the kinds a fix acts on, with their resource.
@@ -77,8 +83,9 @@ var fixable = map[string]schema.GroupVersionResource{
 
 // PlanFixes turns references into fixes: every gone reference of a kind
 // regghost fixes, grouped by referring object. Down and ghost references,
-// volumes and conversion webhooks are never fixed; single-witness and
-// GitOps-managed ones are refused unless accepted.
+// volumes and conversion webhooks are never fixed (but a down APIService
+// named in DeleteDown); single-witness and GitOps-managed ones are refused
+// unless accepted.
 //
 // An APIService is deleted. A webhook configuration or a binding is deleted
 // whole only when each of its entries (ref.Entries) is a gone reference
@@ -90,7 +97,8 @@ func PlanFixes(refs []etcdscan.DanglingRef, o PlanOptions) ([]Fix, []Refusal) {
 	fields := map[string]map[string]bool{}
 	var refused []Refusal
 	for _, r := range refs {
-		if _, ok := fixable[r.Kind]; !ok || r.State != etcdscan.DanglingGone {
+		chosen := r.Kind == "APIService" && r.State == etcdscan.DanglingDown && contains(o.DeleteDown, r.Name)
+		if _, ok := fixable[r.Kind]; !ok || (r.State != etcdscan.DanglingGone && !chosen) {
 			continue
 		}
 		switch {
@@ -320,6 +328,12 @@ func rejudge(ctx context.Context, kv clientv3.KV, dyn dynamic.Interface, registr
 			continue
 		}
 		seen[r.Target] = true
+		if r.State == etcdscan.DanglingDown {
+			if why := stillDown(ctx, dyn, f); why != "" {
+				return why
+			}
+			continue
+		}
 		kind, nsName, _ := strings.Cut(r.Target, " ")
 		ns, name, _ := strings.Cut(nsName, "/")
 		res, ok := targetResources[kind]
@@ -343,6 +357,24 @@ func rejudge(ctx context.Context, kv clientv3.KV, dyn dynamic.Interface, registr
 			// Still gone, as it was judged.
 		default:
 			return fmt.Sprintf("the API server cannot confirm again that %s is gone (%s); left alone", r.Target, firstLine(err))
+		}
+	}
+	return ""
+}
+
+// stillDown says why a down APIService chosen for deletion must be left
+// alone now, or "": the API server says it is available again (its
+// backend answers), or cannot say.
+func stillDown(ctx context.Context, dyn dynamic.Interface, f Fix) string {
+	u, err := dyn.Resource(fixable["APIService"]).Get(ctx, f.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("the API server cannot say again whether APIService %s is still unavailable (%s); left alone", f.Name, firstLine(err))
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Available" && m["status"] == "True" {
+			return "APIService " + f.Name + " is available again (its backend answers); left alone"
 		}
 	}
 	return ""

@@ -179,3 +179,22 @@ func TestApplyJudgesEachTargetAgainBeforeItsWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanFixesDeletesADownAPIServiceOnlyByName: an APIService whose
+// Service is down is never fixed, unless the operator names it
+// (unstick --delete-unavailable-apiservice); a down webhook never is.
+func TestPlanFixesDeletesADownAPIServiceOnlyByName(t *testing.T) {
+	api := etcdscan.DanglingRef{Key: "/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io", Kind: "APIService", Name: "v1beta1.metrics.k8s.io",
+		Field: "spec.service", Target: "service monitoring/metrics-server", State: etcdscan.DanglingDown}
+	hook := etcdscan.DanglingRef{Key: "/registry/validatingwebhookconfigurations/v", Kind: "ValidatingWebhookConfiguration", Name: "v",
+		Field: "webhooks[a.example.com].clientConfig.service", Target: "service monitoring/metrics-server", State: etcdscan.DanglingDown, Entries: 1}
+	for _, tt := range []struct {
+		named []string
+		want  int
+	}{{nil, 0}, {[]string{"v1beta1.other.k8s.io"}, 0}, {[]string{"v1beta1.metrics.k8s.io", "v"}, 1}} {
+		fixes, refused := PlanFixes([]etcdscan.DanglingRef{api, hook}, PlanOptions{DeleteDown: tt.named})
+		if len(fixes) != tt.want || len(refused) != 0 || (tt.want == 1 && (!fixes[0].Delete || fixes[0].Kind != "APIService")) {
+			t.Errorf("named %v: fixes %+v, refused %+v; want %d APIService deleted", tt.named, fixes, refused, tt.want)
+		}
+	}
+}

@@ -92,9 +92,21 @@ type Analysis struct {
 	// namespace) is gone or down, with what pointed where.
 	Dangling []etcdscan.DanglingRef `json:"dangling,omitempty"`
 	// DeleteAPIServices are the dangling (gone) APIServices unstick deletes
-	// to let the deletion finish: every unavailable one is among them.
+	// to let the deletion finish: every unavailable one is among them, and
+	// so are the down ones named in DeleteUnavailable.
 	DeleteAPIServices []etcdscan.DanglingRef `json:"deleteAPIServices,omitempty"`
+	// DeleteUnavailable are the APIServices, by name, the operator chose
+	// to delete although their Service is only down
+	// (--delete-unavailable-apiservice): backed up, and put back by
+	// restore once the backend answers again.
+	DeleteUnavailable []string `json:"deleteUnavailable,omitempty"`
+	// unavailableWhy is each unavailable APIService's condition, by name.
+	unavailableWhy map[string]string
 }
+
+// DeleteUnavailableFlag is the flag that names a down APIService to
+// delete.
+const DeleteUnavailableFlag = "--delete-unavailable-apiservice"
 
 // Follow takes the dangling references of the APIServices (pkg/dangling)
 // and decides again: a namespace stuck on discovery of an APIService whose
@@ -144,8 +156,12 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 			return next, refusal, true
 		}
 		if r.State == etcdscan.DanglingDown {
-			return "APIService " + r.Name + " is down, not dangling: " + r.Why + "; bring " + r.Target + " back, and the namespace controller finishes",
-				"APIService " + r.Name + " is down (" + r.Why + "): deleting it would lose its registration; bring " + r.Target + " back", true
+			if contains(a.DeleteUnavailable, r.Name) {
+				gone = append(gone, r)
+				continue
+			}
+			next, refusal := a.downService(r)
+			return next, refusal, true
 		}
 		if r.SingleWitness {
 			return "", "", false
@@ -153,11 +169,67 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 		gone = append(gone, r)
 	}
 	a.DeleteAPIServices = gone
-	var names []string
+	var names, chosen []string
 	for _, r := range gone {
 		names = append(names, r.Name+" ("+r.Why+")")
+		if r.State == etcdscan.DanglingDown {
+			chosen = append(chosen, r.Name+": "+stopsWhileGone(r))
+		}
 	}
-	return "delete the dangling APIServices " + strings.Join(names, "; ") + ": discovery of their groups fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes them through the API server, backed up, then waits for the deletion to finish", "", true
+	which := "dangling APIServices "
+	if len(chosen) > 0 {
+		which = "APIServices "
+	}
+	next = "delete the " + which + strings.Join(names, "; ") + ": discovery of their groups fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes them through the API server, backed up, then waits for the deletion to finish"
+	if len(chosen) > 0 {
+		next += "; until `regghost restore <its backup>` puts it back (once its backend answers again), " + strings.Join(chosen, "; ")
+	}
+	return next, "", true
+}
+
+// downService says the two ways out when an unavailable APIService's
+// Service is there without a ready endpoint (metrics-server down: the
+// commonest stuck namespace): bring the backend back, and the namespace
+// controller finishes; or delete the APIService, backed up, with what
+// stops until restore puts it back. unstick takes the second only when the
+// operator names the APIService with --delete-unavailable-apiservice.
+func (a *Analysis) downService(r etcdscan.DanglingRef) (next, refusal string) {
+	cond := a.unavailableWhy[r.Name]
+	if cond != "" {
+		cond = "; Available=False " + cond
+	}
+	cmd := "regghost unstick " + a.Target + " " + DeleteUnavailableFlag + " " + r.Name + " --confirm"
+	version, group, _ := strings.Cut(r.Name, ".")
+	next = "APIService " + r.Name + " is unavailable: " + r.Why + cond + "; discovery of " + group + "/" + version +
+		" fails, and every namespace deletion in the cluster waits on it. Either bring " + r.Target + " back (its pods, its endpoints), and the namespace controller finishes;" +
+		" or delete the APIService, backed up: `" + cmd + "` (" + stopsWhileGone(r) + ", until `regghost restore <its backup>` puts it back, which you run once its backend answers again)"
+	refusal = "APIService " + r.Name + " is unavailable (" + r.Why + cond + "), not dangling: bring " + r.Target + " back, or delete it behind a backup with `" + cmd + "` (" + stopsWhileGone(r) + " until it is restored)"
+	return next, refusal
+}
+
+// DownDeleted says, for each APIService deleted although its Service was
+// only down, what stops until it is restored and whose return to wait for.
+func (a *Analysis) DownDeleted() []string {
+	var out []string
+	for _, r := range a.DeleteAPIServices {
+		if r.State == etcdscan.DanglingDown {
+			out = append(out, "APIService "+r.Name+" was deleted while "+r.Target+" is down: "+stopsWhileGone(r)+" until it is put back; once "+r.Target+" answers again, restore it")
+		}
+	}
+	return out
+}
+
+// stopsWhileGone says what stops while an APIService is deleted: every
+// client of its group and version, named for the ones everyone has.
+func stopsWhileGone(r etcdscan.DanglingRef) string {
+	version, group, _ := strings.Cut(r.Name, ".")
+	switch group {
+	case "metrics.k8s.io":
+		return "`kubectl top` and HorizontalPodAutoscalers on CPU and memory stop"
+	case "custom.metrics.k8s.io", "external.metrics.k8s.io":
+		return "HorizontalPodAutoscalers on " + strings.TrimSuffix(group, ".metrics.k8s.io") + " metrics stop"
+	}
+	return "every client of " + group + "/" + version + " gets 404"
 }
 
 // ghostService says the way out when an unavailable APIService's Service
@@ -268,7 +340,7 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 	if err != nil {
 		return nil, err
 	}
-	if a.Unavailable, a.UnavailableNames, err = unavailableAPIServices(ctx, store, registry); err != nil {
+	if a.Unavailable, a.UnavailableNames, a.unavailableWhy, err = unavailableAPIServices(ctx, store, registry); err != nil {
 		return nil, err
 	}
 	if in.Served != nil {
@@ -385,8 +457,9 @@ func (a *Analysis) ownBlocker(b Blocker) {
 
 // unavailableAPIServices reads the APIServices whose Available condition is
 // not True, from the keyspace.
-func unavailableAPIServices(ctx context.Context, store etcdscan.Store, registry string) ([]string, []string, error) {
+func unavailableAPIServices(ctx context.Context, store etcdscan.Store, registry string) ([]string, []string, map[string]string, error) {
 	var out, names []string
+	why := map[string]string{}
 	start := registry + "apiregistration.k8s.io/apiservices/"
 	err := store.Range(ctx, start, etcdscan.PrefixEnd(start), false, func(kv *mvccpb.KeyValue) error {
 		as, err := decode.APIService(kv.Value)
@@ -401,11 +474,12 @@ func unavailableAPIServices(ctx context.Context, store etcdscan.Store, registry 
 				}
 				out = append(out, fmt.Sprintf("APIService %s (%s) is not available: %s: %s", as.Name, svc, c.Reason, c.Message))
 				names = append(names, as.Name)
+				why[as.Name] = c.Reason + " (" + c.Message + ")"
 			}
 		}
 		return nil
 	})
-	return out, names, err
+	return out, names, why, err
 }
 
 // builtinFinalizers are removed by Kubernetes itself.
@@ -563,6 +637,33 @@ func (a *Analysis) decide() {
 	default:
 		a.Next = "nothing is left under it; its own finalizers [" + strings.Join(a.Finalizers, ", ") + "] are waiting for their controller (kube-controller-manager's namespace controller, or kube-apiserver for CRDs)"
 		a.Refusal = "no object holds it: its own finalizer's controller is not running"
+	}
+}
+
+// downHere says whether name is an unavailable APIService of this analysis
+// whose Service is down.
+func (a *Analysis) downHere(name string) bool {
+	for _, r := range a.Dangling {
+		if r.Name == name && r.State == etcdscan.DanglingDown {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseUnknownUnavailable refuses when --delete-unavailable-apiservice
+// names an APIService that is not one whose Service is down and that holds
+// this deletion: nothing else is deleted that way.
+func (a *Analysis) refuseUnknownUnavailable() {
+	for _, n := range a.DeleteUnavailable {
+		if !a.downHere(n) {
+			a.Next = DeleteUnavailableFlag + " " + n + " names no APIService whose Service is down and that holds this deletion"
+			if len(a.UnavailableNames) > 0 {
+				a.Next += " (unavailable: " + strings.Join(a.UnavailableNames, ", ") + ")"
+			}
+			a.Refusal, a.DeleteAPIServices = a.Next, nil
+			return
+		}
 	}
 }
 

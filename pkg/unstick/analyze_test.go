@@ -72,19 +72,27 @@ func TestFollowDanglingAPIService(t *testing.T) {
 		refs    []etcdscan.DanglingRef
 		refused string
 		deletes int
+		// chosen are the down APIServices named to be deleted.
+		chosen []string
 	}{
-		{"gone", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, false)}, "", 1},
-		{"down", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "is down", 0},
-		{"gone on etcd's word alone", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, true)}, "unavailable", 0},
-		{"not dangling", nil, "unavailable", 0},
+		{"gone", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, false)}, "", 1, nil},
+		{"down", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "or delete it behind a backup with `regghost unstick namespace app --delete-unavailable-apiservice v1beta1.metrics.example.com --confirm`", 0, nil},
+		{"gone on etcd's word alone", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, true)}, "unavailable", 0, nil},
+		{"not dangling", nil, "unavailable", 0, nil},
 		{"its Service a ghost of a force-deleted namespace", []etcdscan.DanglingRef{{Kind: "APIService", Name: "v1beta1.metrics.example.com", State: etcdscan.DanglingGhost,
 			Target: "service gone/metrics", TargetNamespace: "gone", Why: "service gone/metrics is stored but its namespace gone is gone"}},
-			"first `regghost purge --namespace gone --accept-impact callers-fail --confirm`, then `regghost unstick namespace", 0},
+			"first `regghost purge --namespace gone --accept-impact callers-fail --confirm`, then `regghost unstick namespace", 0, nil},
+		// The way out of a down backend the operator takes by name.
+		{"down, named to be deleted", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "", 1, []string{"v1beta1.metrics.example.com"}},
+		{"down, another named", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "--delete-unavailable-apiservice v1beta1.other.example.com names no APIService whose Service is down", 0, []string{"v1beta1.other.example.com"}},
+		{"gone, named as down", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, false)}, "names no APIService whose Service is down", 0, []string{"v1beta1.metrics.example.com"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := stuck()
+			a.DeleteUnavailable = tt.chosen
 			a.Follow(tt.refs)
+			a.refuseUnknownUnavailable()
 			if (tt.refused == "") != (a.Refusal == "") || !strings.Contains(a.Refusal, tt.refused) || len(a.DeleteAPIServices) != tt.deletes {
 				t.Errorf("refusal %q, deletes %d; want %q, %d", a.Refusal, len(a.DeleteAPIServices), tt.refused, tt.deletes)
 			}

@@ -81,12 +81,12 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 	if now == nil {
 		now = time.Now
 	}
-	fixes, refused := dangling.PlanFixes(a.DeleteAPIServices, dangling.PlanOptions{AcceptManaged: o.AcceptManaged})
+	fixes, refused := dangling.PlanFixes(a.DeleteAPIServices, dangling.PlanOptions{AcceptManaged: o.AcceptManaged, DeleteDown: a.DeleteUnavailable})
 	if len(refused) > 0 {
 		return nil, fmt.Errorf("%w: APIService %s: %s (%s); nothing was changed", ErrRefused, refused[0].Ref.Name, refused[0].Reason, refused[0].WayOut)
 	}
 	fixed, err := dangling.Apply(ctx, fixes, dangling.FixOptions{Client: o.Client, Dynamic: o.Dynamic, BackupRoot: o.BackupRoot, Registry: registry,
-		Scope: "unstick " + a.Target + ": dangling APIServices", Now: now, Notices: o.Notices, Decrypt: o.Decrypt})
+		Scope: "unstick " + a.Target + ": " + apiServicesScope(a), Now: now, Notices: o.Notices, Decrypt: o.Decrypt})
 	if fixed == nil {
 		return nil, err
 	}
@@ -132,4 +132,14 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 	}
 	res.Finished, res.Left, err = Wait(ctx, a, registry, o.Client, o.Wait)
 	return res, err
+}
+
+// apiServicesScope names the APIServices' backup: dangling ones, or
+// unavailable ones when the operator chose to delete any whose backend is
+// only down.
+func apiServicesScope(a *Analysis) string {
+	if len(a.DeleteUnavailable) > 0 {
+		return "unavailable APIServices"
+	}
+	return "dangling APIServices"
 }

@@ -46,7 +46,10 @@ type Analyzer struct {
 	Target Target
 	// Accept are the impacts --accept-impact lets through.
 	Accept []impact.Kind
-	Now    func() time.Time
+	// DeleteUnavailable are the down APIServices, by name, the operator
+	// chose to delete (--delete-unavailable-apiservice).
+	DeleteUnavailable []string
+	Now               func() time.Time
 }
 
 // Analyze reads the target and what holds it, and follows the chain of an
@@ -70,6 +73,7 @@ func (z *Analyzer) Analyze(ctx context.Context) (*Analysis, error) {
 		}
 		a.Follow(found.Refs)
 	}
+	a.refuseUnknownUnavailable()
 	return a, nil
 }
 
@@ -112,6 +116,9 @@ func (z *Analyzer) analyse(ctx context.Context, store etcdscan.Store, in Readers
 		analyse = CRD
 	}
 	a, err := analyse(ctx, store, z.Read.Registry(), z.Target.Name, in, z.Now())
+	if err == nil {
+		a.DeleteUnavailable = z.DeleteUnavailable
+	}
 	if err == nil && len(z.Accept) > 0 {
 		a.Accept(z.Accept)
 	}

@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// TestUnstickPastAnUnavailableMetricsServer: the commonest stuck namespace
+// in the field. metrics-server's APIService v1beta1.metrics.k8s.io points
+// at its Service, which is there with no ready endpoint (its pods gone):
+// the APIService is Available=False (MissingEndpoints), discovery of
+// metrics.k8s.io fails, and every namespace deletion in the cluster hangs
+// on NamespaceDeletionDiscoveryFailure (a real kube-controller-manager
+// runs the namespace and endpoint controllers).
+//   - unstick's dry run names the APIService, the Service, that it has no
+//     ready endpoint and the condition's reason, and both ways out: bring
+//     the backend back, or delete the APIService behind a backup, with
+//     what stops meanwhile (kubectl top, HorizontalPodAutoscalers);
+//   - --confirm without naming it is refused and changes nothing;
+//   - the command the refusal prints, run as printed, deletes the
+//     APIService (backed up) and the deletion finishes; only the APIService
+//     and the namespace's keys changed;
+//   - restore of that backup puts the APIService back, and only it.
+func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller", "endpointslice-controller", "endpoints-controller")
+	ctx := context.Background()
+	const apiName = "v1beta1.metrics.k8s.io"
+	// Where metrics-server's manifest puts it.
+	_, err := c.kube.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "metrics-server", Namespace: "kube-system",
+		Labels: map[string]string{"k8s-app": "metrics-server"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"k8s-app": "metrics-server"},
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromString("https")}}}}, metav1.CreateOptions{})
+	mustNoErr(t, "create service kube-system/metrics-server", err)
+	apiKey := c.createAggregatedAPI(t, "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", nil)
+	c.waitAPIServiceReason(t, apiName, "MissingEndpoints", "EndpointsNotFound")
+	c.createNamespace(t, "team-a")
+	c.createConfigMap(t, "team-a", "settings")
+	c.createSecret(t, "team-a", "token")
+	c.deleteAndWaitDiscoveryFailure(t, "team-a")
+	apiBefore := c.value(t, apiKey)
+
+	var printed string
+	t.Run("the dry run names the backend and both ways out", func(t *testing.T) {
+		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "team-a")
+		t.Logf("regghost unstick namespace team-a (exit %d):\n%s%s", code, out, errOut)
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, want := range []string{"APIService " + apiName + " is unavailable", "service kube-system/metrics-server exists but has no ready endpoint",
+			"Available=False MissingEndpoints", "bring service kube-system/metrics-server back",
+			"`regghost unstick namespace team-a --delete-unavailable-apiservice " + apiName + " --confirm`",
+			"`kubectl top` and HorizontalPodAutoscalers on CPU and memory stop", "until `regghost restore <its backup>` puts it back"} {
+			if !strings.Contains(flat, want) {
+				t.Errorf("the dry run does not say %q:\n%s", want, out)
+			}
+		}
+		m := regexp.MustCompile("`(regghost unstick [^`]*--delete-unavailable-apiservice[^`]*)`").FindStringSubmatch(flat)
+		if m == nil {
+			t.Fatalf("no command to run in the dry run:\n%s", out)
+		}
+		printed = m[1]
+	})
+	if printed == "" {
+		t.FailNow()
+	}
+
+	t.Run("--confirm without naming it is refused", func(t *testing.T) {
+		before := c.state(t)
+		root := filepath.Join(t.TempDir(), "backups")
+		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "team-a", "--confirm", "--yes", "--backup-dir", root)
+		if code == 0 || !strings.Contains(errOut, "--delete-unavailable-apiservice "+apiName) {
+			t.Errorf("unstick --confirm: exit %d, want a refusal naming the way out: %s\n%s", code, errOut, out)
+		}
+		if after := c.value(t, apiKey); string(after) != string(apiBefore) {
+			t.Errorf("a refused unstick changed %s", apiKey)
+		}
+		// The namespace controller keeps writing team-a's conditions.
+		c.assertChangedOnly(t, "a refused unstick", before, c.keysUnder(t, "team-a"))
+	})
+
+	root := filepath.Join(t.TempDir(), "backups")
+	t.Run("the printed command ends the stall", func(t *testing.T) {
+		before := c.state(t)
+		args := append(strings.Fields(printed)[1:], "--yes", "--backup-dir", root)
+		out, errOut, code := c.regghost(t, "", args...)
+		t.Logf("%s (exit %d):\n%s%s", printed, code, out, errOut)
+		if code != 0 || !strings.Contains(out, "namespace team-a is gone, and nothing of it is left in etcd") {
+			t.Fatalf("%s: exit %d: %s\n%s", printed, code, errOut, out)
+		}
+		flat := strings.Join(strings.Fields(out), " ")
+		if !strings.Contains(flat, "APIService "+apiName+" was deleted while service kube-system/metrics-server is down: `kubectl top` and HorizontalPodAutoscalers on CPU and memory stop until it is put back") ||
+			!strings.Contains(flat, "Put back: regghost restore "+root) {
+			t.Errorf("the result does not say what stops and how to put it back:\n%s", out)
+		}
+		if c.value(t, apiKey) != nil {
+			t.Errorf("%s is still in etcd", apiKey)
+		}
+		changed := append(c.keysUnder(t, "team-a"), apiKey)
+		for k := range before.kvs {
+			if ofNamespace(k, "team-a") {
+				changed = append(changed, k)
+			}
+		}
+		c.assertChangedOnly(t, "unstick "+"--delete-unavailable-apiservice", before, changed)
+	})
+
+	t.Run("restore puts the APIService back, and only it", func(t *testing.T) {
+		dir := onlyBackupDir(t, root)
+		before := c.state(t)
+		out, errOut, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes")
+		t.Logf("regghost restore %s --confirm (exit %d):\n%s%s", filepath.Base(dir), code, out, errOut)
+		if code != 0 {
+			t.Fatalf("restore: exit %d: %s\n%s", code, errOut, out)
+		}
+		if after := c.value(t, apiKey); string(after) != string(apiBefore) {
+			t.Errorf("%s is not back as it was", apiKey)
+		}
+		if _, err := c.dyn.Resource(apiServiceGVR).Get(ctx, apiName, metav1.GetOptions{}); err != nil {
+			t.Errorf("the API server does not serve APIService %s again: %v", apiName, err)
+		}
+		c.assertChangedOnly(t, "restore", before, []string{apiKey})
+	})
+}
+
+// keysUnder lists the keys of namespace ns now in etcd.
+func (c *cluster) keysUnder(t *testing.T, ns string) []string {
+	t.Helper()
+	var out []string
+	for k := range c.state(t).kvs {
+		if ofNamespace(k, ns) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ofNamespace says whether key is namespace ns's own, one of its objects,
+// or an event (the controllers' record of what they did).
+func ofNamespace(key, ns string) bool {
+	return strings.Contains(key, "/"+ns+"/") || strings.HasSuffix(key, "/namespaces/"+ns) || strings.HasPrefix(key, "/registry/events/")
+}
