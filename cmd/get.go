@@ -9,6 +9,7 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -37,7 +38,7 @@ func runGet(ctx context.Context, g *globalOptions, key string, p *printFlags, ou
 		return err
 	}
 	defer closeStore()
-	kv, err := store.Get(ctx, key)
+	kv, err := etcdscan.GetCopy(ctx, store, key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -153,4 +154,80 @@ func newestBackup(t *testing.T, root string) string {
 	}
 	slices.Sort(dirs)
 	return filepath.Join(root, dirs[len(dirs)-1])
+}
+
+// TestRecoverBigEncryptedObjectsBesideTheControllers: issue 41's recovery,
+// as a cluster at work has it. Secrets encrypted at rest with aescbc, a
+// real kubeadm kube-controller-manager running every controller; namespace
+// big holds eight ~920 KB ConfigMaps and two Helm release Secrets of
+// ~1 MiB. The namespace is deleted through the API (the controllers empty
+// it), then `recover --snapshot -n big --with-namespace --confirm` brings
+// every one back byte-identical; kube-root-ca.crt, which the controller
+// makes in the new namespace before the recovery's copy lands, is said to
+// be the controller's (left as is), and is no failure: exit 0.
+func TestRecoverBigEncryptedObjectsBesideTheControllers(t *testing.T) {
+	encPath := filepath.Join(t.TempDir(), "encryption.yaml")
+	mustNoErr(t, "write encryption config", os.WriteFile(encPath, []byte(encryptionConfig), 0o600))
+	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--encryption-provider-config", encPath}})
+	c.kubeadmControllerManager(t, true)
+	ctx := context.Background()
+	const ns = "big"
+	c.createNamespace(t, ns)
+	var keys []string
+	for i := 1; i <= 8; i++ {
+		cm := bigConfigMap(ns, fmt.Sprintf("board-%d", i), 920<<10)
+		_, err := c.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+		mustNoErr(t, "create "+cm.Name, err)
+		keys = append(keys, "/registry/configmaps/"+ns+"/"+cm.Name)
+	}
+	for rev := 1; rev <= 2; rev++ {
+		s := helmReleaseSecret(t, ns, "grafana", rev, "superseded", 1040<<10)
+		_, err := c.kube.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+		mustNoErr(t, "create "+s.Name, err)
+		keys = append(keys, "/registry/secrets/"+ns+"/"+s.Name)
+	}
+	rootCA := "/registry/configmaps/" + ns + "/kube-root-ca.crt"
+	waitFor(t, 60*time.Second, "kube-root-ca.crt in "+ns, func() error {
+		if c.value(t, rootCA) == nil {
+			return errString("not yet")
+		}
+		return nil
+	})
+	stored := map[string][]byte{}
+	for _, k := range keys {
+		stored[k] = c.value(t, k)
+		if strings.HasPrefix(k, "/registry/secrets/") && !bytes.HasPrefix(stored[k], []byte("k8s:enc:aescbc:v1:")) {
+			t.Fatalf("%s is not encrypted at rest", k)
+		}
+	}
+	snap := filepath.Join(t.TempDir(), "before.db")
+	if out, errOut, code := c.regghost(t, "", "snapshot", "save", snap); code != 0 {
+		t.Fatalf("snapshot save: exit %d: %s %s", code, out, errOut)
+	}
+	mustNoErr(t, "delete namespace "+ns, c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	waitFor(t, 120*time.Second, "namespace "+ns+" gone", func() error {
+		if c.value(t, "/registry/namespaces/"+ns) != nil {
+			return errString("still there")
+		}
+		return nil
+	})
+
+	root := filepath.Join(t.TempDir(), "backups")
+	out, errOut, code := c.regghost(t, "", "recover", "--snapshot", snap, "--encryption-provider-config", encPath, "-n", ns, "--with-namespace", "--backup-dir", root, "--confirm", "--yes")
+	t.Logf("recover: exit %d:\n%s\n%s", code, out, errOut)
+	if code != 0 {
+		t.Errorf("recover of big encrypted objects beside the controllers: exit %d, want 0", code)
+	}
+	for _, k := range keys {
+		if !bytes.Equal(c.value(t, k), stored[k]) {
+			t.Errorf("%s is not back byte-identical", k)
+		}
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	if !strings.Contains(flat, rootCA) || !strings.Contains(flat, "made by kube-controller-manager's root-ca-cert-publisher") {
+		t.Errorf("kube-root-ca.crt is not said to be the controller's:\n%s", out)
+	}
+	if strings.Contains(flat, "created by someone else") {
+		t.Errorf("a key is said to be created by someone else:\n%s", out)
+	}
 }

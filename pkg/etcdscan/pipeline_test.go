@@ -84,3 +84,51 @@ func TestDecodePipelineTurnsAFaultIntoAnError(t *testing.T) {
 		}
 	}
 }
+
+// gettingFaultyStore is a faultyStore whose Get hands out its key-values.
+type gettingFaultyStore struct{ faultyStore }
+
+func (f *gettingFaultyStore) Get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
+	for _, kv := range f.kvs {
+		if string(kv.Key) == key {
+			return kv, nil
+		}
+	}
+	return nil, nil
+}
+
+// TestGetCopyTurnsAFaultIntoAnError: `get` and recover read one key of a
+// db file whose page faults (the file shrank while open): GetCopy returns
+// the store's error, never a crash; a readable key comes back as a copy of
+// its own.
+func TestGetCopyTurnsAFaultIntoAnError(t *testing.T) {
+	page := os.Getpagesize()
+	p := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(p, []byte("readable value"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	m, err := syscall.Mmap(int(file.Fd()), 0, 2*page, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	store := &gettingFaultyStore{faultyStore{kvs: []*mvccpb.KeyValue{
+		{Key: []byte("/registry/configmaps/ns/good"), Value: m[:14]},
+		{Key: []byte("/registry/configmaps/ns/bad"), Value: m[page : page+16]},
+	}}}
+	kv, err := GetCopy(context.Background(), store, "/registry/configmaps/ns/good")
+	if err != nil || string(kv.Value) != "readable value" || &kv.Value[0] == &m[0] {
+		t.Errorf("GetCopy of a readable key: %v, %v (a copy of its own wanted)", kv, err)
+	}
+	if _, err := GetCopy(context.Background(), store, "/registry/configmaps/ns/bad"); !errors.Is(err, errFault) {
+		t.Errorf("GetCopy of a key whose page faults: %v, want the store's fault", err)
+	}
+	if kv, err := GetCopy(context.Background(), store, "/registry/configmaps/ns/none"); kv != nil || err != nil {
+		t.Errorf("GetCopy of a missing key: %v, %v", kv, err)
+	}
+}

@@ -3,6 +3,7 @@
 package etcdscan
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -233,3 +234,25 @@ func (s *EtcdStore) Get(ctx context.Context, key string) (*mvccpb.KeyValue, erro
 
 // PrefixEnd returns the end of the range that holds every key starting with prefix.
 func PrefixEnd(prefix string) string { return clientv3.GetPrefixRangeEnd(prefix) }
+
+// KeyGetter reads one key: a Store, or any source with Get.
+type KeyGetter interface {
+	Get(ctx context.Context, key string) (*mvccpb.KeyValue, error)
+}
+
+// GetCopy is store.Get with the key-value copied out of the store's memory
+// under its fault guard: a db file's key-values alias its memory map,
+// which faults when the file shrank or its disk cannot read a page; what
+// GetCopy returns is the caller's to read (nil when the key does not
+// exist), and a fault is the store's error, never a crash.
+func GetCopy(ctx context.Context, store KeyGetter, key string) (kv *mvccpb.KeyValue, err error) {
+	kv, err = store.Get(ctx, key)
+	if err != nil || kv == nil {
+		return kv, err
+	}
+	if g, ok := store.(faultGuard); ok {
+		defer g.Guard(&err)()
+	}
+	return &mvccpb.KeyValue{Key: bytes.Clone(kv.Key), Value: bytes.Clone(kv.Value), CreateRevision: kv.CreateRevision,
+		ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}, nil
+}

@@ -890,7 +890,10 @@ func TestWriteOwnersFirst(t *testing.T) {
 				}
 			}
 			if meanwhile {
-				if _, err := w.kv.Put(ctx, keys[1], etcdtest.Encode(t, rs)); err != nil {
+				// Someone else's ReplicaSet of that name (another UID).
+				other := rs.DeepCopy()
+				other.UID = "u-other"
+				if _, err := w.kv.Put(ctx, keys[1], etcdtest.Encode(t, other)); err != nil {
 					t.Fatal(err)
 				}
 			}

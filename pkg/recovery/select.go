@@ -128,7 +128,7 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 	}
 	for _, r := range ranges {
 		if !strings.HasSuffix(r, "/") {
-			kv, err := src.Get(ctx, r)
+			kv, err := etcdscan.GetCopy(ctx, src, r)
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", r, err)
 			}
@@ -182,7 +182,7 @@ func Select(ctx context.Context, src Source, sel Selection, decs Decoders) ([]*O
 			if byKey[key] != nil {
 				continue
 			}
-			kv, err := src.Get(ctx, key)
+			kv, err := etcdscan.GetCopy(ctx, src, key)
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", key, err)
 			}

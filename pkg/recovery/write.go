@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -82,6 +83,13 @@ func Write(ctx context.Context, kv etcdwrite.KVLease, objs []*Object, o WriteOpt
 			b.Entries[i] = entries[j]
 			if res[j].Outcome == etcdwrite.Recovered {
 				written[entries[j].Key] = entries[j].CreateRevision
+			}
+			if who, ns := controllerMade(todo[i].Key); res[j].Outcome == etcdwrite.Conflict && who != "" && written[ns] != 0 {
+				// The namespace this recovery wrote got its copy from the
+				// controller first: the controller's is the one to keep.
+				results[i] = etcdwrite.Result{Key: todo[i].Key, Outcome: etcdwrite.LeftAsIs,
+					Detail: "made by " + who + " in the namespace this recovery wrote, before the recovery's copy; the controller's is kept"}
+				o.Journal(results[i])
 			}
 		}
 		if err != nil {
@@ -250,4 +258,26 @@ func needs(obj *Object, e *backup.Entry, notServed map[string]string, written ma
 		e.Present = append(e.Present, backup.Present{Key: n.Key, CreateRevision: rev, What: n.What})
 	}
 	return ""
+}
+
+// controllerMade names the controller that creates key's object in every
+// new namespace (kube-controller-manager's root-ca-cert-publisher makes
+// kube-root-ca.crt, its serviceaccount controller the default account),
+// with that namespace's key; "" for any other key.
+func controllerMade(key string) (who, nsKey string) {
+	parts := strings.Split(key, "/")
+	if len(parts) < 4 {
+		return "", ""
+	}
+	resource, ns, name := parts[len(parts)-3], parts[len(parts)-2], parts[len(parts)-1]
+	prefix := strings.Join(parts[:len(parts)-3], "/") + "/"
+	switch {
+	case resource == "configmaps" && name == "kube-root-ca.crt":
+		who = "kube-controller-manager's root-ca-cert-publisher"
+	case resource == "serviceaccounts" && name == "default":
+		who = "kube-controller-manager's serviceaccount controller"
+	default:
+		return "", ""
+	}
+	return who, prefix + "namespaces/" + ns
 }

@@ -150,6 +150,12 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []backup.Entry
 			// was lost.
 			entries[i].ModRevision, entries[i].CreateRevision, entries[i].Version = resp.Kvs[0].ModRevision, resp.Kvs[0].CreateRevision, resp.Kvs[0].Version
 			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Recovered, Revision: resp.Kvs[0].ModRevision, Detail: "written by a transaction whose reply was lost or that was in flight at the stop; read back: the snapshot's bytes"}
+		case r.Outcome == etcdwrite.Conflict && holds:
+			// Its compare failed, yet it holds exactly the snapshot's bytes
+			// (with encryption at rest, no one but a copy of the snapshot
+			// writes those): it was there already. Not this run's write:
+			// its undo leaves it.
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.AlreadyPresent, Detail: fmt.Sprintf("already there, byte-identical to the snapshot (create revision %d): not written by this recovery; left as it is", resp.Kvs[0].CreateRevision)}
 		case r.Outcome == etcdwrite.Conflict && len(resp.Kvs) == 0:
 			var why string
 			if err := rb.Do(func(ctx context.Context) (err error) { why, err = witnessGone(ctx, i); return err }); err == nil && why != "" {
