@@ -48,6 +48,21 @@ type PruneDecision struct {
 	audit int64
 	// snap says whether it holds a snapshot that verified.
 	snap bool
+	// etcdID and revision are the etcd cluster and revision it was judged
+	// at (0 when not recorded): newer than another of the same etcd
+	// whatever the clocks of the nodes that wrote them say.
+	etcdID   string
+	revision int64
+}
+
+// newer says whether a was taken after b: by etcd revision when both were
+// taken from the same etcd (nodes sharing a backup directory may disagree
+// on the time), else by the time each recorded.
+func newer(a, b PruneDecision) bool {
+	if a.etcdID != "" && a.etcdID == b.etcdID && a.revision != 0 && b.revision != 0 && a.revision != b.revision {
+		return a.revision > b.revision
+	}
+	return a.Created.After(b.Created)
 }
 
 // PlanPrune decides, for every backup directory under root, whether a
@@ -100,6 +115,7 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 		}
 		out[i].audit = auditSize(s.Path)
 		out[i].snap = b.Snapshot != nil
+		out[i].etcdID, out[i].revision = b.ClusterID, max(b.ScanRevision, s.SnapshotRevision)
 		if why := snapshotFault(s.Path, b, o.VerifySnapshot); why != "" {
 			out[i].Why = "kept: its snapshot " + why + "; inspect it, it does not count as a verified backup"
 			continue
@@ -114,7 +130,7 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 		byCluster[out[i].Cluster] = append(byCluster[out[i].Cluster], i)
 	}
 	for cluster, idx := range byCluster {
-		sort.SliceStable(idx, func(a, b int) bool { return out[idx[a]].Created.After(out[idx[b]].Created) })
+		sort.SliceStable(idx, func(a, b int) bool { return newer(out[idx[a]], out[idx[b]]) })
 		newestSnap := slices.IndexFunc(idx, func(i int) bool { return out[i].snap })
 		for n, i := range idx {
 			switch {

@@ -365,3 +365,48 @@ func TestPruneKeepsTheNewestSnapshot(t *testing.T) {
 		t.Errorf("kept %v, want the newest backup and the newest with a snapshot", kept)
 	}
 }
+
+// TestPruneRanksByRevisionNotClock: two control-plane nodes share the
+// backup directory and one's clock runs an hour ahead. The backup taken
+// last (the higher etcd revision) is the newest, whatever time it
+// recorded; backups of another etcd (restored from a snapshot: a new
+// cluster ID) are ranked by time.
+func TestPruneRanksByRevisionNotClock(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	root := t.TempDir()
+	write := func(name, etcdID string, rev int64, created time.Time) string {
+		t.Helper()
+		dir, err := NewBackupDir(root, name, created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &Backup{Created: created, Scope: name, KubeSystemUID: "uid-a", ClusterID: etcdID, ScanRevision: rev,
+			Entries: []Entry{{Key: "/registry/configmaps/" + name + "/c", Value: []byte("v"), ModRevision: 5}}}
+		if _, _, err := WriteBackup(dir, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := AppendAudit(dir, "purge", []etcdwrite.Result{{Key: b.Entries[0].Key, Outcome: etcdwrite.Deleted}}); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Base(dir)
+	}
+	// Node 2's clock is an hour ahead: its earlier backup says a later time.
+	early := write("early", "e1", 100, now.Add(30*time.Minute))
+	late := write("late", "e1", 200, now.Add(-10*time.Minute))
+	plan, err := PlanPrune(root, PruneOptions{Keep: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range plan {
+		switch filepath.Base(d.Path) {
+		case late:
+			if d.Remove || !strings.Contains(d.Why, "the newest verified backup") {
+				t.Errorf("the backup taken last (revision 200): %q, remove %v; want kept as the newest", d.Why, d.Remove)
+			}
+		case early:
+			if !d.Remove {
+				t.Errorf("the backup taken first (revision 100, its clock ahead): %q, want removed", d.Why)
+			}
+		}
+	}
+}
