@@ -117,7 +117,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
 		return err
 	}
-	ro.Confirm = true
+	ro.Confirm, ro.Shown = true, plan
 	res, err := members.Replace(ctx, ro)
 	return o.finish(out, res, err)
 }

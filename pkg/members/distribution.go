@@ -1,6 +1,7 @@
 package members
 
 import (
+	"fmt"
 	"context"
 	"regexp"
 	"strings"
@@ -46,11 +47,20 @@ func detectDistribution(ctx context.Context, cli *clientv3.Client, registry stri
 	found := func(name, evidence string) *Distribution {
 		return &Distribution{Name: name, Evidence: evidence, Procedure: distributionProcedures[name]}
 	}
+	// A key that cannot be read is no answer: not knowing whether this
+	// is a distribution that manages its own members refuses too.
+	var unread error
 	first := func(prefix string) string {
 		gctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		resp, err := cli.Get(gctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1), clientv3.WithSerializable())
-		if err != nil || len(resp.Kvs) == 0 {
+		if err != nil {
+			if unread == nil {
+				unread = fmt.Errorf("read %s: %w", prefix, err)
+			}
+			return ""
+		}
+		if len(resp.Kvs) == 0 {
 			return ""
 		}
 		return string(resp.Kvs[0].Key)
@@ -65,6 +75,10 @@ func detectDistribution(ctx context.Context, cli *clientv3.Client, registry stri
 		if k := first(prefix); k != "" {
 			return found("OpenShift", "etcd holds OpenShift's "+k)
 		}
+	}
+	if unread != nil {
+		return &Distribution{Name: "perhaps a distribution", Evidence: "its keys could not be read: " + unread.Error(),
+			Procedure: "whether k3s, rke2 or OpenShift manages these members cannot be told; run again once etcd answers"}
 	}
 	named := 0
 	for _, m := range list {

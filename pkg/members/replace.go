@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/regghost/regghost/pkg/nodeconfig"
@@ -53,6 +55,10 @@ type ReplaceOptions struct {
 	EvidenceRoot string
 	// Confirm acts; without it Replace only plans.
 	Confirm bool
+	// Shown is the plan the operator was shown and confirmed (a run
+	// without Confirm): a confirmed run whose plan, surveyed again under
+	// the locks, differs is refused. nil: none was shown.
+	Shown *Replacement
 	// Wait bounds the wait for the learner to start, catch up and agree.
 	Wait time.Duration
 	// Poll is the time between two tries (DefaultPoll when 0).
@@ -195,6 +201,11 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 	case !o.Confirm:
 		p.res.Stage = StagePlanned
 		return p.res, nil
+	case o.Shown != nil && (p.res.ID != o.Shown.ID || !slices.Equal(p.res.Steps, o.Shown.Steps)):
+		// What was confirmed is the plan shown: one surveyed again under
+		// the locks that differs (a leadership moved, a member down or up,
+		// a record taken up) was never confirmed.
+		return p.res, fmt.Errorf("%w: the plan changed since it was shown (now: %s); nothing was changed: run again to see it", ErrRefused, strings.Join(p.res.Steps, "; "))
 	}
 	return r.runSteps(ctx, p)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,10 @@ func TestStanding(t *testing.T) {
 		{"the learner it added, promoted", rec("b1"), at(0xb1, false), takeUpCompare},
 		{"a voter it did not add", rec("b1"), at(0xc1, false), takeUpStale},
 		{"a voter, no learner recorded", rec(""), at(0xc1, false), takeUpStale},
+		// A run stopped before the removal, the member moved since
+		// (etcdctl member update keeps its ID): never taken up.
+		{"never removed, its peer URLs updated since", rec(""),
+			[]*pb.Member{{ID: 0xa0, Name: "m0", PeerURLs: []string{"http://10.0.0.1:2380"}}, {ID: 0xa1, Name: "m1", PeerURLs: []string{"http://10.0.0.9:2380"}}}, takeUpStale},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, why := standing(tt.rec, tt.list)
@@ -216,5 +221,29 @@ func TestNodeDisk(t *testing.T) {
 				t.Errorf("nodeDisk: %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRecordedFallbackOnlyOnTheMembersNode: the recorded client URLs are a
+// way to the cluster from the member's own node only; a record of a member
+// of that name that ran elsewhere (a backup directory shared by several
+// clusters' nodes) is never followed, nor sent the credentials.
+func TestRecordedFallbackOnlyOnTheMembersNode(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "20261205T000000Z-members-replace-m1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		peer string
+		want bool
+	}{{"https://127.0.0.1:2380", true}, {"https://192.0.2.77:2380", false}} {
+		rec := replaceRecord{Stage: recordRemoving, Cluster: "c1", Member: "m1", ID: "a1", PeerURLs: []string{tt.peer}, Others: []string{"https://192.0.2.10:2379"}}
+		if err := writeRecord(dir, rec, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if got := RecordedFallback(root, "m1"); (got != nil) != tt.want {
+			t.Errorf("a record of m1 at %s: fallback %+v, want %v", tt.peer, got, tt.want)
+		}
 	}
 }

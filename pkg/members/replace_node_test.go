@@ -129,3 +129,37 @@ func TestReplaceAMemberThatIsDown(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceADownMemberThatAnswersAgain: a member judged down before the
+// snapshots that answers again before the removal (a crash loop's
+// restart) was never compared: the check right before the removal refuses,
+// and it is still a member.
+func TestReplaceADownMemberThatAnswersAgain(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := context.Background()
+	for i := 0; i < 10; i++ {
+		etcdtest.Put(t, c.cli, fmt.Sprintf("/registry/configmaps/default/cm-%d", i), configMap(t, fmt.Sprintf("cm-%d", i), "v1"))
+	}
+	w := c.follower(t)
+	c.Stop(w)
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	o := c.options()
+	o.Timeout = 2 * time.Second
+	back := false
+	o.Progress = func(step string) {
+		if strings.HasPrefix(step, "saving ") && !back {
+			back = true
+			c.Launch(t, w)
+			c.Ready(t, w)
+		}
+	}
+	ro := ReplaceOptions{Compare: o, Member: c.names[w], EvidenceRoot: t.TempDir(), Poll: 200 * time.Millisecond, Wait: time.Second, Confirm: true}
+	res, err := Replace(ctx, ro)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "answers again since it was judged down") {
+		t.Fatalf("a member down, back before the removal: %v (%+v)", err, res)
+	}
+	list, lerr := c.cli.MemberList(ctx)
+	if lerr != nil || findByName(list.Members, c.names[w]) == nil {
+		t.Fatalf("%s was removed: %v", c.names[w], lerr)
+	}
+}

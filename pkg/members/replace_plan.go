@@ -117,6 +117,11 @@ func (r *replaceRun) survey(ctx context.Context) (*replacePlan, error) {
 	if rec != nil {
 		state, why := standing(rec, r.list)
 		if state != takeUpStale {
+			// A distribution that manages its own members is refused
+			// before a replacement is taken up too.
+			if err := r.refuseDistribution(ctx); err != nil {
+				return nil, err
+			}
 			return r.takeUp(p, rec, dir, state)
 		}
 		p.res.Notes = append(p.res.Notes, fmt.Sprintf("%s records a replacement of %s the member list does not show (%s): it is not taken up",
@@ -167,9 +172,8 @@ func (r *replaceRun) survey(ctx context.Context) (*replacePlan, error) {
 	if p.down {
 		p.majority = compared(before)
 	}
-	if d := detectDistribution(ctx, r.write, o.Compare.Registry, r.cl.Members, o.Compare.timeout()); d != nil {
-		return p, fmt.Errorf("%w: this is %s (%s): %s; regghost members still compares and names the member; nothing was changed",
-			ErrRefused, d.Name, d.Evidence, d.Procedure)
+	if err := r.refuseDistribution(ctx); err != nil {
+		return p, err
 	}
 	if why := degraded(before, o.Member); why != "" {
 		return p, fmt.Errorf("%w: the cluster is already degraded: %s; removing %s now could leave it without a quorum; nothing was changed", ErrRefused, why, o.Member)
@@ -474,4 +478,15 @@ func furthest(r *Report, member string, majority []string) string {
 		}
 	}
 	return best
+}
+
+// refuseDistribution refuses a cluster whose members k3s, rke2 or
+// OpenShift manage (or one whose keys that would tell cannot be read).
+func (r *replaceRun) refuseDistribution(ctx context.Context) error {
+	o := r.o
+	if d := detectDistribution(ctx, r.write, o.Compare.Registry, r.cl.Members, o.Compare.timeout()); d != nil {
+		return fmt.Errorf("%w: this is %s (%s): %s; regghost members still compares and names the member; nothing was changed",
+			ErrRefused, d.Name, d.Evidence, d.Procedure)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package members
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,6 +132,10 @@ func readRecord(p string) (*replaceRecord, error) {
 // own node reaches the cluster by once the member's etcd is gone, or a
 // learner (which serves no member list).
 func RecordedFallback(root, member string) *Fallback {
+	return recordedFallback(root, member, onThisNode)
+}
+
+func recordedFallback(root, member string, here func(*replaceRecord) bool) *Fallback {
 	paths, err := recordPaths(root)
 	if err != nil {
 		return nil
@@ -139,12 +145,42 @@ func RecordedFallback(root, member string) *Fallback {
 		if err != nil || r.Member != member {
 			continue
 		}
-		if r.Stage != recordRemoving || len(r.Others) == 0 {
+		// Only the member's own node falls back: a backup directory
+		// shared by several clusters' nodes (a bastion) may hold another
+		// cluster's member of that name, whose members must never be
+		// reached, nor sent the credentials.
+		if r.Stage != recordRemoving || len(r.Others) == 0 || !here(r) {
 			return nil
 		}
 		return &Fallback{Endpoints: r.Others, Cluster: r.Cluster, From: p}
 	}
 	return nil
+}
+
+// onThisNode says whether rec's member ran on this machine: one of its
+// peer URLs names an address of this machine's interfaces, or it is named
+// after this host (kubeadm names members after their node).
+func onThisNode(rec *replaceRecord) bool {
+	if host, err := os.Hostname(); err == nil && host != "" && strings.EqualFold(host, rec.Member) {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, raw := range rec.PeerURLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		ip := net.ParseIP(u.Hostname())
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && ip != nil && n.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // How a record of a replacement under way stands against the member list.
@@ -169,6 +205,14 @@ const (
 // answer to the add was lost); a voter there only when the record names
 // its ID.
 func standing(rec *replaceRecord, list []*pb.Member) (takeUp, string) {
+	// The member the record was about to remove is still a member,
+	// wherever its peer URLs now are (etcdctl member update keeps its
+	// ID): a run stopped before the removal, never taken up.
+	for _, m := range list {
+		if hexID(m.ID) == rec.ID {
+			return takeUpStale, fmt.Sprintf("member %s (%s) was never removed (it is at %s)", rec.Member, rec.ID, strings.Join(m.PeerURLs, ","))
+		}
+	}
 	at := findByPeers(list, rec.PeerURLs)
 	switch {
 	case at == nil:

@@ -209,6 +209,21 @@ func (r *replaceRun) check(ctx context.Context, p *replacePlan) error {
 				ErrRefused, m.Name, m.AppliedIndex, lead, m.RaftIndex))
 		}
 	}
+	if p.down {
+		// Judged down once, from this node, before the snapshots: a
+		// member that answers now (a crash loop's restart, a network cut
+		// only from here) was never compared, and is not removed unseen.
+		for i := range r.cl.Members {
+			m := r.cl.Members[i]
+			if m.Name != r.o.Member {
+				continue
+			}
+			if err := etcdmembers.ReadOne(ctx, r.write, &m, r.o.Compare.timeout()); err == nil && len(m.Errors) == 0 {
+				return r.abandon(p, fmt.Errorf("%w: %s answers again since it was judged down: run members replace again, so that it is compared first; nothing else was changed",
+					ErrRefused, r.o.Member))
+			}
+		}
+	}
 	alarms, err := etcdmembers.Alarms(ctx, r.write, r.cl.Members, r.o.Compare.timeout())
 	if err != nil {
 		return r.abandon(p, fmt.Errorf("read the alarms: %w; nothing else was changed", err))
