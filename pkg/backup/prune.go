@@ -55,14 +55,23 @@ type PruneDecision struct {
 	revision int64
 }
 
-// newer says whether a was taken after b: by etcd revision when both were
-// taken from the same etcd (nodes sharing a backup directory may disagree
-// on the time), else by the time each recorded.
-func newer(a, b PruneDecision) bool {
-	if a.etcdID != "" && a.etcdID == b.etcdID && a.revision != 0 && b.revision != 0 && a.revision != b.revision {
-		return a.revision > b.revision
+// newest sorts a cluster's backups newest first: by etcd revision when
+// every one of them was taken from the same etcd and recorded its revision
+// (nodes sharing a backup directory may disagree on the time), else by the
+// time each recorded. One rule for the whole group keeps the order total.
+func newest(out []PruneDecision, idx []int) {
+	byRevision := true
+	for _, i := range idx {
+		d := out[i]
+		byRevision = byRevision && d.etcdID != "" && d.etcdID == out[idx[0]].etcdID && d.revision != 0
 	}
-	return a.Created.After(b.Created)
+	sort.SliceStable(idx, func(a, b int) bool {
+		x, y := out[idx[a]], out[idx[b]]
+		if byRevision && x.revision != y.revision {
+			return x.revision > y.revision
+		}
+		return x.Created.After(y.Created)
+	})
 }
 
 // PlanPrune decides, for every backup directory under root, whether a
@@ -130,7 +139,7 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 		byCluster[out[i].Cluster] = append(byCluster[out[i].Cluster], i)
 	}
 	for cluster, idx := range byCluster {
-		sort.SliceStable(idx, func(a, b int) bool { return newer(out[idx[a]], out[idx[b]]) })
+		newest(out, idx)
 		newestSnap := slices.IndexFunc(idx, func(i int) bool { return out[i].snap })
 		for n, i := range idx {
 			switch {
@@ -240,12 +249,13 @@ func undoLost(dir string) string {
 	written, undone := map[string]bool{}, map[string]bool{}
 	for _, line := range strings.Split(string(data), "\n") {
 		var r AuditRecord
-		if json.Unmarshal([]byte(line), &r) != nil || r.Outcome == "" || r.Outcome == etcdwrite.NotAttempted {
+		if json.Unmarshal([]byte(line), &r) != nil {
 			continue
 		}
-		if undoActions[r.Action] {
+		switch {
+		case undoActions[r.Action] && undoOutcomes[r.Outcome]:
 			undone[r.Key] = true
-		} else {
+		case !undoActions[r.Action] && writeOutcomes[r.Outcome]:
 			written[r.Key] = true
 		}
 	}
@@ -255,7 +265,10 @@ func undoLost(dir string) string {
 			left++
 		}
 	}
-	if left == 0 {
+	switch {
+	case len(written) == 0:
+		return "; it records no change to undo"
+	case left == 0:
 		return "; its write was undone already"
 	}
 	what := b.Action
@@ -267,6 +280,16 @@ func undoLost(dir string) string {
 	}
 	return fmt.Sprintf("; it is the only undo of its %s (%d keys written): once it goes, regghost restore cannot put them back (the cluster's newest verified backup and snapshot stay)", what, left)
 }
+
+// writeOutcomes are the outcomes of a key a write changed; undoOutcomes
+// those of a key an undo put back (a refusal, a conflict or a key left as
+// it is undid nothing).
+var (
+	writeOutcomes = map[etcdwrite.Outcome]bool{etcdwrite.Deleted: true, etcdwrite.Recovered: true, etcdwrite.Unverified: true,
+		etcdwrite.Rewritten: true, etcdwrite.FinalizersRemoved: true}
+	undoOutcomes = map[etcdwrite.Outcome]bool{etcdwrite.Restored: true, etcdwrite.RestoredWithoutVolume: true, etcdwrite.AlreadyPresent: true,
+		etcdwrite.Deleted: true}
+)
 
 // auditSize is the size of dir's audit log (0 when it has none).
 func auditSize(dir string) int64 {

@@ -393,20 +393,70 @@ func TestPruneRanksByRevisionNotClock(t *testing.T) {
 	// Node 2's clock is an hour ahead: its earlier backup says a later time.
 	early := write("early", "e1", 100, now.Add(30*time.Minute))
 	late := write("late", "e1", 200, now.Add(-10*time.Minute))
+	check := func(t *testing.T, plan []PruneDecision, keep, remove string) {
+		t.Helper()
+		for _, d := range plan {
+			switch filepath.Base(d.Path) {
+			case keep:
+				if d.Remove || !strings.Contains(d.Why, "the newest verified backup") {
+					t.Errorf("%s: %q, remove %v; want kept as the newest", keep, d.Why, d.Remove)
+				}
+			case remove:
+				if !d.Remove {
+					t.Errorf("%s: %q, want removed", remove, d.Why)
+				}
+			}
+		}
+	}
 	plan, err := PlanPrune(root, PruneOptions{Keep: 1, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range plan {
-		switch filepath.Base(d.Path) {
-		case late:
-			if d.Remove || !strings.Contains(d.Why, "the newest verified backup") {
-				t.Errorf("the backup taken last (revision 200): %q, remove %v; want kept as the newest", d.Why, d.Remove)
+	check(t, plan, late, early)
+	// A backup that recorded no revision (an older unstick's) among them:
+	// one rule for all, the time, so that the order stays total.
+	older := write("norev", "e1", 0, now.Add(time.Hour))
+	plan, err = PlanPrune(root, PruneOptions{Keep: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, plan, older, late)
+}
+
+// TestUndoLostCountsOnlyWhatAnUndoPutBack: a restore that was refused (the
+// namespace created again) or conflicted undid nothing: the backup is
+// still the only undo of its purge; outcomes that wrote nothing are not
+// counted as written.
+func TestUndoLostCountsOnlyWhatAnUndoPutBack(t *testing.T) {
+	root := t.TempDir()
+	for _, tt := range []struct {
+		name  string
+		audit []AuditRecord
+		want  string
+	}{
+		{"a refused restore", []AuditRecord{{Action: "purge", Key: "/registry/configmaps/a/c", Outcome: etcdwrite.Deleted},
+			{Action: "restore", Key: "/registry/configmaps/a/c", Outcome: etcdwrite.Refused}}, "it is the only undo of its purge of a refused restore (1 keys written)"},
+		{"a conflicted restore", []AuditRecord{{Action: "purge", Key: "/registry/configmaps/a/c", Outcome: etcdwrite.Deleted},
+			{Action: "restore", Key: "/registry/configmaps/a/c", Outcome: etcdwrite.Conflict}}, "it is the only undo"},
+		{"a restore that put it back", []AuditRecord{{Action: "purge", Key: "/registry/configmaps/a/c", Outcome: etcdwrite.Deleted},
+			{Action: "restore", Key: "/registry/configmaps/a/c", Outcome: etcdwrite.Restored}}, "its write was undone already"},
+		{"a fix that changed nothing", []AuditRecord{{Action: "dangling", Key: "/registry/configmaps/a/c", Outcome: etcdwrite.TargetNotGone}}, "it records no change to undo"},
+	} {
+		dir, err := NewBackupDir(root, strings.ReplaceAll(tt.name, " ", "-"), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := WriteBackup(dir, &Backup{Created: time.Now(), Scope: tt.name, KubeSystemUID: "u",
+			Entries: []Entry{{Key: "/registry/configmaps/a/c", Value: []byte("v"), ModRevision: 5}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range tt.audit {
+			if err := AppendAudit(dir, r.Action, []etcdwrite.Result{{Key: r.Key, Outcome: r.Outcome}}); err != nil {
+				t.Fatal(err)
 			}
-		case early:
-			if !d.Remove {
-				t.Errorf("the backup taken first (revision 100, its clock ahead): %q, want removed", d.Why)
-			}
+		}
+		if got := undoLost(dir); !strings.Contains(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
