@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -136,8 +137,12 @@ func unstickQuestion(a *unstick.Analysis) string {
 	if len(a.DeleteAPIServices) == 0 {
 		return fmt.Sprintf("Remove the finalizers of %d objects through the API server?", a.Removable())
 	}
-	if a.Removable() == 0 {
-		return fmt.Sprintf("Delete %d dangling APIServices through the API server?", len(a.DeleteAPIServices))
+	which := "dangling APIServices"
+	if len(a.DeleteUnavailable) > 0 {
+		which = "APIServices (" + strings.Join(a.DeleteUnavailable, ", ") + ": their backend down)"
 	}
-	return fmt.Sprintf("Delete %d dangling APIServices, then remove the finalizers of %d objects, through the API server?", len(a.DeleteAPIServices), a.Removable())
+	if a.Removable() == 0 {
+		return fmt.Sprintf("Delete %d %s through the API server?", len(a.DeleteAPIServices), which)
+	}
+	return fmt.Sprintf("Delete %d %s, then remove the finalizers of %d objects, through the API server?", len(a.DeleteAPIServices), which, a.Removable())
 }

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -144,4 +146,64 @@ func (c *cluster) keysUnder(t *testing.T, ns string) []string {
 // or an event (the controllers' record of what they did).
 func ofNamespace(key, ns string) bool {
 	return strings.Contains(key, "/"+ns+"/") || strings.HasSuffix(key, "/namespaces/"+ns) || strings.HasPrefix(key, "/registry/events/")
+}
+
+// TestUnstickPastAFailingAggregatedAPI: FailedDiscoveryCheck, the other
+// face of a backend that is down: the Service has a ready endpoint (its
+// EndpointSlice says so), but nothing answers there, so the aggregator's
+// check fails and every namespace deletion hangs. unstick names it the
+// same way, and the printed command ends the stall.
+func TestUnstickPastAFailingAggregatedAPI(t *testing.T) {
+	c := startCluster(t, clusterOptions{})
+	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
+	ctx := context.Background()
+	const apiName = "v1beta1.custom.metrics.k8s.io"
+	_, err := c.kube.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "custom-metrics", Namespace: "kube-system"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}, metav1.CreateOptions{})
+	mustNoErr(t, "create service kube-system/custom-metrics", err)
+	// A ready endpoint where nothing listens (an EndpointSlice may not
+	// name loopback: this machine's own address, else TEST-NET-1).
+	port, ready := int32(freePort(t)), true
+	addr := "192.0.2.1"
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+				addr = n.IP.String()
+				break
+			}
+		}
+	}
+	name, proto := "https", corev1.ProtocolTCP
+	_, err = c.kube.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "custom-metrics-1", Namespace: "kube-system", Labels: map[string]string{discoveryv1.LabelServiceName: "custom-metrics"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}}}, metav1.CreateOptions{})
+	mustNoErr(t, "create the EndpointSlice", err)
+	apiKey := c.createAggregatedAPI(t, "custom.metrics.k8s.io", "v1beta1", "kube-system", "custom-metrics", nil)
+	c.waitAPIServiceReason(t, apiName, "FailedDiscoveryCheck")
+	c.createNamespace(t, "team-b")
+	c.createConfigMap(t, "team-b", "settings")
+	c.deleteAndWaitDiscoveryFailure(t, "team-b")
+
+	out, errOut, code := c.regghost(t, "", "unstick", "namespace", "team-b")
+	flat := strings.Join(strings.Fields(out), " ")
+	m := regexp.MustCompile("`(regghost unstick [^`]*--delete-unavailable-apiservice[^`]*)`").FindStringSubmatch(flat)
+	if code != 0 || m == nil || !strings.Contains(flat, "service kube-system/custom-metrics has a ready endpoint, but the API server's check of it fails (FailedDiscoveryCheck") ||
+		!strings.Contains(flat, "HorizontalPodAutoscalers on custom metrics stop") {
+		t.Fatalf("the dry run does not name the failing backend and the way out: exit %d: %s\n%s", code, errOut, out)
+	}
+	before := c.state(t)
+	root := filepath.Join(t.TempDir(), "backups")
+	out, errOut, code = c.regghost(t, "", append(strings.Fields(m[1])[1:], "--yes", "--backup-dir", root)...)
+	if code != 0 || !strings.Contains(out, "namespace team-b is gone, and nothing of it is left in etcd") {
+		t.Fatalf("%s: exit %d: %s\n%s", m[1], code, errOut, out)
+	}
+	changed := []string{apiKey}
+	for k := range before.kvs {
+		if ofNamespace(k, "team-b") {
+			changed = append(changed, k)
+		}
+	}
+	c.assertChangedOnly(t, m[1], before, append(changed, c.keysUnder(t, "team-b")...))
 }

@@ -50,7 +50,7 @@ func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration)
 				table.LabeledCommand(out, "Undo:", "regghost restore "+dir+" --confirm")
 			}
 		}
-		if down := a.DownDeleted(); len(down) > 0 && len(res.Dirs) > 0 {
+		if down := a.DownDeleted(res.Results); len(down) > 0 && len(res.Dirs) > 0 {
 			// The APIServices' backup is the first one written.
 			fmt.Fprintln(out)
 			for _, l := range down {

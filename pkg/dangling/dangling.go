@@ -432,13 +432,33 @@ func (f *finder) apiService(kv *mvccpb.KeyValue, obj map[string]any) error {
 	}
 	state, why, single, ok := f.service(ns, name)
 	if !ok {
-		return nil
+		// Its Service is there and has a ready endpoint, yet the
+		// aggregator says it is unavailable (FailedDiscoveryCheck: the
+		// backend answers nothing, or not TLS, or not this API): down as
+		// well, as far as discovery goes.
+		reason, msg, down := unavailable(obj)
+		if !down || f.judge(servicesResource, ns, name).p != isThere {
+			return nil
+		}
+		state, why = etcdscan.DanglingDown, fmt.Sprintf("service %s/%s has a ready endpoint, but the API server's check of it fails (%s: %s)", ns, name, reason, msg)
 	}
 	gv := str(obj, "spec", "group") + "/" + str(obj, "spec", "version")
 	f.add(kv, obj, etcdscan.DanglingRef{Kind: "APIService", Field: "spec.service", Target: "service " + ns + "/" + name, TargetNamespace: ns, State: state, Why: why, SingleWitness: single,
 		Consequence: "discovery of " + gv + " fails: every namespace deletion in the cluster hangs (NamespaceDeletionDiscoveryFailure) and the garbage collector stalls",
 		Fix:         "delete APIService " + str(obj, "metadata", "name") + " through the API server", Since: unavailableSince(obj)})
 	return nil
+}
+
+// unavailable is an APIService's Available condition when it is False.
+func unavailable(obj map[string]any) (reason, message string, down bool) {
+	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if str(cm, "type") == "Available" && str(cm, "status") == "False" {
+			return str(cm, "reason"), str(cm, "message"), true
+		}
+	}
+	return "", "", false
 }
 
 // unavailableSince is when an APIService's Available condition turned

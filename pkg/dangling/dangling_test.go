@@ -32,7 +32,10 @@ func TestFind(t *testing.T) {
 		"/registry/apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.webhook.cert-manager.io","annotations":{"meta.helm.sh/release-name":"cert-manager"}},"spec":{"group":"webhook.cert-manager.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"kb-system","name":"webhook"}}}`,
 		// Down, not gone: the Service is there with no ready endpoint.
 		"/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.k8s.io"},"spec":{"group":"metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"ops","name":"idle"}}}`,
-		"/registry/apiregistration.k8s.io/apiservices/v1.apps":                `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.apps"},"spec":{"group":"apps","version":"v1","groupPriorityMinimum":100,"versionPriority":10}}`,
+		// Its Service has a ready endpoint, but the aggregator's check of
+		// the backend fails (FailedDiscoveryCheck): down as well.
+		"/registry/apiregistration.k8s.io/apiservices/v1beta1.custom.metrics.k8s.io": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.custom.metrics.k8s.io"},"spec":{"group":"custom.metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"ops","name":"live"}},"status":{"conditions":[{"type":"Available","status":"False","reason":"FailedDiscoveryCheck","message":"failing or missing response from https://10.0.0.5:443"}]}}`,
+		"/registry/apiregistration.k8s.io/apiservices/v1.apps":                       `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.apps"},"spec":{"group":"apps","version":"v1","groupPriorityMinimum":100,"versionPriority":10}}`,
 		"/registry/validatingwebhookconfigurations/policy": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"policy"},"webhooks":[
 			{"name":"gone.example.com","clientConfig":{"service":{"namespace":"kb-system","name":"hook"}},"sideEffects":"None","admissionReviewVersions":["v1"]},
 			{"name":"live.example.com","clientConfig":{"service":{"namespace":"ops","name":"live"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
@@ -86,6 +89,7 @@ func TestFind(t *testing.T) {
 		byDesign []string
 	}{
 		{"", []string{
+			"apiregistration.k8s.io/apiservices/v1beta1.custom.metrics.k8s.io spec.service down",
 			"apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io spec.service down none: bring service ops/idle back",
 			"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io spec.service gone delete APIService v1beta1.webhook.cert-manager.io",
 			"clusterrolebindings/cluster-admin subjects[1] gone remove subject serviceaccount kube-system/tiller",
@@ -157,8 +161,8 @@ func TestFind(t *testing.T) {
 			if fmt.Sprint(whole) != fmt.Sprint(tt.whole) {
 				t.Errorf("deleted whole: %v, want %v", whole, tt.whole)
 			}
-			if tt.namespace == "" && (len(refs[1].ManagedBy) != 1 || !strings.Contains(refs[1].ManagedBy[0], "Helm release cert-manager")) {
-				t.Errorf("managed by: %v", refs[1].ManagedBy)
+			if tt.namespace == "" && (len(refs[2].ManagedBy) != 1 || !strings.Contains(refs[2].ManagedBy[0], "Helm release cert-manager")) {
+				t.Errorf("managed by: %v", refs[2].ManagedBy)
 			}
 		})
 	}

@@ -39,6 +39,7 @@ func TestNodeLockInASharedTmp(t *testing.T) {
 	}
 	bin := filepath.Join(pub, "etcdwrite.test")
 	copyFile(t, self, bin, 0o755)
+	mustNoErr(t, os.Mkdir(filepath.Join(pub, "run"), 0o755))
 
 	tests := []struct {
 		name string
@@ -86,7 +87,9 @@ func TestNodeLockInASharedTmp(t *testing.T) {
 			tt.plant(t, tmp, victim)
 
 			cmd := exec.Command(bin, "-test.run", "^TestNodeLockChild$", "-test.v")
-			cmd.Env = []string{"TMPDIR=" + tmp, "REGGHOST_LOCK_CHILD=c1", "PATH=/usr/bin:/bin"}
+			// The node's lock directory not made yet, where this user
+			// cannot make it: $TMPDIR's is used.
+			cmd.Env = []string{"TMPDIR=" + tmp, "REGGHOST_LOCK_CHILD=c1", "REGGHOST_LOCK_CHILD_RUN=" + filepath.Join(pub, "run", "regghost"), "PATH=/usr/bin:/bin"}
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: secondUser, Gid: secondUser}}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
@@ -108,6 +111,9 @@ func TestNodeLockChild(t *testing.T) {
 	cluster := os.Getenv("REGGHOST_LOCK_CHILD")
 	if cluster == "" {
 		t.Skip("run by TestNodeLockInASharedTmp")
+	}
+	if d := os.Getenv("REGGHOST_LOCK_CHILD_RUN"); d != "" {
+		runLockDir = d
 	}
 	unlock, path, err := NodeLock(cluster, "test")
 	if err != nil {
@@ -141,4 +147,37 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	_, err = io.Copy(out, in)
 	mustNoErr(t, err)
 	mustNoErr(t, out.Close())
+}
+
+// TestNodeLockRefusesAnotherUsersRunDir: once /run/regghost exists it is
+// the node's one lock directory; a second user whose it is not is refused
+// there, never sent to lock elsewhere and write beside the first.
+func TestNodeLockRefusesAnotherUsersRunDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running a second user needs root")
+	}
+	pub, err := os.MkdirTemp("", "regghost-lock-test-")
+	mustNoErr(t, err)
+	t.Cleanup(func() { os.RemoveAll(pub) })
+	mustChmod(t, pub, 0o755)
+	self, err := os.Executable()
+	mustNoErr(t, err)
+	bin := filepath.Join(pub, "etcdwrite.test")
+	copyFile(t, self, bin, 0o755)
+	run := filepath.Join(pub, "run")
+	mustNoErr(t, os.MkdirAll(filepath.Join(run, "regghost"), 0o700)) // root's, as a root regghost made it
+	mustChmod(t, run, 0o755)
+	tmp, err := os.MkdirTemp(pub, "tmp-")
+	mustNoErr(t, err)
+	mustChmod(t, tmp, 0o1777)
+	cmd := exec.Command(bin, "-test.run", "^TestNodeLockChild$", "-test.v")
+	cmd.Env = []string{"TMPDIR=" + tmp, "REGGHOST_LOCK_CHILD=c1", "REGGHOST_LOCK_CHILD_RUN=" + filepath.Join(run, "regghost"), "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: secondUser, Gid: secondUser}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the second user's run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "ERR ") || !strings.Contains(string(out), "belongs to uid 0") {
+		t.Errorf("a second user beside root's lock directory:\n%s\nwant a refusal naming its owner", out)
+	}
 }

@@ -45,16 +45,24 @@ func IsNoSpace(err error) bool {
 // LockDirEnv names the variable that moves NodeLock's directory.
 const LockDirEnv = "REGGHOST_LOCK_DIR"
 
+// runLockDir is the node's lock directory: memory-backed, gone at reboot,
+// shared by every process of the node.
+var runLockDir = "/run/regghost"
+
 // nodeLockDir is where NodeLock keeps its files: $REGGHOST_LOCK_DIR, else
-// /run/regghost (memory-backed, gone at reboot, shared by every process of
-// the node), else, where that cannot be made or is not this user's (not
-// root), regghost-locks-<uid> in $TMPDIR.
+// /run/regghost. Once that exists it is the node's one lock directory:
+// another user's is refused (a second writer must not lock elsewhere and
+// write beside the first). Only where it does not exist and cannot be made
+// (not root) is regghost-locks-<uid> in $TMPDIR used.
 func nodeLockDir() (string, error) {
 	if d := os.Getenv(LockDirEnv); d != "" {
 		return ownLockDir(d)
 	}
-	if d, err := ownLockDir("/run/regghost"); err == nil {
-		return d, nil
+	if _, err := os.Lstat(runLockDir); err == nil {
+		return ownLockDir(runLockDir)
+	}
+	if err := os.Mkdir(runLockDir, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
+		return ownLockDir(runLockDir)
 	}
 	return ownLockDir(filepath.Join(os.TempDir(), fmt.Sprintf("regghost-locks-%d", os.Geteuid())))
 }

@@ -1,8 +1,8 @@
 package members
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"

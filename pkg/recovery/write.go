@@ -261,9 +261,9 @@ func needs(obj *Object, e *backup.Entry, notServed map[string]string, written ma
 }
 
 // controllerMade names the controller that creates key's object in every
-// new namespace (kube-controller-manager's root-ca-cert-publisher makes
-// kube-root-ca.crt, its serviceaccount controller the default account),
-// with that namespace's key; "" for any other key.
+// new namespace, the same everywhere (kube-controller-manager's
+// root-ca-cert-publisher makes kube-root-ca.crt, the cluster's CA), with
+// that namespace's key; "" for any other key.
 func controllerMade(key string) (who, nsKey string) {
 	parts := strings.Split(key, "/")
 	if len(parts) < 4 {
@@ -271,13 +271,12 @@ func controllerMade(key string) (who, nsKey string) {
 	}
 	resource, ns, name := parts[len(parts)-3], parts[len(parts)-2], parts[len(parts)-1]
 	prefix := strings.Join(parts[:len(parts)-3], "/") + "/"
-	switch {
-	case resource == "configmaps" && name == "kube-root-ca.crt":
-		who = "kube-controller-manager's root-ca-cert-publisher"
-	case resource == "serviceaccounts" && name == "default":
-		who = "kube-controller-manager's serviceaccount controller"
-	default:
+	// The default ServiceAccount is not among them: the snapshot's may
+	// carry imagePullSecrets or annotations the controller's lacks, a
+	// difference to show, never to hide.
+	if resource != "configmaps" || name != "kube-root-ca.crt" {
 		return "", ""
 	}
+	who = "kube-controller-manager's root-ca-cert-publisher"
 	return who, prefix + "namespaces/" + ns
 }

@@ -7,7 +7,7 @@ import "testing"
 func TestControllerMade(t *testing.T) {
 	for key, want := range map[string][2]string{
 		"/registry/configmaps/big/kube-root-ca.crt":      {"kube-controller-manager's root-ca-cert-publisher", "/registry/namespaces/big"},
-		"/registry/serviceaccounts/big/default":          {"kube-controller-manager's serviceaccount controller", "/registry/namespaces/big"},
+		"/registry/serviceaccounts/big/default":          {"", ""},
 		"/other/prefix/configmaps/x/kube-root-ca.crt":    {"kube-controller-manager's root-ca-cert-publisher", "/other/prefix/namespaces/x"},
 		"/registry/configmaps/big/settings":              {"", ""},
 		"/registry/secrets/big/kube-root-ca.crt":         {"", ""},

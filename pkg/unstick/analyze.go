@@ -21,8 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/objread"
 	"github.com/regghost/regghost/pkg/resolve"
@@ -198,7 +200,13 @@ func (a *Analysis) downService(r etcdscan.DanglingRef) (next, refusal string) {
 	if cond != "" {
 		cond = "; Available=False " + cond
 	}
-	cmd := "regghost unstick " + a.Target + " " + DeleteUnavailableFlag + " " + r.Name + " --confirm"
+	cmd := "regghost unstick " + a.Target + " " + DeleteUnavailableFlag + " " + r.Name
+	if len(r.ManagedBy) > 0 {
+		// Refused without it: say so in the command, and why.
+		cmd += " " + dangling.AcceptManagedFlag
+		cond += "; managed by " + strings.Join(r.ManagedBy, "; ") + ", which may put it back at its next sync"
+	}
+	cmd += " --confirm"
 	version, group, _ := strings.Cut(r.Name, ".")
 	next = "APIService " + r.Name + " is unavailable: " + r.Why + cond + "; discovery of " + group + "/" + version +
 		" fails, and every namespace deletion in the cluster waits on it. Either bring " + r.Target + " back (its pods, its endpoints), and the namespace controller finishes;" +
@@ -207,12 +215,17 @@ func (a *Analysis) downService(r etcdscan.DanglingRef) (next, refusal string) {
 	return next, refusal
 }
 
-// DownDeleted says, for each APIService deleted although its Service was
-// only down, what stops until it is restored and whose return to wait for.
-func (a *Analysis) DownDeleted() []string {
+// DownDeleted says, for each APIService the results say was deleted
+// although its Service was only down, what stops until it is restored and
+// whose return to wait for.
+func (a *Analysis) DownDeleted(results []etcdwrite.Result) []string {
+	deleted := map[string]bool{}
+	for _, r := range results {
+		deleted[r.Key] = deleted[r.Key] || r.Outcome == etcdwrite.Deleted
+	}
 	var out []string
 	for _, r := range a.DeleteAPIServices {
-		if r.State == etcdscan.DanglingDown {
+		if r.State == etcdscan.DanglingDown && deleted[r.Key] {
 			out = append(out, "APIService "+r.Name+" was deleted while "+r.Target+" is down: "+stopsWhileGone(r)+" until it is put back; once "+r.Target+" answers again, restore it")
 		}
 	}

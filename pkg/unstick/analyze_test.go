@@ -6,6 +6,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 )
 
@@ -86,6 +87,13 @@ func TestFollowDanglingAPIService(t *testing.T) {
 		{"down, named to be deleted", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "", 1, []string{"v1beta1.metrics.example.com"}},
 		{"down, another named", []etcdscan.DanglingRef{ref(etcdscan.DanglingDown, false)}, "--delete-unavailable-apiservice v1beta1.other.example.com names no APIService whose Service is down", 0, []string{"v1beta1.other.example.com"}},
 		{"gone, named as down", []etcdscan.DanglingRef{ref(etcdscan.DanglingGone, false)}, "names no APIService whose Service is down", 0, []string{"v1beta1.metrics.example.com"}},
+		// Helm's metrics-server: the printed command carries the flag the
+		// fix needs, and says why.
+		{"down, managed by Helm", []etcdscan.DanglingRef{func() etcdscan.DanglingRef {
+			r := ref(etcdscan.DanglingDown, false)
+			r.ManagedBy = []string{"Helm release metrics-server"}
+			return r
+		}()}, "managed by Helm release metrics-server, which may put it back at its next sync), not dangling: bring service gone/metrics back, or delete it behind a backup with `regghost unstick namespace app --delete-unavailable-apiservice v1beta1.metrics.example.com --accept-managed --confirm`", 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,5 +105,21 @@ func TestFollowDanglingAPIService(t *testing.T) {
 				t.Errorf("refusal %q, deletes %d; want %q, %d", a.Refusal, len(a.DeleteAPIServices), tt.refused, tt.deletes)
 			}
 		})
+	}
+}
+
+// TestDownDeletedFollowsTheResults: what stops until a restore is said of
+// an APIService the write deleted, never of one it left alone (available
+// again, changed since).
+func TestDownDeletedFollowsTheResults(t *testing.T) {
+	key := "/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io"
+	a := &Analysis{DeleteAPIServices: []etcdscan.DanglingRef{{Key: key, Kind: "APIService", Name: "v1beta1.metrics.k8s.io", State: etcdscan.DanglingDown, Target: "service kube-system/metrics-server"}}}
+	if got := a.DownDeleted([]etcdwrite.Result{{Key: key, Outcome: etcdwrite.Deleted}}); len(got) != 1 || !strings.Contains(got[0], "`kubectl top`") {
+		t.Errorf("deleted: %q", got)
+	}
+	for _, o := range []etcdwrite.Outcome{etcdwrite.TargetNotGone, etcdwrite.SkippedChanged, etcdwrite.NotAttempted} {
+		if got := a.DownDeleted([]etcdwrite.Result{{Key: key, Outcome: o}}); len(got) != 0 {
+			t.Errorf("%s: %q, want nothing said", o, got)
+		}
 	}
 }
