@@ -132,7 +132,7 @@ func (o *membersReplaceOptions) finish(out io.Writer, res *members.Replacement, 
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, members.ErrLearnerWaiting), res != nil && res.Stage == members.StageDiffers:
+	case errors.Is(err, members.ErrLearnerWaiting), errors.Is(err, members.ErrStoppedMidway), res != nil && res.Stage == members.StageDiffers:
 		// Not done yet: the next run takes the replacement up.
 		return &exitError{code: ExitGhosts, err: err}
 	}

@@ -177,6 +177,11 @@ var ErrRefused = errors.New("refused")
 // or catch up within the wait: run Replace again once it runs.
 var ErrLearnerWaiting = errors.New("the learner has not caught up yet")
 
+// ErrStoppedMidway is returned (wrapped) when a stop (Ctrl-C, SIGTERM)
+// ended a replacement after the member was removed: not done yet, and the
+// next run takes it up where it stopped.
+var ErrStoppedMidway = errors.New("stopped part way")
+
 // Replace replaces o.Member, or plans it (see the steps above). Without
 // o.Confirm nothing is changed on any path, a replacement taken up again
 // included.

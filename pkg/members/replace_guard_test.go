@@ -247,3 +247,36 @@ func TestRecordedFallbackOnlyOnTheMembersNode(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceStoppedAfterTheRemoval: a stop (Ctrl-C) while the member is
+// being removed lets the removal finish and stops before the add: the run
+// ends ErrStoppedMidway (exit 3: not done yet), and the next run takes it
+// up, adding the member back.
+func TestReplaceStoppedAfterTheRemoval(t *testing.T) {
+	c := startCluster(t, 3)
+	for i := range 5 {
+		etcdtest.Put(t, c.cli, fmt.Sprintf("/registry/configmaps/default/cm-%d", i), configMap(t, "a", "x"))
+	}
+	w := c.follower(t)
+	c.edit(t, w, dropKey("/registry/configmaps/default/cm-2"))
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	o := c.options()
+	o.Progress = func(s string) {
+		if strings.HasPrefix(s, "removing ") {
+			cancel()
+		}
+	}
+	root := t.TempDir()
+	res, err := Replace(ctx, ReplaceOptions{Compare: o, Member: c.names[w], EvidenceRoot: root, Confirm: true, Wait: time.Second, Poll: 100 * time.Millisecond})
+	if !errors.Is(err, ErrStoppedMidway) || !strings.Contains(err.Error(), "again to take it up") {
+		t.Fatalf("a run stopped during the removal: %v (%+v)", err, res)
+	}
+	// Removed, its etcd is stopped, as the steps on its node say.
+	c.Stop(w)
+	o.Progress = nil
+	plan, err := Replace(context.Background(), ReplaceOptions{Compare: o, Member: c.names[w], EvidenceRoot: root, Wait: time.Second, Poll: 100 * time.Millisecond})
+	if err != nil || len(plan.Steps) == 0 || !strings.Contains(plan.Steps[0], "take up the replacement") {
+		t.Fatalf("the next run does not take it up: %v (%+v)", err, plan)
+	}
+}

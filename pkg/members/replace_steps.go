@@ -35,7 +35,7 @@ func (r *replaceRun) runSteps(stop context.Context, p *replacePlan) (*Replacemen
 			if s == stepLeadership || s == stepCheck || s == stepRemove {
 				return p.res, r.abandon(p, fmt.Errorf("stopped (%v) before the removal; nothing was changed but the evidence in %s", err, p.dir))
 			}
-			return p.res, fmt.Errorf("stopped (%v) before the step %q; run `regghost members replace %s --confirm` again to take it up", err, s, r.o.Member)
+			return p.res, fmt.Errorf("%w (%v) before the step %q; run `regghost members replace %s --confirm` again to take it up", ErrStoppedMidway, err, s, r.o.Member)
 		}
 		var err error
 		switch s {
