@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -108,6 +112,7 @@ func TestChartLintsAndRenders(t *testing.T) {
 
 	const (
 		scraperToken  = "Secret/ghosts-regghost-scraper-token"
+		serving       = "Secret/ghosts-regghost-serving"
 		webSecret     = "Secret/ghosts-regghost-web-config"
 		reader        = "ClusterRole/ghosts-regghost-metrics-reader"
 		readerBinding = "ClusterRoleBinding/ghosts-regghost-metrics-reader"
@@ -115,8 +120,10 @@ func TestChartLintsAndRenders(t *testing.T) {
 	)
 	// What the Deployment and the ServiceMonitor say for each source of
 	// TLS, and for none.
-	selfSigned := []string{"--cert-dir=/var/run/regghost", "mountPath: /var/run/regghost", "medium: Memory", "scheme: HTTPS\n", "name: https-metrics"}
-	selfSignedEndpoint := []string{"port: https-metrics", "scheme: https", "insecureSkipVerify: true"}
+	// The chart's own CA and certificate (tls: selfSigned), mounted from
+	// its Secret; the ServiceMonitor checks the endpoint against that CA.
+	selfSigned := []string{"mountPath: /etc/regghost-tls", "secretName: ghosts-regghost-serving", "scheme: HTTPS\n", "name: https-metrics"}
+	selfSignedEndpoint := []string{"port: https-metrics", "scheme: https", "name: ghosts-regghost-serving", "key: ca.crt", "serverName: ghosts-regghost.monitoring.svc"}
 	plainHTTP := []string{"scheme: HTTP\n", "name: http-metrics"}
 	tests := []struct {
 		name string
@@ -138,39 +145,39 @@ func TestChartLintsAndRenders(t *testing.T) {
 		// static pod's (witness.customResources).
 		custom []rbacv1.PolicyRule
 	}{
-		{name: "defaults", auth: "delegated",
+		{name: "defaults", auth: "delegated", webConfig: true,
 			endpoint:   append([]string{"authorization:", "type: Bearer", "name: ghosts-regghost-scraper-token", "key: token"}, selfSignedEndpoint...),
-			present:    map[string]bool{scraperToken: true, reader: true, readerBinding: true, delegator: true, webSecret: false},
-			deployment: selfSigned, certDir: true},
+			present:    map[string]bool{scraperToken: true, reader: true, readerBinding: true, delegator: true, webSecret: true, serving: true},
+			deployment: selfSigned, webYAML: []string{"cert_file: /etc/regghost-tls/tls.crt"}},
 		{name: "Prometheus's own token", args: []string{"--set", "serviceMonitor.bearer=file", "--set", "metricsReader.subjects[0].kind=ServiceAccount,metricsReader.subjects[0].name=prometheus-k8s,metricsReader.subjects[0].namespace=monitoring"},
-			auth: "delegated", endpoint: append([]string{"bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token"}, selfSignedEndpoint...),
-			present: map[string]bool{scraperToken: false, reader: true, readerBinding: true, delegator: true}, deployment: selfSigned, certDir: true},
+			auth: "delegated", webConfig: true, endpoint: append([]string{"bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token"}, selfSignedEndpoint...),
+			present: map[string]bool{scraperToken: false, reader: true, readerBinding: true, delegator: true, serving: true}, deployment: selfSigned},
 		{name: "TLS web config", args: []string{"--set-string", "webConfig=tls_server_config:\n  cert_file: /etc/regghost/tls.crt\n  key_file: /etc/regghost/tls.key"},
 			webConfig: true, auth: "delegated", endpoint: []string{"authorization:", "port: https-metrics", "scheme: https"},
-			present:    map[string]bool{scraperToken: true, reader: true, delegator: true, webSecret: true},
+			present:    map[string]bool{scraperToken: true, reader: true, delegator: true, webSecret: true, serving: false},
 			deployment: []string{"scheme: HTTPS\n", "name: https-metrics"}, webYAML: []string{"cert_file: /etc/regghost/tls.crt"}},
 		{name: "TLS Secret", args: []string{"--set", "tls.secretName=regghost-tls", "--set-string", "webConfig=rate_limit:\n  interval: 1s\n  burst: 10"},
 			webConfig: true, auth: "delegated",
 			endpoint:   []string{"authorization:", "port: https-metrics", "scheme: https", "name: regghost-tls", "key: ca.crt", "serverName: ghosts-regghost.monitoring.svc"},
-			present:    map[string]bool{scraperToken: true, webSecret: true},
+			present:    map[string]bool{scraperToken: true, webSecret: true, serving: false},
 			deployment: []string{"scheme: HTTPS\n", "name: https-metrics", "secretName: regghost-tls", "mountPath: /etc/regghost-tls"},
 			webYAML:    []string{"cert_file: /etc/regghost-tls/tls.crt", "key_file: /etc/regghost-tls/tls.key", "burst: 10"}},
 		{name: "web config without TLS", args: []string{"--set-string", "webConfig=http_server_config:\n  headers:\n    X-Frame-Options: deny"},
 			webConfig: true, auth: "delegated", endpoint: append([]string{"authorization:"}, selfSignedEndpoint...),
-			present: map[string]bool{webSecret: true}, deployment: selfSigned, certDir: true, webYAML: []string{"X-Frame-Options: deny"}},
+			present: map[string]bool{webSecret: true, serving: true}, deployment: selfSigned, webYAML: []string{"X-Frame-Options: deny", "cert_file: /etc/regghost-tls/tls.crt"}},
 		{name: "basic auth web config", args: []string{"--set", "metricsAuth=none", "--set-string", "webConfig=basic_auth_users:\n  prometheus: $2y$10$x"},
-			// Passwords never in clear: serve's own TLS.
+			// Passwords never in clear: the chart's own TLS.
 			webConfig: true, auth: "none", endpoint: selfSignedEndpoint,
-			present:    map[string]bool{scraperToken: false, reader: false, readerBinding: false, delegator: false, webSecret: true},
-			deployment: []string{"tcpSocket:", "name: https-metrics", "--cert-dir=/var/run/regghost", "medium: Memory"}, certDir: true},
+			present:    map[string]bool{scraperToken: false, reader: false, readerBinding: false, delegator: false, webSecret: true, serving: true},
+			deployment: []string{"tcpSocket:", "name: https-metrics", "secretName: ghosts-regghost-serving"}, webYAML: []string{"prometheus:", "cert_file: /etc/regghost-tls/tls.crt"}},
 		{name: "no auth", args: []string{"--set", "metricsAuth=none"},
 			auth: "none", endpoint: []string{"port: http-metrics", "scheme: http\n"},
-			present: map[string]bool{scraperToken: false, reader: false, delegator: false, webSecret: false}, deployment: plainHTTP},
+			present: map[string]bool{scraperToken: false, reader: false, delegator: false, webSecret: false, serving: false}, deployment: plainHTTP},
 		{name: "no auth over serve's own TLS", args: []string{"--set", "metricsAuth=none", "--set", "tls.selfSigned=true"},
-			auth: "none", endpoint: selfSignedEndpoint,
-			present: map[string]bool{scraperToken: false, delegator: false}, deployment: selfSigned, certDir: true},
+			auth: "none", webConfig: true, endpoint: selfSignedEndpoint,
+			present: map[string]bool{scraperToken: false, delegator: false, serving: true}, deployment: selfSigned},
 		{name: "custom resources", args: []string{"--set", "witness.customResources={widgets.example.com,gadgets.example.com,certificates.cert-manager.io,widgets.example.com}"},
-			auth: "delegated", endpoint: []string{"authorization:"}, present: map[string]bool{scraperToken: true, reader: true, delegator: true}, deployment: selfSigned, certDir: true,
+			auth: "delegated", webConfig: true, endpoint: []string{"authorization:"}, present: map[string]bool{scraperToken: true, reader: true, delegator: true}, deployment: selfSigned,
 			custom: []rbacv1.PolicyRule{
 				{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates"}, Verbs: []string{"get"}},
 				{APIGroups: []string{"example.com"}, Resources: []string{"gadgets", "widgets"}, Verbs: []string{"get"}}}},
@@ -214,6 +221,9 @@ func TestChartLintsAndRenders(t *testing.T) {
 				if name, _, _ := strings.Cut(a, "="); a != "serve" && !strings.Contains(serveHelp, name+" ") {
 					t.Errorf("the Deployment passes %s, which serve does not take", name)
 				}
+			}
+			if sec, ok := objs[serving]; ok {
+				verifyServingSecret(t, sec, "ghosts-regghost.monitoring.svc")
 			}
 			if web, ok := objs[webSecret]; ok {
 				got, _ := web.StringData["web.yml"].(string)
@@ -479,4 +489,42 @@ func TestStaticPodManifest(t *testing.T) {
 	if !certs {
 		t.Errorf("no emptyDir at --cert-dir %s for the serving certificate (the root file system is read-only)", certDir)
 	}
+}
+
+// verifyServingSecret checks the chart's own serving Secret: a
+// kubernetes.io/tls pair whose certificate its ca.crt signed for name, the
+// name the ServiceMonitor checks.
+func verifyServingSecret(t *testing.T, sec renderedObject, name string) {
+	t.Helper()
+	data := func(k string) []byte {
+		s, _ := sec.Data[k].(string)
+		b, err := base64.StdEncoding.DecodeString(s)
+		mustNoErr(t, "decode "+k, err)
+		return b
+	}
+	if sec.Type != "kubernetes.io/tls" {
+		t.Errorf("the serving Secret is of type %q", sec.Type)
+	}
+	if _, err := tls.X509KeyPair(data("tls.crt"), data("tls.key")); err != nil {
+		t.Errorf("the serving Secret's pair does not match: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data("ca.crt")) {
+		t.Fatal("the serving Secret's ca.crt holds no certificate")
+	}
+	block, _ := pemDecode(data("tls.crt"))
+	cert, err := x509.ParseCertificate(block)
+	mustNoErr(t, "parse tls.crt", err)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: name}); err != nil {
+		t.Errorf("the serving certificate does not verify against its CA for %s: %v", name, err)
+	}
+}
+
+// pemDecode is the DER of the first PEM block of b.
+func pemDecode(b []byte) ([]byte, bool) {
+	p, _ := pem.Decode(b)
+	if p == nil {
+		return nil, false
+	}
+	return p.Bytes, true
 }

@@ -65,7 +65,10 @@ and GET on nodes/proxy or pods/exec reaches a kubelet or a container.
 {{- /*
 regghost.tls says where serve's serving certificate comes from: "webConfig"
 (its tls_server_config), "secret" (tls.secretName, mounted), "selfSigned"
-(made by serve in an in-memory emptyDir, --cert-dir), or "" for plain HTTP.
+(a CA and a certificate the chart makes, kept in the Secret
+<fullname>-serving and mounted: the ServiceMonitor checks the certificate
+against that CA, so Prometheus's credentials go to regghost only), or ""
+for plain HTTP.
 Under metricsAuth: delegated, or with webConfig's basic_auth_users, it is
 never "": no bearer token or password crosses the network in clear (serve
 refuses it).
@@ -91,14 +94,30 @@ selfSigned
 {{- /*
 regghost.webConfig is the web configuration serve reads from the chart's
 Secret: webConfig as given, with a tls_server_config naming the mounted
-tls.secretName's files when that is set; "" when there is none.
+serving Secret's files (tls.secretName's, or the chart's own); "" when
+there is none.
 */ -}}
 {{- define "regghost.webConfig" -}}
-{{- if eq (include "regghost.tls" .) "secret" -}}
+{{- if include "regghost.servingSecret" . -}}
 {{- $web := fromYaml (.Values.webConfig | default "{}") -}}
 {{- $_ := set $web "tls_server_config" (dict "cert_file" "/etc/regghost-tls/tls.crt" "key_file" "/etc/regghost-tls/tls.key") -}}
 {{- toYaml $web -}}
 {{- else -}}
 {{- .Values.webConfig -}}
+{{- end -}}
+{{- end -}}
+
+
+{{- /*
+regghost.servingSecret is the kubernetes.io/tls Secret serve's certificate
+is mounted from: tls.secretName, the chart's own <fullname>-serving when
+it makes one (selfSigned), else "".
+*/ -}}
+{{- define "regghost.servingSecret" -}}
+{{- $tls := include "regghost.tls" . -}}
+{{- if eq $tls "secret" -}}
+{{ .Values.tls.secretName }}
+{{- else if eq $tls "selfSigned" -}}
+{{ include "regghost.fullname" . }}-serving
 {{- end -}}
 {{- end -}}
