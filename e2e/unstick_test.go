@@ -110,42 +110,14 @@ func TestUnstick(t *testing.T) {
 		}
 	})
 	t.Run("a namespace held by its own finalizer of a controller that is gone", func(t *testing.T) {
-		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app3"},
-			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes", "example.com/gone"}}}, metav1.CreateOptions{})
-		mustNoErr(t, "create namespace", err)
-		c.createConfigMap(t, "app3", "plain")
-		mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, "app3", metav1.DeleteOptions{}))
-		waitFor(t, 60*time.Second, "the namespace controller to be done with app3", func() error {
-			ns, err := c.kube.CoreV1().Namespaces().Get(ctx, "app3", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if len(ns.Spec.Finalizers) != 1 {
-				return errString("finalizers " + fmt.Sprint(ns.Spec.Finalizers))
-			}
-			return nil
-		})
+		c.heldByItsOwnFinalizers(t, "app3", nil)
 		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app3", "--confirm", "--yes", "--backup-dir", filepath.Join(t.TempDir(), "b3"))
 		if code != 0 || !strings.Contains(out, "namespace app3 is gone, and nothing of it is left in etcd") || !strings.Contains(out, "removed from spec.finalizers") {
 			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 		}
 	})
 	t.Run("a namespace with custom finalizers in both its lists", func(t *testing.T) {
-		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "twolists", Finalizers: []string{"example.com/meta-gone"}},
-			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes", "example.com/gone"}}}, metav1.CreateOptions{})
-		mustNoErr(t, "create namespace", err)
-		c.createConfigMap(t, "twolists", "plain")
-		mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, "twolists", metav1.DeleteOptions{}))
-		waitFor(t, 60*time.Second, "the namespace controller to be done with twolists", func() error {
-			ns, err := c.kube.CoreV1().Namespaces().Get(ctx, "twolists", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if len(ns.Spec.Finalizers) != 1 {
-				return errString("finalizers " + fmt.Sprint(ns.Spec.Finalizers))
-			}
-			return nil
-		})
+		c.heldByItsOwnFinalizers(t, "twolists", []string{"example.com/meta-gone"})
 		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "twolists", "--confirm", "--yes", "--backup-dir", filepath.Join(t.TempDir(), "b2l"))
 		if code != 0 || !strings.Contains(out, "namespace twolists is gone, and nothing of it is left in etcd") || strings.Contains(out, "changed since it was reviewed") {
 			t.Fatalf("unstick of a namespace with both lists: exit %d: %s\n%s", code, errOut, out)
@@ -460,4 +432,28 @@ func TestUnstickYesNeverAnswersWhatItRevealed(t *testing.T) {
 	if c.value(t, apiKey) != nil {
 		t.Error("the confirmed APIService deletion did not happen")
 	}
+}
+
+// heldByItsOwnFinalizers makes namespace name with the custom spec
+// finalizer example.com/gone (and metadata finalizers meta), a ConfigMap in
+// it, deletes it, and waits until the namespace controller has done all it
+// can: only the custom finalizers hold it.
+func (c *cluster) heldByItsOwnFinalizers(t *testing.T, name string, meta []string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: meta},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes", "example.com/gone"}}}, metav1.CreateOptions{})
+	mustNoErr(t, "create namespace", err)
+	c.createConfigMap(t, name, "plain")
+	mustNoErr(t, "delete namespace", c.kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}))
+	waitFor(t, 60*time.Second, "the namespace controller to be done with "+name, func() error {
+		ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(ns.Spec.Finalizers) != 1 {
+			return errString("finalizers " + fmt.Sprint(ns.Spec.Finalizers))
+		}
+		return nil
+	})
 }

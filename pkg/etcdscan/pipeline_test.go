@@ -54,21 +54,7 @@ func (f *faultyStore) Guard(err *error) func() {
 // and the scan ends with it, never with a crash nor a hang.
 func TestDecodePipelineTurnsAFaultIntoAnError(t *testing.T) {
 	page := os.Getpagesize()
-	p := filepath.Join(t.TempDir(), "short")
-	if err := os.WriteFile(p, make([]byte, page), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	// Two pages mapped over a one-page file: the second faults (SIGBUS).
-	m, err := syscall.Mmap(int(file.Fd()), 0, 2*page, syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(m)
+	m := shortMap(t, make([]byte, page))
 	store := &faultyStore{}
 	for i := range 600 {
 		value := m[:16]
@@ -103,20 +89,7 @@ func (f *gettingFaultyStore) Get(ctx context.Context, key string) (*mvccpb.KeyVa
 // its own.
 func TestGetCopyTurnsAFaultIntoAnError(t *testing.T) {
 	page := os.Getpagesize()
-	p := filepath.Join(t.TempDir(), "short")
-	if err := os.WriteFile(p, []byte("readable value"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	m, err := syscall.Mmap(int(file.Fd()), 0, 2*page, syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(m)
+	m := shortMap(t, []byte("readable value"))
 	store := &gettingFaultyStore{faultyStore{kvs: []*mvccpb.KeyValue{
 		{Key: []byte("/registry/configmaps/ns/good"), Value: m[:14]},
 		{Key: []byte("/registry/configmaps/ns/bad"), Value: m[page : page+16]},
@@ -131,4 +104,27 @@ func TestGetCopyTurnsAFaultIntoAnError(t *testing.T) {
 	if kv, err := GetCopy(context.Background(), store, "/registry/configmaps/ns/none"); kv != nil || err != nil {
 		t.Errorf("GetCopy of a missing key: %v, %v", kv, err)
 	}
+}
+
+// shortMap maps two pages over a file holding content (at most a page):
+// reading the second page faults (SIGBUS), as a db file's map does once
+// the file shrank.
+func shortMap(t *testing.T, content []byte) []byte {
+	t.Helper()
+	page := os.Getpagesize()
+	p := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(p, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	m, err := syscall.Mmap(int(file.Fd()), 0, 2*page, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Munmap(m) })
+	return m
 }
