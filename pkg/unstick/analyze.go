@@ -673,6 +673,9 @@ func (a *Analysis) refuseUnknownUnavailable() {
 			a.Next = DeleteUnavailableFlag + " " + n + " names no APIService whose Service is down and that holds this deletion"
 			if len(a.UnavailableNames) > 0 {
 				a.Next += " (unavailable: " + strings.Join(a.UnavailableNames, ", ") + ")"
+			} else {
+				// Deleted since (unsticking another namespace), or back.
+				a.Next += " (no APIService is unavailable now: run it again without the flag)"
 			}
 			a.Refusal, a.DeleteAPIServices = a.Next, nil
 			return
