@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,7 +140,34 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	}
 	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newSpaceCmd(g), newMembersCmd(g), newVersionCmd(), help.OptionsCommand())
 	help.Set(root)
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes every command's wrong count of arguments a usage error
+// (exit 2, one line naming the command), as bad flags are.
+func usageArgs(c *cobra.Command) {
+	if orig := c.Args; orig != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := orig(cmd, args); err != nil {
+				var ee *exitError
+				if errors.As(err, &ee) {
+					return err
+				}
+				return usageError("%s: %v (usage: %s)", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err, cmd.UseLine())
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// oneLine folds an error's text onto one line (cobra's suggestions come
+// on lines of their own).
+func oneLineOf(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // Execute runs regghost with the process's arguments and returns its exit code.
@@ -153,6 +181,12 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	silenceLibraryLogs()
 	root := NewRoot(in, out, errOut)
 	root.SetArgs(args)
+	if c, rest, ferr := root.Find(args); ferr == nil && c.HasParent() && c.HasSubCommands() && !c.Runnable() && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		// A group ("backup", "members") given a word it does not know: a
+		// mistyped command, never its help and exit 0.
+		fmt.Fprintf(errOut, "regghost: unknown command %q for %q (see %s --help)\n", rest[0], c.CommandPath(), c.CommandPath())
+		return ExitUsage
+	}
 	err := root.Execute()
 	// Flush a --cpuprofile whatever the outcome; a no-op when none runs.
 	pprof.StopCPUProfile()
@@ -165,6 +199,11 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 			fmt.Fprintf(errOut, "regghost: %s\n", help.WithOverrideLink(ee.err.Error()))
 		}
 		return ee.code
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown command ") {
+		// A mistyped command: a usage error, on one line.
+		fmt.Fprintf(errOut, "regghost: %s (see regghost --help)\n", oneLineOf(msg))
+		return ExitUsage
 	}
 	fmt.Fprintf(errOut, "regghost: %s\n", help.WithOverrideLink(err.Error()))
 	return ExitError

@@ -59,7 +59,7 @@ func TestSpaceReclaimRefusesBadInput(t *testing.T) {
 		{"a zero quota", []string{"--quota-backend-bytes", "0"}, "--quota-backend-bytes must not be 0", ExitUsage},
 		{"no wait", []string{"--member-wait", "0s"}, "--member-wait must be positive", ExitUsage},
 		{"a bad --data-dir", []string{"--data-dir", "=/var/lib/etcd"}, `--data-dir "=/var/lib/etcd": want NAME=DIR or DIR`, ExitUsage},
-		{"an argument", []string{"now"}, `unknown command "now"`, ExitError},
+		{"an argument", []string{"now"}, `unknown command "now"`, ExitUsage},
 		{"a bad output", []string{"-o", "xml"}, `--output "xml"`, ExitUsage},
 		{"no terminal and no --yes", []string{"--confirm"}, "stdin is not a terminal, so nobody can be asked: add --yes", ExitUsage},
 	} {

@@ -23,7 +23,7 @@ func TestSpaceRefusesBadInput(t *testing.T) {
 		{"output", []string{"-o", "name"}, ExitUsage, "--output \"name\""},
 		{"page size", []string{"--page-size", "0"}, ExitUsage, "--page-size"},
 		{"pace", []string{"--max-keys-per-second", "-1"}, ExitUsage, "--max-keys-per-second"},
-		{"argument", []string{"extra"}, ExitError, "unknown command \"extra\" for \"regghost space\""},
+		{"argument", []string{"extra"}, ExitUsage, "unknown command \"extra\" for \"regghost space\""},
 		{"db file missing", []string{"--db", missing}, ExitError, "none.db"},
 	}
 	for _, tt := range tests {

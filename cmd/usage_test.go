@@ -1,0 +1,64 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestUsageErrorsExit2OnOneLine holds the README's contract: a usage
+// error (a wrong count of arguments, an unknown command, at the top or in
+// a group, an unknown flag) exits 2 with one line. Every command of the
+// tree is run with no argument and with too many; whichever its argument
+// check refuses must be refused so.
+func TestUsageErrorsExit2OnOneLine(t *testing.T) {
+	var walk func(c *cobra.Command, path []string)
+	type leaf struct {
+		path []string
+		cmd  *cobra.Command
+	}
+	var leaves []leaf
+	walk = func(c *cobra.Command, path []string) {
+		if c.Runnable() && len(path) > 0 {
+			leaves = append(leaves, leaf{path, c})
+		}
+		for _, sub := range c.Commands() {
+			if !sub.Hidden && sub.Name() != "help" && sub.Name() != "completion" {
+				walk(sub, append(append([]string{}, path...), sub.Name()))
+			}
+		}
+	}
+	walk(NewRoot(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}), nil)
+	refused := 0
+	for _, l := range leaves {
+		for _, extra := range [][]string{nil, {"a1", "a2", "a3", "a4", "a5", "a6"}} {
+			// Only what the command's own check refuses is run (a count it
+			// takes would start the command: serve would serve).
+			if l.cmd.Args == nil || l.cmd.Args(l.cmd, extra) == nil {
+				continue
+			}
+			args := append(append(append([]string{}, l.path...), extra...), "--endpoints", "127.0.0.1:1", "--dial-timeout", "1ms", "--no-api")
+			var out, errOut bytes.Buffer
+			code := Run(args, strings.NewReader(""), &out, &errOut)
+			msg := errOut.String()
+			if !strings.Contains(msg, " arg(s)") && !strings.Contains(msg, "unknown command") {
+				continue
+			}
+			refused++
+			if code != ExitUsage || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+				t.Errorf("%v: exit %d, want %d on one line:\n%s", args, code, ExitUsage, msg)
+			}
+		}
+	}
+	for _, args := range [][]string{{"frobnicate"}, {"scn"}, {"backup", "frob"}, {"members", "frob"}, {"snapshot", "frob"}, {"scan", "--nope"}} {
+		var out, errOut bytes.Buffer
+		if code := Run(args, strings.NewReader(""), &out, &errOut); code != ExitUsage || strings.Count(strings.TrimSpace(errOut.String()), "\n") != 0 {
+			t.Errorf("%v: exit %d, want %d on one line:\n%s%s", args, code, ExitUsage, errOut.String(), out.String())
+		}
+	}
+	if refused < 10 {
+		t.Errorf("only %d argument refusals were seen: the walk did not reach the commands", refused)
+	}
+}
