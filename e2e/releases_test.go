@@ -192,6 +192,9 @@ func TestOlderReleaseKeyspace(t *testing.T) {
 						t.Errorf("%s is a ghost: %s", f.Key, f.Reason())
 					}
 				}
+				for _, d := range rep.Dangling {
+					t.Logf("dangling: %s %s -> %s (%s): %s", d.Key, d.Field, d.Target, d.State, d.Why)
+				}
 				if code != 0 {
 					t.Errorf("scan %v: exit %d, want 0 (no ghost)", args, code)
 				}

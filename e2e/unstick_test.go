@@ -197,7 +197,8 @@ func TestUnstick(t *testing.T) {
 		before := c.value(t, w2)
 		root2 := filepath.Join(t.TempDir(), "b2")
 		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "app2", "--confirm", "--yes", "--backup-dir", root2)
-		if code != 1 || !strings.Contains(errOut, "is down") || !strings.Contains(out, "metrics") {
+		if code != 1 || !strings.Contains(errOut, "is unavailable (service kube-system/metrics-server exists but has no ready endpoint") ||
+			!strings.Contains(errOut, "--delete-unavailable-apiservice v1beta1.metrics.k8s.io") || !strings.Contains(out, "metrics") {
 			t.Errorf("exit %d: %s\n%s", code, errOut, out)
 		}
 		if after := c.value(t, w2); string(after) != string(before) {

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -53,23 +54,35 @@ func PolicyTable() Policy {
 }
 
 // policyFor is the bindings of the release serverVersion names (its major
-// and minor: "v1.37.2" and "v1.37.0-gke.1" are v1.37), or of every release
-// in the table when it names none of them (no API server asked, or a
-// build with no version stamped in).
+// and minor: "v1.37.2" and "v1.37.0-gke.1" are v1.37) and of every older
+// release in the table: kube-apiserver's reconciliation never deletes a
+// binding a later release dropped, so an upgraded cluster keeps them. A
+// version the table does not reach (newer than every release in it, none
+// asked, or none stamped in) takes every release's.
 func policyFor(serverVersion string) []PolicyBinding {
 	p := loadPolicy()
-	if mm := majorMinor(serverVersion); mm != "" {
-		for r, bs := range p.Releases {
-			if majorMinor(r) == mm {
-				return bs
-			}
-		}
+	mine := majorMinor(serverVersion)
+	known := false
+	for r := range p.Releases {
+		known = known || majorMinor(r) == mine
 	}
 	var all []PolicyBinding
-	for _, bs := range p.Releases {
-		all = append(all, bs...)
+	for r, bs := range p.Releases {
+		if !known || !newerRelease(majorMinor(r), mine) {
+			all = append(all, bs...)
+		}
 	}
 	return all
+}
+
+// newerRelease says whether release a ("v1.37") is newer than b.
+func newerRelease(a, b string) bool {
+	minor := func(v string) int {
+		_, m, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+		n, _ := strconv.Atoi(m)
+		return n
+	}
+	return minor(a) > minor(b)
 }
 
 // majorMinor is "v1.37" of "v1.37.2"; "" when v is not a release version.

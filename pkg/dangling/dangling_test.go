@@ -435,6 +435,13 @@ func TestPolicySubject(t *testing.T) {
 		{"the policy's name, another namespace", "v1.37.2", crb("system:controller:attachdetach-controller", "system:controller:attachdetach-controller"), "ops", "attachdetach-controller", false},
 		{"a RoleBinding where the policy has a ClusterRoleBinding", "v1.37.2", BindingRef{Kind: "RoleBinding", Namespace: "kube-system", Name: "system:kube-dns", RoleKind: "ClusterRole", Role: "system:kube-dns"}, "kube-system", "kube-dns", false},
 		{"cluster-admin", "v1.37.2", crb("cluster-admin", "cluster-admin"), "kube-system", "tiller", false},
+		// A release's policy holds the bindings of the releases before it
+		// (never deleted on upgrade), not those of later ones.
+		{"a later release's binding on an older server", "v1.34.4", crb("system:controller:podgroup-protection-controller", "system:controller:podgroup-protection-controller"), "kube-system", "podgroup-protection-controller", false},
+		{"the same on its own release", "v1.37.2", crb("system:controller:podgroup-protection-controller", "system:controller:podgroup-protection-controller"), "kube-system", "podgroup-protection-controller", true},
+		{"a release newer than the table", "v1.40.0", crb("system:controller:podgroup-protection-controller", "system:controller:podgroup-protection-controller"), "kube-system", "podgroup-protection-controller", true},
+		// Behind a feature gate (every gate on when the table is made).
+		{"a feature-gated controller's binding", "v1.34.4", crb("system:controller:storage-version-garbage-collector", "system:controller:storage-version-garbage-collector"), "kube-system", "storage-version-garbage-collector", true},
 	} {
 		if got := PolicySubject(tt.version, tt.b, tt.ns, tt.name); got != tt.want {
 			t.Errorf("%s: PolicySubject(%q, %+v, %s/%s) = %v, want %v", tt.what, tt.version, tt.b, tt.ns, tt.name, got, tt.want)

@@ -18,7 +18,7 @@ func NewEtcdStoreAt(ctx context.Context, cli *clientv3.Client, pageSize, rev int
 		return nil, err
 	}
 	if rev > s.rev {
-		return nil, fmt.Errorf("revision %d is ahead of etcd's current revision %d", rev, s.rev)
+		return nil, &AheadError{Rev: rev, Current: s.rev}
 	}
 	if _, err := cli.Get(ctx, "\x00", clientv3.WithRev(rev), clientv3.WithCountOnly()); err != nil {
 		if errors.Is(err, rpctypes.ErrCompacted) {
@@ -31,6 +31,16 @@ func NewEtcdStoreAt(ctx context.Context, cli *clientv3.Client, pageSize, rev int
 	}
 	s.rev = rev
 	return s, nil
+}
+
+// AheadError is NewEtcdStoreAt's refusal of a revision the member has not
+// reached yet (a member behind, or a revision of another cluster).
+type AheadError struct {
+	Rev, Current int64
+}
+
+func (e *AheadError) Error() string {
+	return fmt.Sprintf("revision %d is ahead of etcd's current revision %d", e.Rev, e.Current)
 }
 
 // CompactedRevision is the revision etcd last compacted at: the oldest one

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // settle finds the members that are behind, and leaves them out of the
@@ -87,4 +89,39 @@ func behindNote(name string, l *Lag) string {
 	}
 	return s + ": it was not compared and is not named wrong (a member that is behind holds what the others held a while ago); " +
 		"compare again once it has caught up (`etcdctl endpoint status` shows its raft applied index)"
+}
+
+// leaveBehindAt leaves out of the comparison, as behind, each member whose
+// current revision has not reached rev (given the interval to reach it):
+// it fell behind after settle, or its status was not read when the shared
+// revision was chosen.
+func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
+	start := time.Now()
+	current := func(c conn) (int64, error) {
+		resp, err := c.cli.Get(ctx, "\x00", clientv3.WithCountOnly(), clientv3.WithSerializable())
+		if err != nil {
+			return 0, err
+		}
+		return resp.Header.Revision, nil
+	}
+	keep := r.conns[:0]
+	for _, c := range r.conns {
+		cur, err := current(c)
+		for err == nil && cur < rev && time.Since(start) < r.opts.interval() {
+			if sleep(ctx, 200*time.Millisecond) != nil {
+				break
+			}
+			cur, err = current(c)
+		}
+		if err != nil || cur >= rev {
+			keep = append(keep, c)
+			continue
+		}
+		m := &r.rep.Members[c.m]
+		m.Behind = &Lag{Revisions: rev - cur, Waited: time.Since(start).Round(time.Millisecond).Seconds()}
+		r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
+		r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
+		c.cli.Close()
+	}
+	r.conns = keep
 }

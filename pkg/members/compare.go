@@ -27,6 +27,13 @@ func (r *run) compareKeys(ctx context.Context, mode string, rev int64) (*tally, 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if mode == ModeRevision {
+		// A member that fell behind since it was settled (applying slower
+		// than the others write) has not reached the shared revision: it
+		// is behind, never wrong, and left out as settle leaves it.
+		r.leaveBehindAt(ctx, rev)
+		names = r.names()
+	}
 	stores := make([]*etcdscan.EtcdStore, len(r.conns))
 	for i, c := range r.conns {
 		var st *etcdscan.EtcdStore
