@@ -380,6 +380,7 @@ func TestDBListsAgreeWithTheCode(t *testing.T) {
 		"ls":       {"/registry/pods/"},
 		"history":  {"/registry/pods/shop/web"},
 		"unstick":  {"namespace", "shop"},
+		"migrate":  {"configmaps"},
 	}
 	// Commands that never read etcd's keyspace through --db: serve and
 	// members read the live cluster only and refuse --db; diff takes its two

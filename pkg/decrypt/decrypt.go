@@ -17,6 +17,12 @@ import (
 // Decrypter holds the transformers of one EncryptionConfiguration.
 type Decrypter struct {
 	transformers map[schema.GroupResource]value.Transformer
+	// writers name the provider and key that write each configured resource.
+	writers map[schema.GroupResource]string
+	// readers name every provider and key that reads each resource.
+	readers map[schema.GroupResource][]string
+	// users name the resources each provider and key reads.
+	users map[string][]string
 	// Path is the configuration file, for reports.
 	Path string
 }
@@ -27,7 +33,11 @@ func Load(ctx context.Context, path string) (*Decrypter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load encryption provider config %s: %w", path, err)
 	}
-	return &Decrypter{transformers: cfg.Transformers, Path: path}, nil
+	w, r, u, err := writers(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Decrypter{transformers: cfg.Transformers, writers: w, readers: r, users: u, Path: path}, nil
 }
 
 // transformer finds the transformer for a resource, honouring the
@@ -69,22 +79,6 @@ func (d *Decrypter) Decrypt(ctx context.Context, key string, gr schema.GroupReso
 // providers (an encrypted value needs its key in the config, a plaintext
 // one the identity provider).
 func (d *Decrypter) Readable(ctx context.Context, key string, gr schema.GroupResource, data []byte) error {
-	enc, _, perr := decode.ParseEncryption(data)
-	t, ok := d.transformer(gr)
-	if !ok {
-		if perr == nil {
-			return fmt.Errorf("%s configures no encryption for %s, and the value is encrypted with %s key %q", d.Path, gr.String(), enc.Provider, enc.KeyName)
-		}
-		return nil
-	}
-	if perr == nil && enc.Provider == "kms" {
-		return fmt.Errorf("kms %s key %q cannot be checked offline (it needs the KMS plugin)", enc.Version, enc.KeyName)
-	}
-	if _, _, err := t.TransformFromStorage(ctx, data, value.DefaultContext(key)); err != nil {
-		if perr == nil {
-			return fmt.Errorf("%s does not hold %s key %q: %v", d.Path, enc.Provider, enc.KeyName, err)
-		}
-		return fmt.Errorf("%s encrypts %s without the identity provider, so a plaintext value cannot be read: %v", d.Path, gr.String(), err)
-	}
-	return nil
+	_, _, err := d.Open(ctx, key, gr, data)
+	return err
 }

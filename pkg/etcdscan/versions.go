@@ -81,21 +81,31 @@ func crdVersionProblem(crd *apiextensionsv1.CustomResourceDefinition, v, resourc
 			listed = &crd.Spec.Versions[i]
 		}
 	}
-	migrate := fmt.Sprintf("migrate every object to %s (a StorageVersionMigration, or `kubectl get %s -A -o json | kubectl replace -f -`)", storage, resource)
+	migrate := fmt.Sprintf("migrate every object to %s (`regghost migrate %s --confirm` rewrites them through the API server and counts again from etcd)", storage, resource)
 	stored := false
 	for _, x := range crd.Status.StoredVersions {
 		stored = stored || x == v
 	}
 	switch {
 	case listed == nil:
-		return fmt.Sprintf("stored at %s/%s, a version CustomResourceDefinition %s no longer lists (spec.versions: %s; status.storedVersions: [%s]): the API server cannot read it and every list of %s fails. Fix: put %s back into spec.versions (served: false, storage: false), %s, then remove %s again",
-			crd.Spec.Group, v, crd.Name, strings.Join(crdVersions(crd), ", "), strings.Join(crd.Status.StoredVersions, ", "), resource, v, migrate, v)
+		return fmt.Sprintf("stored at %s/%s, a version CustomResourceDefinition %s no longer lists (spec.versions: %s; status.storedVersions: [%s]): the API server cannot read it and every list of %s fails. Fix: `regghost migrate %s --confirm` lists %s again (served: false, storage: false) for the run, rewrites every object to %s through the API server, and removes %s again",
+			crd.Spec.Group, v, crd.Name, strings.Join(crdVersions(crd), ", "), strings.Join(crd.Status.StoredVersions, ", "), resource, resource, v, storageOf(crd), v)
 	case !listed.Served:
 		return fmt.Sprintf("stored at %s/%s, which CustomResourceDefinition %s lists but no longer serves: it is still read, but before %s is removed, %s",
 			crd.Spec.Group, v, crd.Name, v, migrate)
 	case !stored:
 		return fmt.Sprintf("stored at %s/%s, which is missing from CustomResourceDefinition %s's status.storedVersions [%s]: removing %s from spec.versions would make it unreadable. Fix: %s, or put %s back into status.storedVersions",
 			crd.Spec.Group, v, crd.Name, strings.Join(crd.Status.StoredVersions, ", "), v, migrate, v)
+	}
+	return ""
+}
+
+// storageOf is crd's storage version.
+func storageOf(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, x := range crd.Spec.Versions {
+		if x.Storage {
+			return x.Name
+		}
 	}
 	return ""
 }

@@ -18,7 +18,7 @@ func TestCRDVersionProblem(t *testing.T) {
 		want    string
 	}{
 		{"v2", ""},
-		{"v0", "put v0 back into spec.versions (served: false, storage: false), migrate every object to v2"},
+		{"v0", "`regghost migrate gadgets.example.com --confirm` lists v0 again (served: false, storage: false) for the run, rewrites every object to v2"},
 		{"v1beta1", "lists but no longer serves"},
 		{"v1", "missing from CustomResourceDefinition gadgets.example.com's status.storedVersions [v1beta1, v2]"},
 	}

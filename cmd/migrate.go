@@ -1,0 +1,182 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/migrate"
+	"github.com/regghost/regghost/pkg/session"
+)
+
+type migrateOptions struct {
+	writeFlags
+	prune     bool
+	perSecond int
+	print     *printFlags
+}
+
+func newMigrateCmd(g *globalOptions) *cobra.Command {
+	o := &migrateOptions{print: newPrintFlags(true, "table")}
+	c := &cobra.Command{
+		Use:   "migrate RESOURCE",
+		Short: "Move a resource's objects to its storage version and encryption key, and prove it from etcd",
+		Long: `Count from etcd what each object of RESOURCE (plural.group as kubectl api-resources names
+it: widgets.example.com, secrets) is stored at: its version against the CRD's storage version,
+its encryption provider and key against the EncryptionConfiguration (--encryption-provider-config).
+With --confirm, write each object that is not where the resource is written now back through the
+API server, unchanged, with the resourceVersion it was read at as precondition; then count again
+from etcd and name every object left. A version the CRD no longer lists is listed again (not
+served) for the run and removed again. Only a count with nothing left lets
+--prune-stored-versions narrow status.storedVersions; only no object and no old revision under a
+key says it may leave the EncryptionConfiguration. A run that stops is run again: the plan is read
+from etcd each time.`,
+		Example: "  regghost migrate widgets.example.com\n  regghost migrate widgets.example.com --confirm --prune-stored-versions\n" +
+			"  regghost migrate secrets --encryption-provider-config /etc/kubernetes/enc/enc.yaml --confirm",
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.print.validate(); err != nil {
+				return err
+			}
+			if o.perSecond <= 0 {
+				return usageError("--max-objects-per-second must be positive, got %d", o.perSecond)
+			}
+			if o.confirm {
+				if err := refuseDB(g, "migrate --confirm"); err != nil {
+					return err
+				}
+			}
+			return runMigrate(c.Context(), g, o, args[0], c.InOrStdin(), c.OutOrStdout())
+		},
+	}
+	o.writeFlags.add(c, "really rewrite the objects through the API server (without it migrate only counts)", "")
+	c.Flags().BoolVar(&o.prune, "prune-stored-versions", false, "once the count again leaves nothing at an old version, narrow the CRD's status.storedVersions to the versions still stored")
+	c.Flags().IntVar(&o.perSecond, "max-objects-per-second", migrate.DefaultPerSecond, "pace of the rewrites through the API server")
+	o.print.addFlags(c)
+	return c
+}
+
+func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name string, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	defer cancel()
+	rs, err := g.Open(ctx, session.ScanReads())
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	again := func(ctx context.Context) (*migrate.Census, error) {
+		store, closeStore, err := g.OpenStore(ctx, session.ScanReads())
+		if err != nil {
+			return nil, err
+		}
+		defer closeStore()
+		t, err := migrate.Resolve(ctx, store, g.Prefix, rs.Decrypter, name)
+		if err != nil {
+			return nil, err
+		}
+		return migrate.Take(ctx, store, g.Prefix, t, rs.Decrypter)
+	}
+	t, err := migrate.Resolve(ctx, rs.Store, g.Prefix, rs.Decrypter, name)
+	if err != nil {
+		return err
+	}
+	plan, err := migrate.Take(ctx, rs.Store, g.Prefix, t, rs.Decrypter)
+	if err != nil {
+		return err
+	}
+	var history func(ctx context.Context, c *migrate.Census) (*migrate.History, error)
+	if !rs.DB {
+		history = func(ctx context.Context, c *migrate.Census) (*migrate.History, error) {
+			hctx, cli, done, err := g.Bounded(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			return migrate.OldRevisions(hctx, cli, g.Prefix, c)
+		}
+	}
+	narrow, _ := migrate.StoredVersionsProven(plan)
+	pruneOnly := plan.Left() == 0 && o.prune && narrow.Needed()
+	if !o.confirm || (plan.Left() == 0 && !pruneOnly) {
+		var keys []migrate.KeyVerdict
+		if history != nil && plan.Writer != "" {
+			h, herr := history(ctx, plan)
+			keys = migrate.Verdicts(plan, plan, h, herr)
+		}
+		if err := o.print.print(out, render.MigratePlan(plan, keys, o.prune, o.perSecond)); err != nil {
+			return err
+		}
+		if plan.Left() > 0 {
+			return &exitError{code: ExitGhosts}
+		}
+		return nil
+	}
+	if err := render.MigrateSteps(o.print.planWriter(out, g.errOut), plan, o.prune, o.perSecond); err != nil {
+		return err
+	}
+	if len(plan.Rewrite) == 0 && !pruneOnly {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: %d objects of %s cannot be read, and none can be rewritten; nothing was changed", len(plan.Unreadable), plan.Resource)}
+	}
+	if rs.API == nil {
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: migrate writes through the API server (%s); nothing was changed", rs.Why)}
+	}
+	// Two requests per object (a read, the write): the client's own limit
+	// must not be the pace.
+	cfg := rest.CopyConfig(rs.API.Config)
+	cfg.QPS, cfg.Burst = float32(2*o.perSecond+10), 2*o.perSecond+10
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("api server client: %w", err)
+	}
+	question := migrateQuestion(plan)
+	if pruneOnly {
+		question = fmt.Sprintf("Narrow status.storedVersions of CustomResourceDefinition %s from [%s] to [%s]?", narrow.CRD, strings.Join(narrow.From, ", "), strings.Join(narrow.To, ", "))
+	}
+	if err := o.ask(in, g.errOut, question); err != nil {
+		return err
+	}
+	interrupt, stopListening := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopListening()
+	res, err := migrate.Run(ctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune,
+		ReadableWait: time.Minute, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
+	err = o.print.printResult(out, render.MigrateResult(plan, res), err)
+	if err != nil {
+		return err
+	}
+	if res.Rewrite == nil || res.Rewrite.Stopped != "" || res.Proof == nil {
+		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish: run the same command again, it reads what is left from etcd", plan.Resource)}
+	}
+	if p := res.Proof; p.Left() > 0 {
+		return &exitError{code: ExitError, err: fmt.Errorf("%s: %d objects left to move, %d nobody here can read (named above)", plan.Resource, len(p.Rewrite), len(p.Unreadable))}
+	}
+	return nil
+}
+
+// migrateQuestion names what the confirmed plan changes.
+func migrateQuestion(plan *migrate.Census) string {
+	q := fmt.Sprintf("Rewrite %d objects of %s through the API server", len(plan.Rewrite), plan.Resource)
+	if s := migrate.Stranded(plan); len(s) > 0 {
+		q = fmt.Sprintf("List %s again in CustomResourceDefinition %s, then r%s, then remove it again", strings.Join(s, ", "), plan.Target.CRD.Name, q[1:])
+	}
+	return q + "?"
+}
+
+// progressEvery writes the rewrite's progress to w every 10% (and at the end).
+func progressEvery(w io.Writer, total int) func(done, total int) {
+	step := max(total/10, 1)
+	return func(done, total int) {
+		if done%step == 0 || done == total {
+			fmt.Fprintf(w, "rewrote %d of %d\n", done, total)
+		}
+	}
+}

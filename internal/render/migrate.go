@@ -1,0 +1,318 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/migrate"
+)
+
+// listedObjects is how many objects a human form names before it says how
+// many more there are (-o json names them all).
+const listedObjects = 20
+
+// MigratePlan is migrate's plan (without --confirm) in every form -o can ask
+// for; its rows are the objects the rewrite moves.
+func MigratePlan(plan *migrate.Census, keys []migrate.KeyVerdict, prune bool, perSecond int) Output {
+	doc := map[string]any{"plan": plan, "listAgain": migrate.Stranded(plan), "keys": NonNil(keys)}
+	return Output{Doc: doc, Rows: RowsOf(plan.Rewrite, func(o *migrate.Object) string { return o.Key }), Human: func(w io.Writer, _, _ bool) error {
+		if err := MigrateSteps(w, plan, prune, perSecond); err != nil {
+			return err
+		}
+		if err := writeKeyVerdicts(w, plan, keys); err != nil {
+			return err
+		}
+		if len(plan.Rewrite) > 0 {
+			fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to take these steps.")
+		} else if ch, err := migrate.StoredVersionsProven(plan); err == nil && ch.Needed() && prune {
+			fmt.Fprintln(w, "\nDry run: nothing was changed.")
+		}
+		return nil
+	}}
+}
+
+// MigrateSteps writes the census and the steps a confirmed run takes: the
+// plan a confirmed run shows before its question.
+func MigrateSteps(w io.Writer, plan *migrate.Census, prune bool, perSecond int) error {
+	if err := writeCensus(w, plan); err != nil {
+		return err
+	}
+	writeMigrateSteps(w, plan, prune, perSecond)
+	return nil
+}
+
+// MigrateResult is a confirmed migration: what each step did and the proof.
+func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
+	var rows []Row
+	if res.Proof != nil {
+		rows = RowsOf(res.Proof.Rewrite, func(o *migrate.Object) string { return o.Key })
+	}
+	return Output{Doc: map[string]any{"plan": plan, "result": res}, Rows: rows, Human: func(w io.Writer, _, _ bool) error {
+		fmt.Fprintln(w)
+		if len(res.ListedAgain) > 0 {
+			table.Para(w, "", "  ", fmt.Sprintf("Listed %s again in CustomResourceDefinition %s (served: false, storage: false).", strings.Join(res.ListedAgain, ", "), plan.Target.CRD.Name))
+			if len(res.Unlisted) == 0 {
+				defer table.Para(w, "", "  ", fmt.Sprintf("%s stays listed in CustomResourceDefinition %s (served: false, storage: false): a run again rewrites what is left, but does not remove it; once nothing is stored at it, remove it from spec.versions (kubectl edit crd %s).",
+					strings.Join(res.ListedAgain, ", "), plan.Target.CRD.Name, plan.Target.CRD.Name))
+			}
+		}
+		if r := res.Rewrite; r != nil {
+			table.Para(w, "", "  ", fmt.Sprintf("Rewrote %d of %d objects through the API server (%d deleted since, %d created again since, %d failed; %d conflicts with other writers, read again).",
+				r.Counts[migrate.Rewritten], r.Planned, r.Counts[migrate.Gone], r.Counts[migrate.CreatedAgain], r.Counts[migrate.Failed], r.Conflicts))
+			for i, f := range r.Failures {
+				if i == listedObjects {
+					fmt.Fprintf(w, "  … and %d more (-o json names them all)\n", len(r.Failures)-i)
+					break
+				}
+				table.Para(w, "  ", "    ", f.Key+": "+f.Error)
+			}
+			if r.Stopped != "" {
+				table.Para(w, "", "  ", fmt.Sprintf("Stopped before the end: %s. Run the same command again: it reads what is left from etcd and goes on.", r.Stopped))
+				return nil
+			}
+		}
+		if res.Proof == nil {
+			return nil
+		}
+		writeProof(w, plan, res.Proof)
+		if sv := res.StoredVersions; sv != nil {
+			switch {
+			case res.Pruned:
+				table.Para(w, "", "  ", fmt.Sprintf("Narrowed status.storedVersions of CustomResourceDefinition %s from [%s] to [%s].", sv.CRD, strings.Join(sv.From, ", "), strings.Join(sv.To, ", ")))
+			case sv.Needed() && res.Proof.Left() == 0:
+				table.Para(w, "", "  ", fmt.Sprintf("status.storedVersions of CustomResourceDefinition %s may now be [%s] (it is [%s]): re-run with --prune-stored-versions --confirm.", sv.CRD, strings.Join(sv.To, ", "), strings.Join(sv.From, ", ")))
+			}
+		}
+		if len(res.Unlisted) > 0 {
+			fmt.Fprintf(w, "Removed %s again from CustomResourceDefinition %s.\n", strings.Join(res.Unlisted, ", "), plan.Target.CRD.Name)
+		}
+		return writeKeyVerdicts(w, res.Proof, res.Keys)
+	}}
+}
+
+// writeCensus writes the counts per stored version and per provider and key.
+func writeCensus(w io.Writer, c *migrate.Census) error {
+	fmt.Fprintf(w, "%s at etcd revision %d: %d objects\n", c.Resource, c.Revision, c.Objects)
+	if crd := c.Target.CRD; crd != nil {
+		var vs []string
+		for _, v := range crd.Spec.Versions {
+			vs = append(vs, versionFlags(v.Name, v.Served, v.Storage))
+		}
+		table.Para(w, "", "  ", fmt.Sprintf("CustomResourceDefinition %s lists %s; status.storedVersions [%s].", crd.Name, strings.Join(vs, ", "), strings.Join(crd.Status.StoredVersions, ", ")))
+	}
+	if c.Target.CRD == nil {
+		table.Para(w, "", "", fmt.Sprintf("%s is built in: its stored versions are counted, not judged (the API server's storage version is not read here).", c.Resource))
+	}
+	if c.Writer != "" {
+		fmt.Fprintf(w, "The EncryptionConfiguration writes %s with %s.\n", c.Resource, c.Writer)
+	}
+	if c.NotChecked > 0 {
+		table.Para(w, "", "", fmt.Sprintf("%d objects are under %s, the KMS provider that writes: their stored version cannot be read offline, nor their KMS v2 key ID.", c.NotChecked, c.Writer))
+	}
+	fmt.Fprintln(w)
+	t := table.New(w, "STORED AS", "OBJECTS")
+	for _, k := range sortedKeys(c.ByVersion) {
+		if err := t.Append([]string{k, fmt.Sprint(c.ByVersion[k])}); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(c.ByKey) {
+		label := "encrypted with " + k
+		if k == decrypt.Identity {
+			label = "not encrypted (identity)"
+		}
+		if err := t.Append([]string{label, fmt.Sprint(c.ByKey[k])}); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func versionFlags(name string, served, storage bool) string {
+	var f []string
+	if served {
+		f = append(f, "served")
+	}
+	if storage {
+		f = append(f, "storage")
+	}
+	if len(f) == 0 {
+		return name + " (not served)"
+	}
+	return name + " (" + strings.Join(f, ", ") + ")"
+}
+
+// writeMigrateSteps writes what a confirmed run would do, in order.
+func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int) {
+	fmt.Fprintln(w)
+	if c.Left() == 0 {
+		fmt.Fprintf(w, "Nothing to move: every object of %s is stored%s.\n", c.Resource, atWhat(c))
+		if ch, err := migrate.StoredVersionsProven(c); err == nil && ch.Needed() {
+			table.Para(w, "", "", fmt.Sprintf("status.storedVersions of CustomResourceDefinition %s may be narrowed from [%s] to [%s]: %s.",
+				ch.CRD, strings.Join(ch.From, ", "), strings.Join(ch.To, ", "), pruneHow(prune)))
+		}
+		return
+	}
+	writeObjects(w, fmt.Sprintf("%d objects to rewrite:", len(c.Rewrite)), c.Rewrite)
+	writeObjects(w, fmt.Sprintf("%d objects nobody here can read (not rewritten):", len(c.Unreadable)), c.Unreadable)
+	if len(c.Rewrite) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nSteps, each through the API server:")
+	n := 1
+	step := func(s string) {
+		table.Para(w, fmt.Sprintf("  %d. ", n), "     ", s)
+		n++
+	}
+	stranded := migrate.Stranded(c)
+	if len(stranded) > 0 {
+		note := ""
+		if conv := c.Target.CRD.Spec.Conversion; conv != nil && conv.Strategy == "Webhook" {
+			note = fmt.Sprintf("; its conversion webhook must still convert from %s, or those objects fail and are named", strings.Join(stranded, ", "))
+		}
+		step(fmt.Sprintf("list %s again in CustomResourceDefinition %s (served: false, storage: false, the %s schema: fields it does not know are dropped, as in any migration to %s), so the API server can read the objects stored at it%s",
+			strings.Join(stranded, ", "), c.Target.CRD.Name, c.Target.Version, c.Target.Version, note))
+	}
+	took := time.Duration(len(c.Rewrite)/max(perSecond, 1)) * time.Second
+	step(fmt.Sprintf("write each of the %d objects back unchanged, with the resourceVersion it was read at as precondition (a conflict is read again, never overwritten); at %d a second (--max-objects-per-second) about %s, a run stopped by --command-timeout is run again",
+		len(c.Rewrite), perSecond, max(took, time.Second)))
+	step("count again from etcd, and name every object left")
+	if c.Target.CRD != nil {
+		if ch, err := migrate.StoredVersionsProven(c.IfMoved()); err == nil && ch.Needed() && migrate.Narrows(c, prune) {
+			step(fmt.Sprintf("if nothing is left: narrow status.storedVersions from [%s] to [%s] through /status", strings.Join(ch.From, ", "), strings.Join(ch.To, ", ")))
+		}
+	}
+	if len(stranded) > 0 {
+		step(fmt.Sprintf("if nothing is left at %s: remove it again from CustomResourceDefinition %s", strings.Join(stranded, ", "), c.Target.CRD.Name))
+	}
+}
+
+func pruneHow(asked bool) string {
+	if asked {
+		return "--confirm does it, through /status, with the CRD's resourceVersion as precondition"
+	}
+	return "add --prune-stored-versions --confirm"
+}
+
+func atWhat(c *migrate.Census) string {
+	var at []string
+	if v := c.Target.StorageVersion(); v != "" {
+		at = append(at, "at "+c.Target.GVR().GroupVersion().String())
+	}
+	if c.Writer != "" {
+		at = append(at, "under "+c.Writer)
+	}
+	if len(at) == 0 {
+		return " (nothing judged: give --encryption-provider-config to judge encryption)"
+	}
+	return " " + strings.Join(at, " and ")
+}
+
+// writeObjects names objects with why, up to listedObjects.
+func writeObjects(w io.Writer, title string, objs []migrate.Object) {
+	if len(objs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, title)
+	whys := map[string]int{}
+	for i, o := range objs {
+		whys[o.Why]++
+		if i < listedObjects {
+			table.Para(w, "  ", "    ", o.Key+": "+o.Why)
+		}
+	}
+	if len(objs) > listedObjects {
+		fmt.Fprintf(w, "  … and %d more (-o json or -o name lists them all):\n", len(objs)-listedObjects)
+		for _, why := range sortedKeys(whys) {
+			table.Para(w, "    ", "      ", fmt.Sprintf("%d %s", whys[why], why))
+		}
+	}
+}
+
+// writeProof writes the count again: for every old version and key the
+// plan found, how many objects are left at it.
+func writeProof(w io.Writer, plan, proof *migrate.Census) {
+	fmt.Fprintf(w, "Counted again from etcd at revision %d:\n", proof.Revision)
+	for _, at := range sortedKeys(plan.ByVersion) {
+		if sv := plan.Target.StorageVersion(); sv != "" && at != plan.Target.GVR().GroupVersion().String() {
+			fmt.Fprintf(w, "  %d objects of %s stored at %s\n", proof.ByVersion[at], plan.Resource, at)
+		}
+	}
+	for _, k := range sortedKeys(plan.ByKey) {
+		if proof.Writer != "" && k != proof.Writer {
+			fmt.Fprintf(w, "  %d objects of %s under %s\n", proof.ByKey[k], plan.Resource, k)
+		}
+	}
+	if proof.Left() == 0 {
+		fmt.Fprintf(w, "Every object of %s is stored%s.\n", plan.Resource, atWhat(proof))
+		return
+	}
+	writeObjects(w, fmt.Sprintf("%d objects left:", len(proof.Rewrite)), proof.Rewrite)
+	if len(proof.Rewrite) > 0 {
+		table.Para(w, "", "  ", "An object the API server took back and that is still not where this run expects was written by an API server with another EncryptionConfiguration or CRD than the one read here: compare each control-plane node's configuration, then run again.")
+	}
+	writeObjects(w, fmt.Sprintf("%d objects nobody here can read:", len(proof.Unreadable)), proof.Unreadable)
+}
+
+// writeKeyVerdicts says, for every provider and key that no longer writes,
+// whether it may leave the EncryptionConfiguration.
+func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nKeys that no longer write %s (the configuration writes with %s):\n", c.Resource, c.Writer)
+	t := table.New(w, "KEY", "OBJECTS", "OLD REVISIONS", "VERDICT")
+	for _, k := range keys {
+		old := fmt.Sprint(k.Old)
+		verdict := "may go"
+		switch {
+		case k.HistoryUnread != "":
+			old, verdict = "not read", "keep it: old revisions not read (below)"
+		case k.Live > 0:
+			verdict = "keep it: objects are still under it"
+		case k.Old > 0:
+			verdict = fmt.Sprintf("keep it until etcd is compacted at revision %d or later", k.CompactAt)
+		}
+		if k.MayGo && len(k.AlsoReads) > 0 {
+			verdict = "may go for " + c.Resource + "; it also reads " + strings.Join(k.AlsoReads, ", ")
+		}
+		if err := t.Append([]string{k.Key, fmt.Sprint(k.Live), old, verdict}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	unread := false
+	for _, k := range keys {
+		if k.HistoryUnread != "" && !unread {
+			unread = true
+			table.Para(w, "", "  ", "Old revisions were not read: "+k.HistoryUnread+".")
+		}
+		if k.MayGo {
+			also := ""
+			if len(k.AlsoReads) > 0 {
+				also = fmt.Sprintf(" It also reads %s: keep it until `regghost migrate` says the same of each.", strings.Join(k.AlsoReads, ", "))
+			}
+			table.Para(w, "", "", fmt.Sprintf("%s may leave the EncryptionConfiguration's entry for %s once every API server writes with %s: no object and no old revision in etcd holds it.%s Backups and snapshots taken before revision %d still need it: keep the old configuration next to them.",
+				k.Key, c.Resource, c.Writer, also, c.Revision))
+		} else if k.Old > 0 && k.Live == 0 {
+			table.Para(w, "", "", fmt.Sprintf("Old revisions go when etcd is compacted: kube-apiserver compacts every 5 minutes (--etcd-compaction-interval); run this again afterwards for the verdict."))
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

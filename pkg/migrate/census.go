@@ -1,0 +1,165 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Object is one stored object the census names.
+type Object struct {
+	Key       string    `json:"key"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid,omitempty"`
+	// ModRevision is the revision its value was written at.
+	ModRevision int64 `json:"modRevision"`
+	// StoredAs is the apiVersion it is stored at ("" when unreadable).
+	StoredAs string `json:"storedAs,omitempty"`
+	// StoredWith is how it is encrypted at rest: "aescbc/key1", "identity".
+	StoredWith string `json:"storedWith"`
+	// Why says why it is rewritten, or why it cannot be read.
+	Why string `json:"why"`
+}
+
+// Census is what etcd holds of one resource at one revision: the objects
+// per stored version and per encryption provider and key, and the objects a
+// rewrite through the API server moves to the storage version and the key
+// that writes.
+type Census struct {
+	Target   Target `json:"-"`
+	Resource string `json:"resource"`
+	Revision int64  `json:"revision"`
+	Objects  int    `json:"objects"`
+	// StorageVersion is the CRD's storage version ("" for built-ins).
+	StorageVersion string `json:"storageVersion,omitempty"`
+	// Writer is the provider and key that write the resource ("" when no
+	// EncryptionConfiguration was given: encryption is only counted).
+	Writer string `json:"writer,omitempty"`
+	// Readers are every provider and key the configuration reads it with.
+	Readers []string `json:"readers,omitempty"`
+	// ReadBy names, for each of Readers, the resources it reads.
+	ReadBy map[string][]string `json:"readBy,omitempty"`
+	// NotChecked are objects under the KMS provider that writes: where
+	// they are is right, what version they are stored at cannot be read
+	// offline.
+	NotChecked int            `json:"notChecked,omitempty"`
+	ByVersion  map[string]int `json:"byVersion"`
+	ByKey      map[string]int `json:"byKey"`
+	// Rewrite are the objects not at the storage version or not under the
+	// key that writes, in key order.
+	Rewrite []Object `json:"rewrite"`
+	// Unreadable are objects nobody here can read (a key the configuration
+	// does not hold, a KMS value, a value that does not decode).
+	Unreadable []Object `json:"unreadable"`
+}
+
+// Left is how many objects are still to move (or cannot be read).
+func (c *Census) Left() int { return len(c.Rewrite) + len(c.Unreadable) }
+
+// IfMoved is the census as it would be once every object the rewrite
+// names moved: what a plan shows it leads to.
+func (c *Census) IfMoved() *Census {
+	moved := *c
+	moved.Rewrite, moved.Unreadable = nil, nil
+	moved.ByVersion = map[string]int{}
+	if c.Target.StorageVersion() != "" {
+		moved.ByVersion[c.Target.GVR().GroupVersion().String()] = c.Objects - c.NotChecked
+	}
+	return &moved
+}
+
+// AtVersion counts the objects stored at version v of the target's group.
+func (c *Census) AtVersion(v string) int {
+	return c.ByVersion[schema.GroupVersion{Group: c.Target.Resource.Group, Version: v}.String()]
+}
+
+// Take counts every object of t stored in store (under registry), reading
+// encrypted values with dec (nil: encryption is only counted).
+func Take(ctx context.Context, store etcdscan.Store, registry string, t Target, dec *decrypt.Decrypter) (*Census, error) {
+	c := &Census{Target: t, Resource: t.Resource.String(), Revision: store.Revision(), StorageVersion: t.StorageVersion(),
+		ByVersion: map[string]int{}, ByKey: map[string]int{}, Rewrite: []Object{}, Unreadable: []Object{}}
+	if dec != nil {
+		c.Writer, c.Readers = dec.Writer(t.Resource), dec.Readers(t.Resource)
+		c.ReadBy = map[string][]string{}
+		for _, k := range c.Readers {
+			c.ReadBy[k] = dec.ReadBy(k)
+		}
+	}
+	start := registry + t.Prefix + "/"
+	err := store.Range(ctx, start, clientv3.GetPrefixRangeEnd(start), false, func(kv *mvccpb.KeyValue) error {
+		c.add(ctx, registry, dec, kv)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s at revision %d: %w", start, store.Revision(), err)
+	}
+	sort.Slice(c.Rewrite, func(i, j int) bool { return c.Rewrite[i].Key < c.Rewrite[j].Key })
+	return c, nil
+}
+
+// add judges one stored value.
+func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypter, kv *mvccpb.KeyValue) {
+	key := string(kv.Key)
+	k, err := etcdscan.ParseKey(registry, key)
+	if err != nil || k.Prefix != c.Target.Prefix {
+		return // a deeper prefix sharing this one's first segments
+	}
+	c.Objects++
+	o := Object{Key: key, Namespace: k.Namespace, Name: k.Name, ModRevision: kv.ModRevision, StoredWith: decrypt.StoredWith(kv.Value)}
+	c.ByKey[o.StoredWith]++
+	if dec != nil && o.StoredWith == c.Writer && strings.HasPrefix(o.StoredWith, "kms ") {
+		c.NotChecked++
+		return
+	}
+	plain, stale := kv.Value, false
+	if dec != nil {
+		plain, stale, err = dec.Open(ctx, key, c.Target.Resource, kv.Value)
+	} else if o.StoredWith != decrypt.Identity {
+		err = fmt.Errorf("encrypted at rest (%s): give --encryption-provider-config to read it", o.StoredWith)
+	}
+	if err != nil {
+		o.Why = err.Error()
+		c.Unreadable = append(c.Unreadable, o)
+		return
+	}
+	meta, err := decode.Meta(plain)
+	if err != nil {
+		o.Why = fmt.Sprintf("does not decode: %v", err)
+		c.Unreadable = append(c.Unreadable, o)
+		return
+	}
+	o.StoredAs, o.UID = meta.APIVersion, meta.Meta.UID
+	c.ByVersion[o.StoredAs]++
+	var why []string
+	if sv := c.Target.StorageVersion(); sv != "" {
+		if gv, err := schema.ParseGroupVersion(o.StoredAs); err == nil && gv.Version != sv {
+			why = append(why, fmt.Sprintf("stored at %s, not %s", o.StoredAs, sv))
+		}
+	}
+	if stale {
+		why = append(why, fmt.Sprintf("under %s, not %s", o.StoredWith, c.Writer))
+	}
+	if len(why) > 0 {
+		o.Why = joinWhy(why)
+		c.Rewrite = append(c.Rewrite, o)
+	}
+}
+
+func joinWhy(why []string) string {
+	out := why[0]
+	for _, w := range why[1:] {
+		out += "; " + w
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Options say how Run goes.
+type Options struct {
+	Dynamic dynamic.Interface
+	// Again takes the census again at etcd's current revision (resolving
+	// the resource again: its CRD may have changed).
+	Again func(ctx context.Context) (*Census, error)
+	// History reads the old revisions for the key verdicts (nil: not read).
+	History func(ctx context.Context, c *Census) (*History, error)
+	// PruneStoredVersions narrows status.storedVersions once the proof
+	// allows it.
+	PruneStoredVersions bool
+	Rewrite             RewriteOptions
+	// ReadableWait bounds the wait for the API server to read a version put
+	// back into its CRD.
+	ReadableWait time.Duration
+}
+
+// Result is what Run did, step by step, and the proof.
+type Result struct {
+	// ListedAgain are stranded versions put back into the CRD for the run.
+	ListedAgain []string `json:"listedAgain,omitempty"`
+	// Rewrite is the rewrite through the API server.
+	Rewrite *RewriteResult `json:"rewrite"`
+	// Proof is the census taken again after the rewrite.
+	Proof *Census `json:"proof,omitempty"`
+	// StoredVersions is the narrowing the proof allows (nil for built-ins);
+	// Pruned says it was written.
+	StoredVersions *StoredVersionsChange `json:"storedVersions,omitempty"`
+	Pruned         bool                  `json:"pruned"`
+	// Unlisted are the stranded versions removed again.
+	Unlisted []string `json:"unlisted,omitempty"`
+	// Keys are the verdicts on the providers and keys no longer writing.
+	Keys []KeyVerdict `json:"keys,omitempty"`
+}
+
+// Run moves what plan names: stranded versions are listed again in the CRD
+// first, the objects are rewritten, the census is taken again (the proof);
+// only when the proof shows nothing left at an old version are
+// status.storedVersions narrowed (when asked) and the versions listed again
+// removed. It stops at the first step that fails and says which.
+func Run(ctx context.Context, plan *Census, o Options) (*Result, error) {
+	res := &Result{}
+	if o.Rewrite.Dynamic == nil {
+		o.Rewrite.Dynamic = o.Dynamic
+	}
+	cur := plan
+	if stranded := Stranded(plan); len(stranded) > 0 {
+		if err := ListAgain(ctx, o.Dynamic, plan, stranded); err != nil {
+			return res, fmt.Errorf("put %v back into CustomResourceDefinition %s: %w", stranded, plan.Target.CRD.Name, err)
+		}
+		res.ListedAgain = stranded
+		again, err := o.Again(ctx)
+		if err != nil {
+			return res, err
+		}
+		for _, obj := range again.Rewrite {
+			if gv, err := schema.ParseGroupVersion(obj.StoredAs); err != nil || !slices.Contains(stranded, gv.Version) {
+				continue
+			}
+			if err := WaitReadable(ctx, o.Dynamic, again, obj, o.ReadableWait); err != nil {
+				return res, err
+			}
+			break
+		}
+		cur = onlyPlanned(again, plan)
+	}
+	res.Rewrite = Rewrite(ctx, cur, o.Rewrite)
+	if res.Rewrite.Stopped != "" {
+		return res, nil
+	}
+	proof, err := o.Again(ctx)
+	if err != nil {
+		return res, fmt.Errorf("count again from etcd: %w", err)
+	}
+	res.Proof = proof
+	if err := res.finish(ctx, plan, o); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// finish narrows status.storedVersions and unlists the stranded versions
+// when the proof allows, and judges the old keys.
+func (res *Result) finish(ctx context.Context, plan *Census, o Options) error {
+	proof := res.Proof
+	if o.History != nil && proof.Writer != "" {
+		h, err := o.History(ctx, proof)
+		res.Keys = Verdicts(plan, proof, h, err)
+	}
+	if proof.Target.CRD == nil {
+		return nil
+	}
+	ch, err := StoredVersionsProven(proof)
+	if err != nil {
+		return nil // the proof names what is left; nothing is narrowed
+	}
+	res.StoredVersions = &ch
+	if proof.Left() > 0 {
+		return nil
+	}
+	if proof.Target.CRD.UID != plan.Target.CRD.UID {
+		return fmt.Errorf("refused: CustomResourceDefinition %s was deleted and created again since the plan was shown (uid %s, was %s); its status.storedVersions and spec.versions were not changed: run again",
+			plan.Target.CRD.Name, proof.Target.CRD.UID, plan.Target.CRD.UID)
+	}
+	if shown, err := StoredVersionsProven(plan.IfMoved()); Narrows(plan, o.PruneStoredVersions) && ch.Needed() &&
+		(err != nil || !slices.Equal(shown.From, ch.From) || !slices.Equal(shown.To, ch.To)) {
+		return fmt.Errorf("refused: status.storedVersions of CustomResourceDefinition %s would go from [%s] to [%s], not as the plan showed ([%s] to [%s]); nothing was narrowed: run again",
+			ch.CRD, strings.Join(ch.From, ", "), strings.Join(ch.To, ", "), strings.Join(shown.From, ", "), strings.Join(shown.To, ", "))
+	}
+	if Narrows(plan, o.PruneStoredVersions) && ch.Needed() {
+		if err := PruneStoredVersions(ctx, o.Dynamic, proof, ch); err != nil {
+			return err
+		}
+		res.Pruned = true
+	}
+	if len(res.ListedAgain) > 0 {
+		after, err := o.Again(ctx)
+		if err != nil {
+			return err
+		}
+		for _, v := range res.ListedAgain {
+			if n := after.AtVersion(v); n > 0 {
+				return fmt.Errorf("refused to remove %s again from CustomResourceDefinition %s: %d objects are stored at it again", v, after.Target.CRD.Name, n)
+			}
+		}
+		if err := Unlist(ctx, o.Dynamic, after, res.ListedAgain); err != nil {
+			return err
+		}
+		res.Unlisted = res.ListedAgain
+	}
+	return nil
+}
+
+// Narrows says whether a run of plan narrows status.storedVersions once
+// nothing is left: when asked, or when a stranded version listed again for
+// the run is in status.storedVersions (it leaves spec.versions only once
+// status.storedVersions no longer holds it).
+func Narrows(plan *Census, asked bool) bool {
+	if plan.Target.CRD == nil {
+		return false
+	}
+	for _, v := range Stranded(plan) {
+		asked = asked || slices.Contains(plan.Target.CRD.Status.StoredVersions, v)
+	}
+	return asked
+}
+
+// onlyPlanned keeps, of the census taken after the stranded versions were
+// listed again, only the objects the confirmed plan named (by key and UID).
+func onlyPlanned(again, plan *Census) *Census {
+	named := map[string]bool{}
+	for _, o := range plan.Rewrite {
+		named[o.Key+"\x00"+string(o.UID)] = true
+	}
+	out := *again
+	out.Rewrite = nil
+	for _, o := range again.Rewrite {
+		if named[o.Key+"\x00"+string(o.UID)] {
+			out.Rewrite = append(out.Rewrite, o)
+		}
+	}
+	return &out
+}
+
+// KeyVerdict says whether a provider and key that no longer writes may
+// leave the EncryptionConfiguration for the resource.
+type KeyVerdict struct {
+	Key string `json:"key"`
+	// Live are objects still under it; Old are old revisions holding it.
+	Live int `json:"live"`
+	Old  int `json:"old"`
+	// CompactAt removes the old revisions when etcd is compacted at it.
+	CompactAt int64 `json:"compactAt,omitempty"`
+	MayGo     bool  `json:"mayGo"`
+	// HistoryUnread says why old revisions were not counted.
+	HistoryUnread string `json:"historyUnread,omitempty"`
+	// AlsoReads are the other resources the configuration reads with it
+	// (as it lists them): MayGo speaks for this resource alone.
+	AlsoReads []string `json:"alsoReads,omitempty"`
+}
+
+// Verdicts judges every provider and key the configuration reads with, or
+// the plan, the proof or the history found, but the one that writes: it
+// may go only when no live object and no old revision holds it.
+func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
+	keys := map[string]bool{}
+	for _, k := range proof.Readers {
+		keys[k] = true
+	}
+	for _, c := range []*Census{plan, proof} {
+		for k := range c.ByKey {
+			keys[k] = true
+		}
+	}
+	if h != nil {
+		for k := range h.ByKey {
+			keys[k] = true
+		}
+	}
+	delete(keys, proof.Writer)
+	var out []KeyVerdict
+	for k := range keys {
+		v := KeyVerdict{Key: k, Live: proof.ByKey[k]}
+		for _, r := range proof.ReadBy[k] {
+			if schema.ParseGroupResource(r) != proof.Target.Resource && !slices.Contains(v.AlsoReads, r) {
+				v.AlsoReads = append(v.AlsoReads, r)
+			}
+		}
+		if herr != nil {
+			v.HistoryUnread = herr.Error()
+		} else if h != nil {
+			v.Old = h.ByKey[k]
+			if v.Old > 0 {
+				v.CompactAt = h.Newest
+			}
+		}
+		v.MayGo = v.Live == 0 && v.Old == 0 && herr == nil && h != nil
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}

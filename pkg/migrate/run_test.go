@@ -1,0 +1,112 @@
+package migrate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestVerdictsSpeakForOneResource: a key the configuration also reads
+// other resources with may go for this resource only, and says which
+// others it reads; a key still holding objects or old revisions never may.
+func TestVerdictsSpeakForOneResource(t *testing.T) {
+	secrets := Target{Resource: schema.GroupResource{Resource: "secrets"}}
+	proof := &Census{Target: secrets, Writer: "aescbc/key2", Readers: []string{"aescbc/key2", "aescbc/key1", "identity"},
+		ReadBy: map[string][]string{"aescbc/key2": {"secrets"}, "aescbc/key1": {"secrets", "configmaps", "*.*"}, "identity": {"secrets"}},
+		ByKey:  map[string]int{"aescbc/key2": 3}}
+	for _, tc := range []struct {
+		name    string
+		h       *History
+		herr    error
+		mayGo   map[string]bool
+		also    string
+		compact int64
+	}{
+		{"history read, empty", &History{ByKey: map[string]int{}}, nil, map[string]bool{"aescbc/key1": true, "identity": true}, "[configmaps *.*]", 0},
+		{"old revisions", &History{ByKey: map[string]int{"aescbc/key1": 2}, Newest: 42}, nil, map[string]bool{"identity": true}, "[configmaps *.*]", 42},
+		{"history not read", nil, fmt.Errorf("etcd 3.5.9 may say"), map[string]bool{}, "[configmaps *.*]", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Verdicts(proof, proof, tc.h, tc.herr)
+			if len(v) != 2 {
+				t.Fatalf("verdicts %+v", v)
+			}
+			for _, k := range v {
+				if k.MayGo != tc.mayGo[k.Key] {
+					t.Errorf("%s: may go %v", k.Key, k.MayGo)
+				}
+				if k.Key == "aescbc/key1" && (fmt.Sprint(k.AlsoReads) != tc.also || k.CompactAt != tc.compact) {
+					t.Errorf("key1: %+v", k)
+				}
+				if k.Key == "identity" && len(k.AlsoReads) != 0 {
+					t.Errorf("identity also reads %v", k.AlsoReads)
+				}
+			}
+		})
+	}
+}
+
+// TestOnlyPlannedByKeyAndUID: after a stranded version is listed again,
+// only the objects the confirmed plan named are rewritten: not one created
+// again under a planned name, not one the plan could not read.
+func TestOnlyPlannedByKeyAndUID(t *testing.T) {
+	plan := &Census{Rewrite: []Object{{Key: "/r/a", UID: "1"}, {Key: "/r/b", UID: "2"}}, Unreadable: []Object{{Key: "/r/c"}}}
+	again := &Census{Rewrite: []Object{{Key: "/r/a", UID: "1"}, {Key: "/r/b", UID: "9"}, {Key: "/r/c", UID: "3"}, {Key: "/r/d", UID: "4"}}}
+	got := onlyPlanned(again, plan)
+	if len(got.Rewrite) != 1 || got.Rewrite[0].Key != "/r/a" {
+		t.Errorf("rewrite %+v", got.Rewrite)
+	}
+}
+
+// TestNarrowsOnlyWhenAskedOrStranded: status.storedVersions is narrowed
+// when asked, or when a stranded version it holds must leave spec.versions.
+func TestNarrowsOnlyWhenAskedOrStranded(t *testing.T) {
+	crd := func(stored ...string) *apiextensionsv1.CustomResourceDefinition {
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		c.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}
+		c.Status.StoredVersions = stored
+		return c
+	}
+	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	for _, tc := range []struct {
+		name   string
+		crd    *apiextensionsv1.CustomResourceDefinition
+		stored map[string]int
+		asked  bool
+		want   bool
+	}{
+		{"asked", crd("v1beta1", "v1"), map[string]int{"example.com/v1": 1}, true, true},
+		{"not asked", crd("v1beta1", "v1"), map[string]int{"example.com/v1": 1}, false, false},
+		{"stranded, not in storedVersions", crd("v1"), map[string]int{"example.com/v1beta1": 1}, false, false},
+		{"stranded, in storedVersions", crd("v1beta1", "v1"), map[string]int{"example.com/v1alpha1": 1, "example.com/v1beta1": 1}, false, true},
+		{"built in", nil, nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Census{Target: Target{Resource: gr, Version: "v1", CRD: tc.crd}, ByVersion: tc.stored}
+			if tc.crd == nil {
+				c.Target.CRD = nil
+			}
+			if got := Narrows(c, tc.asked); got != tc.want {
+				t.Errorf("Narrows = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestProgressTrustedVersion: old revisions are counted only on an etcd
+// whose progress notification follows every event it covers.
+func TestProgressTrustedVersion(t *testing.T) {
+	for v, ok := range map[string]bool{"3.5.12": false, "3.5.13": true, "3.5.26": true, "3.4.30": false, "3.4.31": true,
+		"3.6.0": true, "3.7.0-alpha.0": true, "3.3.25": false, "": false} {
+		err := progressTrustedVersion(v)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v", v, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "  ") {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+}
