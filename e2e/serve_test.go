@@ -87,7 +87,8 @@ func TestServeExportsToPrometheus(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			for _, want := range []string{"RegghostGhostsFound", "RegghostNamespaceStuckTerminating", "RegghostDanglingAPIService", "RegghostScanFailing", "RegghostScanStale", "RegghostWitnessCheckMissing"} {
+			for _, want := range []string{"RegghostGhostsFound", "RegghostNamespaceStuckTerminating", "RegghostDanglingAPIService", "RegghostScanFailing", "RegghostScanStale", "RegghostWitnessCheckMissing",
+				"RegghostObjectsUnderAnOldKey", "RegghostObjectsAtAnUnreadableVersion"} {
 				h, ok := got[want]
 				if !ok {
 					return fmt.Errorf("rule %s not loaded (loaded: %v)", want, got)
@@ -177,6 +178,18 @@ func TestServeExportsToPrometheus(t *testing.T) {
 			for _, q := range []string{ghostsOfLate, `regghost_objects{namespace="late"}`} {
 				if got, err := p.query(q); err != nil || len(got) != 0 {
 					return fmt.Errorf("%s = %v (%v), want nothing", q, got, err)
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("objects are counted per stored version and key", func(t *testing.T) {
+		waitFor(t, 60*time.Second, "the census in Prometheus", func() error {
+			for _, q := range []string{`regghost_stored_objects{resource="namespaces", stored_as="v1"}`,
+				`regghost_encryption_objects{resource="namespaces", key="identity", writes="unknown"}`} {
+				if v, ok, err := p.value(q); err != nil || !ok || v < 4 {
+					return fmt.Errorf("%s = %v (present %v, %v), want the namespaces kubeadm makes", q, v, ok, err)
 				}
 			}
 			return nil

@@ -213,8 +213,13 @@ type scan struct {
 	peers *peerList
 	// apiTally is what the API server answered.
 	apiTally *apiTally
-	// census counts stored objects by resource and stored version.
-	census map[string]map[string]int
+	// census counts stored objects by resource and stored version;
+	// keyCensus by resource and encryption provider and key; writers are
+	// the provider and key that write each resource (with a decrypter that
+	// says).
+	census    map[string]map[string]int
+	keyCensus map[string]map[string]int
+	writers   map[string]string
 	// atRev is "at revision N", said of every finding.
 	atRev string
 	// strs holds the strings findings share (see intern).

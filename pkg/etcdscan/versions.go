@@ -23,6 +23,48 @@ type StoredVersions struct {
 	CRDVersions []string `json:"crdVersions,omitempty"`
 	// CRDStoredVersions is the CRD's status.storedVersions.
 	CRDStoredVersions []string `json:"crdStoredVersions,omitempty"`
+	// Keys counts objects by encryption provider and key ("aescbc/key1",
+	// "kms v2/<plugin>", "identity" for plaintext).
+	Keys map[string]int `json:"keys,omitempty"`
+	// Writer is the provider and key that write the resource, when the
+	// encryption configuration was given ("" otherwise).
+	Writer string `json:"writer,omitempty"`
+}
+
+// writerOf is what a decrypter that knows its configuration's write key
+// says (*decrypt.Decrypter).
+type writerOf interface {
+	Writer(gr schema.GroupResource) string
+}
+
+// KeyName names how a stored value is encrypted, as the encryption
+// configuration names its providers: "aescbc/key1", "kms v2/<plugin>", or
+// "identity" for plaintext.
+func KeyName(enc *decode.Encryption) string {
+	switch {
+	case enc == nil:
+		return "identity"
+	case enc.Provider == "kms":
+		return "kms " + enc.Version + "/" + enc.KeyName
+	}
+	return enc.Provider + "/" + enc.KeyName
+}
+
+// tallyKey counts one stored value by its encryption provider and key,
+// and notes which one writes its resource.
+func (s *scan) tallyKey(resource string, gr *schema.GroupResource, enc *decode.Encryption) {
+	if s.keyCensus == nil {
+		s.keyCensus, s.writers = map[string]map[string]int{}, map[string]string{}
+	}
+	m := s.keyCensus[resource]
+	if m == nil {
+		m = map[string]int{}
+		s.keyCensus[resource] = m
+		if w, ok := s.opts.Decrypter.(writerOf); ok && gr != nil {
+			s.writers[resource] = w.Writer(*gr)
+		}
+	}
+	m[KeyName(enc)]++
 }
 
 // tally counts one stored object for the census.
@@ -127,8 +169,19 @@ func crdVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 
 // finishVersions turns the tally into the report's census.
 func (s *scan) finishVersions() {
-	for resource, stored := range s.census {
-		v := StoredVersions{Resource: resource, Stored: stored}
+	resources := map[string]bool{}
+	for r := range s.census {
+		resources[r] = true
+	}
+	for r := range s.keyCensus {
+		resources[r] = true
+	}
+	for resource := range resources {
+		stored := s.census[resource]
+		if stored == nil {
+			stored = map[string]int{}
+		}
+		v := StoredVersions{Resource: resource, Stored: stored, Keys: s.keyCensus[resource], Writer: s.writers[resource]}
 		for _, c := range s.types.CRDs {
 			if c.Object != nil && c.Resource().GroupResource() == resource {
 				v.CRDVersions = crdVersions(c.Object)

@@ -1,11 +1,18 @@
 package etcdscan
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/decode"
 )
 
 func TestCRDVersionProblem(t *testing.T) {
@@ -28,4 +35,54 @@ func TestCRDVersionProblem(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tt.version, got, tt.want)
 		}
 	}
+}
+
+// plainKeys is a decrypter whose "ciphertext" is the plaintext after the
+// prefix, and that says which key writes: enough to count keys.
+type plainKeys struct{ writer string }
+
+func (p plainKeys) Decrypt(_ context.Context, _ string, _ schema.GroupResource, data []byte) ([]byte, error) {
+	_, rest, err := decode.ParseEncryption(data)
+	return rest, err
+}
+
+func (p plainKeys) Writer(schema.GroupResource) string { return p.writer }
+
+// TestCensusCountsKeys: every value is counted by its encryption provider
+// and key (identity for plaintext), and the key that writes the resource is
+// named when the decrypter says it.
+func TestCensusCountsKeys(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	secret := func(name string) string {
+		return etcdtest.Encode(t, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}})
+	}
+	for k, v := range map[string]string{
+		"/registry/namespaces/default": etcdtest.Encode(t, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}}),
+		"/registry/secrets/default/a":  "k8s:enc:aescbc:v1:key1:" + secret("a"),
+		"/registry/secrets/default/b":  "k8s:enc:aescbc:v1:key2:" + secret("b"),
+		"/registry/secrets/default/c":  secret("c"),
+	} {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := NewEtcdStore(ctx, cli, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Scan(ctx, store, Options{Decrypter: plainKeys{writer: "aescbc/key2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Versions {
+		if v.Resource != "secrets" {
+			continue
+		}
+		if fmt.Sprint(v.Keys) != "map[aescbc/key1:1 aescbc/key2:1 identity:1]" || v.Writer != "aescbc/key2" || v.Stored["v1"] != 3 {
+			t.Errorf("secrets census %+v", v)
+		}
+		return
+	}
+	t.Errorf("no census of secrets: %+v", rep.Versions)
 }

@@ -107,6 +107,13 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 		obj, err = decode.Meta(kv.Value)
 	}
 	f.Format = string(obj.Format)
+	var gr *schema.GroupResource
+	if len(resources) > 0 {
+		gr = &schema.GroupResource{Group: resources[0].Group, Resource: resources[0].Resource}
+	}
+	if err == nil {
+		s.tallyKey(f.Resource, gr, obj.Encryption)
+	}
 	ask := confirmation{key: key, ns: k.Namespace, name: k.Name}
 	if len(resources) > 0 && v.state == typeServed {
 		ask.res = &resources[0]

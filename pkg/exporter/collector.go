@@ -52,6 +52,12 @@ var (
 	descTerminatingObjects = prometheus.NewDesc("regghost_namespace_terminating_objects",
 		"Keys still stored in each Terminating namespace.",
 		[]string{"namespace"}, nil)
+	descStored = prometheus.NewDesc("regghost_stored_objects",
+		"Objects per resource and stored version, as the last good scan read them from etcd (stored_as: the apiVersion; encrypted <provider>/<key> when not decrypted here; undecodable).",
+		[]string{"resource", "stored_as"}, nil)
+	descEncryption = prometheus.NewDesc("regghost_encryption_objects",
+		"Objects per resource and encryption provider and key (identity: plaintext); writes is true for the key the encryption configuration writes the resource with now, false for an older one (migrate them: regghost migrate RESOURCE), unknown without the configuration.",
+		[]string{"resource", "key", "writes"}, nil)
 	descCheck = prometheus.NewDesc("regghost_check_done",
 		"1 when the last good scan could make the check (a witness, a namespace judgment, a decryption), 0 when it could not.",
 		[]string{"check"}, nil)
@@ -142,7 +148,7 @@ func (c *Collector) Ready() bool {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descObjects, descClasses, descGhosts, descSingle, descDangling, descDanglingAge, descTerminating,
-		descTerminatingObjects, descCheck, descAPIWitness, descKeys, descRevision, descDuration, descLastSuccess, descLastOK,
+		descTerminatingObjects, descStored, descEncryption, descCheck, descAPIWitness, descKeys, descRevision, descDuration, descLastSuccess, descLastOK,
 		descErrors, descScans, descCycleRequests, descCycleReceived, descRequests, descReceived, descSent, descBuild} {
 		ch <- d
 	}
@@ -202,6 +208,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if since, ok := s.DanglingSince[k]; ok {
 			gauge(descDanglingAge, max(0, c.lastSuccess.Sub(since).Seconds()), k.Kind, string(k.State), k.TargetNamespace)
 		}
+	}
+	for k, n := range s.Stored {
+		gauge(descStored, float64(n), k.Resource, k.StoredAs)
+	}
+	for k, n := range s.Keys {
+		gauge(descEncryption, float64(n), k.Resource, k.Key, k.Writes)
 	}
 	for ns, sec := range s.Terminating {
 		gauge(descTerminating, sec, ns)

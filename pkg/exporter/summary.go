@@ -71,7 +71,20 @@ type Snapshot struct {
 	KeysScanned  int
 	InternalKeys int
 	Revision     int64
+	// Stored counts objects per resource and stored version (or
+	// "encrypted <provider>/<key>" not decrypted here, "undecodable").
+	Stored map[StoredKey]int
+	// Keys counts objects per resource and encryption provider and key,
+	// and says whether that key writes the resource now.
+	Keys map[KeyKey]int
 }
+
+// StoredKey is a series of regghost_stored_objects.
+type StoredKey struct{ Resource, StoredAs string }
+
+// KeyKey is a series of regghost_encryption_objects: Writes is "true",
+// "false", or "unknown" without the encryption configuration.
+type KeyKey struct{ Resource, Key, Writes string }
 
 // Summarize counts a report. Namespaces are ranked by how much they hold
 // (findings, dangling references pointing into them, terminating) and only
@@ -134,6 +147,20 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 	}
 	for _, c := range rep.Checks {
 		s.Checks = append(s.Checks, CheckState{Name: textsafe.Escape(c.Name), Done: c.Done})
+	}
+	s.Stored, s.Keys = map[StoredKey]int{}, map[KeyKey]int{}
+	for _, v := range rep.Versions {
+		r := textsafe.Escape(v.Resource)
+		for at, n := range v.Stored {
+			s.Stored[StoredKey{Resource: r, StoredAs: textsafe.Escape(at)}] += n
+		}
+		for k, n := range v.Keys {
+			writes := "unknown"
+			if v.Writer != "" {
+				writes = fmt.Sprint(k == v.Writer)
+			}
+			s.Keys[KeyKey{Resource: r, Key: textsafe.Escape(k), Writes: writes}] += n
+		}
 	}
 	return s, nil
 }

@@ -35,7 +35,14 @@ func TestSummarize(t *testing.T) {
 		},
 		Terminating: []etcdscan.TerminatingNamespace{{Name: "small", Since: 90 * time.Second, Objects: 3}},
 		Checks:      []etcdscan.Check{{Name: "api server witness", Done: true}, {Name: "namespaces", Done: false}},
+		Versions: []etcdscan.StoredVersions{
+			{Resource: "secrets", Stored: map[string]int{"v1": 5}, Keys: map[string]int{"aescbc/key2": 3, "aescbc/key1": 2}, Writer: "aescbc/key2"},
+			{Resource: "widgets.example.com", Stored: map[string]int{"example.com/v1": 1, "encrypted kms/p": 1}, Keys: map[string]int{"identity": 1, "kms v2/p": 1}},
+		},
 	}
+	stored := map[StoredKey]int{{"secrets", "v1"}: 5, {"widgets.example.com", "example.com/v1"}: 1, {"widgets.example.com", "encrypted kms/p"}: 1}
+	keys := map[KeyKey]int{{"secrets", "aescbc/key2", "true"}: 3, {"secrets", "aescbc/key1", "false"}: 2,
+		{"widgets.example.com", "identity", "unknown"}: 1, {"widgets.example.com", "kms v2/p", "unknown"}: 1}
 	tests := []struct {
 		name  string
 		limit int
@@ -59,7 +66,7 @@ func TestSummarize(t *testing.T) {
 			Terminating:        map[string]float64{"small": 90},
 			TerminatingObjects: map[string]int{"small": 3},
 			Checks:             []CheckState{{"api server witness", true}, {"namespaces", false}},
-			APIWitness:         true, KeysScanned: 42, Revision: 7,
+			APIWitness:         true, KeysScanned: 42, Revision: 7, Stored: stored, Keys: keys,
 		}},
 		{name: "one namespace named, the rest other", limit: 1, want: &Snapshot{
 			Objects: map[ObjectKey]int{
@@ -79,7 +86,7 @@ func TestSummarize(t *testing.T) {
 			Terminating:        map[string]float64{OtherNamespace: 90},
 			TerminatingObjects: map[string]int{OtherNamespace: 3},
 			Checks:             []CheckState{{"api server witness", true}, {"namespaces", false}},
-			APIWitness:         true, KeysScanned: 42, Revision: 7,
+			APIWitness:         true, KeysScanned: 42, Revision: 7, Stored: stored, Keys: keys,
 		}},
 	}
 	for _, tt := range tests {
