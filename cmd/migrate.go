@@ -59,7 +59,7 @@ from etcd each time.`,
 			return runMigrate(c.Context(), g, o, args[0], c.InOrStdin(), c.OutOrStdout())
 		},
 	}
-	o.writeFlags.add(c, "really rewrite the objects through the API server (without it migrate only counts)", "")
+	o.writeFlags.add(c, "really rewrite the objects through the API server (without it migrate only counts)", "regghost's backups, read for values under keys that no longer write")
 	c.Flags().BoolVar(&o.prune, "prune-stored-versions", false, "once the count again leaves nothing at an old version, narrow the CRD's status.storedVersions to the versions still stored")
 	c.Flags().IntVar(&o.perSecond, "max-objects-per-second", migrate.DefaultPerSecond, "pace of the rewrites through the API server")
 	o.print.addFlags(c)
@@ -113,7 +113,11 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 			h, herr := history(ctx, plan)
 			keys = migrate.Verdicts(plan, plan, h, herr)
 		}
-		if err := o.print.print(out, render.MigratePlan(plan, keys, o.prune, o.perSecond)); err != nil {
+		held, err := migrate.InBackups(o.backupDir, plan)
+		if err != nil {
+			return err
+		}
+		if err := o.print.print(out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
 			return err
 		}
 		if plan.Left() > 0 {
@@ -148,7 +152,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	interrupt, stopListening := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopListening()
 	res, err := migrate.Run(ctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune,
-		ReadableWait: time.Minute, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
+		ReadableWait: time.Minute, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
 	err = o.print.printResult(out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err

@@ -18,8 +18,8 @@ const listedObjects = 20
 
 // MigratePlan is migrate's plan (without --confirm) in every form -o can ask
 // for; its rows are the objects the rewrite moves.
-func MigratePlan(plan *migrate.Census, keys []migrate.KeyVerdict, prune bool, perSecond int) Output {
-	doc := map[string]any{"plan": plan, "listAgain": migrate.Stranded(plan), "keys": NonNil(keys)}
+func MigratePlan(plan *migrate.Census, keys []migrate.KeyVerdict, held []migrate.Held, prune bool, perSecond int) Output {
+	doc := map[string]any{"plan": plan, "listAgain": migrate.Stranded(plan), "keys": NonNil(keys), "backups": NonNil(held)}
 	return Output{Doc: doc, Rows: RowsOf(plan.Rewrite, func(o *migrate.Object) string { return o.Key }), Human: func(w io.Writer, _, _ bool) error {
 		if err := MigrateSteps(w, plan, prune, perSecond); err != nil {
 			return err
@@ -27,6 +27,7 @@ func MigratePlan(plan *migrate.Census, keys []migrate.KeyVerdict, prune bool, pe
 		if err := writeKeyVerdicts(w, plan, keys); err != nil {
 			return err
 		}
+		writeHeld(w, plan, held)
 		if len(plan.Rewrite) > 0 {
 			fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to take these steps.")
 		} else if ch, err := migrate.StoredVersionsProven(plan); err == nil && ch.Needed() && prune {
@@ -91,8 +92,30 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 		if len(res.Unlisted) > 0 {
 			fmt.Fprintf(w, "Removed %s again from CustomResourceDefinition %s.\n", strings.Join(res.Unlisted, ", "), plan.Target.CRD.Name)
 		}
-		return writeKeyVerdicts(w, res.Proof, res.Keys)
+		if err := writeKeyVerdicts(w, res.Proof, res.Keys); err != nil {
+			return err
+		}
+		writeHeld(w, res.Proof, res.Backups)
+		return nil
 	}}
+}
+
+// writeHeld names regghost's backups that need a key that no longer writes.
+func writeHeld(w io.Writer, c *migrate.Census, held []migrate.Held) {
+	if len(held) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nregghost's backups on this node that need a key that no longer writes %s (keep the old configuration with them):\n", c.Resource)
+	for _, h := range held {
+		var what []string
+		for _, k := range sortedKeys(h.ByKey) {
+			what = append(what, fmt.Sprintf("%d values under %s", h.ByKey[k], k))
+		}
+		if h.SnapshotRevision > 0 {
+			what = append(what, fmt.Sprintf("its snapshot, taken at revision %d, holds %s as it was then", h.SnapshotRevision, c.Resource))
+		}
+		table.Para(w, "  ", "    ", h.Path+": "+strings.Join(what, "; "))
+	}
 }
 
 // writeCensus writes the counts per stored version and per provider and key.
@@ -112,7 +135,7 @@ func writeCensus(w io.Writer, c *migrate.Census) error {
 		fmt.Fprintf(w, "The EncryptionConfiguration writes %s with %s.\n", c.Resource, c.Writer)
 	}
 	if c.NotChecked > 0 {
-		table.Para(w, "", "", fmt.Sprintf("%d objects are under %s, the KMS provider that writes: their stored version cannot be read offline, nor their KMS v2 key ID.", c.NotChecked, c.Writer))
+		table.Para(w, "", "", fmt.Sprintf("%d objects are under a KMS provider: judged by provider alone; their stored version and KMS v2 key ID are not read here.", c.NotChecked))
 	}
 	fmt.Fprintln(w)
 	t := table.New(w, "STORED AS", "OBJECTS")

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,9 +51,9 @@ type Census struct {
 	Readers []string `json:"readers,omitempty"`
 	// ReadBy names, for each of Readers, the resources it reads.
 	ReadBy map[string][]string `json:"readBy,omitempty"`
-	// NotChecked are objects under the KMS provider that writes: where
-	// they are is right, what version they are stored at cannot be read
-	// offline.
+	// NotChecked are objects under a KMS provider: the API server reads
+	// them through its plugin, so they are judged by provider alone; the
+	// version they are stored at (and a KMS v2 key ID) is not read here.
 	NotChecked int            `json:"notChecked,omitempty"`
 	ByVersion  map[string]int `json:"byVersion"`
 	ByKey      map[string]int `json:"byKey"`
@@ -63,6 +64,14 @@ type Census struct {
 	// does not hold, a KMS value, a value that does not decode).
 	Unreadable []Object `json:"unreadable"`
 }
+
+// The ways out of an object no rewrite can move.
+const (
+	wayOutEncrypted = "give the EncryptionConfiguration that holds its key; if that key is lost, the object is too: remove it with " +
+		"`regghost purge` (encrypted-unknown, behind a backup) or kube-apiserver's unsafe deletion of corrupt objects (KEP-3926)"
+	wayOutUndecodable = "`regghost get` shows its bytes; remove it with `regghost purge` (undecodable, behind a backup) " +
+		"or kube-apiserver's unsafe deletion of corrupt objects (KEP-3926)"
+)
 
 // Left is how many objects are still to move (or cannot be read).
 func (c *Census) Left() int { return len(c.Rewrite) + len(c.Unreadable) }
@@ -118,8 +127,17 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 	c.Objects++
 	o := Object{Key: key, Namespace: k.Namespace, Name: k.Name, ModRevision: kv.ModRevision, StoredWith: decrypt.StoredWith(kv.Value)}
 	c.ByKey[o.StoredWith]++
-	if dec != nil && o.StoredWith == c.Writer && strings.HasPrefix(o.StoredWith, "kms ") {
+	if dec != nil && strings.HasPrefix(o.StoredWith, "kms ") {
+		// The API server reads it through its KMS plugin; here only the
+		// provider can be judged, not the stored version.
 		c.NotChecked++
+		if o.StoredWith != c.Writer && slices.Contains(c.Readers, o.StoredWith) {
+			o.Why = fmt.Sprintf("under %s, not %s", o.StoredWith, c.Writer)
+			c.Rewrite = append(c.Rewrite, o)
+		} else if o.StoredWith != c.Writer {
+			o.Why = fmt.Sprintf("under %s, which %s does not list. Way out: %s", o.StoredWith, dec.Path, wayOutEncrypted)
+			c.Unreadable = append(c.Unreadable, o)
+		}
 		return
 	}
 	plain, stale := kv.Value, false
@@ -129,13 +147,13 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 		err = fmt.Errorf("encrypted at rest (%s): give --encryption-provider-config to read it", o.StoredWith)
 	}
 	if err != nil {
-		o.Why = err.Error()
+		o.Why = err.Error() + ". Way out: " + wayOutEncrypted
 		c.Unreadable = append(c.Unreadable, o)
 		return
 	}
 	meta, err := decode.Meta(plain)
 	if err != nil {
-		o.Why = fmt.Sprintf("does not decode: %v", err)
+		o.Why = fmt.Sprintf("does not decode: %v. Way out: %s", err, wayOutUndecodable)
 		c.Unreadable = append(c.Unreadable, o)
 		return
 	}

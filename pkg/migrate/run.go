@@ -27,6 +27,9 @@ type Options struct {
 	// ReadableWait bounds the wait for the API server to read a version put
 	// back into its CRD.
 	ReadableWait time.Duration
+	// BackupRoot is where regghost's backups are, read for values under
+	// keys that no longer write ("": not read).
+	BackupRoot string
 }
 
 // Result is what Run did, step by step, and the proof.
@@ -45,6 +48,9 @@ type Result struct {
 	Unlisted []string `json:"unlisted,omitempty"`
 	// Keys are the verdicts on the providers and keys no longer writing.
 	Keys []KeyVerdict `json:"keys,omitempty"`
+	// Backups are regghost's backups on this node that still need a key
+	// that no longer writes.
+	Backups []Held `json:"backups,omitempty"`
 }
 
 // Run moves what plan names: stranded versions are listed again in the CRD
@@ -100,6 +106,10 @@ func (res *Result) finish(ctx context.Context, plan *Census, o Options) error {
 	if o.History != nil && proof.Writer != "" {
 		h, err := o.History(ctx, proof)
 		res.Keys = Verdicts(plan, proof, h, err)
+		res.Backups, err = InBackups(o.BackupRoot, proof)
+		if err != nil {
+			return err
+		}
 	}
 	if proof.Target.CRD == nil {
 		return nil
