@@ -105,15 +105,17 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 			return migrate.OldRevisions(hctx, cli, g.Prefix, c)
 		}
 	}
-	narrow, _ := migrate.StoredVersionsProven(plan)
-	pruneOnly := plan.Left() == 0 && o.prune && narrow.Needed()
+	narrow, nerr := migrate.StoredVersionsProven(plan)
+	pruneOnly := plan.Left() == 0 && o.prune && nerr == nil && narrow.Needed()
 	if !o.confirm || (plan.Left() == 0 && !pruneOnly) {
 		var keys []migrate.KeyVerdict
+		var h *migrate.History
 		if history != nil && plan.Writer != "" {
-			h, herr := history(ctx, plan)
+			var herr error
+			h, herr = history(ctx, plan)
 			keys = migrate.Verdicts(plan, plan, h, herr)
 		}
-		held, err := migrate.InBackups(o.backupDir, plan)
+		held, err := migrate.InBackups(o.backupDir, plan, migrate.Rotated(plan, h))
 		if err != nil {
 			return err
 		}
@@ -149,8 +151,14 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if err := o.ask(in, g.errOut, question); err != nil {
 		return err
 	}
-	interrupt, stopListening := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// Only a signal stops the rewrite (the command's deadline is its own
+	// reason); after the first, a second one kills regghost.
+	interrupt, stopListening := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopListening()
+	go func() {
+		<-interrupt.Done()
+		stopListening()
+	}()
 	res, err := migrate.Run(ctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune,
 		ReadableWait: time.Minute, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
 	err = o.print.printResult(out, render.MigrateResult(plan, res), err)

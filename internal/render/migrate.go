@@ -96,6 +96,9 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 			return err
 		}
 		writeHeld(w, res.Proof, res.Backups)
+		if res.BackupsUnread != "" {
+			table.Para(w, "", "  ", "regghost's backups were not read: "+res.BackupsUnread+".")
+		}
 		return nil
 	}}
 }
@@ -105,7 +108,8 @@ func writeHeld(w io.Writer, c *migrate.Census, held []migrate.Held) {
 	if len(held) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nregghost's backups on this node that need a key that no longer writes %s (keep the old configuration with them):\n", c.Resource)
+	fmt.Fprintln(w)
+	table.Para(w, "", "", fmt.Sprintf("regghost's backups on this node that need a key that no longer writes %s (keep the old configuration with them):", c.Resource))
 	for _, h := range held {
 		var what []string
 		for _, k := range sortedKeys(h.ByKey) {
@@ -174,7 +178,7 @@ func versionFlags(name string, served, storage bool) string {
 func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int) {
 	fmt.Fprintln(w)
 	if c.Left() == 0 {
-		fmt.Fprintf(w, "Nothing to move: every object of %s is stored%s.\n", c.Resource, atWhat(c))
+		table.Para(w, "", "  ", fmt.Sprintf("Nothing to move: every object of %s is stored%s.", c.Resource, atWhat(c)))
 		if ch, err := migrate.StoredVersionsProven(c); err == nil && ch.Needed() {
 			table.Para(w, "", "", fmt.Sprintf("status.storedVersions of CustomResourceDefinition %s may be narrowed from [%s] to [%s]: %s.",
 				ch.CRD, strings.Join(ch.From, ", "), strings.Join(ch.To, ", "), pruneHow(prune)))
@@ -224,8 +228,10 @@ func pruneHow(asked bool) string {
 
 func atWhat(c *migrate.Census) string {
 	var at []string
-	if v := c.Target.StorageVersion(); v != "" {
+	if v := c.Target.StorageVersion(); v != "" && c.NotChecked == 0 {
 		at = append(at, "at "+c.Target.GVR().GroupVersion().String())
+	} else if v != "" {
+		at = append(at, fmt.Sprintf("at %s, but for %d under KMS whose version is not read here", c.Target.GVR().GroupVersion(), c.NotChecked))
 	}
 	if c.Writer != "" {
 		at = append(at, "under "+c.Writer)
@@ -272,7 +278,7 @@ func writeProof(w io.Writer, plan, proof *migrate.Census) {
 		}
 	}
 	if proof.Left() == 0 {
-		fmt.Fprintf(w, "Every object of %s is stored%s.\n", plan.Resource, atWhat(proof))
+		table.Para(w, "", "  ", fmt.Sprintf("Every object of %s is stored%s.", plan.Resource, atWhat(proof)))
 		return
 	}
 	writeObjects(w, fmt.Sprintf("%d objects left:", len(proof.Rewrite)), proof.Rewrite)
@@ -288,7 +294,8 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 	if len(keys) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nKeys that no longer write %s (the configuration writes with %s):\n", c.Resource, c.Writer)
+	fmt.Fprintln(w)
+	table.Para(w, "", "", fmt.Sprintf("Keys that no longer write %s (the configuration writes with %s):", c.Resource, c.Writer))
 	t := table.New(w, "KEY", "OBJECTS", "OLD REVISIONS", "VERDICT")
 	for _, k := range keys {
 		old := fmt.Sprint(k.Old)
@@ -320,7 +327,7 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 		if k.MayGo {
 			also := ""
 			if len(k.AlsoReads) > 0 {
-				also = fmt.Sprintf(" It also reads %s: keep it until `regghost migrate` says the same of each.", strings.Join(k.AlsoReads, ", "))
+				also = fmt.Sprintf(" The configuration also reads %s with it: keep it until `regghost migrate RESOURCE` says the same of every resource those entries cover.", strings.Join(k.AlsoReads, ", "))
 			}
 			table.Para(w, "", "", fmt.Sprintf("%s may leave the EncryptionConfiguration's entry for %s once every API server writes with %s: no object and no old revision in etcd holds it.%s Backups and snapshots taken before revision %d still need it: keep the old configuration next to them.",
 				k.Key, c.Resource, c.Writer, also, c.Revision))

@@ -111,7 +111,7 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 	if len(resources) > 0 {
 		gr = &schema.GroupResource{Group: resources[0].Group, Resource: resources[0].Resource}
 	}
-	if err == nil {
+	if obj != nil {
 		s.tallyKey(f.Resource, gr, obj.Encryption)
 	}
 	ask := confirmation{key: key, ns: k.Namespace, name: k.Name}
@@ -141,6 +141,7 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 		r := resources[0]
 		plain, err := s.opts.Decrypter.Decrypt(ctx, key, schema.GroupResource{Group: r.Group, Resource: r.Resource}, kv.Value)
 		if err != nil {
+			s.tally(f.Resource, "encrypted "+obj.Encryption.Provider+"/"+obj.Encryption.KeyName)
 			f.verdict(ClassEncryptedUnknown, WitnessEncryptionConfig, "--encryption-provider-config",
 				fmt.Sprintf("encrypted with %s key %q and the local encryption config cannot decrypt it: %v", obj.Encryption.Provider, obj.Encryption.KeyName, err))
 			ask.classes = append(ask.classes, ClassEncryptedUnknown)

@@ -26,10 +26,11 @@ type Held struct {
 }
 
 // InBackups reads every backup under root and names those holding values
-// of c's resource not under c.Writer, and those whose snapshot was taken
-// before c's revision. A root that does not exist holds nothing; a backup
-// that does not read is skipped (backup ls says why).
-func InBackups(root string, c *Census) ([]Held, error) {
+// of c's resource not under c.Writer, and, when rotated (another key held
+// values of it), those whose snapshot was taken before c's revision. A root
+// that does not exist holds nothing; a backup that does not read is
+// skipped (backup ls says why).
+func InBackups(root string, c *Census, rotated bool) ([]Held, error) {
 	if root == "" || c.Writer == "" {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func InBackups(root string, c *Census) ([]Held, error) {
 				h.ByKey[with]++
 			}
 		}
-		if b.Snapshot != nil && b.Snapshot.Revision < c.Revision {
+		if rotated && b.Snapshot != nil && b.Snapshot.Revision < c.Revision {
 			h.SnapshotRevision = b.Snapshot.Revision
 		}
 		if len(h.ByKey) > 0 || h.SnapshotRevision > 0 {

@@ -36,7 +36,10 @@ func TestInBackups(t *testing.T) {
 	write("d-old-snapshot", 40, backup.Entry{Key: "/registry/secrets/ns/d", Value: []byte("k8s:enc:aescbc:v1:key2:x")})
 	write("e-new-snapshot", 60, backup.Entry{Key: "/registry/secrets/ns/e", Value: []byte("k8s:enc:aescbc:v1:key2:x")})
 	c := &Census{Target: Target{Resource: schema.GroupResource{Resource: "secrets"}, Prefix: "secrets"}, Writer: "aescbc/key2", Revision: 50}
-	held, err := InBackups(root, c)
+	if held, err := InBackups(root, c, false); err != nil || len(held) != 1 {
+		t.Errorf("not rotated: a snapshot-only backup named: %+v, %v", held, err)
+	}
+	held, err := InBackups(root, c, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +47,7 @@ func TestInBackups(t *testing.T) {
 		filepath.Base(held[1].Path) != "d-old-snapshot" || held[1].SnapshotRevision != 40 {
 		t.Errorf("held %+v", held)
 	}
-	if held, err := InBackups(filepath.Join(root, "none"), c); err != nil || held != nil {
+	if held, err := InBackups(filepath.Join(root, "none"), c, true); err != nil || held != nil {
 		t.Errorf("missing root: %v, %v", held, err)
 	}
 }

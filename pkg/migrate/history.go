@@ -56,6 +56,12 @@ func OldRevisions(ctx context.Context, cli *clientv3.Client, registry string, c 
 	}
 	start := registry + c.Target.Prefix + "/"
 	end := clientv3.GetPrefixRangeEnd(start)
+	if _, err := cli.Get(ctx, "\x00", clientv3.WithRev(c.Revision), clientv3.WithCountOnly()); err != nil {
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return nil, fmt.Errorf("etcd compacted past revision %d since the count: run again", c.Revision)
+		}
+		return nil, fmt.Errorf("read etcd at revision %d: %w", c.Revision, err)
+	}
 	for range 10 {
 		from, err := etcdscan.CompactedRevisionAt(ctx, cli, c.Revision)
 		if err != nil {

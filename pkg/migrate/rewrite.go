@@ -24,6 +24,8 @@ const (
 	CreatedAgain = "created again"
 	// Failed: the API server refused or could not read it.
 	Failed = "failed"
+	// NotDone: the command's time ran out while it was in flight.
+	NotDone = "not done"
 )
 
 // DefaultPerSecond paces a rewrite unless told otherwise.
@@ -96,6 +98,9 @@ func Rewrite(ctx context.Context, c *Census, o RewriteOptions) *RewriteResult {
 			defer wg.Done()
 			for obj := range work {
 				out := rewriteOne(ctx, ri, c.Target.Namespaced, obj)
+				if out.Outcome == Failed && ctx.Err() != nil {
+					out.Outcome = NotDone
+				}
 				mu.Lock()
 				res.Counts[out.Outcome]++
 				res.Conflicts += out.Conflicts
@@ -115,14 +120,11 @@ func Rewrite(ctx context.Context, c *Census, o RewriteOptions) *RewriteResult {
 			res.Stopped = stopped(ctx, err)
 			break
 		}
-		select {
-		case <-o.Stop:
+		if interrupted(o.Stop) {
 			res.Stopped = "interrupted"
-		case work <- obj:
-		}
-		if res.Stopped != "" {
 			break
 		}
+		work <- obj
 	}
 	close(work)
 	wg.Wait()

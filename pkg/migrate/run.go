@@ -49,8 +49,30 @@ type Result struct {
 	// Keys are the verdicts on the providers and keys no longer writing.
 	Keys []KeyVerdict `json:"keys,omitempty"`
 	// Backups are regghost's backups on this node that still need a key
-	// that no longer writes.
-	Backups []Held `json:"backups,omitempty"`
+	// that no longer writes; BackupsUnread says why they were not read.
+	Backups       []Held `json:"backups,omitempty"`
+	BackupsUnread string `json:"backupsUnread,omitempty"`
+}
+
+// interrupted reports whether stop was closed.
+func interrupted(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Rotated reports whether a key other than the one that writes holds
+// values of the resource, live (in c) or in old revisions (h).
+func Rotated(c *Census, h *History) bool {
+	for k, n := range c.ByKey {
+		if k != c.Writer && n > 0 {
+			return true
+		}
+	}
+	return h != nil && len(h.ByKey) > 0
 }
 
 // Run moves what plan names: stranded versions are listed again in the CRD
@@ -60,6 +82,9 @@ type Result struct {
 // removed. It stops at the first step that fails and says which.
 func Run(ctx context.Context, plan *Census, o Options) (*Result, error) {
 	res := &Result{}
+	if interrupted(o.Rewrite.Stop) {
+		return res, fmt.Errorf("interrupted before the first step; nothing was changed")
+	}
 	if o.Rewrite.Dynamic == nil {
 		o.Rewrite.Dynamic = o.Dynamic
 	}
@@ -102,20 +127,32 @@ func Run(ctx context.Context, plan *Census, o Options) (*Result, error) {
 // finish narrows status.storedVersions and unlists the stranded versions
 // when the proof allows, and judges the old keys.
 func (res *Result) finish(ctx context.Context, plan *Census, o Options) error {
+	if err := res.narrow(ctx, plan, o); err != nil {
+		return err
+	}
 	proof := res.Proof
 	if o.History != nil && proof.Writer != "" {
 		h, err := o.History(ctx, proof)
 		res.Keys = Verdicts(plan, proof, h, err)
-		res.Backups, err = InBackups(o.BackupRoot, proof)
-		if err != nil {
-			return err
+		if res.Backups, err = InBackups(o.BackupRoot, proof, Rotated(plan, h)); err != nil {
+			res.BackupsUnread = err.Error()
 		}
 	}
+	return nil
+}
+
+// narrow narrows status.storedVersions and unlists the stranded versions,
+// when the proof allows and the run was not interrupted.
+func (res *Result) narrow(ctx context.Context, plan *Census, o Options) error {
+	proof := res.Proof
 	if proof.Target.CRD == nil {
 		return nil
 	}
 	ch, err := StoredVersionsProven(proof)
 	if err != nil {
+		if o.PruneStoredVersions && proof.Left() == 0 {
+			return fmt.Errorf("status.storedVersions of CustomResourceDefinition %s was not narrowed: %w", proof.Target.CRD.Name, err)
+		}
 		return nil // the proof names what is left; nothing is narrowed
 	}
 	res.StoredVersions = &ch
@@ -132,6 +169,9 @@ func (res *Result) finish(ctx context.Context, plan *Census, o Options) error {
 			ch.CRD, strings.Join(ch.From, ", "), strings.Join(ch.To, ", "), strings.Join(shown.From, ", "), strings.Join(shown.To, ", "))
 	}
 	if Narrows(plan, o.PruneStoredVersions) && ch.Needed() {
+		if interrupted(o.Rewrite.Stop) {
+			return fmt.Errorf("interrupted: status.storedVersions was not narrowed")
+		}
 		if err := PruneStoredVersions(ctx, o.Dynamic, proof, ch); err != nil {
 			return err
 		}
@@ -146,6 +186,9 @@ func (res *Result) finish(ctx context.Context, plan *Census, o Options) error {
 			if n := after.AtVersion(v); n > 0 {
 				return fmt.Errorf("refused to remove %s again from CustomResourceDefinition %s: %d objects are stored at it again", v, after.Target.CRD.Name, n)
 			}
+		}
+		if interrupted(o.Rewrite.Stop) {
+			return fmt.Errorf("interrupted: %s stays listed in CustomResourceDefinition %s", strings.Join(res.ListedAgain, ", "), after.Target.CRD.Name)
 		}
 		if err := Unlist(ctx, o.Dynamic, after, res.ListedAgain); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -108,5 +109,29 @@ func TestProgressTrustedVersion(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "  ") {
 			t.Errorf("%q: %v", v, err)
 		}
+	}
+}
+
+// TestRunRefusesWhatItCannotProve: an interrupt before the first step
+// changes nothing; --prune-stored-versions with objects whose version is
+// not read here (KMS) says it did not narrow, rather than ending quietly.
+func TestRunRefusesWhatItCannotProve(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	crd.Name = "widgets.example.com"
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}
+	crd.Status.StoredVersions = []string{"v1beta1", "v1"}
+	c := &Census{Target: Target{Resource: schema.GroupResource{Group: "example.com", Resource: "widgets"}, Version: "v1", CRD: crd},
+		ByVersion: map[string]int{}, NotChecked: 2}
+	stop := make(chan struct{})
+	close(stop)
+	if _, err := Run(context.Background(), c, Options{Rewrite: RewriteOptions{Stop: stop}}); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("interrupted: %v", err)
+	}
+	res := &Result{Proof: c}
+	if err := res.finish(context.Background(), c, Options{PruneStoredVersions: true}); err == nil || !strings.Contains(err.Error(), "was not narrowed") {
+		t.Errorf("prune with KMS objects: %v", err)
+	}
+	if err := res.finish(context.Background(), c, Options{}); err != nil {
+		t.Errorf("not asked to prune: %v", err)
 	}
 }
