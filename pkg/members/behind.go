@@ -104,7 +104,8 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 		}
 		return resp.Header.Revision, nil
 	}
-	keep := r.conns[:0]
+	var keep, late []conn
+	lag := map[int]int64{}
 	for _, c := range r.conns {
 		cur, err := current(c)
 		for err == nil && cur < rev && time.Since(start) < r.opts.interval() {
@@ -117,8 +118,29 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 			keep = append(keep, c)
 			continue
 		}
+		late, lag[c.m] = append(late, c), rev-cur
+	}
+	// The raft entries it trails by, as the members kept have applied them
+	// (what serve exports and alerts on).
+	applied := func(c conn) uint64 {
+		st, err := c.cli.Status(ctx, c.ep)
+		if err != nil {
+			return 0
+		}
+		return st.RaftAppliedIndex
+	}
+	var top uint64
+	if len(late) > 0 {
+		for _, c := range keep {
+			top = max(top, applied(c))
+		}
+	}
+	for _, c := range late {
 		m := &r.rep.Members[c.m]
-		m.Behind = &Lag{Revisions: rev - cur, Waited: time.Since(start).Round(time.Millisecond).Seconds()}
+		m.Behind = &Lag{Revisions: lag[c.m], Waited: time.Since(start).Round(time.Millisecond).Seconds()}
+		if a := applied(c); top > a {
+			m.Behind.Entries = top - a
+		}
 		r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
 		r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
 		c.cli.Close()
