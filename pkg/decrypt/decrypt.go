@@ -43,12 +43,7 @@ func Load(ctx context.Context, path string) (*Decrypter, error) {
 // transformer finds the transformer for a resource, honouring the
 // "*.<group>" and "*.*" wildcards of the configuration.
 func (d *Decrypter) transformer(gr schema.GroupResource) (value.Transformer, bool) {
-	for _, k := range []schema.GroupResource{gr, {Group: gr.Group, Resource: "*"}, {Group: "*", Resource: "*"}} {
-		if t, ok := d.transformers[k]; ok {
-			return t, true
-		}
-	}
-	return nil, false
+	return lookup(d.transformers, gr)
 }
 
 // Decrypt returns the plaintext of an encrypted value stored under key for

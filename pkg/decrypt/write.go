@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
 // Identity names a plaintext value, and the identity provider that writes one.
@@ -108,22 +109,29 @@ func ProviderName(p apiserverv1.ProviderConfiguration) string {
 func StoredWith(data []byte) string {
 	enc, _, err := decode.ParseEncryption(data)
 	if err != nil {
-		return Identity
+		return etcdscan.KeyName(nil)
 	}
-	if enc.Provider == "kms" {
-		return "kms " + enc.Version + "/" + enc.KeyName
+	return etcdscan.KeyName(&enc)
+}
+
+// lookup finds gr's entry in m as kube-apiserver does: the resource, then
+// "*.<group>", then "*.*".
+func lookup[T any](m map[schema.GroupResource]T, gr schema.GroupResource) (T, bool) {
+	for _, k := range []schema.GroupResource{gr, {Group: gr.Group, Resource: "*"}, {Group: "*", Resource: "*"}} {
+		if v, ok := m[k]; ok {
+			return v, true
+		}
 	}
-	return enc.Provider + "/" + enc.KeyName
+	var zero T
+	return zero, false
 }
 
 // Writer names the provider and key kube-apiserver, running with this
 // configuration, writes gr with ("identity" when the configuration does not
 // cover gr).
 func (d *Decrypter) Writer(gr schema.GroupResource) string {
-	for _, k := range []schema.GroupResource{gr, {Group: gr.Group, Resource: "*"}, {Group: "*", Resource: "*"}} {
-		if w, ok := d.writers[k]; ok {
-			return w
-		}
+	if w, ok := lookup(d.writers, gr); ok {
+		return w
 	}
 	return Identity
 }
@@ -131,10 +139,8 @@ func (d *Decrypter) Writer(gr schema.GroupResource) string {
 // Readers names every provider and key this configuration reads gr with,
 // in its order (the first one writes).
 func (d *Decrypter) Readers(gr schema.GroupResource) []string {
-	for _, k := range []schema.GroupResource{gr, {Group: gr.Group, Resource: "*"}, {Group: "*", Resource: "*"}} {
-		if r, ok := d.readers[k]; ok {
-			return r
-		}
+	if r, ok := lookup(d.readers, gr); ok {
+		return r
 	}
 	return []string{Identity}
 }
