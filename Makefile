@@ -81,9 +81,10 @@ bench: tools
 	$(GO) run ./bench -keys $(BENCH_KEYS) -out bench/results.md
 
 # catalog regenerates pkg/catalog/builtin.json from a live kube-apiserver,
-# and pkg/dangling/bootstrap_policy.json from every tested release's.
+# and pkg/dangling/bootstrap_policy.json and pkg/catalog/releases.json from
+# every tested release's.
 catalog: tools
-	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run 'TestBuiltinCatalogMatchesAPIServer|TestBootstrapPolicyTable$$|TestKubernetesReleases/.*/bootstrap_policy' ./e2e/
+	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run 'TestBuiltinCatalogMatchesAPIServer|TestBootstrapPolicyTable$$|TestReleaseStorageTable$$|TestKubernetesReleases/.*/(bootstrap_policy|storage_table)' ./e2e/
 
 clean:
 	rm -rf bin dist

@@ -76,6 +76,7 @@ func TestKubernetesReleases(t *testing.T) {
 		{"purge and restore", TestPurgeAndRestore},
 		{"healthy production-shaped cluster", TestProductionShapedClusterIsHealthy},
 		{"bootstrap policy", TestBootstrapPolicyTable},
+		{"storage table", TestReleaseStorageTable},
 	}
 	for _, m := range []struct {
 		release kubeRelease
