@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/migrate"
 	"github.com/regghost/regghost/pkg/session"
 )
@@ -23,6 +24,7 @@ type migrateOptions struct {
 	writeFlags
 	prune     bool
 	perSecond int
+	target    string
 	print     *printFlags
 }
 
@@ -48,6 +50,9 @@ from etcd each time.`,
 			if err := o.print.validate(); err != nil {
 				return err
 			}
+			if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
+				return usageError("--target-release: %v", err)
+			}
 			if o.perSecond <= 0 {
 				return usageError("--max-objects-per-second must be positive, got %d", o.perSecond)
 			}
@@ -61,6 +66,7 @@ from etcd each time.`,
 	}
 	o.writeFlags.add(c, "really rewrite the objects through the API server (without it migrate only counts)", "regghost's backups, read for values under keys that no longer write")
 	c.Flags().BoolVar(&o.prune, "prune-stored-versions", false, "once the count again leaves nothing at an old version, narrow the CRD's status.storedVersions to the versions still stored")
+	c.Flags().StringVar(&o.target, "target-release", "", "judge a built-in resource's objects against what this Kubernetes release decodes (v1.37), before upgrading to it")
 	c.Flags().IntVar(&o.perSecond, "max-objects-per-second", migrate.DefaultPerSecond, "pace of the rewrites through the API server")
 	o.print.addFlags(c)
 	return c
@@ -74,6 +80,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return err
 	}
 	defer rs.Close()
+	var builtin *migrate.Builtin
 	again := func(ctx context.Context) (*migrate.Census, error) {
 		store, closeStore, err := g.OpenStore(ctx, session.ScanReads())
 		if err != nil {
@@ -84,12 +91,19 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		if err != nil {
 			return nil, err
 		}
+		if t.CRD == nil {
+			t.Builtin = builtin
+		}
 		return migrate.Take(ctx, store, g.Prefix, t, rs.Decrypter)
 	}
 	t, err := migrate.Resolve(ctx, rs.Store, g.Prefix, rs.Decrypter, name)
 	if err != nil {
 		return err
 	}
+	if err := migrate.JudgeBuiltin(ctx, &t, rs.API, o.target); err != nil {
+		return err
+	}
+	builtin = t.Builtin
 	plan, err := migrate.Take(ctx, rs.Store, g.Prefix, t, rs.Decrypter)
 	if err != nil {
 		return err
@@ -131,7 +145,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return err
 	}
 	if len(plan.Rewrite) == 0 && !pruneOnly {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: %d objects of %s cannot be read, and none can be rewritten; nothing was changed", len(plan.Unreadable), plan.Resource)}
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: no object of %s can be rewritten (%d cannot be read, %d no rewrite here moves); nothing was changed", plan.Resource, len(plan.Unreadable), len(plan.Stuck))}
 	}
 	if rs.API == nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: migrate writes through the API server (%s); nothing was changed", rs.Why)}
@@ -169,7 +183,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish: run the same command again, it reads what is left from etcd", plan.Resource)}
 	}
 	if p := res.Proof; p.Left() > 0 {
-		return &exitError{code: ExitError, err: fmt.Errorf("%s: %d objects left to move, %d nobody here can read (named above)", plan.Resource, len(p.Rewrite), len(p.Unreadable))}
+		return &exitError{code: ExitError, err: fmt.Errorf("%s: %d objects left to move, %d nobody here can read, %d no rewrite here moves (named above)", plan.Resource, len(p.Rewrite), len(p.Unreadable), len(p.Stuck))}
 	}
 	return nil
 }

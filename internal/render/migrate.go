@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/migrate"
 )
@@ -124,7 +125,7 @@ func writeHeld(w io.Writer, c *migrate.Census, held []migrate.Held) {
 
 // writeCensus writes the counts per stored version and per provider and key.
 func writeCensus(w io.Writer, c *migrate.Census) error {
-	fmt.Fprintf(w, "%s at etcd revision %d: %d objects\n", c.Resource, c.Revision, c.Objects)
+	fmt.Fprintf(w, "%s at etcd revision %d: %s\n", c.Resource, c.Revision, plural(c.Objects, "object"))
 	if crd := c.Target.CRD; crd != nil {
 		var vs []string
 		for _, v := range crd.Spec.Versions {
@@ -133,7 +134,7 @@ func writeCensus(w io.Writer, c *migrate.Census) error {
 		table.Para(w, "", "  ", fmt.Sprintf("CustomResourceDefinition %s lists %s; status.storedVersions [%s].", crd.Name, strings.Join(vs, ", "), strings.Join(crd.Status.StoredVersions, ", ")))
 	}
 	if c.Target.CRD == nil {
-		table.Para(w, "", "", fmt.Sprintf("%s is built in: its stored versions are counted, not judged (the API server's storage version is not read here).", c.Resource))
+		writeBuiltin(w, c)
 	}
 	if c.Writer != "" {
 		fmt.Fprintf(w, "The EncryptionConfiguration writes %s with %s.\n", c.Resource, c.Writer)
@@ -185,8 +186,9 @@ func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int
 		}
 		return
 	}
-	writeObjects(w, fmt.Sprintf("%d objects to rewrite:", len(c.Rewrite)), c.Rewrite)
-	writeObjects(w, fmt.Sprintf("%d objects nobody here can read (not rewritten):", len(c.Unreadable)), c.Unreadable)
+	writeObjects(w, plural(len(c.Rewrite), "object")+" to rewrite:", c.Rewrite)
+	writeObjects(w, plural(len(c.Unreadable), "object")+" nobody here can read (not rewritten):", c.Unreadable)
+	writeObjects(w, plural(len(c.Stuck), "object")+" the release to upgrade to cannot read, which no rewrite here moves:", c.Stuck)
 	if len(c.Rewrite) == 0 {
 		return
 	}
@@ -226,12 +228,50 @@ func pruneHow(asked bool) string {
 	return "add --prune-stored-versions --confirm"
 }
 
+// storageOf is the group/version the resource is stored at now ("" when
+// not known: a built-in resource whose API server was not asked).
+func storageOf(c *migrate.Census) string {
+	if c.Target.StorageVersion() != "" {
+		return c.Target.GVR().GroupVersion().String()
+	}
+	if b := c.Target.Builtin; b != nil {
+		return b.Stored.Storage
+	}
+	return ""
+}
+
+// writeBuiltin says what a built-in resource's objects are judged against.
+func writeBuiltin(w io.Writer, c *migrate.Census) {
+	b := c.Target.Builtin
+	if b == nil {
+		table.Para(w, "", "", fmt.Sprintf("%s is built in: its stored versions are counted, not judged (the API server was not asked its storage version; --target-release judges them against a release's).", c.Resource))
+		return
+	}
+	server := "The API server"
+	if catalog.Minor(b.Server) != "" {
+		server += " (" + b.Server + ")"
+	}
+	if s := storageOf(c); s != "" {
+		table.Para(w, "", "", fmt.Sprintf("%s stores %s at %s (its discovery's storageVersionHash).", server, c.Resource, s))
+	} else if b.Stored.Hash != "" {
+		table.Para(w, "", "", fmt.Sprintf("%s stores %s at the version its discovery's storageVersionHash %s names (regghost has no table of that release to name it).", server, c.Resource, b.Stored.Hash))
+	} else {
+		table.Para(w, "", "", fmt.Sprintf("%s is built in: the API server was not asked its storage version, so no object is rewritten for its version.", c.Resource))
+	}
+	if b.Target != nil {
+		table.Para(w, "", "", fmt.Sprintf("Judged against what Kubernetes %s decodes (regghost's table of %s).", catalog.Minor(b.Target.Release), b.Target.Release))
+	}
+}
+
 func atWhat(c *migrate.Census) string {
 	var at []string
-	if v := c.Target.StorageVersion(); v != "" && c.NotChecked == 0 {
-		at = append(at, "at "+c.Target.GVR().GroupVersion().String())
+	if v := storageOf(c); v != "" && c.NotChecked == 0 {
+		at = append(at, "at "+v)
 	} else if v != "" {
-		at = append(at, fmt.Sprintf("at %s, but for %d under KMS whose version is not read here", c.Target.GVR().GroupVersion(), c.NotChecked))
+		at = append(at, fmt.Sprintf("at %s, but for %d under KMS whose version is not read here", v, c.NotChecked))
+	}
+	if b := c.Target.Builtin; b != nil && b.Target != nil {
+		at = append(at, "where Kubernetes "+catalog.Minor(b.Target.Release)+" reads it")
 	}
 	if c.Writer != "" {
 		at = append(at, "under "+c.Writer)
@@ -268,24 +308,25 @@ func writeObjects(w io.Writer, title string, objs []migrate.Object) {
 func writeProof(w io.Writer, plan, proof *migrate.Census) {
 	fmt.Fprintf(w, "Counted again from etcd at revision %d:\n", proof.Revision)
 	for _, at := range sortedKeys(plan.ByVersion) {
-		if sv := plan.Target.StorageVersion(); sv != "" && at != plan.Target.GVR().GroupVersion().String() {
-			fmt.Fprintf(w, "  %d objects of %s stored at %s\n", proof.ByVersion[at], plan.Resource, at)
+		if sv := storageOf(plan); sv != "" && at != sv {
+			fmt.Fprintf(w, "  %s of %s stored at %s\n", plural(proof.ByVersion[at], "object"), plan.Resource, at)
 		}
 	}
 	for _, k := range sortedKeys(plan.ByKey) {
 		if proof.Writer != "" && k != proof.Writer {
-			fmt.Fprintf(w, "  %d objects of %s under %s\n", proof.ByKey[k], plan.Resource, k)
+			fmt.Fprintf(w, "  %s of %s under %s\n", plural(proof.ByKey[k], "object"), plan.Resource, k)
 		}
 	}
 	if proof.Left() == 0 {
 		table.Para(w, "", "  ", fmt.Sprintf("Every object of %s is stored%s.", plan.Resource, atWhat(proof)))
 		return
 	}
-	writeObjects(w, fmt.Sprintf("%d objects left:", len(proof.Rewrite)), proof.Rewrite)
+	writeObjects(w, plural(len(proof.Rewrite), "object")+" left:", proof.Rewrite)
 	if len(proof.Rewrite) > 0 {
 		table.Para(w, "", "  ", "An object the API server took back and that is still not where this run expects was written by an API server with another EncryptionConfiguration or CRD than the one read here: compare each control-plane node's configuration, then run again.")
 	}
-	writeObjects(w, fmt.Sprintf("%d objects nobody here can read:", len(proof.Unreadable)), proof.Unreadable)
+	writeObjects(w, plural(len(proof.Unreadable), "object")+" nobody here can read:", proof.Unreadable)
+	writeObjects(w, plural(len(proof.Stuck), "object")+" the release to upgrade to cannot read, which no rewrite here moves:", proof.Stuck)
 }
 
 // writeKeyVerdicts says, for every provider and key that no longer writes,

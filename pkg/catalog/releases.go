@@ -55,11 +55,12 @@ var loadReleases = sync.OnceValue(func() []ReleaseTable {
 func Releases() []ReleaseTable { return slices.Clone(loadReleases()) }
 
 // Minor is the "v1.37" of a version written as v1.37.2, 1.37, or v1.37.0-rc.1;
-// "" when it is not a version.
+// "" when it is not a version (a kube-apiserver built without its version
+// stamped says v0.0.0-master).
 func Minor(version string) string {
 	v := strings.TrimPrefix(strings.TrimSpace(version), "v")
 	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 || parts[0] == "" || strings.Trim(parts[0], "0123456789") != "" {
+	if len(parts) < 2 || strings.TrimLeft(parts[0], "0") == "" || strings.Trim(parts[0], "0123456789") != "" {
 		return ""
 	}
 	minor := parts[1]

@@ -106,8 +106,8 @@ func (s *scan) checkStoredVersion(f *Finding, prefix, apiVersion, kind string) {
 		if s.opts.Served == nil {
 			who = "unsure: the API server was not asked; kube-apiserver " + catalog.ReleaseVersion() + " and newer cannot read it, an older release that still has it can"
 		}
-		f.add(ClassStoredVersion, fmt.Sprintf("stored as %s %s, a version kube-apiserver %s cannot decode: %s. Fix: read it with a kube-apiserver release that still has %s and write it back (a storage migration), or take it from an older backup",
-			apiVersion, kind, catalog.ReleaseVersion(), who, apiVersion))
+		f.add(ClassStoredVersion, fmt.Sprintf("stored as %s %s, a version kube-apiserver %s cannot decode: %s. Fix: with a kube-apiserver release that still decodes %s, `regghost migrate %s --confirm` writes it back at that release's storage version (`--target-release` says beforehand whether the release after it reads that), or take it from an older backup",
+			apiVersion, kind, catalog.ReleaseVersion(), who, apiVersion, f.Resource))
 	}
 }
 

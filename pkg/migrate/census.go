@@ -42,8 +42,12 @@ type Census struct {
 	Resource string `json:"resource"`
 	Revision int64  `json:"revision"`
 	Objects  int    `json:"objects"`
-	// StorageVersion is the CRD's storage version ("" for built-ins).
+	// StorageVersion is the CRD's storage version, or the group/version
+	// the API server stores a built-in resource at ("" when not asked).
 	StorageVersion string `json:"storageVersion,omitempty"`
+	// TargetRelease is the release whose decoding judged a built-in
+	// resource's objects (--target-release).
+	TargetRelease string `json:"targetRelease,omitempty"`
 	// Writer is the provider and key that write the resource ("" when no
 	// EncryptionConfiguration was given: encryption is only counted).
 	Writer string `json:"writer,omitempty"`
@@ -63,6 +67,10 @@ type Census struct {
 	// Unreadable are objects nobody here can read (a key the configuration
 	// does not hold, a KMS value, a value that does not decode).
 	Unreadable []Object `json:"unreadable"`
+	// Stuck are objects the release to upgrade to cannot read, where no
+	// rewrite through the running API server moves them (it stores them
+	// at a version that release does not decode either).
+	Stuck []Object `json:"stuck,omitempty"`
 }
 
 // The ways out of an object no rewrite can move.
@@ -73,17 +81,19 @@ const (
 		"or kube-apiserver's unsafe deletion of corrupt objects (KEP-3926)"
 )
 
-// Left is how many objects are still to move (or cannot be read).
-func (c *Census) Left() int { return len(c.Rewrite) + len(c.Unreadable) }
+// Left is how many objects are still to move (or cannot be read, or moved).
+func (c *Census) Left() int { return len(c.Rewrite) + len(c.Unreadable) + len(c.Stuck) }
 
 // IfMoved is the census as it would be once every object the rewrite
 // names moved: what a plan shows it leads to.
 func (c *Census) IfMoved() *Census {
 	moved := *c
-	moved.Rewrite, moved.Unreadable = nil, nil
+	moved.Rewrite, moved.Unreadable, moved.Stuck = nil, nil, nil
 	moved.ByVersion = map[string]int{}
 	if c.Target.StorageVersion() != "" {
 		moved.ByVersion[c.Target.GVR().GroupVersion().String()] = c.Objects - c.NotChecked
+	} else if b := c.Target.Builtin; b != nil && b.Stored.Storage != "" {
+		moved.ByVersion = map[string]int{b.Stored.Storage: c.Objects - c.NotChecked}
 	}
 	return &moved
 }
@@ -163,6 +173,24 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 	if sv := c.Target.StorageVersion(); sv != "" {
 		if gv, err := schema.ParseGroupVersion(o.StoredAs); err == nil && gv.Version != sv {
 			why = append(why, fmt.Sprintf("stored at %s, not %s", o.StoredAs, sv))
+		}
+	}
+	if b := c.Target.Builtin; b != nil {
+		w, j := b.judge(o.StoredAs, meta.Kind)
+		switch j {
+		case unreadable:
+			o.Why = w
+			c.Unreadable = append(c.Unreadable, o)
+			return
+		case stuck:
+			st := o
+			st.Why = w
+			c.Stuck = append(c.Stuck, st)
+			if !stale {
+				return
+			}
+		case rewrite:
+			why = append(why, w)
 		}
 	}
 	if stale {

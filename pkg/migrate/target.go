@@ -37,6 +37,9 @@ type Target struct {
 	// for a built-in resource); CRDRevision is the revision it was read at.
 	CRD         *apiextensionsv1.CustomResourceDefinition
 	CRDRevision int64
+	// Builtin judges a built-in resource's objects (nil: they are counted,
+	// not judged).
+	Builtin *Builtin
 }
 
 // GVR is the group, version and resource the rewrite goes through.
