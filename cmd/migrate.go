@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/migrate"
 	"github.com/regghost/regghost/pkg/session"
 )
@@ -49,9 +50,6 @@ from etcd each time.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.print.validate(); err != nil {
 				return err
-			}
-			if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
-				return usageError("--target-release: %v", err)
 			}
 			if o.perSecond <= 0 {
 				return usageError("--max-objects-per-second must be positive, got %d", o.perSecond)
@@ -100,7 +98,10 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if err != nil {
 		return err
 	}
-	if err := migrate.JudgeBuiltin(ctx, &t, rs.API, o.target); err != nil {
+	if err := migrate.JudgeBuiltin(ctx, &t, rs.API, rs.Why, o.target); err != nil {
+		if u := (*migrate.UsageError)(nil); errors.As(err, &u) {
+			return usageError("%s", u.Msg)
+		}
 		return err
 	}
 	builtin = t.Builtin
@@ -145,7 +146,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return err
 	}
 	if len(plan.Rewrite) == 0 && !pruneOnly {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: no object of %s can be rewritten (%d cannot be read, %d no rewrite here moves); nothing was changed", plan.Resource, len(plan.Unreadable), len(plan.Stuck))}
+		return &exitError{code: ExitError, err: fmt.Errorf("refused: nothing of %s can be rewritten (named above); nothing was changed", plan.Resource)}
 	}
 	if rs.API == nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: migrate writes through the API server (%s); nothing was changed", rs.Why)}
@@ -173,7 +174,13 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		<-interrupt.Done()
 		stopListening()
 	}()
-	res, err := migrate.Run(ctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune,
+	sctx, cli, done, err := g.Bounded(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	protection := &migrate.Protection{Client: cli, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.backupDir, Notices: g.errOut}
+	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune, Protect: protection,
 		ReadableWait: time.Minute, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
 	err = o.print.printResult(out, render.MigrateResult(plan, res), err)
 	if err != nil {
@@ -183,7 +190,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish: run the same command again, it reads what is left from etcd", plan.Resource)}
 	}
 	if p := res.Proof; p.Left() > 0 {
-		return &exitError{code: ExitError, err: fmt.Errorf("%s: %d objects left to move, %d nobody here can read, %d no rewrite here moves (named above)", plan.Resource, len(p.Rewrite), len(p.Unreadable), len(p.Stuck))}
+		return &exitError{code: ExitError, err: fmt.Errorf("%s: %d objects left (named above)", plan.Resource, p.Left())}
 	}
 	return nil
 }

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/decode"
 )
 
@@ -23,15 +25,20 @@ import (
 //     decode, and a rewrite stores there again) with its way out, and says
 //     nothing to move for VolumeAttributesClasses stored at
 //     storage.k8s.io/v1beta1 (v1.37 no longer serves it but still decodes it);
-//   - on v1.37, the DeviceClasses v1.34 stored at resource.k8s.io/v1beta2
-//     are named against the API server's storage version (resource.k8s.io/v1,
-//     from its discovery), rewritten through it, and counted again from etcd:
-//     only their keys changed, each now stored at v1; a run again has
-//     nothing to move.
+//   - halfway, a v1.37.2 kube-apiserver beside the v1.34.4 one (both in the
+//     kubernetes Service's endpoints), migrate refuses: the two store
+//     DeviceClasses at different versions, and a rewrite through one may
+//     undo the other's;
+//   - once v1.34 is stopped, the DeviceClasses it stored at
+//     resource.k8s.io/v1beta2 are named against the API server's storage
+//     version (resource.k8s.io/v1, from its discovery), rewritten through it,
+//     and counted again from etcd: only their keys changed, each now stored
+//     at v1; a run again has nothing to move.
 func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 	latest := bins.kubeAPIServer
 	useRelease(t, kube134)
-	c := startCluster(t, clusterOptions{apiserverArgs: allAPIs})
+	port := freePort(t)
+	c := startCluster(t, clusterOptions{apiserverIP: "127.0.0.2", apiserverPort: port, apiserverName: "apiserver-a", apiserverArgs: allAPIs})
 	ctx := context.Background()
 	create := func(c *cluster, gvr schema.GroupVersionResource, obj map[string]any) {
 		t.Helper()
@@ -79,7 +86,7 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		t.Logf("migrate --target-release v1.37:\n%s\n%s", out, errOut)
 		for _, want := range []string{"stores storageversionmigrations.storagemigration.k8s.io at storagemigration.k8s.io/v1alpha1",
 			"1 object the release to upgrade to cannot read, which no rewrite here moves",
-			"Kubernetes v1.37 does not decode storagemigration.k8s.io/v1alpha1, and a rewrite here stores it there again. Way out: delete these objects before the upgrade"} {
+			"stored at storagemigration.k8s.io/v1alpha1, the API server's storage version, which Kubernetes v1.37 does not decode: a rewrite here stores it there again. Way out: delete these objects before the upgrade"} {
 			if !strings.Contains(oneLine(out), want) {
 				t.Errorf("output lacks %q", want)
 			}
@@ -88,7 +95,7 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 			t.Errorf("exit %d, want 3 (something the upgrade cannot read)", code)
 		}
 		_, errOut, code = c.regghost(t, "", "migrate", "storageversionmigrations.storagemigration.k8s.io", "--target-release", "v1.37", "--confirm", "--yes")
-		if code != 1 || !strings.Contains(errOut, "refused: no object of storageversionmigrations.storagemigration.k8s.io can be rewritten (0 cannot be read, 1 no rewrite here moves); nothing was changed") {
+		if code != 1 || !strings.Contains(errOut, "refused: nothing of storageversionmigrations.storagemigration.k8s.io can be rewritten (named above); nothing was changed") {
 			t.Errorf("--confirm: exit %d: %s", code, errOut)
 		}
 		out, errOut, code = c.regghost(t, "", "migrate", "volumeattributesclasses.storage.k8s.io", "--target-release", "v1.37.2")
@@ -103,11 +110,27 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		}
 	})
 
+	// Started here, not in a subtest: it outlives the subtest.
+	upgraded := *c
+	upgraded.startAPIServer(t, clusterOptions{apiserverIP: "127.0.0.3", apiserverPort: port, apiserverBin: latest, apiserverName: "apiserver-b", apiserverArgs: allAPIs})
+	t.Run("halfway through the upgrade", func(t *testing.T) {
+		c.registerAPIServers(t, port, "127.0.0.2", "127.0.0.3")
+		before := c.state(t)
+		out, errOut, code := upgraded.regghost(t, "", "migrate", "deviceclasses.resource.k8s.io", "--confirm", "--yes")
+		if code != 1 || !strings.Contains(oneLine(errOut), "refused: the API servers disagree on deviceclasses.resource.k8s.io") ||
+			!strings.Contains(oneLine(errOut), "finish the upgrade of every control-plane node, then run again") {
+			t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		c.assertUnchanged(t, "migrate refused halfway", before)
+	})
+
 	t.Run("after the upgrade, what v1.34 stored at an older version", func(t *testing.T) {
-		upgraded := *c
-		upgraded.startAPIServer(t, clusterOptions{apiserverBin: latest, apiserverName: "apiserver-latest", apiserverArgs: allAPIs})
+		// v1.34 stops; the kubernetes Service lists v1.37 alone.
+		mustNoErr(t, "stop kube-apiserver v1.34.4", c.apiserver.cmd.Process.Kill())
+		<-c.apiserver.done
+		c.registerAPIServers(t, port, "127.0.0.3")
 		out, errOut, code := upgraded.regghost(t, "", "migrate", "deviceclasses.resource.k8s.io")
-		t.Logf("migrate (dry run):\n%s\n%s", out, errOut)
+		t.Logf("migrate (dry run):\n%s\nstderr:\n%s", out, errOut)
 		for _, want := range []string{"stores deviceclasses.resource.k8s.io at resource.k8s.io/v1 (its discovery's storageVersionHash)",
 			fmt.Sprintf("%d objects to rewrite", classes), "stored at resource.k8s.io/v1beta2, not resource.k8s.io/v1 (the API server's storage version)"} {
 			if !strings.Contains(oneLine(out), want) {
@@ -133,4 +156,23 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		}
 		upgraded.assertUnchanged(t, "migrate with nothing to move", before)
 	})
+}
+
+// registerAPIServers writes the default/kubernetes EndpointSlice as the
+// kube-apiservers at addrs (on port) would register themselves (validation
+// refuses loopback addresses there, so the test writes it).
+func (c *cluster) registerAPIServers(t *testing.T, port int, addrs ...string) {
+	t.Helper()
+	https, ready, p := "https", true, int32(port)
+	var eps []discoveryv1.Endpoint
+	for _, a := range addrs {
+		eps = append(eps, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+	}
+	c.put(t, "/registry/endpointslices/default/kubernetes", []byte(etcdtest.Encode(t, &discoveryv1.EndpointSlice{
+		TypeMeta:    metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", UID: "5d0f6a2e-8d0e-4d55-9a43-0b7f2f1f2a01", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   eps,
+		Ports:       []discoveryv1.EndpointPort{{Name: &https, Port: &p}},
+	})))
 }

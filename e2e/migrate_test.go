@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,6 +248,22 @@ func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
 		t.Errorf("storedVersions %v", sv)
 	}
 	c.assertChangedOnly(t, "migrate --prune-stored-versions", before, []string{crdKey})
+
+	// The CRD was backed up first: restore puts status.storedVersions back.
+	m := regexp.MustCompile("Backed up CustomResourceDefinition gadgets.example.com in (\\S+):").FindStringSubmatch(oneLine(out))
+	if m == nil {
+		t.Fatalf("the run names no backup of the CRD:\n%s", out)
+	}
+	before = c.state(t)
+	if out, errOut, code := c.regghost(t, "", "restore", m[1], "--confirm", "--yes"); code != 0 {
+		t.Fatalf("restore %s: exit %d\n%s\n%s", m[1], code, out, errOut)
+	}
+	crd, err = c.dyn.Resource(crdGVR).Get(ctx, plural+"."+group, metav1.GetOptions{})
+	mustNoErr(t, "read CRD", err)
+	if sv, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions"); fmt.Sprint(sv) != "[v1beta1 v1]" {
+		t.Errorf("storedVersions after the restore: %v", sv)
+	}
+	c.assertChangedOnly(t, "restore of migrate's backup", before, []string{crdKey})
 
 	// Run again: nothing left, nothing written.
 	before = c.state(t)

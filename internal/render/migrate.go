@@ -56,6 +56,10 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 	}
 	return Output{Doc: map[string]any{"plan": plan, "result": res}, Rows: rows, Human: func(w io.Writer, _, _ bool) error {
 		fmt.Fprintln(w)
+		if res.Dir != "" {
+			table.Para(w, "", "  ", fmt.Sprintf("Backed up CustomResourceDefinition %s in %s: `regghost restore %s` puts it back as it was before this run, while nobody changed it since.",
+				plan.Target.CRD.Name, res.Dir, res.Dir))
+		}
 		if len(res.ListedAgain) > 0 {
 			table.Para(w, "", "  ", fmt.Sprintf("Listed %s again in CustomResourceDefinition %s (served: false, storage: false).", strings.Join(res.ListedAgain, ", "), plan.Target.CRD.Name))
 			if len(res.Unlisted) == 0 {
@@ -199,6 +203,9 @@ func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int
 		n++
 	}
 	stranded := migrate.Stranded(c)
+	if c.Target.CRD != nil {
+		step(fmt.Sprintf("take regghost's writers' lock and back up CustomResourceDefinition %s as read (restore puts it back)", c.Target.CRD.Name))
+	}
 	if len(stranded) > 0 {
 		note := ""
 		if conv := c.Target.CRD.Spec.Conversion; conv != nil && conv.Strategy == "Webhook" {
@@ -235,6 +242,9 @@ func storageOf(c *migrate.Census) string {
 		return c.Target.GVR().GroupVersion().String()
 	}
 	if b := c.Target.Builtin; b != nil {
+		if b.Stored.Storage == "" && b.Stored.Hash != "" {
+			return "the API server's storage version"
+		}
 		return b.Stored.Storage
 	}
 	return ""
@@ -243,23 +253,31 @@ func storageOf(c *migrate.Census) string {
 // writeBuiltin says what a built-in resource's objects are judged against.
 func writeBuiltin(w io.Writer, c *migrate.Census) {
 	b := c.Target.Builtin
-	if b == nil {
-		table.Para(w, "", "", fmt.Sprintf("%s is built in: its stored versions are counted, not judged (the API server was not asked its storage version; --target-release judges them against a release's).", c.Resource))
-		return
-	}
 	server := "The API server"
-	if catalog.Minor(b.Server) != "" {
+	if b != nil && catalog.Minor(b.Server) != "" {
 		server += " (" + b.Server + ")"
 	}
-	if s := storageOf(c); s != "" {
-		table.Para(w, "", "", fmt.Sprintf("%s stores %s at %s (its discovery's storageVersionHash).", server, c.Resource, s))
-	} else if b.Stored.Hash != "" {
-		table.Para(w, "", "", fmt.Sprintf("%s stores %s at the version its discovery's storageVersionHash %s names (regghost has no table of that release to name it).", server, c.Resource, b.Stored.Hash))
-	} else {
-		table.Para(w, "", "", fmt.Sprintf("%s is built in: the API server was not asked its storage version, so no object is rewritten for its version.", c.Resource))
+	switch {
+	case b == nil || !b.Asked:
+		why := ""
+		if b != nil && b.NotAsked != "" {
+			why = " (" + b.NotAsked + ")"
+		}
+		table.Para(w, "", "", fmt.Sprintf("%s is built in: the API server was not asked where it stores it%s, so no object is rewritten for its version.", c.Resource, why))
+	case !b.Served:
+		table.Para(w, "", "", fmt.Sprintf("%s does not serve %s (its API is turned off): its objects are counted, not rewritten.", server, c.Resource))
+	case b.Stored.Storage != "":
+		table.Para(w, "", "", fmt.Sprintf("%s stores %s at %s (its discovery's storageVersionHash).", server, c.Resource, b.Stored.Storage))
+	case b.Stored.Hash != "":
+		table.Para(w, "", "", fmt.Sprintf("%s stores %s at the version its discovery's storageVersionHash %s names (regghost has no table of its release to name it).", server, c.Resource, b.Stored.Hash))
+	default:
+		table.Para(w, "", "", fmt.Sprintf("%s does not say where it stores %s (no storageVersionHash): no object is rewritten for its version.", server, c.Resource))
 	}
-	if b.Target != nil {
+	if b != nil && b.Target != nil {
 		table.Para(w, "", "", fmt.Sprintf("Judged against what Kubernetes %s decodes (regghost's table of %s).", catalog.Minor(b.Target.Release), b.Target.Release))
+		if len(b.Skipped) > 0 {
+			table.Para(w, "", "", fmt.Sprintf("An upgrade goes one minor release at a time: %s, between, are not judged here; judge each with --target-release in turn.", strings.Join(b.Skipped, ", ")))
+		}
 	}
 }
 

@@ -118,6 +118,63 @@ func (v *View) StoredResources(ctx context.Context, decodes []string) (map[schem
 	return out, failed
 }
 
+// StoredResource reads how the API server serves and stores one resource:
+// only its group's discovery is asked (an aggregated API that is down
+// elsewhere does not matter), and the storage version is named among the
+// versions of that group it serves and decodes ("group/version/Kind", what
+// its release reads without serving). ok is false when it serves none.
+func (v *View) StoredResource(ctx context.Context, gr schema.GroupResource, decodes []string) (s Stored, ok bool, err error) {
+	disc, err := clientdiscovery.NewDiscoveryClientForConfig(v.Config)
+	if err != nil {
+		return s, false, fmt.Errorf("api server discovery client: %w", err)
+	}
+	disc.UseLegacyDiscovery = true
+	groups, err := disc.ServerGroups()
+	if err != nil {
+		return s, false, fmt.Errorf("discover API groups on %s: %w", v.Host, err)
+	}
+	s = Stored{Group: gr.Group, Resource: gr.Resource}
+	var candidates []schema.GroupVersion
+	for _, g := range groups.Groups {
+		if g.Name != gr.Group {
+			continue
+		}
+		for _, gv := range g.Versions {
+			l, err := disc.ServerResourcesForGroupVersion(gv.GroupVersion)
+			if err != nil {
+				return s, false, fmt.Errorf("discover %s on %s: %w", gv.GroupVersion, v.Host, err)
+			}
+			for _, r := range l.APIResources {
+				if r.Name != gr.Resource {
+					continue
+				}
+				ok = true
+				s.Kind = r.Kind
+				s.Versions = append(s.Versions, gv.Version)
+				candidates = append(candidates, schema.GroupVersion{Group: gr.Group, Version: gv.Version})
+				if r.StorageVersionHash != "" {
+					s.Hash = r.StorageVersionHash
+				}
+			}
+		}
+	}
+	sort.Strings(s.Versions)
+	for _, d := range decodes {
+		if i := strings.LastIndex(d, "/"); i > 0 && d[i+1:] == s.Kind {
+			if gv, err := schema.ParseGroupVersion(strings.TrimPrefix(d[:i], "/")); err == nil {
+				candidates = append(candidates, gv)
+			}
+		}
+	}
+	for _, gv := range candidates {
+		if s.Hash != "" && StorageHash(gv.Group, gv.Version, s.Kind) == s.Hash {
+			s.Storage = gv.String()
+			break
+		}
+	}
+	return s, ok, nil
+}
+
 // SortedStored lists m by group and resource.
 func SortedStored(m map[schema.GroupResource]*Stored) []Stored {
 	var out []Stored

@@ -274,6 +274,11 @@ const ActionDangling = "dangling"
 // finalizers it removed is journaled with the revision it left it at.
 const ActionUnstick = "unstick"
 
+// ActionMigrate names migrate in the audit log, where each edit of the
+// CustomResourceDefinition it migrates is journaled with the revision it
+// left the CRD at.
+const ActionMigrate = "migrate"
+
 // RoleRetainedVolume marks a backup entry that holds a PersistentVolume as
 // it was before purge set it to Retain. restore never writes it back: the
 // original asks for the storage to be deleted.

@@ -48,6 +48,7 @@ var loadReleases = sync.OnceValue(func() []ReleaseTable {
 	if err := json.Unmarshal(releasesJSON, &f); err != nil || len(f.Releases) == 0 {
 		panic(fmt.Sprintf("catalog: embedded releases.json is invalid: %v", err))
 	}
+	slices.SortFunc(f.Releases, func(a, b ReleaseTable) int { return CompareMinor(a.Release, b.Release) })
 	return f.Releases
 })
 
@@ -113,4 +114,41 @@ func (t ReleaseTable) StorageOf(group, resource string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// CompareMinor compares two versions by major and minor (-1, 0, 1); a
+// version that does not parse sorts first.
+func CompareMinor(a, b string) int {
+	pa, pb := minorParts(a), minorParts(b)
+	for i := range pa {
+		if pa[i] != pb[i] {
+			if pa[i] < pb[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// MinorsBetween are the minor releases strictly between from and to
+// ("v1.35", "v1.36" between v1.34 and v1.37).
+func MinorsBetween(from, to string) []string {
+	pf, pt := minorParts(from), minorParts(to)
+	var out []string
+	if pf[0] != pt[0] || pf[0] == 0 {
+		return nil
+	}
+	for m := pf[1] + 1; m < pt[1]; m++ {
+		out = append(out, fmt.Sprintf("v%d.%d", pf[0], m))
+	}
+	return out
+}
+
+func minorParts(v string) [2]int {
+	var p [2]int
+	if m := Minor(v); m != "" {
+		fmt.Sscanf(m, "v%d.%d", &p[0], &p[1])
+	}
+	return p
 }

@@ -36,3 +36,27 @@ func TestReleaseFor(t *testing.T) {
 		t.Errorf("StorageOf(pods) = %q, %v", s, ok)
 	}
 }
+
+func TestCompareMinorAndBetween(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"v1.34.4", "v1.37", -1}, {"v1.37.2", "1.37.0", 0}, {"v1.100", "v1.37", 1}, {"v0.0.0-master", "v1.1", -1}} {
+		if got := CompareMinor(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareMinor(%s, %s) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+	if got := strings.Join(MinorsBetween("v1.34.4", "v1.37"), " "); got != "v1.35 v1.36" {
+		t.Errorf("MinorsBetween = %q", got)
+	}
+	if got := MinorsBetween("v1.37.2", "v1.38"); got != nil {
+		t.Errorf("MinorsBetween next = %q", got)
+	}
+	var last string
+	for _, r := range Releases() {
+		if last != "" && CompareMinor(last, r.Release) >= 0 {
+			t.Errorf("Releases() not oldest first: %s before %s", last, r.Release)
+		}
+		last = r.Release
+	}
+}

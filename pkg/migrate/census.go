@@ -81,7 +81,8 @@ const (
 		"or kube-apiserver's unsafe deletion of corrupt objects (KEP-3926)"
 )
 
-// Left is how many objects are still to move (or cannot be read, or moved).
+// Left is how many objects are still to move, cannot be read, or cannot be
+// moved where the release to upgrade to reads them.
 func (c *Census) Left() int { return len(c.Rewrite) + len(c.Unreadable) + len(c.Stuck) }
 
 // IfMoved is the census as it would be once every object the rewrite
@@ -141,6 +142,14 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 		// The API server reads it through its KMS plugin; here only the
 		// provider can be judged, not the stored version.
 		c.NotChecked++
+		if b := c.Target.Builtin; b != nil && o.StoredWith == c.Writer {
+			if why := b.judgeKMS(); why != "" {
+				st := o
+				st.Why = why
+				c.Stuck = append(c.Stuck, st)
+				return
+			}
+		}
 		if o.StoredWith != c.Writer && slices.Contains(c.Readers, o.StoredWith) {
 			o.Why = fmt.Sprintf("under %s, not %s", o.StoredWith, c.Writer)
 			c.Rewrite = append(c.Rewrite, o)
@@ -183,12 +192,14 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 			c.Unreadable = append(c.Unreadable, o)
 			return
 		case stuck:
-			st := o
-			st.Why = w
-			c.Stuck = append(c.Stuck, st)
 			if !stale {
+				o.Why = w
+				c.Stuck = append(c.Stuck, o)
 				return
 			}
+			// Under an old key too: rewritten for the key (it stays
+			// where it is stored), and the proof names it as stuck.
+			why = append(why, w)
 		case rewrite:
 			why = append(why, w)
 		}

@@ -58,30 +58,31 @@ func StoredVersionsProven(c *Census) (StoredVersionsChange, error) {
 // resourceVersion of the CRD the census read as precondition: a CRD changed
 // since (its storage version moved, or it was deleted and created again) is
 // refused, never overwritten.
-func PruneStoredVersions(ctx context.Context, dyn dynamic.Interface, c *Census, ch StoredVersionsChange) error {
+func PruneStoredVersions(ctx context.Context, dyn dynamic.Interface, c *Census, ch StoredVersionsChange) (int64, error) {
 	t := c.Target
 	crds := dyn.Resource(crdGVR)
 	cur, err := crds.Get(ctx, t.CRD.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read CustomResourceDefinition %s through the API server: %w", t.CRD.Name, err)
+		return 0, fmt.Errorf("read CustomResourceDefinition %s through the API server: %w", t.CRD.Name, err)
 	}
 	if err := sameCRD(cur, c); err != nil {
-		return err
+		return 0, err
 	}
 	to := make([]any, len(ch.To))
 	for i, v := range ch.To {
 		to[i] = v
 	}
 	if err := unstructured.SetNestedSlice(cur.Object, to, "status", "storedVersions"); err != nil {
-		return fmt.Errorf("set status.storedVersions: %w", err)
+		return 0, fmt.Errorf("set status.storedVersions: %w", err)
 	}
-	if _, err := crds.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	after, err := crds.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+	if err != nil {
 		if apierrors.IsConflict(err) {
-			return fmt.Errorf("CustomResourceDefinition %s changed while its status was written; nothing was changed: run again", t.CRD.Name)
+			return 0, fmt.Errorf("CustomResourceDefinition %s changed while its status was written; nothing was changed: run again", t.CRD.Name)
 		}
-		return fmt.Errorf("write status.storedVersions of CustomResourceDefinition %s: %w", t.CRD.Name, err)
+		return 0, fmt.Errorf("write status.storedVersions of CustomResourceDefinition %s: %w", t.CRD.Name, err)
 	}
-	return nil
+	return revisionOf(after), nil
 }
 
 // sameCRD refuses a CRD that is not the one the census read: another UID

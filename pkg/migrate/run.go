@@ -30,6 +30,9 @@ type Options struct {
 	// BackupRoot is where regghost's backups are, read for values under
 	// keys that no longer write ("": not read).
 	BackupRoot string
+	// Protect runs a custom resource's migration as the protected write
+	// (nil: unprotected, for tests of the steps alone).
+	Protect *Protection
 }
 
 // Result is what Run did, step by step, and the proof.
@@ -52,6 +55,12 @@ type Result struct {
 	// that no longer writes; BackupsUnread says why they were not read.
 	Backups       []Held `json:"backups,omitempty"`
 	BackupsUnread string `json:"backupsUnread,omitempty"`
+	// Dir and Backup are the backup of the CustomResourceDefinition taken
+	// before the run, with the audit log of its edits.
+	Dir    string `json:"dir,omitempty"`
+	Backup string `json:"backup,omitempty"`
+	// edited records an edit of the CRD (the revision it left it at).
+	edited func(rev int64, what string)
 }
 
 // interrupted reports whether stop was closed.
@@ -81,7 +90,14 @@ func Rotated(c *Census, h *History) bool {
 // status.storedVersions narrowed (when asked) and the versions listed again
 // removed. It stops at the first step that fails and says which.
 func Run(ctx context.Context, plan *Census, o Options) (*Result, error) {
-	res := &Result{}
+	if o.Protect != nil && plan.Target.CRD != nil {
+		return o.Protect.run(ctx, plan, o)
+	}
+	return run(ctx, plan, o, &Result{edited: func(int64, string) {}})
+}
+
+// run is Run's steps; res.edited is told of each edit of the CRD.
+func run(ctx context.Context, plan *Census, o Options, res *Result) (*Result, error) {
 	if interrupted(o.Rewrite.Stop) {
 		return res, fmt.Errorf("interrupted before the first step; nothing was changed")
 	}
@@ -90,9 +106,11 @@ func Run(ctx context.Context, plan *Census, o Options) (*Result, error) {
 	}
 	cur := plan
 	if stranded := Stranded(plan); len(stranded) > 0 {
-		if err := ListAgain(ctx, o.Dynamic, plan, stranded); err != nil {
+		rev, err := ListAgain(ctx, o.Dynamic, plan, stranded)
+		if err != nil {
 			return res, fmt.Errorf("put %v back into CustomResourceDefinition %s: %w", stranded, plan.Target.CRD.Name, err)
 		}
+		res.edited(rev, "listed "+strings.Join(stranded, ", ")+" again in spec.versions")
 		res.ListedAgain = stranded
 		again, err := o.Again(ctx)
 		if err != nil {
@@ -172,9 +190,11 @@ func (res *Result) narrow(ctx context.Context, plan *Census, o Options) error {
 		if interrupted(o.Rewrite.Stop) {
 			return fmt.Errorf("interrupted: status.storedVersions was not narrowed")
 		}
-		if err := PruneStoredVersions(ctx, o.Dynamic, proof, ch); err != nil {
+		rev, err := PruneStoredVersions(ctx, o.Dynamic, proof, ch)
+		if err != nil {
 			return err
 		}
+		res.edited(rev, fmt.Sprintf("status.storedVersions narrowed from [%s] to [%s]", strings.Join(ch.From, ", "), strings.Join(ch.To, ", ")))
 		res.Pruned = true
 	}
 	if len(res.ListedAgain) > 0 {
@@ -190,9 +210,11 @@ func (res *Result) narrow(ctx context.Context, plan *Census, o Options) error {
 		if interrupted(o.Rewrite.Stop) {
 			return fmt.Errorf("interrupted: %s stays listed in CustomResourceDefinition %s", strings.Join(res.ListedAgain, ", "), after.Target.CRD.Name)
 		}
-		if err := Unlist(ctx, o.Dynamic, after, res.ListedAgain); err != nil {
+		rev, err := Unlist(ctx, o.Dynamic, after, res.ListedAgain)
+		if err != nil {
 			return err
 		}
+		res.edited(rev, "removed "+strings.Join(res.ListedAgain, ", ")+" again from spec.versions")
 		res.Unlisted = res.ListedAgain
 	}
 	return nil

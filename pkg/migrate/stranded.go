@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,7 +47,7 @@ func Stranded(c *Census) []string {
 // the API server to read objects stored at them (a CRD without a conversion
 // webhook only changes their apiVersion). The CRD the census read is the
 // precondition.
-func ListAgain(ctx context.Context, dyn dynamic.Interface, c *Census, versions []string) error {
+func ListAgain(ctx context.Context, dyn dynamic.Interface, c *Census, versions []string) (int64, error) {
 	return editVersions(ctx, dyn, c, func(vs []any) ([]any, error) {
 		var storage map[string]any
 		for _, v := range vs {
@@ -73,7 +74,7 @@ func ListAgain(ctx context.Context, dyn dynamic.Interface, c *Census, versions [
 // Unlist removes versions ListAgain put back, once nothing is stored at
 // them and status.storedVersions no longer holds them. It refuses a
 // version that is served or the storage version (someone else changed it).
-func Unlist(ctx context.Context, dyn dynamic.Interface, c *Census, versions []string) error {
+func Unlist(ctx context.Context, dyn dynamic.Interface, c *Census, versions []string) (int64, error) {
 	return editVersions(ctx, dyn, c, func(vs []any) ([]any, error) {
 		var out []any
 		for _, v := range vs {
@@ -91,34 +92,43 @@ func Unlist(ctx context.Context, dyn dynamic.Interface, c *Census, versions []st
 }
 
 // editVersions rewrites the CRD's spec.versions with the resourceVersion of
-// the CRD the census read as precondition.
-func editVersions(ctx context.Context, dyn dynamic.Interface, c *Census, edit func([]any) ([]any, error)) error {
+// the CRD the census read as precondition, and returns the revision it
+// left the CRD at.
+func editVersions(ctx context.Context, dyn dynamic.Interface, c *Census, edit func([]any) ([]any, error)) (int64, error) {
 	name := c.Target.CRD.Name
 	crds := dyn.Resource(crdGVR)
 	cur, err := crds.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read CustomResourceDefinition %s through the API server: %w", name, err)
+		return 0, fmt.Errorf("read CustomResourceDefinition %s through the API server: %w", name, err)
 	}
 	if err := sameCRD(cur, c); err != nil {
-		return err
+		return 0, err
 	}
 	vs, _, err := unstructured.NestedSlice(cur.Object, "spec", "versions")
 	if err != nil {
-		return fmt.Errorf("read spec.versions of CustomResourceDefinition %s: %w", name, err)
+		return 0, fmt.Errorf("read spec.versions of CustomResourceDefinition %s: %w", name, err)
 	}
 	if vs, err = edit(vs); err != nil {
-		return err
+		return 0, err
 	}
 	if err := unstructured.SetNestedSlice(cur.Object, vs, "spec", "versions"); err != nil {
-		return fmt.Errorf("set spec.versions: %w", err)
+		return 0, fmt.Errorf("set spec.versions: %w", err)
 	}
-	if _, err := crds.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	after, err := crds.Update(ctx, cur, metav1.UpdateOptions{})
+	if err != nil {
 		if apierrors.IsConflict(err) {
-			return fmt.Errorf("CustomResourceDefinition %s changed while it was written; nothing was changed: run again", name)
+			return 0, fmt.Errorf("CustomResourceDefinition %s changed while it was written; nothing was changed: run again", name)
 		}
-		return fmt.Errorf("write spec.versions of CustomResourceDefinition %s: %w", name, err)
+		return 0, fmt.Errorf("write spec.versions of CustomResourceDefinition %s: %w", name, err)
 	}
-	return nil
+	return revisionOf(after), nil
+}
+
+// revisionOf is the etcd revision an object the API server returned was
+// written at (its resourceVersion).
+func revisionOf(u *unstructured.Unstructured) int64 {
+	rev, _ := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+	return rev
 }
 
 func runtimeDeepCopy(x any) any {

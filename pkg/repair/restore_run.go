@@ -56,7 +56,7 @@ func (r *Restorer) job(action string, write func(ctx context.Context, w *protect
 }
 
 // rewrittenAt fills in, for each entry regghost rewrote through the API
-// server (a dangling fix, the finalizers unstick removed), the revision it
+// server (a dangling fix, the finalizers unstick removed, a CRD migrate edited), the revision it
 // left the object at, from the audit log where the write journaled it: restore writes the backed-up bytes
 // back only while the object is still at that revision.
 func (r *Restorer) rewrittenAt() error {
@@ -69,6 +69,11 @@ func (r *Restorer) rewrittenAt() error {
 		return err
 	}
 	maps.Copy(written, unstuck)
+	migrated, err := backup.Written(r.AuditDir, backup.ActionMigrate, etcdwrite.Rewritten)
+	if err != nil {
+		return err
+	}
+	maps.Copy(written, migrated)
 	for i, e := range r.Backup.Entries {
 		if rev := written[e.Key]; rev != 0 && e.Rewritten == 0 {
 			r.Backup.Entries[i].Rewritten = rev
