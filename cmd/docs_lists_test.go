@@ -236,7 +236,7 @@ func TestOverridesNameTheCommandsOfEachFlag(t *testing.T) {
 			if f.Hidden || slices.Contains(overrides, f.Name) {
 				return
 			}
-			if strings.Contains(help.WithOverrideLink("refused: --"+f.Name), "#"+f.Name+")") {
+			if strings.Contains(help.WithOverrideLink("refused: --"+f.Name), "regghost overrides "+f.Name+")") {
 				overrides = append(overrides, f.Name)
 			}
 		})
@@ -385,7 +385,7 @@ func TestDBListsAgreeWithTheCode(t *testing.T) {
 	// Commands that never read etcd's keyspace through --db: serve and
 	// members read the live cluster only and refuse --db; diff takes its two
 	// files as arguments; the rest do not read etcd's keyspace.
-	noDB := []string{"serve", "members", "members replace", "diff", "version", "options", "backup", "backup ls", "backup show", "backup prune", "snapshot", "snapshot save", "snapshot status"}
+	noDB := []string{"serve", "members", "members replace", "diff", "version", "options", "overrides", "backup", "backup ls", "backup show", "backup prune", "snapshot", "snapshot save", "snapshot status"}
 
 	var readers []string
 	for _, block := range markedBlocks(t, "../README.md", "db-readers") {
@@ -517,6 +517,39 @@ func TestReadmeRoutesBySymptom(t *testing.T) {
 		rel := strings.TrimPrefix(g, "../")
 		if !slices.Contains(linked, rel) {
 			t.Errorf("README.md's symptom router does not route to %s", rel)
+		}
+	}
+}
+
+// TestOneVersionEverywhere: every example that names regghost's version
+// (make release VERSION=…, regghost-v…-linux-amd64, go install …@v…) names
+// the one CHANGELOG.md says the first release will be.
+func TestOneVersionEverywhere(t *testing.T) {
+	changelog, err := os.ReadFile("../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`first release, (v\d+\.\d+\.\d+)`).FindSubmatch(changelog)
+	if m == nil {
+		t.Fatal("CHANGELOG.md does not say which version the first release will be")
+	}
+	want := string(m[1])
+	named := regexp.MustCompile(`(?:VERSION=|regghost-|regghost@|-version |\()(v0\.\d+\.\d+)`)
+	files := []string{"../README.md", "../CONTRIBUTING.md", "../hack/release.sh", "../hack/version.sh", "../hack/image/main.go"}
+	docs, err := filepath.Glob("../docs/*/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, _ := filepath.Glob("../docs/*.md")
+	for _, f := range append(append(files, top...), docs...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range named.FindAllSubmatch(b, -1) {
+			if string(v[1]) != want {
+				t.Errorf("%s names regghost %s; CHANGELOG.md's first release is %s", f, v[1], want)
+			}
 		}
 	}
 }

@@ -8,8 +8,8 @@
 # runs: an OCI image index of those binaries (hack/image), with copies of
 # deploy/ that name its tag.
 #
-#   make release VERSION=v0.3.0 [RELEASE_URL=https://github.com/regghost/regghost/releases/download]
-#   make image [VERSION=v0.3.0] [IMAGE_REPO=registry.example.com/team/regghost]
+#   make release VERSION=v0.1.0 [RELEASE_URL=https://github.com/regghost/regghost/releases/download]
+#   make image [VERSION=v0.1.0] [IMAGE_REPO=registry.example.com/team/regghost]
 #
 # It publishes nothing: CONTRIBUTING.md#publishing-a-release says what a
 # maintainer uploads where.

@@ -4,7 +4,7 @@
 # image's tag and org.opencontainers.image.version, and the copies of
 # deploy/ they write to dist/deploy (the chart's appVersion, the static
 # pod's image). $VERSION when set, else `git describe --tags --always
-# --dirty` (v0.3.0 on a tagged commit), else dev.
+# --dirty` (v0.1.0 on a tagged commit), else dev.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${VERSION:-}" ]; then

@@ -2,9 +2,9 @@
 // hack/release.sh builds (see internal/image), with no Docker daemon and no
 // base image. `make image` and `make release` run it:
 //
-//	go run ./hack/image -version v0.3.0 \
-//	    -binary linux/amd64=dist/regghost-v0.3.0-linux-amd64 \
-//	    -binary linux/arm64=dist/regghost-v0.3.0-linux-arm64 -out dist/image
+//	go run ./hack/image -version v0.1.0 \
+//	    -binary linux/amd64=dist/regghost-v0.1.0-linux-amd64 \
+//	    -binary linux/arm64=dist/regghost-v0.1.0-linux-arm64 -out dist/image
 //
 // The image's creation time is the commit's (Go's vcs.time in the
 // binaries), or SOURCE_DATE_EPOCH when set: two builds of one commit give

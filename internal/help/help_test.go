@@ -33,8 +33,8 @@ func TestWrapText(t *testing.T) {
 
 func TestWithOverrideLink(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"refused: add --retain-volumes; nothing was changed", "#retain-volumes)"},
-		{"refused (--other-cluster-grants writes it)", "#other-cluster-grants)"},
+		{"refused: add --retain-volumes; nothing was changed", "(what --retain-volumes risks: regghost overrides retain-volumes)"},
+		{"refused (--other-cluster-grants writes it)", "regghost overrides other-cluster-grants)"},
 		{"connection refused", ""},
 	}
 	for _, tt := range tests {
@@ -42,5 +42,26 @@ func TestWithOverrideLink(t *testing.T) {
 		if tt.want == "" && got != tt.in || tt.want != "" && !strings.HasSuffix(got, tt.want) {
 			t.Errorf("WithOverrideLink(%q) = %q, want it to end in %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestEveryOverrideLinkResolves: each override a refusal points to has its
+// section in the page the binary carries.
+func TestEveryOverrideLinkResolves(t *testing.T) {
+	names := strings.Split(strings.TrimSuffix(strings.TrimPrefix(overrideFlags.String(), `--(`), `)\b`), "|")
+	if len(names) < 10 {
+		t.Fatalf("override names %v", names)
+	}
+	for _, name := range names {
+		text, err := Override(name)
+		if err != nil || !strings.HasPrefix(text, "## --"+name+"\n") || strings.Contains(text[5:], "\n## ") || strings.Contains(text, "<a id=") {
+			t.Errorf("Override(%s) = %.80q, %v", name, text, err)
+		}
+	}
+	if _, err := Override("--nope"); err == nil || !strings.Contains(err.Error(), "no override --nope (regghost overrides prints every one)") {
+		t.Errorf("unknown override: %v", err)
+	}
+	if page, _ := Override(""); !strings.HasPrefix(page, "# Overrides and what each risks") {
+		t.Errorf("the whole page: %.60q", page)
 	}
 }
