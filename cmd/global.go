@@ -18,6 +18,8 @@ import (
 type globalOptions struct {
 	session.Settings
 	cpuProfile string
+	// verbosity is -v: the libraries' log level on stderr.
+	verbosity int
 	// flags are the command's flags, and onCommandLine the settings given
 	// as flags before ETCDCTL_* variables filled the others (noteGiven):
 	// discovery leaves every setting given alone and says where it came from.

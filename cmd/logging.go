@@ -3,6 +3,7 @@ package cmd
 import (
 	"flag"
 	"io"
+	"strconv"
 
 	"google.golang.org/grpc/grpclog"
 	"k8s.io/klog/v2"
@@ -22,4 +23,20 @@ func silenceLibraryLogs() {
 	// grpc-go writes its errors to stderr by default (dial failures while
 	// a member is down): the etcd connection layer says what matters.
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+}
+
+// libraryLogs shows the libraries' logging on w at level (kubectl's -v:
+// 6 shows every request to the API server, 8 their bodies; from 9 grpc-go's
+// too); level 0 keeps them silent.
+func libraryLogs(level int, w io.Writer) {
+	if level <= 0 {
+		return
+	}
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", strconv.Itoa(level))
+	klog.SetOutput(w)
+	if level >= 9 {
+		grpclog.SetLoggerV2(grpclog.NewLoggerV2WithVerbosity(w, w, w, level-9))
+	}
 }
