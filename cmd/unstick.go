@@ -35,11 +35,11 @@ type unstickOptions struct {
 func newUnstickCmd(g *globalOptions) *cobra.Command {
 	o := &unstickOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
-		Use:   "unstick namespace|crd NAME",
+		Use:   "unstick namespace|crd NAME | ns/NAME | crd/NAME",
 		Short: "Explain why a namespace or CRD is stuck terminating, and finish it",
-		Args:  cobra.ExactArgs(2),
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
-			target, err := unstick.ParseTarget(args[0], args[1])
+			target, err := unstick.ParseArgs(args)
 			if err != nil {
 				return usageError("%v", err)
 			}

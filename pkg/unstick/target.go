@@ -3,6 +3,7 @@ package unstick
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,15 +23,31 @@ type Target struct {
 	Name string
 }
 
+// ParseArgs reads a target as kubectl names it: TYPE NAME ("namespace
+// shop") or TYPE/NAME ("ns/shop", "crd/widgets.example.com").
+func ParseArgs(args []string) (Target, error) {
+	switch {
+	case len(args) == 2:
+		return ParseTarget(args[0], args[1])
+	case len(args) == 1 && strings.Contains(args[0], "/"):
+		kind, name, _ := strings.Cut(args[0], "/")
+		return ParseTarget(kind, name)
+	case len(args) == 1:
+		return Target{}, fmt.Errorf("give what %q is: namespace %s (or ns/%s), or crd %s", args[0], args[0], args[0], args[0])
+	}
+	return Target{}, fmt.Errorf("unstick takes namespace NAME or crd NAME (or ns/NAME, crd/NAME), not %d arguments", len(args))
+}
+
 // ParseTarget reads "namespace NAME" or "crd NAME" and checks the name.
 func ParseTarget(kind, name string) (Target, error) {
-	switch kind {
-	case "namespace", "ns":
+	switch strings.ToLower(kind) {
+	case "namespace", "namespaces", "ns":
 		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 			return Target{}, fmt.Errorf("%q is not a namespace name: %s", name, errs[0])
 		}
 		return Target{Name: name}, nil
-	case "crd", "customresourcedefinition":
+	case "crd", "crds", "customresourcedefinition", "customresourcedefinitions",
+		"customresourcedefinition.apiextensions.k8s.io", "customresourcedefinitions.apiextensions.k8s.io":
 		if _, ok := catalog.CustomFromCRDName(name); !ok {
 			return Target{}, fmt.Errorf("%q is not a CustomResourceDefinition name (<plural>.<group>)", name)
 		}
