@@ -12,13 +12,20 @@ import (
 	"golang.org/x/term"
 )
 
-// confirmAction asks before a destructive step. On a terminal the user must
-// type "yes" (even with --yes). Without a terminal there is nobody to ask:
-// the command refuses unless --yes was given. The question goes to the
+// confirmAction asks before a destructive step. --yes answers it, as in
+// apt or kubectl delete's scripts: the question is still written, with the
+// answer. Otherwise, on a terminal the user must type "yes"; without one
+// there is nobody to ask: the command refuses. The question goes to the
 // terminal itself (/dev/tty), else to errOut: never into stdout, which may
 // be a JSON document or a file.
 func confirmAction(in io.Reader, errOut io.Writer, yes bool, question string) error {
-	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	f, ok := in.(*os.File)
+	terminal := ok && term.IsTerminal(int(f.Fd()))
+	if yes && terminal {
+		fmt.Fprintf(errOut, "%s yes (--yes)\n", question)
+		return nil
+	}
+	if terminal {
 		out := errOut
 		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 			defer tty.Close()
@@ -48,7 +55,7 @@ type writeFlags struct {
 // goes into --backup-dir ("" for a command without one).
 func (w *writeFlags) add(c *cobra.Command, confirmHelp, backupHelp string) {
 	c.Flags().BoolVar(&w.confirm, "confirm", false, confirmHelp)
-	c.Flags().BoolVar(&w.yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	c.Flags().BoolVar(&w.yes, "yes", false, "answer yes to the plan's question (on a terminal too); never to a later question about what a step revealed")
 	if backupHelp != "" {
 		c.Flags().StringVar(&w.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), backupHelp+" (env REGGHOST_BACKUP_DIR)")
 	}

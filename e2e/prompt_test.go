@@ -34,7 +34,7 @@ func onTerminal(t *testing.T, answer string, args ...string) (string, int) {
 }
 
 // TestPurgePromptsOnATerminal: on a terminal purge asks, and only "yes" goes
-// on, even when --yes is given.
+// on; --yes answers yes there too, as the question and its answer say.
 func TestPurgePromptsOnATerminal(t *testing.T) {
 	c := startCluster(t, clusterOptions{})
 	want := plantGhosts(t, c)
@@ -47,7 +47,6 @@ func TestPurgePromptsOnATerminal(t *testing.T) {
 		extra  []string
 	}{
 		{"answer no", "no\n", nil},
-		{"--yes does not skip the prompt on a terminal", "n\n", []string{"--yes"}},
 		{"no answer", "", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +64,22 @@ func TestPurgePromptsOnATerminal(t *testing.T) {
 	t.Run("answer yes", func(t *testing.T) {
 		out, code := onTerminal(t, "yes\n", args...)
 		if code != 0 || !strings.Contains(out, "Deleted 5 of 5 planned keys") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		for _, k := range ghosts {
+			if c.value(t, k) != nil {
+				t.Errorf("%s still there", k)
+			}
+		}
+	})
+	t.Run("--yes answers on a terminal too", func(t *testing.T) {
+		// The ghosts back, from the backup the purge above wrote.
+		dir := onlyBackupDir(t, root)
+		if out, errOut, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes"); code != 0 {
+			t.Fatalf("restore: exit %d\n%s\n%s", code, out, errOut)
+		}
+		out, code := onTerminal(t, "", append(args, "--yes")...)
+		if code != 0 || !strings.Contains(out, "yes (--yes)") || strings.Contains(out, "Type yes to continue") || !strings.Contains(out, "Deleted 5 of 5 planned keys") {
 			t.Fatalf("exit %d:\n%s", code, out)
 		}
 		for _, k := range ghosts {
