@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
-	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -76,28 +76,34 @@ func (w *writeFlags) askAgain(in io.Reader, errOut io.Writer, question string) e
 	return fmt.Errorf("stdin is not a terminal, and --yes confirms only the plan that was shown")
 }
 
-// askPassword asks for the etcd password of --user NAME on the terminal
-// when neither --user NAME:PASSWORD, --password nor ETCDCTL_PASSWORD gave
-// it (as etcdctl does); without a terminal, connecting says what to give.
-func askPassword(in io.Reader, errOut io.Writer, c *etcdconn.Config) error {
-	if c.User == "" || strings.Contains(c.User, ":") || c.Password != "" {
-		return nil
+// passwordAsker asks for the etcd password of --user NAME on the terminal,
+// once, when etcd is first connected to and neither --user NAME:PASSWORD,
+// --password nor ETCDCTL_PASSWORD gave it (as etcdctl does); a command that
+// never connects (version, backup ls) never asks. Without a terminal it
+// asks nothing, and connecting says what to give.
+func passwordAsker(in io.Reader, errOut io.Writer, user string) func() (string, error) {
+	var once sync.Once
+	var pw string
+	var err error
+	return func() (string, error) {
+		once.Do(func() {
+			f, ok := in.(*os.File)
+			if !ok || !term.IsTerminal(int(f.Fd())) {
+				return
+			}
+			out := errOut
+			if tty, terr := os.OpenFile("/dev/tty", os.O_WRONLY, 0); terr == nil {
+				defer tty.Close()
+				out = tty
+			}
+			fmt.Fprintf(out, "Password for etcd user %s: ", user)
+			b, rerr := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(out)
+			if rerr != nil {
+				err = fmt.Errorf("read the password of etcd user %s: %w", user, rerr)
+			}
+			pw = string(b)
+		})
+		return pw, err
 	}
-	f, ok := in.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil
-	}
-	out := errOut
-	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-		defer tty.Close()
-		out = tty
-	}
-	fmt.Fprintf(out, "Password for etcd user %s: ", c.User)
-	pw, err := term.ReadPassword(int(f.Fd()))
-	fmt.Fprintln(out)
-	if err != nil {
-		return fmt.Errorf("read the password of etcd user %s: %w", c.User, err)
-	}
-	c.Password = string(pw)
-	return nil
 }

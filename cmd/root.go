@@ -88,7 +88,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&g.Etcd.Cert, "cert", "", "client certificate for etcd (env ETCDCTL_CERT)")
 	f.StringVar(&g.Etcd.Key, "key", "", "client key for etcd (env ETCDCTL_KEY)")
 	f.BoolVar(&g.Etcd.InsecureSkipVerify, "insecure-skip-tls-verify", false, "do not verify etcd's server certificate (env ETCDCTL_INSECURE_SKIP_TLS_VERIFY)")
-	f.StringVar(&g.Etcd.User, "user", "", "etcd user for clusters with etcd auth; the password is asked on the terminal (env ETCDCTL_USER)")
+	f.StringVar(&g.Etcd.User, "user", "", "etcd user for clusters with etcd auth (not a kubeconfig user); the password is asked on the terminal when etcd is first connected to (env ETCDCTL_USER)")
 	f.StringVar(&g.Etcd.Password, "password", "", "etcd password for --user, instead of the question (env ETCDCTL_PASSWORD: keeps it out of ps and shell history)")
 	f.DurationVar(&g.Etcd.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to etcd")
 	f.DurationVar(&g.Etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
@@ -138,9 +138,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		if len(g.Prefix) == 0 || g.Prefix[0] != '/' || g.Prefix[len(g.Prefix)-1] != '/' {
 			return usageError("--etcd-prefix %q must start and end with /", g.Prefix)
 		}
-		if err := askPassword(in, errOut, &g.Etcd); err != nil {
-			return err
-		}
+		g.Etcd.AskPassword = passwordAsker(in, errOut, g.Etcd.User)
 		return nil
 	}
 	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newMigrateCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newSpaceCmd(g), newMembersCmd(g), newVersionCmd(), help.OptionsCommand(), newOverridesCmd())

@@ -201,3 +201,20 @@ func (r *terminalRun) wait(t *testing.T) (string, int) {
 	defer r.mu.Unlock()
 	return r.out.String()[r.read:], r.cmd.ProcessState.ExitCode()
 }
+
+// TestUserPasswordAskedOnlyWhenConnecting: on a terminal, --user (or an
+// exported ETCDCTL_USER) asks for the password only when etcd is connected
+// to: version and backup ls never ask.
+func TestUserPasswordAskedOnlyWhenConnecting(t *testing.T) {
+	for _, args := range [][]string{{"version", "--user", "root"}, {"backup", "ls", "--user", "root", "--backup-dir", t.TempDir()}} {
+		out, code := onTerminal(t, "", args...)
+		if code != 0 || strings.Contains(out, "Password for etcd user") {
+			t.Errorf("%v: exit %d:\n%s", args, code, out)
+		}
+	}
+	// A command that connects asks (the endpoint is closed: it fails after).
+	out, _ := onTerminal(t, "pw\n", "scan", "--user", "root", "--endpoints", "127.0.0.1:1", "--no-api", "--node-root", t.TempDir(), "--dial-timeout", "1s")
+	if !strings.Contains(out, "Password for etcd user root") {
+		t.Errorf("scan --user root did not ask:\n%s", out)
+	}
+}

@@ -27,6 +27,10 @@ type Config struct {
 	// User holds only the name.
 	User     string
 	Password string
+	// AskPassword asks for the password of User when nothing gave it, the
+	// first time etcd is connected to (nil: not asked); a command that
+	// never connects never asks.
+	AskPassword func() (string, error) `json:"-"`
 	// InsecureSkipVerify skips the check of etcd's server certificate.
 	InsecureSkipVerify bool
 	DialTimeout        time.Duration
@@ -67,6 +71,12 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 		}
 		if name == "" {
 			return cfg, errors.New(`--user must name the etcd user ("name", or "name:password")`)
+		}
+		if password == "" && c.AskPassword != nil {
+			var err error
+			if password, err = c.AskPassword(); err != nil {
+				return cfg, err
+			}
 		}
 		if password == "" {
 			return cfg, fmt.Errorf("--user %s needs a password: --password, ETCDCTL_PASSWORD, or run on a terminal to be asked", name)
