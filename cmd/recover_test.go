@@ -50,8 +50,9 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 			var out, errOut bytes.Buffer
 			args := append(append([]string{"recover"}, tt.args...), "--endpoints", ep, "--no-api", "--backup-dir", root)
 			code := Run(args, strings.NewReader(""), &out, &errOut)
-			// The line saying what the snapshot file is may come first.
-			msg := errOut.String()
+			// The lines saying what is used and what the snapshot file
+			// is may come first.
+			msg := withoutUsing(errOut.String())
 			if strings.HasPrefix(msg, "regghost: db file ") {
 				if i := strings.Index(msg, "\nregghost: "); i >= 0 {
 					msg = msg[i+1:]

@@ -47,7 +47,7 @@ func TestConnectionErrors(t *testing.T) {
 			if tt.wantErr == "" {
 				return
 			}
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			lines := strings.Split(strings.TrimSpace(withoutUsing(string(out))), "\n")
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], "regghost: ") || !strings.Contains(lines[0], tt.wantErr) {
 				t.Errorf("want one line containing %q, got:\n%s", tt.wantErr, out)
 			}

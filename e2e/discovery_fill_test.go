@@ -86,8 +86,8 @@ func TestDiscoveryFillsWhatEnvLeavesOut(t *testing.T) {
 		}
 		want := "regghost: using etcd " + c.etcdURL + " (ETCDCTL_ENDPOINTS), client certificate " + c.pki.ClientCert + " (ETCDCTL_CERT), " +
 			"prefix /kubernetes.io/ and encryption config " + nodeEnc + " " + source
-		if strings.TrimSpace(errOut) != want {
-			t.Errorf("stderr\ngot  %s\nwant %s", strings.TrimSpace(errOut), want)
+		if oneLine(errOut) != want {
+			t.Errorf("stderr\ngot  %s\nwant %s", oneLine(errOut), want)
 		}
 		rep := decodeReport(t, out)
 		if rep.Prefix != "/kubernetes.io/" || rep.ScannedKeys == 0 {
@@ -110,31 +110,33 @@ func TestDiscoveryFillsWhatEnvLeavesOut(t *testing.T) {
 		if !strings.Contains(out, `"kind": "Secret"`) || !strings.Contains(out, base64.StdEncoding.EncodeToString([]byte("hunter2"))) {
 			t.Errorf("not the decrypted Secret:\n%s", out)
 		}
-		if !strings.Contains(errOut, "encryption config "+nodeEnc) {
+		if !strings.Contains(oneLine(errOut), "encryption config "+nodeEnc) {
 			t.Errorf("stderr: %s", errOut)
 		}
 	})
 	t.Run("a flag is named as a flag", func(t *testing.T) {
 		_, errOut, code := runWithEnv(t, env[1:], append([]string{"ls", "--node-root", root}, "--endpoints", c.etcdURL)...)
-		if code != 0 || !strings.Contains(errOut, "using etcd "+c.etcdURL+" (--endpoints), client certificate "+c.pki.ClientCert+" (ETCDCTL_CERT), prefix /kubernetes.io/") {
+		if code != 0 || !strings.Contains(oneLine(errOut), "using etcd "+c.etcdURL+" (--endpoints), client certificate "+c.pki.ClientCert+" (ETCDCTL_CERT), prefix /kubernetes.io/") {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 	})
 	t.Run("a --etcd-prefix other than the node's is used and noted", func(t *testing.T) {
 		out, errOut, code := runWithEnv(t, env, "ls", "--node-root", root, "--etcd-prefix", "/registry/")
-		lines := strings.Split(strings.TrimSpace(errOut), "\n")
 		note := "regghost: note: kube-apiserver on this node uses prefix /kubernetes.io/ (kubeadm static pod /etc/kubernetes/manifests/kube-apiserver.yaml); using /registry/ from --etcd-prefix"
-		// ls ends with its own count line.
-		if code != 0 || len(lines) < 2 || lines[1] != note || !strings.Contains(lines[0], "prefix /registry/ (--etcd-prefix)") {
+		// The using line first, then the note; ls ends with its own count line.
+		flat := oneLine(errOut)
+		using, rest, _ := strings.Cut(flat, " regghost: note: ")
+		if code != 0 || !strings.Contains(flat, note) || !strings.Contains(using, "prefix /registry/ (--etcd-prefix)") || !strings.HasPrefix("regghost: note: "+rest, note) {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 		if strings.TrimSpace(out) != "" {
 			t.Errorf("keys under /registry/: %s", out)
 		}
 	})
-	t.Run("no node config: no line, nothing filled", func(t *testing.T) {
+	t.Run("no node config: the line names the variables and defaults, nothing filled", func(t *testing.T) {
 		out, errOut, code := runWithEnv(t, env, "scan", "--no-api", "-o", "json", "--node-root", t.TempDir())
-		if code != 0 || strings.TrimSpace(errOut) != "" {
+		if code != 0 || !strings.HasPrefix(oneLine(errOut), "regghost: using etcd "+c.etcdURL+" (ETCDCTL_ENDPOINTS), client certificate "+c.pki.ClientCert+" (ETCDCTL_CERT), prefix /registry/ (default)") ||
+			strings.Contains(errOut, "(from ") || strings.Count(errOut, "regghost:") != 1 {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 		if rep := decodeReport(t, out); rep.Prefix != "/registry/" {

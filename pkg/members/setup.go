@@ -33,7 +33,7 @@ type Fallback struct {
 // twice the dial timeout (a member that does not answer costs that,
 // once). done closes the client.
 func Setup(ctx context.Context, s *session.Settings, o Options) (Options, func(), error) {
-	s.Discover()
+	s.SayUsing()
 	if o.Timeout == 0 {
 		o.Timeout = 2 * s.Etcd.DialTimeout
 	}

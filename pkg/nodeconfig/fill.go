@@ -40,8 +40,8 @@ type Given map[string]string
 type Merged struct {
 	// Settings are the values to use.
 	Settings Settings
-	// Line says in one line what is used and where each setting came from;
-	// empty when nothing was taken from the node.
+	// Line says in one line what is used and where each setting came from
+	// (a flag, a variable, the default, or the node's file).
 	Line string
 	// Notes are given settings that disagree with the node's
 	// kube-apiserver, one sentence each.
@@ -87,8 +87,8 @@ func Fill(cur Settings, given Given, f *Found) Merged {
 type item struct{ text, origin string }
 
 // line says what is used: each setting given with the flag or variable it
-// came from (and each default as "default"), then what the node gave, as one
-// group naming the file it was read from.
+// came from (and each default as "default"), then what the node gave, if
+// anything, as one group naming the file it was read from.
 func line(s Settings, origin map[string]string, f *Found) string {
 	var items []item
 	add := func(text, origin string) { items = append(items, item{text, origin}) }
@@ -123,10 +123,9 @@ func line(s Settings, origin map[string]string, f *Found) string {
 			node = append(node, it.text)
 		}
 	}
-	if len(node) == 0 {
-		return ""
+	if len(node) > 0 {
+		parts = append(parts, and(node)+" (from "+f.Source+")")
 	}
-	parts = append(parts, and(node)+" (from "+f.Source+")")
 	return "using " + strings.Join(parts, ", ")
 }
 

@@ -80,12 +80,17 @@ func TestOpenAndScan(t *testing.T) {
 
 func TestDiscoverLeavesGivenSettings(t *testing.T) {
 	// A node root with no kube-apiserver manifest: nothing is found,
-	// nothing changes, nothing is said.
+	// nothing changes, and what is used is said with where it came from.
 	var notices bytes.Buffer
 	s := &Settings{Etcd: etcdconn.Config{Endpoints: []string{"127.0.0.1:1"}}, Prefix: "/registry/", NodeRoot: t.TempDir(),
 		Notices: &notices, Given: func() nodeconfig.Given { return nodeconfig.Given{} }}
 	s.Discover()
-	if s.Etcd.Endpoints[0] != "127.0.0.1:1" || s.Prefix != "/registry/" || notices.Len() != 0 {
+	if notices.Len() != 0 {
+		t.Errorf("discovery alone said %q: a usage error found before connecting would not be one line", notices.String())
+	}
+	s.SayUsing()
+	s.SayUsing()
+	if s.Etcd.Endpoints[0] != "127.0.0.1:1" || s.Prefix != "/registry/" || notices.String() != "regghost: using etcd 127.0.0.1:1 (default), prefix /registry/ (default)\n" {
 		t.Fatalf("settings changed: %+v, notices %q", s.Etcd.Endpoints, notices.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regghost/regghost/internal/table"
 	"io"
 	"strings"
 	"sync"
@@ -42,25 +43,30 @@ type Settings struct {
 	SayDB   func(dbfile.Info)
 
 	discovered sync.Once
+	// pending are the lines discovery has to say (what is used, notes),
+	// said once, when etcd is first connected to (SayUsing): a usage error
+	// found before stays one line.
+	pending []string
+	said    sync.Once
 }
 
 // Discover reads kube-apiserver's own etcd settings from the node's files,
 // once, and fills each setting Given does not name: endpoints, TLS files,
-// prefix and encryption config. It says in one line what it used and where
-// each setting came from, and notes a given prefix or encryption config
-// that disagrees with the node's.
+// prefix and encryption config. What it used and where each setting came
+// from, and a given prefix or encryption config that disagrees with the
+// node's, are said by SayUsing (connecting says them first).
 func (s *Settings) Discover() {
 	s.discovered.Do(func() {
 		if s.DB != "" || s.Given == nil {
 			return
 		}
 		f, err := nodeconfig.Discover(s.NodeRoot)
-		if errors.Is(err, nodeconfig.ErrNotFound) {
-			return
-		}
 		if err != nil {
-			s.say("could not read this node's kube-apiserver configuration (%v); nothing was taken from it", firstLine(err))
-			return
+			if !errors.Is(err, nodeconfig.ErrNotFound) {
+				s.pending = append(s.pending, fmt.Sprintf("could not read this node's kube-apiserver configuration (%v); nothing was taken from it", firstLine(err)))
+			}
+			// What is used is said whatever gave it: flags, variables, defaults.
+			f = &nodeconfig.Found{}
 		}
 		cur := nodeconfig.Settings{Endpoints: s.Etcd.Endpoints, CACert: s.Etcd.CACert, Cert: s.Etcd.Cert, Key: s.Etcd.Key,
 			Prefix: s.Prefix, EncryptionConfig: s.EncryptionConfig}
@@ -69,23 +75,34 @@ func (s *Settings) Discover() {
 		s.Etcd.Endpoints, s.Etcd.CACert, s.Etcd.Cert, s.Etcd.Key = n.Endpoints, n.CACert, n.Cert, n.Key
 		s.Prefix, s.EncryptionConfig = n.Prefix, n.EncryptionConfig
 		if m.Line != "" {
-			s.say("%s", m.Line)
+			s.pending = append(s.pending, m.Line)
 		}
-		for _, note := range m.Notes {
-			s.say("%s", note)
+		s.pending = append(s.pending, m.Notes...)
+	})
+}
+
+// SayUsing says, once, what discovery found: the settings used and where
+// each came from, then its notes. Connecting to etcd says it first.
+func (s *Settings) SayUsing() {
+	s.Discover()
+	s.said.Do(func() {
+		for _, l := range s.pending {
+			s.say("%s", l)
 		}
 	})
 }
 
+// say writes a line to Notices, wrapped to the screen (120 columns off a
+// terminal), continuation lines indented.
 func (s *Settings) say(format string, args ...any) {
 	if s.Notices != nil {
-		fmt.Fprintf(s.Notices, "regghost: "+format+"\n", args...)
+		table.Wrapped(s.Notices, "regghost: "+fmt.Sprintf(format, args...))
 	}
 }
 
-// Connect opens etcd, after discovery.
+// Connect opens etcd, after discovery, having said what it uses.
 func (s *Settings) Connect(ctx context.Context) (*clientv3.Client, error) {
-	s.Discover()
+	s.SayUsing()
 	return s.Etcd.Connect(ctx)
 }
 
