@@ -134,7 +134,7 @@ func TestFill(t *testing.T) {
 			node:  func(f *Found) { f.EncryptionConfig = encA },
 			want:  Settings{Endpoints: []string{"https://10.0.0.1:2379"}, CACert: "/run/ca.crt", Cert: "/run/c.crt", Key: "/run/c.key", Prefix: "/kubernetes.io/", EncryptionConfig: encB},
 			notes: []string{"note: kube-apiserver on this node uses encryption config " + encA + "; using " + encB + " from --encryption-provider-config, which differs"},
-			line: "using etcd https://10.0.0.1:2379 (--endpoints), client certificate /run/c.crt (--cert), prefix /kubernetes.io/ (--prefix), encryption config " + encB + " (--encryption-provider-config)",
+			line:  "using etcd https://10.0.0.1:2379 (--endpoints), client certificate /run/c.crt (--cert), prefix /kubernetes.io/ (--prefix), encryption config " + encB + " (--encryption-provider-config)",
 		},
 		{
 			name:  "a copy of the node's encryption config: no note",
