@@ -44,6 +44,9 @@ func confirmAction(in io.Reader, errOut io.Writer, yes bool, question string) er
 	return nil
 }
 
+// yesHelp is --yes's help, the same for every command that takes it.
+const yesHelp = "answer yes to the plan's question (on a terminal too); never to a later question about what a step revealed"
+
 // writeFlags are the flags of every command that writes: --confirm (a dry
 // run without it), --yes and, where it writes a backup, --backup-dir.
 type writeFlags struct {
@@ -55,7 +58,7 @@ type writeFlags struct {
 // goes into --backup-dir ("" for a command without one).
 func (w *writeFlags) add(c *cobra.Command, confirmHelp, backupHelp string) {
 	c.Flags().BoolVar(&w.confirm, "confirm", false, confirmHelp)
-	c.Flags().BoolVar(&w.yes, "yes", false, "answer yes to the plan's question (on a terminal too); never to a later question about what a step revealed")
+	c.Flags().BoolVar(&w.yes, "yes", false, yesHelp)
 	if backupHelp != "" {
 		c.Flags().StringVar(&w.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), backupHelp+" (env REGGHOST_BACKUP_DIR)")
 	}

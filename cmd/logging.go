@@ -25,9 +25,10 @@ func silenceLibraryLogs() {
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 }
 
-// libraryLogs shows the libraries' logging on w at level (kubectl's -v:
-// 6 shows every request to the API server, 8 their bodies; from 9 grpc-go's
-// too); level 0 keeps them silent.
+// libraryLogs shows the libraries' logging on w at level (kubectl's -v: 6
+// shows every request to the API server; the root refuses 8 and more,
+// where client-go prints bodies: Secrets' data, TokenReviews' tokens);
+// level 0 keeps them silent.
 func libraryLogs(level int, w io.Writer) {
 	if level <= 0 {
 		return
@@ -36,7 +37,4 @@ func libraryLogs(level int, w io.Writer) {
 	klog.InitFlags(fs)
 	_ = fs.Set("v", strconv.Itoa(level))
 	klog.SetOutput(w)
-	if level >= 9 {
-		grpclog.SetLoggerV2(grpclog.NewLoggerV2WithVerbosity(w, w, w, level-9))
-	}
 }

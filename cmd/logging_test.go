@@ -22,6 +22,7 @@ func TestVerbosityAsInKubectl(t *testing.T) {
 		{[]string{"version", "-v=5"}, ExitOK, false},
 		{[]string{"version"}, ExitOK, false},
 		{[]string{"-v=-1", "version"}, ExitUsage, false},
+		{[]string{"-v=8", "version"}, ExitUsage, false},
 		{[]string{"-v", "version"}, ExitUsage, false},
 	} {
 		silenceLibraryLogs()

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/migrate"
 	"github.com/regghost/regghost/pkg/session"
@@ -50,6 +51,9 @@ from etcd each time.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.print.validate(); err != nil {
 				return err
+			}
+			if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
+				return usageError("--target-release: %v", err)
 			}
 			if o.perSecond <= 0 {
 				return usageError("--max-objects-per-second must be positive, got %d", o.perSecond)

@@ -38,7 +38,7 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
-	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	c.Flags().BoolVar(&yes, "yes", false, yesHelp)
 	other.add(c, "backup")
 	addIntoRecreatedFlag(c, &intoRecreated)
 	p.addFlags(c)

@@ -102,7 +102,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&g.DB, "db", "", "read this etcd db file (snapshot or member/snap/db) instead of a live etcd, read-only")
 	f.StringVar(&g.EncryptionConfig, "encryption-provider-config", "", "kube-apiserver EncryptionConfiguration to decrypt aescbc, aesgcm and secretbox values")
 	f.StringVar(&g.NodeRoot, "node-root", envOr("REGGHOST_NODE_ROOT", "/"), "where the control-plane node's files are, to find etcd's endpoints, certificates, prefix and encryption config that no flag or ETCDCTL_* variable gives (env REGGHOST_NODE_ROOT)")
-	f.IntVarP(&g.verbosity, "v", "v", 0, "log level of the libraries regghost uses, on stderr, as in kubectl: -v=6 shows every API server request (0: silent)")
+	f.IntVarP(&g.verbosity, "v", "v", 0, "log level of the libraries regghost uses, on stderr, as in kubectl: -v=6 shows every API server request (0: silent; at most 7: bodies, which hold Secrets, are never printed)")
 	f.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = f.MarkHidden("cpuprofile")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
@@ -121,8 +121,8 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		}
 		g.errOut = c.ErrOrStderr()
 		g.Notices = g.errOut
-		if g.verbosity < 0 {
-			return usageError("-v must be 0 or more, got %d", g.verbosity)
+		if g.verbosity < 0 || g.verbosity > 7 {
+			return usageError("-v must be 0 to 7, got %d: from 8 the libraries print request and response bodies (Secrets' data, bearer tokens)", g.verbosity)
 		}
 		libraryLogs(g.verbosity, g.errOut)
 		g.SayDB = func(info dbfile.Info) { table.Wrapped(g.errOut, "regghost: "+info.String()) }
@@ -199,7 +199,13 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(errOut, "regghost: %s\n", help.WithOverrideLink(ee.err.Error()))
+			msg := ee.err.Error()
+			if ee.code != ExitUsage || !strings.Contains(msg, "flag") {
+				// A refusal an override lifts says where to read what it
+				// risks; a mistyped flag does not.
+				msg = help.WithOverrideLink(msg)
+			}
+			fmt.Fprintf(errOut, "regghost: %s\n", msg)
 		}
 		return ee.code
 	}

@@ -103,7 +103,7 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
-	c.Flags().BoolVar(&yes, "yes", false, "confirm without a prompt when stdin is not a terminal")
+	c.Flags().BoolVar(&yes, "yes", false, yesHelp)
 	c.Flags().StringVar(&prefix, "key-prefix", "", "restore only the keys under this key prefix (default: every key the purge deleted; with --all-absent every key of the snapshot)")
 	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(snapshot.AllAbsentFlag, "--"), false,
 		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")

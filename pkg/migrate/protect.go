@@ -64,6 +64,12 @@ func (p *Protection) run(ctx context.Context, plan *Census, o Options) (*Result,
 				w.Journal(r)
 				results = append(results, r)
 			}
+			res.moved = func(detail string) {
+				r := etcdwrite.Result{Key: key, Outcome: etcdwrite.SkippedChanged, Detail: detail}
+				w.Journal(r)
+				results = append(results, r)
+			}
+			res.crdRev = plan.Target.CRDRevision
 			// A stop (a signal, the lock lost, an audit log that can no
 			// longer be written) ends the rewrite between objects.
 			o.Rewrite.Stop = w.Pacing.Stop
@@ -77,7 +83,10 @@ func (p *Protection) run(ctx context.Context, plan *Census, o Options) (*Result,
 		if errors.Is(err, protect.ErrNothingChanged) {
 			return res, err
 		}
-		return res, errors.Join(runErr, err)
+		if runErr != nil {
+			return res, fmt.Errorf("%w; %w", runErr, err)
+		}
+		return res, err
 	}
 	return res, runErr
 }

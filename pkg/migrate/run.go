@@ -59,8 +59,27 @@ type Result struct {
 	// before the run, with the audit log of its edits.
 	Dir    string `json:"dir,omitempty"`
 	Backup string `json:"backup,omitempty"`
-	// edited records an edit of the CRD (the revision it left it at).
+	// edited records an edit of the CRD (the revision it left it at);
+	// moved records that someone else changed it since (restore then
+	// leaves it alone). crdRev is the revision regghost last left it at.
 	edited func(rev int64, what string)
+	moved  func(detail string)
+	crdRev int64
+}
+
+// unmoved refuses an edit of the CRD when someone else changed it since
+// regghost last left it (the plan's revision, or regghost's own last
+// edit): each edit is preconditioned on the CRD as regghost left it, so a
+// restore of the backup never puts back a CRD over another writer's change.
+func (res *Result) unmoved(c *Census, step string) error {
+	if res.crdRev == 0 || c.Target.CRDRevision == res.crdRev {
+		return nil
+	}
+	detail := fmt.Sprintf("changed by someone else at revision %d, after regghost left it at revision %d", c.Target.CRDRevision, res.crdRev)
+	if res.moved != nil {
+		res.moved(detail)
+	}
+	return fmt.Errorf("refused to %s: CustomResourceDefinition %s was %s; it is not edited further, and its backup is not restored over that change", step, c.Target.CRD.Name, detail)
 }
 
 // interrupted reports whether stop was closed.
@@ -111,6 +130,7 @@ func run(ctx context.Context, plan *Census, o Options, res *Result) (*Result, er
 			return res, fmt.Errorf("put %v back into CustomResourceDefinition %s: %w", stranded, plan.Target.CRD.Name, err)
 		}
 		res.edited(rev, "listed "+strings.Join(stranded, ", ")+" again in spec.versions")
+		res.crdRev = rev
 		res.ListedAgain = stranded
 		again, err := o.Again(ctx)
 		if err != nil {
@@ -190,10 +210,14 @@ func (res *Result) narrow(ctx context.Context, plan *Census, o Options) error {
 		if interrupted(o.Rewrite.Stop) {
 			return fmt.Errorf("interrupted: status.storedVersions was not narrowed")
 		}
+		if err := res.unmoved(proof, "narrow status.storedVersions"); err != nil {
+			return err
+		}
 		rev, err := PruneStoredVersions(ctx, o.Dynamic, proof, ch)
 		if err != nil {
 			return err
 		}
+		res.crdRev = rev
 		res.edited(rev, fmt.Sprintf("status.storedVersions narrowed from [%s] to [%s]", strings.Join(ch.From, ", "), strings.Join(ch.To, ", ")))
 		res.Pruned = true
 	}
@@ -210,10 +234,14 @@ func (res *Result) narrow(ctx context.Context, plan *Census, o Options) error {
 		if interrupted(o.Rewrite.Stop) {
 			return fmt.Errorf("interrupted: %s stays listed in CustomResourceDefinition %s", strings.Join(res.ListedAgain, ", "), after.Target.CRD.Name)
 		}
+		if err := res.unmoved(after, "remove "+strings.Join(res.ListedAgain, ", ")+" again"); err != nil {
+			return err
+		}
 		rev, err := Unlist(ctx, o.Dynamic, after, res.ListedAgain)
 		if err != nil {
 			return err
 		}
+		res.crdRev = rev
 		res.edited(rev, "removed "+strings.Join(res.ListedAgain, ", ")+" again from spec.versions")
 		res.Unlisted = res.ListedAgain
 	}

@@ -135,3 +135,25 @@ func TestRunRefusesWhatItCannotProve(t *testing.T) {
 		t.Errorf("not asked to prune: %v", err)
 	}
 }
+
+// TestUnmovedRefusesAnotherWritersChange: each edit of the CRD is
+// preconditioned on the revision regghost last left it at; another
+// writer's change in between is refused and recorded, so a restore never
+// puts the backup back over it.
+func TestUnmovedRefusesAnotherWritersChange(t *testing.T) {
+	c := &Census{Target: Target{CRD: &apiextensionsv1.CustomResourceDefinition{}, CRDRevision: 12}}
+	c.Target.CRD.Name = "gadgets.example.com"
+	var moved []string
+	res := &Result{crdRev: 12, moved: func(d string) { moved = append(moved, d) }}
+	if err := res.unmoved(c, "narrow status.storedVersions"); err != nil || len(moved) != 0 {
+		t.Errorf("as regghost left it: %v, %v", err, moved)
+	}
+	res.crdRev = 10
+	err := res.unmoved(c, "narrow status.storedVersions")
+	if err == nil || !strings.Contains(err.Error(), "changed by someone else at revision 12, after regghost left it at revision 10") || len(moved) != 1 {
+		t.Errorf("changed since: %v, %v", err, moved)
+	}
+	if err := (&Result{}).unmoved(c, "x"); err != nil {
+		t.Errorf("unprotected: %v", err)
+	}
+}

@@ -52,6 +52,11 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 			return nil, fmt.Errorf("read %s: %w", e.Key, err)
 		}
 		switch {
+		case b.Action == backup.ActionMigrate && e.Rewritten == 0:
+			// migrate edits a CRD, never deletes it: a key it did not
+			// leave as it is now (gone since, or changed by someone else)
+			// is not its to put back.
+			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.LeftAsIs, Detail: "migrate did not leave it as it is now (gone, changed by someone else since, or never edited); left alone"}
 		case len(resp.Kvs) == 0:
 			todo = append(todo, i)
 			results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.WouldRestore}
