@@ -55,13 +55,10 @@ func StorageHash(group, version, kind string) string {
 // release reads without serving). Groups whose discovery failed are named
 // in the error, with what was read.
 func (v *View) StoredResources(ctx context.Context, decodes []string) (map[schema.GroupResource]*Stored, error) {
-	// Aggregated discovery leaves storageVersionHash out: ask each
-	// group/version's own document.
-	disc, err := clientdiscovery.NewDiscoveryClientForConfig(v.Config)
+	disc, err := v.legacyDiscovery()
 	if err != nil {
-		return nil, fmt.Errorf("api server discovery client: %w", err)
+		return nil, err
 	}
-	disc.UseLegacyDiscovery = true
 	_, lists, err := disc.ServerGroupsAndResources()
 	var failed error
 	if err != nil {
@@ -96,24 +93,9 @@ func (v *View) StoredResources(ctx context.Context, decodes []string) (map[schem
 			}
 		}
 	}
-	for _, d := range decodes {
-		if i := strings.LastIndex(d, "/"); i > 0 {
-			if gv, err := schema.ParseGroupVersion(strings.TrimPrefix(d[:i], "/")); err == nil {
-				served[d[i+1:]] = append(served[d[i+1:]], gv)
-			}
-		}
-	}
 	for _, s := range out {
 		sort.Strings(s.Versions)
-		if s.Hash == "" {
-			continue
-		}
-		for _, gv := range served[s.Kind] {
-			if StorageHash(gv.Group, gv.Version, s.Kind) == s.Hash {
-				s.Storage = gv.String()
-				break
-			}
-		}
+		s.nameStorage(slices.Concat(served[s.Kind], decodedAt(decodes, s.Kind)))
 	}
 	return out, failed
 }
@@ -124,11 +106,10 @@ func (v *View) StoredResources(ctx context.Context, decodes []string) (map[schem
 // versions of that group it serves and decodes ("group/version/Kind", what
 // its release reads without serving). ok is false when it serves none.
 func (v *View) StoredResource(ctx context.Context, gr schema.GroupResource, decodes []string) (s Stored, ok bool, err error) {
-	disc, err := clientdiscovery.NewDiscoveryClientForConfig(v.Config)
+	disc, err := v.legacyDiscovery()
 	if err != nil {
-		return s, false, fmt.Errorf("api server discovery client: %w", err)
+		return s, false, err
 	}
-	disc.UseLegacyDiscovery = true
 	groups, err := disc.ServerGroups()
 	if err != nil {
 		return s, false, fmt.Errorf("discover API groups on %s: %w", v.Host, err)
@@ -159,20 +140,46 @@ func (v *View) StoredResource(ctx context.Context, gr schema.GroupResource, deco
 		}
 	}
 	sort.Strings(s.Versions)
+	s.nameStorage(append(candidates, decodedAt(decodes, s.Kind)...))
+	return s, ok, nil
+}
+
+// legacyDiscovery is a discovery client that reads each group/version's own
+// document: aggregated discovery leaves storageVersionHash out.
+func (v *View) legacyDiscovery() (*clientdiscovery.DiscoveryClient, error) {
+	disc, err := clientdiscovery.NewDiscoveryClientForConfig(v.Config)
+	if err != nil {
+		return nil, fmt.Errorf("api server discovery client: %w", err)
+	}
+	disc.UseLegacyDiscovery = true
+	return disc, nil
+}
+
+// decodedAt are the group/versions decodes ("group/version/Kind", "/v1/Pod"
+// for the core group) holds kind at.
+func decodedAt(decodes []string, kind string) []schema.GroupVersion {
+	var out []schema.GroupVersion
 	for _, d := range decodes {
-		if i := strings.LastIndex(d, "/"); i > 0 && d[i+1:] == s.Kind {
+		if i := strings.LastIndex(d, "/"); i > 0 && d[i+1:] == kind {
 			if gv, err := schema.ParseGroupVersion(strings.TrimPrefix(d[:i], "/")); err == nil {
-				candidates = append(candidates, gv)
+				out = append(out, gv)
 			}
 		}
 	}
+	return out
+}
+
+// nameStorage sets Storage to the first of candidates whose hash is Hash.
+func (s *Stored) nameStorage(candidates []schema.GroupVersion) {
+	if s.Hash == "" {
+		return
+	}
 	for _, gv := range candidates {
-		if s.Hash != "" && StorageHash(gv.Group, gv.Version, s.Kind) == s.Hash {
+		if StorageHash(gv.Group, gv.Version, s.Kind) == s.Hash {
 			s.Storage = gv.String()
-			break
+			return
 		}
 	}
-	return s, ok, nil
 }
 
 // SortedStored lists m by group and resource.
