@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/internal/etcdtest"
 )
 
 // TestRecoverRefusesBadInput: every malformed recover is one line on
@@ -52,7 +54,7 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 			code := Run(args, strings.NewReader(""), &out, &errOut)
 			// The lines saying what is used and what the snapshot file
 			// is may come first.
-			msg := withoutUsing(errOut.String())
+			msg := etcdtest.WithoutUsing(errOut.String())
 			if strings.HasPrefix(msg, "regghost: db file ") {
 				if i := strings.Index(msg, "\nregghost: "); i >= 0 {
 					msg = msg[i+1:]

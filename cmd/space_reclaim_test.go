@@ -68,7 +68,7 @@ func TestSpaceReclaimRefusesBadInput(t *testing.T) {
 			var out, errOut bytes.Buffer
 			args := append(append([]string{"space", "reclaim"}, tc.args...), "--endpoints", ep, "--no-api", "--backup-dir", root, "--node-root", t.TempDir())
 			code := Run(args, strings.NewReader(""), &out, &errOut)
-			if code != tc.code || !strings.Contains(errOut.String(), tc.want) || strings.Count(strings.TrimSpace(withoutUsing(errOut.String())), "\n") > 0 {
+			if code != tc.code || !strings.Contains(errOut.String(), tc.want) || strings.Count(strings.TrimSpace(etcdtest.WithoutUsing(errOut.String())), "\n") > 0 {
 				t.Errorf("exit %d, stderr %q, want %q", code, errOut.String(), tc.want)
 			}
 			if _, err := os.Stat(root); !os.IsNotExist(err) {

@@ -62,22 +62,3 @@ func TestUsageErrorsExit2OnOneLine(t *testing.T) {
 		t.Errorf("only %d argument refusals were seen: the walk did not reach the commands", refused)
 	}
 }
-
-// withoutUsing is stderr without the line that says what regghost uses
-// (every command that connects writes it first, wrapped): what a test of
-// an error being one line counts.
-func withoutUsing(errOut string) string {
-	var keep []string
-	using := false
-	for _, l := range strings.SplitAfter(errOut, "\n") {
-		switch {
-		case strings.HasPrefix(l, "regghost: using "):
-			using = true
-		case using && strings.HasPrefix(l, "  "):
-		default:
-			using = false
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "")
-}

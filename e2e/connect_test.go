@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/regghost/regghost/internal/etcdtest"
 )
 
 // TestConnectionErrors checks that bad certificates, missing files and an
@@ -47,7 +49,7 @@ func TestConnectionErrors(t *testing.T) {
 			if tt.wantErr == "" {
 				return
 			}
-			lines := strings.Split(strings.TrimSpace(withoutUsing(string(out))), "\n")
+			lines := strings.Split(strings.TrimSpace(etcdtest.WithoutUsing(string(out))), "\n")
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], "regghost: ") || !strings.Contains(lines[0], tt.wantErr) {
 				t.Errorf("want one line containing %q, got:\n%s", tt.wantErr, out)
 			}

@@ -21,6 +21,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/regghost/regghost/internal/etcdtest"
 )
 
 // monitoringCRDs are the two prometheus-operator kinds the chart renders,
@@ -556,7 +558,7 @@ scrape_configs:
 	t.Run("delegated auth without a usable kubeconfig is refused at start", func(t *testing.T) {
 		_, errOut, code := runBinary(t, "", append([]string{"serve", "--listen-address", "127.0.0.1:0", "--metrics-auth", "delegated",
 			"--cert-dir", t.TempDir(), "--kubeconfig", filepath.Join(dir, "absent.conf")}, c.etcdArgs()...)...)
-		lines := strings.Split(strings.TrimSpace(withoutUsing(errOut)), "\n")
+		lines := strings.Split(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n")
 		if code == 0 || len(lines) != 1 || !strings.Contains(lines[0], "--metrics-auth=delegated") {
 			t.Errorf("exit %d, stderr %q; want a failure in one line naming --metrics-auth=delegated", code, errOut)
 		}
@@ -575,7 +577,7 @@ scrape_configs:
 			{"--insecure-http off loopback", []string{"--listen-address", "0.0.0.0:" + port, "--insecure-http"}, "--insecure-http needs a loopback --listen-address"},
 		} {
 			_, errOut, code := runBinary(t, "", append(append([]string{"serve", "--metrics-auth", "delegated", "--kubeconfig", serveConf}, tt.args...), c.etcdArgs()...)...)
-			lines := strings.Split(strings.TrimSpace(withoutUsing(errOut)), "\n")
+			lines := strings.Split(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n")
 			if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
 				t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line saying %q", tt.name, code, errOut, tt.want)
 			}

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -316,7 +317,7 @@ func TestPurgeRefusals(t *testing.T) {
 			if code != tt.code || !strings.Contains(errOut, tt.wantErr) {
 				t.Errorf("exit %d, want %d; stderr %q, want it to contain %q", code, tt.code, errOut, tt.wantErr)
 			}
-			if strings.Count(strings.TrimSpace(withoutUsing(errOut)), "\n") > 0 {
+			if strings.Count(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n") > 0 {
 				t.Errorf("error is more than one line: %q", errOut)
 			}
 			if _, err := os.Stat(root); !os.IsNotExist(err) {
@@ -395,23 +396,4 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
-}
-
-// withoutUsing is stderr without the line that says what regghost uses
-// (every command that connects writes it first): what a test of an error
-// being one line counts.
-func withoutUsing(errOut string) string {
-	var keep []string
-	using := false
-	for _, l := range strings.SplitAfter(errOut, "\n") {
-		switch {
-		case strings.HasPrefix(l, "regghost: using "):
-			using = true
-		case using && strings.HasPrefix(l, "  "):
-		default:
-			using = false
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "")
 }

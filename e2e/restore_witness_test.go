@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -49,7 +50,7 @@ func assertRefused(t *testing.T, what string, got map[string]etcdwrite.Result, k
 			t.Errorf("%s: %s: %s (%s), want refused: namespace kb-system created again, naming %s", what, k, r.Outcome, r.Detail, flagnames.IntoRecreated)
 		}
 	}
-	if !strings.Contains(errOut, "were refused, not restored") || !strings.Contains(errOut, flagnames.IntoRecreated) || strings.Count(strings.TrimSpace(withoutUsing(errOut)), "\n") > 0 {
+	if !strings.Contains(errOut, "were refused, not restored") || !strings.Contains(errOut, flagnames.IntoRecreated) || strings.Count(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n") > 0 {
 		t.Errorf("%s: stderr %q, want one line: refused, naming %s", what, errOut, flagnames.IntoRecreated)
 	}
 }
@@ -172,7 +173,7 @@ func TestKineSnapshotRestoreWritesThePurgesKeys(t *testing.T) {
 	mustNoErr(t, "copy snapshot", os.WriteFile(alone, data, 0o600))
 	_, errOut, code = c.regghost(t, "", "snapshot", "restore", alone, "--confirm", "--yes")
 	if code != 1 || !strings.Contains(errOut, "no purge backup beside the snapshot") || !strings.Contains(errOut, snapshot.AllAbsentFlag) ||
-		!strings.Contains(errOut, "nothing was restored") || strings.Count(strings.TrimSpace(withoutUsing(errOut)), "\n") > 0 {
+		!strings.Contains(errOut, "nothing was restored") || strings.Count(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n") > 0 {
 		t.Errorf("a snapshot without its purge's backup: exit %d: %q", code, errOut)
 	}
 	got, errOut, code = c.restoreOutcomes(t, "snapshot", "restore", alone, snapshot.AllAbsentFlag)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/space"
 )
 
@@ -256,7 +257,7 @@ func TestSpaceOnKine(t *testing.T) {
 	ghost := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"gone","uid":"u-a"},"data":{"d":"` + strings.Repeat("x", 5000) + `"}}`)
 	c.put(t, "/registry/configmaps/gone/a", ghost)
 	out, errOut, code := c.regghost(t, "", "space")
-	if code != 0 || withoutUsing(errOut) != "" {
+	if code != 0 || etcdtest.WithoutUsing(errOut) != "" {
 		t.Fatalf("space exited %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, "This is not etcd but kine") || !strings.Contains(out, "VACUUM") || strings.Contains(out, "Note:") {

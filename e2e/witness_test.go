@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kmsv2 "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
 
+	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
 )
@@ -193,7 +194,7 @@ func TestLiveObjectsAreNeverGhosts(t *testing.T) {
 		}
 		before := c.state(t)
 		out, errOut, code = runBinary(t, "", append(args, "--confirm", "--yes")...)
-		if code != 1 || !strings.Contains(errOut, flagnames.AcceptSingleWitness) || strings.Count(strings.TrimSpace(withoutUsing(errOut)), "\n") > 0 {
+		if code != 1 || !strings.Contains(errOut, flagnames.AcceptSingleWitness) || strings.Count(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n") > 0 {
 			t.Errorf("purge of a single-witness verdict: exit %d: %s\n%s", code, errOut, out)
 		}
 		c.assertUnchanged(t, "a refused purge", before)
