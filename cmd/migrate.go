@@ -37,7 +37,8 @@ func newMigrateCmd(g *globalOptions) *cobra.Command {
 		Short: "Move a resource's objects to its storage version and encryption key, and prove it from etcd",
 		Long: `Count from etcd what each object of RESOURCE (plural.group as kubectl api-resources names
 it: widgets.example.com, secrets) is stored at: its version against the CRD's storage version,
-its encryption provider and key against the EncryptionConfiguration (--encryption-provider-config).
+its encryption provider and key against the EncryptionConfiguration (--encryption-provider-config;
+under a KMS v2 plugin, the key ID in each value against the one the plugin says it writes with).
 With --confirm, write each object that is not where the resource is written now back through the
 API server, unchanged, with the resourceVersion it was read at as precondition; then count again
 from etcd and name every object left. A version the CRD no longer lists is listed again (not

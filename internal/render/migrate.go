@@ -144,7 +144,14 @@ func writeCensus(w io.Writer, c *migrate.Census) error {
 		fmt.Fprintf(w, "The EncryptionConfiguration writes %s with %s.\n", c.Resource, c.Writer)
 	}
 	if c.NotChecked > 0 {
-		table.Para(w, "", "", fmt.Sprintf("%d objects are under a KMS provider: judged by provider alone; their stored version and KMS v2 key ID are not read here.", c.NotChecked))
+		what := "judged by provider alone; their stored version and KMS v2 key ID are not read here."
+		switch {
+		case c.WriterKeyID != "":
+			what = fmt.Sprintf("judged by provider and, under the plugin that writes, by key ID against the key ID %s the plugin says it writes with; their stored version is not read here.", c.WriterKeyID)
+		case c.KeyIDUnread != "":
+			what = "judged by provider alone; their stored version is not read here, and their KMS v2 key ID is not judged: " + c.KeyIDUnread + "."
+		}
+		table.Para(w, "", "", fmt.Sprintf("%s under a KMS provider: %s", pluralVerb(c.NotChecked, "object", "is", "are"), what))
 	}
 	fmt.Fprintln(w)
 	t := table.New(w, "STORED AS", "OBJECTS")
@@ -383,7 +390,21 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 			unread = true
 			table.Para(w, "", "  ", "Old revisions were not read: "+k.HistoryUnread+".")
 		}
-		if k.MayGo {
+		if k.MayGo && k.OtherKeyIDs {
+			also := ""
+			if len(k.AlsoReads) > 0 {
+				also = fmt.Sprintf(" The plugin also encrypts %s: keep them until `regghost migrate RESOURCE` says the same of every one of them.", strings.Join(k.AlsoReads, ", "))
+			}
+			table.Para(w, "", "", fmt.Sprintf("Every key ID of the KMS but %s may be disabled for %s once every API server's plugin writes with key ID %s: no object and no old revision in etcd holds another.%s Backups and snapshots taken before revision %d may still need an older one: keep it enabled while they are kept.",
+				c.WriterKeyID, c.Resource, c.WriterKeyID, also, c.Revision))
+		} else if k.MayGo && k.KeyID != "" {
+			also := ""
+			if len(k.AlsoReads) > 0 {
+				also = fmt.Sprintf(" The plugin also encrypts %s: keep the key until `regghost migrate RESOURCE` says the same of every one of them.", strings.Join(k.AlsoReads, ", "))
+			}
+			table.Para(w, "", "", fmt.Sprintf("Key ID %s of the KMS may be disabled for %s once every API server's plugin writes with key ID %s: no object and no old revision in etcd holds it.%s Backups and snapshots taken before revision %d still need it: keep it enabled while they are kept.",
+				k.KeyID, c.Resource, c.WriterKeyID, also, c.Revision))
+		} else if k.MayGo {
 			also := ""
 			if len(k.AlsoReads) > 0 {
 				also = fmt.Sprintf(" The configuration also reads %s with it: keep it until `regghost migrate RESOURCE` says the same of every resource those entries cover.", strings.Join(k.AlsoReads, ", "))

@@ -92,6 +92,15 @@ func keys(n int) string {
 	return fmt.Sprintf("%d keys", n)
 }
 
+// pluralVerb is plural followed by the verb that agrees with it ("1 object
+// is", "2 objects are").
+func pluralVerb(n int, noun, one, many string) string {
+	if n == 1 {
+		return plural(n, noun) + " " + one
+	}
+	return plural(n, noun) + " " + many
+}
+
 // plural is n and the noun, in the plural unless n is 1.
 func plural(n int, noun string) string {
 	if n == 1 {

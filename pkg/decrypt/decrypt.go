@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	"k8s.io/apiserver/pkg/server/options/encryptionconfig"
 	"k8s.io/apiserver/pkg/storage/value"
 
@@ -23,6 +24,8 @@ type Decrypter struct {
 	readers map[schema.GroupResource][]string
 	// users name the resources each provider and key reads.
 	users map[string][]string
+	// kms are the KMS v2 plugins, by the name StoredWith gives their values.
+	kms map[string]*apiserverv1.KMSConfiguration
 	// Path is the configuration file, for reports.
 	Path string
 }
@@ -33,11 +36,11 @@ func Load(ctx context.Context, path string) (*Decrypter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load encryption provider config %s: %w", path, err)
 	}
-	w, r, u, err := writers(path)
+	l, err := readLayout(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Decrypter{transformers: cfg.Transformers, writers: w, readers: r, users: u, Path: path}, nil
+	return &Decrypter{transformers: cfg.Transformers, writers: l.writers, readers: l.readers, users: l.users, kms: l.kms, Path: path}, nil
 }
 
 // transformer finds the transformer for a resource, honouring the

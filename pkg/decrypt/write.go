@@ -17,22 +17,31 @@ import (
 // Identity names a plaintext value, and the identity provider that writes one.
 const Identity = "identity"
 
-// writers reads which provider and key writes each resource of the
-// configuration at path (the first provider of the first entry that lists
-// it: kube-apiserver appends later entries' providers after it), and every
-// provider and key that reads it.
-func writers(path string) (write map[schema.GroupResource]string, read map[schema.GroupResource][]string, users map[string][]string, err error) {
+// layout is what a configuration says of its providers: which provider and
+// key writes each resource (the first provider of the first entry that
+// lists it: kube-apiserver appends later entries' providers after it),
+// every provider and key that reads it, the resources each reads, and its
+// KMS v2 plugins.
+type layout struct {
+	writers map[schema.GroupResource]string
+	readers map[schema.GroupResource][]string
+	users   map[string][]string
+	kms     map[string]*apiserverv1.KMSConfiguration
+}
+
+// readLayout reads the layout of the configuration at path.
+func readLayout(path string) (*layout, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read encryption provider config %s: %w", path, err)
+		return nil, fmt.Errorf("read encryption provider config %s: %w", path, err)
 	}
 	var cfg apiserverv1.EncryptionConfiguration
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return nil, nil, nil, fmt.Errorf("parse encryption provider config %s: %w", path, err)
+		return nil, fmt.Errorf("parse encryption provider config %s: %w", path, err)
 	}
 	out := map[schema.GroupResource]string{}
-	read = map[schema.GroupResource][]string{}
-	users = map[string][]string{}
+	read := map[schema.GroupResource][]string{}
+	users := map[string][]string{}
 	for _, rc := range cfg.Resources {
 		if len(rc.Providers) == 0 {
 			continue
@@ -53,7 +62,7 @@ func writers(path string) (write map[schema.GroupResource]string, read map[schem
 			}
 		}
 	}
-	return out, read, users, nil
+	return &layout{writers: out, readers: read, users: users, kms: kmsPlugins(&cfg)}, nil
 }
 
 // keyNames names every key of a provider as StoredWith names a value.

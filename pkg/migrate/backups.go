@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/regghost/regghost/pkg/backup"
-	"github.com/regghost/regghost/pkg/decrypt"
 )
 
 // Held is one of regghost's backups on this node that still holds values
@@ -60,7 +59,7 @@ func InBackups(root string, c *Census, rotated bool) ([]Held, error) {
 			if !strings.HasPrefix(e.Key, prefix+c.Target.Prefix+"/") {
 				continue
 			}
-			if with := decrypt.StoredWith(e.Value); with != c.Writer {
+			if with := c.nameOf(e.Value); with != c.Writer {
 				h.ByKey[with]++
 			}
 		}

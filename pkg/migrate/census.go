@@ -51,6 +51,14 @@ type Census struct {
 	// Writer is the provider and key that write the resource ("" when no
 	// EncryptionConfiguration was given: encryption is only counted).
 	Writer string `json:"writer,omitempty"`
+	// WriterKeyID is the key ID the KMS v2 plugin that writes encrypts
+	// with now, as the plugin says: Writer then names it ("kms v2/vault
+	// (key ID 7)"), and an object under another key ID of that plugin is
+	// rewritten (the API server's next write of it moves it).
+	WriterKeyID string `json:"writerKeyID,omitempty"`
+	// KeyIDUnread says why the key IDs under the KMS v2 plugin that writes
+	// were not judged (the plugin did not answer).
+	KeyIDUnread string `json:"keyIDUnread,omitempty"`
 	// Readers are every provider and key the configuration reads it with.
 	Readers []string `json:"readers,omitempty"`
 	// ReadBy names, for each of Readers, the resources it reads.
@@ -115,6 +123,13 @@ func Take(ctx context.Context, store etcdscan.Store, registry string, t Target, 
 		for _, k := range c.Readers {
 			c.ReadBy[k] = dec.ReadBy(k)
 		}
+		if strings.HasPrefix(c.Writer, "kms v2/") {
+			if id, err := dec.CurrentKeyID(ctx, c.Writer); err != nil {
+				c.KeyIDUnread = err.Error()
+			} else {
+				c.WriterKeyID, c.Writer = id, decrypt.WithKeyID(c.Writer, id)
+			}
+		}
 	}
 	start := registry + t.Prefix + "/"
 	err := store.Range(ctx, start, clientv3.GetPrefixRangeEnd(start), false, func(kv *mvccpb.KeyValue) error {
@@ -136,13 +151,20 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 		return // a deeper prefix sharing this one's first segments
 	}
 	c.Objects++
-	o := Object{Key: key, Namespace: k.Namespace, Name: k.Name, ModRevision: kv.ModRevision, StoredWith: decrypt.StoredWith(kv.Value)}
+	with, kerr := c.under(kv.Value)
+	o := Object{Key: key, Namespace: k.Namespace, Name: k.Name, ModRevision: kv.ModRevision, StoredWith: with}
 	c.ByKey[o.StoredWith]++
 	if dec != nil && strings.HasPrefix(o.StoredWith, "kms ") {
 		// The API server reads it through its KMS plugin; here only the
-		// provider can be judged, not the stored version.
+		// provider (and a KMS v2 key ID) can be judged, not the stored
+		// version.
 		c.NotChecked++
-		if b := c.Target.Builtin; b != nil && o.StoredWith == c.Writer {
+		if kerr != nil {
+			o.Why = kerr.Error() + ". Way out: " + wayOutUndecodable
+			c.Unreadable = append(c.Unreadable, o)
+			return
+		}
+		if b := c.Target.Builtin; b != nil && decrypt.Plugin(o.StoredWith) == decrypt.Plugin(c.Writer) {
 			if why := b.judgeKMS(); why != "" {
 				st := o
 				st.Why = why
@@ -150,7 +172,7 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 				return
 			}
 		}
-		if o.StoredWith != c.Writer && slices.Contains(c.Readers, o.StoredWith) {
+		if o.StoredWith != c.Writer && slices.Contains(c.Readers, decrypt.Plugin(o.StoredWith)) {
 			o.Why = fmt.Sprintf("under %s, not %s", o.StoredWith, c.Writer)
 			c.Rewrite = append(c.Rewrite, o)
 		} else if o.StoredWith != c.Writer {
@@ -211,6 +233,28 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 		o.Why = joinWhy(why)
 		c.Rewrite = append(c.Rewrite, o)
 	}
+}
+
+// under names how value is stored, as Writer names the key that writes:
+// StoredWith, and for a value under the KMS v2 plugin that writes, once
+// the plugin said its key ID, the key ID the value is under. A value of
+// that plugin whose key ID cannot be read is named so, with the error.
+func (c *Census) under(value []byte) (string, error) {
+	with := decrypt.StoredWith(value)
+	if c.WriterKeyID == "" || with != decrypt.Plugin(c.Writer) {
+		return with, nil
+	}
+	id, err := decrypt.KMSKeyID(value)
+	if err != nil {
+		return decrypt.WithKeyID(with, "unreadable"), err
+	}
+	return decrypt.WithKeyID(with, id), nil
+}
+
+// nameOf is under without the error, for counts.
+func (c *Census) nameOf(value []byte) string {
+	name, _ := c.under(value)
+	return name
 }
 
 func joinWhy(why []string) string {

@@ -12,7 +12,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
@@ -68,7 +67,7 @@ func OldRevisions(ctx context.Context, cli *clientv3.Client, registry string, c 
 			return nil, fmt.Errorf("read etcd's compacted revision: %w", err)
 		}
 		h := &History{From: max(from, 1), To: c.Revision, ByKey: map[string]int{}}
-		again, err := h.read(ctx, cli, start, end, c.Writer)
+		again, err := h.read(ctx, cli, start, end, c)
 		if err != nil {
 			return nil, fmt.Errorf("read old revisions of %s from %d to %d: %w", c.Resource, h.From, h.To, err)
 		}
@@ -81,7 +80,7 @@ func OldRevisions(ctx context.Context, cli *clientv3.Client, registry string, c 
 
 // read counts from h.From to h.To; again says etcd compacted past h.From
 // meanwhile (start over).
-func (h *History) read(ctx context.Context, cli *clientv3.Client, start, end, writer string) (again bool, err error) {
+func (h *History) read(ctx context.Context, cli *clientv3.Client, start, end string, c *Census) (again bool, err error) {
 	// The value each key holds as the replay goes: its provider and key.
 	held := map[string]string{}
 	at, err := etcdscan.NewEtcdStoreAt(ctx, cli, etcdscan.DefaultPageSize, h.From)
@@ -93,7 +92,7 @@ func (h *History) read(ctx context.Context, cli *clientv3.Client, start, end, wr
 	}
 	at.SetMaxKeysPerSecond(etcdscan.DefaultMaxKeysPerSecond)
 	err = at.Range(ctx, start, end, false, func(kv *mvccpb.KeyValue) error {
-		held[string(kv.Key)] = decrypt.StoredWith(kv.Value)
+		held[string(kv.Key)] = c.nameOf(kv.Value)
 		return nil
 	})
 	if err != nil {
@@ -103,7 +102,7 @@ func (h *History) read(ctx context.Context, cli *clientv3.Client, start, end, wr
 		return false, err
 	}
 	gone := func(key string, at int64) {
-		if with, ok := held[key]; ok && with != writer {
+		if with, ok := held[key]; ok && with != c.Writer {
 			h.ByKey[with]++
 			h.Newest = max(h.Newest, at)
 		}
@@ -152,7 +151,7 @@ func (h *History) read(ctx context.Context, cli *clientv3.Client, start, end, wr
 				key := string(kv.Key)
 				gone(key, kv.ModRevision)
 				if ev.Type == clientv3.EventTypePut {
-					held[key] = decrypt.StoredWith(kv.Value)
+					held[key] = c.nameOf(kv.Value)
 				} else {
 					delete(held, key)
 				}

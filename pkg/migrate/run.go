@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/regghost/regghost/pkg/decrypt"
 )
 
 // Options say how Run goes.
@@ -289,6 +291,12 @@ type KeyVerdict struct {
 	// CompactAt removes the old revisions when etcd is compacted at it.
 	CompactAt int64 `json:"compactAt,omitempty"`
 	MayGo     bool  `json:"mayGo"`
+	// KeyID is set when Key is a key ID of the KMS v2 plugin that writes:
+	// the verdict is about the key in the KMS, not about the configuration.
+	KeyID string `json:"keyID,omitempty"`
+	// OtherKeyIDs: the verdict is about every key ID of the KMS v2 plugin
+	// that writes but the one it writes with, none of which etcd holds.
+	OtherKeyIDs bool `json:"otherKeyIDs,omitempty"`
 	// HistoryUnread says why old revisions were not counted.
 	HistoryUnread string `json:"historyUnread,omitempty"`
 	// AlsoReads are the other resources the configuration reads with it
@@ -315,14 +323,12 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 		}
 	}
 	delete(keys, proof.Writer)
+	// The plugin that writes is judged by its key IDs, once it said which
+	// one it writes with.
+	delete(keys, decrypt.Plugin(proof.Writer))
 	var out []KeyVerdict
 	for k := range keys {
-		v := KeyVerdict{Key: k, Live: proof.ByKey[k]}
-		for _, r := range proof.ReadBy[k] {
-			if schema.ParseGroupResource(r) != proof.Target.Resource && !slices.Contains(v.AlsoReads, r) {
-				v.AlsoReads = append(v.AlsoReads, r)
-			}
-		}
+		v := KeyVerdict{Key: k, Live: proof.ByKey[k], KeyID: decrypt.KeyIDOf(k), AlsoReads: alsoReads(proof, k)}
 		if herr != nil {
 			v.HistoryUnread = herr.Error()
 		} else if h != nil {
@@ -334,6 +340,29 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 		v.MayGo = v.Live == 0 && v.Old == 0 && herr == nil && h != nil
 		out = append(out, v)
 	}
+	if proof.WriterKeyID != "" && !slices.ContainsFunc(out, func(v KeyVerdict) bool { return v.KeyID != "" }) {
+		// No older key ID is seen anywhere etcd holds (once compacted,
+		// etcd keeps no trace of one): every other key ID is judged at once.
+		plugin := decrypt.Plugin(proof.Writer)
+		v := KeyVerdict{Key: plugin + " (other key IDs)", OtherKeyIDs: true, AlsoReads: alsoReads(proof, plugin)}
+		if herr != nil {
+			v.HistoryUnread = herr.Error()
+		}
+		v.MayGo = herr == nil && h != nil
+		out = append(out, v)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// alsoReads are the resources other than proof's that the configuration
+// reads with the provider and key k.
+func alsoReads(proof *Census, k string) []string {
+	var out []string
+	for _, r := range proof.ReadBy[decrypt.Plugin(k)] {
+		if schema.ParseGroupResource(r) != proof.Target.Resource && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
 	return out
 }
