@@ -90,6 +90,11 @@ func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 }
 
 func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, member string, in io.Reader, out io.Writer) error {
+	// The password is asked before interrupts are caught: an interrupt at
+	// its prompt ends the command.
+	if err := g.Etcd.AskPasswordNow(); err != nil {
+		return err
+	}
 	// A stop ends the wait for the learner (exit 3, the replacement taken
 	// up by the next run), never a change of the member list half way.
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)

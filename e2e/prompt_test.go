@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -216,5 +217,33 @@ func TestUserPasswordAskedOnlyWhenConnecting(t *testing.T) {
 	out, _ := onTerminal(t, "pw\n", "scan", "--user", "root", "--endpoints", "127.0.0.1:1", "--no-api", "--node-root", t.TempDir(), "--dial-timeout", "1s")
 	if !strings.Contains(out, "Password for etcd user root") {
 		t.Errorf("scan --user root did not ask:\n%s", out)
+	}
+}
+
+// TestInterruptAtThePasswordPrompt: members replace catches interrupts
+// (a stop never changes the member list half way), so it asks the password
+// before it does: Ctrl-C at the prompt ends it.
+func TestInterruptAtThePasswordPrompt(t *testing.T) {
+	r := onTerminalInteractive(t, "members", "replace", "8e9e05c52164694d", "--user", "root", "--endpoints", "127.0.0.1:1",
+		"--node-root", t.TempDir(), "--dial-timeout", "1s")
+	waitFor(t, time.Minute, "the password prompt", func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !strings.Contains(r.out.String(), "Password for etcd user root") {
+			return fmt.Errorf("printed %q", r.out.String())
+		}
+		return nil
+	})
+	if _, err := io.WriteString(r.stdin, "\x03"); err != nil {
+		t.Fatalf("type Ctrl-C: %v", err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("members replace did not end on Ctrl-C at the password prompt")
+	}
+	_ = r.cmd.Wait()
+	if code := r.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("exit 0 after Ctrl-C")
 	}
 }

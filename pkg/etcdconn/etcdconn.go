@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -51,6 +52,22 @@ func SendLimit(maxRequestBytes int) int {
 	return max(clientDefault, maxRequestBytes+headroom)
 }
 
+// AskPasswordNow asks for the password of User now, when it will be asked
+// (User without a password, someone to ask): a command that catches
+// interrupts asks before it does, so an interrupt at the prompt still
+// ends it.
+func (c *Config) AskPasswordNow() error {
+	if c.User == "" || c.Password != "" || c.AskPassword == nil || strings.Contains(c.User, ":") {
+		return nil
+	}
+	pw, err := c.AskPassword()
+	if err != nil {
+		return err
+	}
+	c.Password = pw
+	return nil
+}
+
 // ClientConfig builds a clientv3 configuration, loading and checking the TLS files.
 func (c *Config) ClientConfig() (clientv3.Config, error) {
 	var eps []string
@@ -64,25 +81,6 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 	}
 	cfg := clientv3.Config{Endpoints: eps, DialTimeout: c.DialTimeout, Logger: zap.NewNop(), DialOptions: c.DialOptions,
 		MaxCallSendMsgSize: SendLimit(c.MaxRequestBytes)}
-	if c.User != "" {
-		name, password, ok := strings.Cut(c.User, ":")
-		if !ok {
-			password = c.Password
-		}
-		if name == "" {
-			return cfg, errors.New(`--user must name the etcd user ("name", or "name:password")`)
-		}
-		if password == "" && c.AskPassword != nil {
-			var err error
-			if password, err = c.AskPassword(); err != nil {
-				return cfg, err
-			}
-		}
-		if password == "" {
-			return cfg, fmt.Errorf("--user %s needs a password: --password, ETCDCTL_PASSWORD, or run on a terminal to be asked", name)
-		}
-		cfg.Username, cfg.Password = name, password
-	}
 	if (c.Cert == "") != (c.Key == "") {
 		return cfg, errors.New("--cert and --key go together")
 	}
@@ -105,7 +103,61 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 		}
 		cfg.TLS = tlsCfg
 	}
+	if c.User != "" {
+		name, password, ok := strings.Cut(c.User, ":")
+		if !ok {
+			password = c.Password
+		}
+		if name == "" {
+			return cfg, errors.New(`--user must name the etcd user ("name", or "name:password")`)
+		}
+		if ep := plaintextRemote(eps, cfg.TLS != nil); ep != "" {
+			return cfg, fmt.Errorf("--user would send etcd's password in the clear to %s: give that member's https:// endpoint (with --cacert), or run on its node against 127.0.0.1", ep)
+		}
+		if password == "" && c.AskPassword != nil {
+			var err error
+			if password, err = c.AskPassword(); err != nil {
+				return cfg, err
+			}
+		}
+		if password == "" {
+			return cfg, fmt.Errorf("--user %s needs a password: --password, ETCDCTL_PASSWORD, or run on a terminal to be asked", name)
+		}
+		cfg.Username, cfg.Password = name, password
+	}
 	return cfg, nil
+}
+
+// plaintextRemote is the first endpoint a client reaches without TLS over
+// the network ("" when none): http://, or no scheme without TLS files,
+// to a host that is not this one.
+func plaintextRemote(endpoints []string, tls bool) string {
+	for _, ep := range endpoints {
+		scheme, rest, ok := strings.Cut(ep, "://")
+		if !ok {
+			scheme, rest = "", ep
+		}
+		switch scheme {
+		case "https", "unix", "unixs":
+			continue
+		case "":
+			if tls {
+				continue
+			}
+		}
+		host := rest
+		if h, _, err := net.SplitHostPort(rest); err == nil {
+			host = h
+		}
+		if host == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
+			continue
+		}
+		return ep
+	}
+	return ""
 }
 
 // Connect opens a client on the endpoints that answer. Each endpoint is
