@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 	"go.uber.org/zap"
+	"golang.org/x/term"
 
 	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/internal/table"
@@ -205,7 +206,7 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 				// risks; a mistyped flag does not.
 				msg = help.WithOverrideLink(msg)
 			}
-			fmt.Fprintf(errOut, "regghost: %s\n", msg)
+			sayError(errOut, msg)
 		}
 		return ee.code
 	}
@@ -214,6 +215,17 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "regghost: %s (see regghost --help)\n", oneLineOf(msg))
 		return ExitUsage
 	}
-	fmt.Fprintf(errOut, "regghost: %s\n", help.WithOverrideLink(err.Error()))
+	sayError(errOut, help.WithOverrideLink(err.Error()))
 	return ExitError
+}
+
+// sayError writes the error a command ends with: one line for a script or
+// a log (stderr is not a terminal), wrapped to the screen on a terminal,
+// continuation lines indented by two blanks.
+func sayError(errOut io.Writer, msg string) {
+	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		table.Para(errOut, "regghost: ", "  ", msg)
+		return
+	}
+	fmt.Fprintf(errOut, "regghost: %s\n", msg)
 }

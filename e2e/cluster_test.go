@@ -332,6 +332,7 @@ func runBinary(t *testing.T, stdin string, args ...string) (string, string, int)
 		}
 		code = ee.ExitCode()
 	}
+	checkWidth(t, args, true, code, out.String(), errOut.String())
 	return out.String(), errOut.String(), code
 }
 

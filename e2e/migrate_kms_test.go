@@ -114,7 +114,7 @@ resources:
 	mustNoErr(t, "compact", err)
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc)
 	t.Logf("after compaction:\n%s\n%s", out, errOut)
-	if code != 0 || !strings.Contains(oneLine(out), "Every key ID of the KMS but 2 may be disabled for secrets") {
+	if code != 0 || !strings.Contains(oneLine(out), "Secrets in etcd no longer need any key ID of the KMS but 2") {
 		t.Errorf("after compaction: exit %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -122,7 +122,7 @@ resources:
 	plugin.EnterFailedState()
 	defer plugin.ExitFailedState()
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc)
-	if !strings.Contains(oneLine(out), "their KMS v2 key ID is not judged") || strings.Contains(oneLine(out), "may be disabled") {
+	if !strings.Contains(oneLine(out), "their KMS v2 key ID is not judged") || strings.Contains(oneLine(out), "no longer need") {
 		t.Errorf("plugin failing: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

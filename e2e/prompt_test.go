@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/regghost/regghost/internal/etcdtest"
 )
 
 func shellQuote(args []string) string {
@@ -31,6 +33,7 @@ func onTerminal(t *testing.T, answer string, args ...string) (string, int) {
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
 	cmd.Stdin = strings.NewReader(answer)
 	out, _ := cmd.CombinedOutput()
+	checkWidth(t, args, false, cmd.ProcessState.ExitCode(), string(out), "")
 	return string(out), cmd.ProcessState.ExitCode()
 }
 
@@ -245,5 +248,21 @@ func TestInterruptAtThePasswordPrompt(t *testing.T) {
 	_ = r.cmd.Wait()
 	if code := r.cmd.ProcessState.ExitCode(); code == 0 {
 		t.Errorf("exit 0 after Ctrl-C")
+	}
+}
+
+// TestErrorsWrapOnATerminal: a refusal longer than the screen is one line
+// through a pipe (scripts, logs) and wrapped on a terminal, every line
+// within 120 columns (checkWidth holds onTerminal's output to it).
+func TestErrorsWrapOnATerminal(t *testing.T) {
+	args := []string{"scan", "--namespace", "Not_A_Name", "--no-api", "--endpoints", "127.0.0.1:1", "--node-root", t.TempDir()}
+	_, errOut, code := runBinary(t, "", args...)
+	if code != 2 || strings.Count(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n") != 0 || len(errOut) <= maxColumns {
+		t.Fatalf("through a pipe: exit %d, want one line over %d columns:\n%s", code, maxColumns, errOut)
+	}
+	out, code := onTerminal(t, "", args...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 2 || len(lines) < 2 || !strings.HasPrefix(lines[0], "regghost: --namespace") || !strings.HasPrefix(lines[1], "  ") {
+		t.Errorf("on a terminal: exit %d, want the refusal wrapped:\n%s", code, out)
 	}
 }

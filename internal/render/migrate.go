@@ -141,7 +141,7 @@ func writeCensus(w io.Writer, c *migrate.Census) error {
 		writeBuiltin(w, c)
 	}
 	if c.Writer != "" {
-		fmt.Fprintf(w, "The EncryptionConfiguration writes %s with %s.\n", c.Resource, c.Writer)
+		table.Para(w, "", "", fmt.Sprintf("The EncryptionConfiguration writes %s with %s.", c.Resource, writerPhrase(c)))
 	}
 	if c.NotChecked > 0 {
 		what := "judged by provider alone; their stored version and KMS v2 key ID are not read here."
@@ -349,6 +349,9 @@ func writeProof(w io.Writer, plan, proof *migrate.Census) {
 	writeObjects(w, plural(len(proof.Rewrite), "object")+" left:", proof.Rewrite)
 	if len(proof.Rewrite) > 0 {
 		table.Para(w, "", "  ", "An object the API server took back and that is still not where this run expects was written by an API server with another EncryptionConfiguration or CRD than the one read here: compare each control-plane node's configuration, then run again.")
+		if proof.WriterKeyID != "" {
+			table.Para(w, "", "  ", fmt.Sprintf("Under a KMS v2 plugin: an API server that does not write with key ID %s yet takes the object back unchanged. kube-apiserver asks its plugin at most once a minute (its /healthz/kms-providers asks at once): run again in a minute.", proof.WriterKeyID))
+		}
 	}
 	writeObjects(w, plural(len(proof.Unreadable), "object")+" nobody here can read:", proof.Unreadable)
 	writeObjects(w, plural(len(proof.Stuck), "object")+" the release to upgrade to cannot read, which no rewrite here moves:", proof.Stuck)
@@ -361,7 +364,7 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 		return nil
 	}
 	fmt.Fprintln(w)
-	table.Para(w, "", "", fmt.Sprintf("Keys that no longer write %s (the configuration writes with %s):", c.Resource, c.Writer))
+	table.Para(w, "", "", fmt.Sprintf("Keys that no longer write %s (the configuration writes with %s):", c.Resource, writerPhrase(c)))
 	t := table.New(w, "KEY", "OBJECTS", "OLD REVISIONS", "VERDICT")
 	for _, k := range keys {
 		old := fmt.Sprint(k.Old)
@@ -393,17 +396,17 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 		if k.MayGo && k.OtherKeyIDs {
 			also := ""
 			if len(k.AlsoReads) > 0 {
-				also = fmt.Sprintf(" The plugin also encrypts %s: keep them until `regghost migrate RESOURCE` says the same of every one of them.", strings.Join(k.AlsoReads, ", "))
+				also = fmt.Sprintf(" Its plugin (or another at its endpoint) also encrypts %s here: keep every key ID until `regghost migrate RESOURCE` says the same of each.", strings.Join(k.AlsoReads, ", "))
 			}
-			table.Para(w, "", "", fmt.Sprintf("Every key ID of the KMS but %s may be disabled for %s once every API server's plugin writes with key ID %s: no object and no old revision in etcd holds another.%s Backups and snapshots taken before revision %d may still need an older one: keep it enabled while they are kept.",
-				c.WriterKeyID, c.Resource, c.WriterKeyID, also, c.Revision))
+			table.Para(w, "", "", fmt.Sprintf("%s in etcd no longer need any key ID of the KMS but %s: no object and no old revision holds another.%s A key of the KMS may serve other clusters too, and backups and snapshots taken before revision %d may still need an older one. Disable one only after every API server writes with key ID %s (run this again on each control-plane node) and nothing else uses it.",
+				upperFirst(c.Resource), c.WriterKeyID, also, c.Revision, c.WriterKeyID))
 		} else if k.MayGo && k.KeyID != "" {
 			also := ""
 			if len(k.AlsoReads) > 0 {
-				also = fmt.Sprintf(" The plugin also encrypts %s: keep the key until `regghost migrate RESOURCE` says the same of every one of them.", strings.Join(k.AlsoReads, ", "))
+				also = fmt.Sprintf(" Its plugin (or another at its endpoint) also encrypts %s here: keep the key ID until `regghost migrate RESOURCE` says the same of each.", strings.Join(k.AlsoReads, ", "))
 			}
-			table.Para(w, "", "", fmt.Sprintf("Key ID %s of the KMS may be disabled for %s once every API server's plugin writes with key ID %s: no object and no old revision in etcd holds it.%s Backups and snapshots taken before revision %d still need it: keep it enabled while they are kept.",
-				k.KeyID, c.Resource, c.WriterKeyID, also, c.Revision))
+			table.Para(w, "", "", fmt.Sprintf("%s in etcd no longer need key ID %s of the KMS: no object and no old revision holds it.%s A key of the KMS may serve other clusters too, and backups and snapshots taken before revision %d still need it. Disable it only after every API server writes with key ID %s (run this again on each control-plane node) and nothing else uses it.",
+				upperFirst(c.Resource), k.KeyID, also, c.Revision, c.WriterKeyID))
 		} else if k.MayGo {
 			also := ""
 			if len(k.AlsoReads) > 0 {
@@ -416,6 +419,23 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 		}
 	}
 	return nil
+}
+
+// writerPhrase names what writes c's resource: the provider and key, or
+// the KMS v2 plugin and the key ID it says it writes with.
+func writerPhrase(c *migrate.Census) string {
+	if c.WriterKeyID != "" {
+		return fmt.Sprintf("%s, which says it writes with key ID %s", decrypt.Plugin(c.Writer), c.WriterKeyID)
+	}
+	return c.Writer
+}
+
+// upperFirst capitalises the first letter of s.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -3,6 +3,7 @@ package decrypt
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -98,6 +99,25 @@ func (d *Decrypter) CurrentKeyID(ctx context.Context, plugin string) (string, er
 		return "", fmt.Errorf("KMS plugin %q at %s names no key ID", c.Name, c.Endpoint)
 	}
 	return st.KeyID, nil
+}
+
+// SameEndpoint names every KMS v2 plugin of the configuration at the
+// endpoint of plugin, plugin included: kube-apiserver requires each a name
+// of its own, so one plugin serving several entries is several names, and
+// a key ID of its KMS serves them all.
+func (d *Decrypter) SameEndpoint(plugin string) []string {
+	c, ok := d.kms[plugin]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for name, o := range d.kms {
+		if o.Endpoint == c.Endpoint {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // kmsPlugins are the configuration's KMS v2 plugins, by the name

@@ -124,6 +124,14 @@ func Take(ctx context.Context, store etcdscan.Store, registry string, t Target, 
 			c.ReadBy[k] = dec.ReadBy(k)
 		}
 		if strings.HasPrefix(c.Writer, "kms v2/") {
+			// A key in the KMS serves every plugin at the same endpoint.
+			for _, p := range dec.SameEndpoint(c.Writer) {
+				for _, r := range dec.ReadBy(p) {
+					if !slices.Contains(c.ReadBy[c.Writer], r) {
+						c.ReadBy[c.Writer] = append(c.ReadBy[c.Writer], r)
+					}
+				}
+			}
 			if id, err := dec.CurrentKeyID(ctx, c.Writer); err != nil {
 				c.KeyIDUnread = err.Error()
 			} else {
@@ -246,10 +254,14 @@ func (c *Census) under(value []byte) (string, error) {
 	}
 	id, err := decrypt.KMSKeyID(value)
 	if err != nil {
-		return decrypt.WithKeyID(with, "unreadable"), err
+		return decrypt.WithKeyID(with, unreadableKeyID), err
 	}
 	return decrypt.WithKeyID(with, id), nil
 }
+
+// unreadableKeyID stands for the key ID of a KMS v2 envelope that does not
+// read.
+const unreadableKeyID = "unreadable"
 
 // nameOf is under without the error, for counts.
 func (c *Census) nameOf(value []byte) string {

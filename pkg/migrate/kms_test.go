@@ -146,3 +146,31 @@ func TestCensusOfKMSKeyIDs(t *testing.T) {
 		t.Errorf("after the plugin rotated: writer %q, rewrite %+v", c.Writer, c.Rewrite)
 	}
 }
+
+// TestPluginSilentAtTheProof: a plugin that said its key ID for the plan
+// but not for the count again proves nothing: the run fails, and no key
+// ID is said to go (counted by plugin alone, every value looks in place).
+func TestPluginSilentAtTheProof(t *testing.T) {
+	ctx := context.Background()
+	sock := filepath.Join(t.TempDir(), "kms.sock")
+	plugin := kmsplugin.NewBase64Plugin(t, sock)
+	d := kmsConfig(t, sock)
+	cli, _ := etcdtest.Start(t)
+	put(t, cli, reg+"secrets/ns/current", kmsValue(t, "new", "1"), reg+"secrets/ns/rotated", kmsValue(t, "new", "0"))
+	plan := census(t, cli, "secrets", d)
+	if plan.WriterKeyID != "1" || len(plan.Rewrite) != 1 {
+		t.Fatalf("plan: key ID %q, rewrite %+v", plan.WriterKeyID, plan.Rewrite)
+	}
+	plugin.EnterFailedState()
+	proof := census(t, cli, "secrets", d)
+	for _, v := range Verdicts(plan, proof, &History{ByKey: map[string]int{}}, nil) {
+		if v.MayGo && (v.KeyID != "" || v.OtherKeyIDs) {
+			t.Errorf("a key ID said to go while the plugin is silent: %+v", v)
+		}
+	}
+	plan.Rewrite = nil // nothing for the API server: the proof is the point
+	_, err := Run(ctx, plan, Options{Again: func(context.Context) (*Census, error) { return proof, nil }})
+	if err == nil || !strings.Contains(err.Error(), "did not say its key ID when counted again") {
+		t.Errorf("run with a silent plugin at the proof: %v", err)
+	}
+}

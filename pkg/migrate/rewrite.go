@@ -87,6 +87,9 @@ func Rewrite(ctx context.Context, c *Census, o RewriteOptions) *RewriteResult {
 	}
 	limit := rate.NewLimiter(rate.Limit(per), 1)
 	res := &RewriteResult{Planned: len(c.Rewrite), Counts: map[string]int{}, Failures: []Outcome{}}
+	if len(c.Rewrite) == 0 {
+		return res
+	}
 	ri := o.Dynamic.Resource(c.Target.GVR())
 	work := make(chan Object)
 	var mu sync.Mutex

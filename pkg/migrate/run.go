@@ -158,6 +158,10 @@ func run(ctx context.Context, plan *Census, o Options, res *Result) (*Result, er
 		return res, fmt.Errorf("count again from etcd: %w", err)
 	}
 	res.Proof = proof
+	if plan.WriterKeyID != "" && proof.WriterKeyID == "" {
+		// Counted by plugin alone, every value would look in place.
+		return res, fmt.Errorf("the KMS plugin did not say its key ID when counted again (%s): the key IDs are not proven; run again once it answers", proof.KeyIDUnread)
+	}
 	if err := res.finish(ctx, plan, o); err != nil {
 		return res, err
 	}
@@ -327,6 +331,17 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 	// one it writes with.
 	delete(keys, decrypt.Plugin(proof.Writer))
 	var out []KeyVerdict
+	// A KMS v2 envelope whose key ID does not read holds a key ID nobody
+	// knows: the other key IDs' verdict keeps them all.
+	torn := 0
+	if proof.WriterKeyID != "" {
+		tornName := decrypt.WithKeyID(decrypt.Plugin(proof.Writer), unreadableKeyID)
+		torn = proof.ByKey[tornName]
+		if h != nil {
+			torn += h.ByKey[tornName]
+		}
+		delete(keys, tornName)
+	}
 	for k := range keys {
 		v := KeyVerdict{Key: k, Live: proof.ByKey[k], KeyID: decrypt.KeyIDOf(k), AlsoReads: alsoReads(proof, k)}
 		if herr != nil {
@@ -338,17 +353,21 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 			}
 		}
 		v.MayGo = v.Live == 0 && v.Old == 0 && herr == nil && h != nil
+		if v.KeyID != "" && proof.WriterKeyID == "" {
+			// Counted by plugin alone: no key ID is judged.
+			v.MayGo = false
+		}
 		out = append(out, v)
 	}
 	if proof.WriterKeyID != "" && !slices.ContainsFunc(out, func(v KeyVerdict) bool { return v.KeyID != "" }) {
 		// No older key ID is seen anywhere etcd holds (once compacted,
 		// etcd keeps no trace of one): every other key ID is judged at once.
 		plugin := decrypt.Plugin(proof.Writer)
-		v := KeyVerdict{Key: plugin + " (other key IDs)", OtherKeyIDs: true, AlsoReads: alsoReads(proof, plugin)}
+		v := KeyVerdict{Key: plugin + " (other key IDs)", OtherKeyIDs: true, AlsoReads: alsoReads(proof, plugin), Live: torn}
 		if herr != nil {
 			v.HistoryUnread = herr.Error()
 		}
-		v.MayGo = herr == nil && h != nil
+		v.MayGo = herr == nil && h != nil && torn == 0
 		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
