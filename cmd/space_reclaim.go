@@ -123,6 +123,6 @@ func reclaimDataDirs(values []string) (map[string]string, error) {
 // warnReclaim says a plan's warnings, one line each.
 func warnReclaim(errOut io.Writer, warnings []string) {
 	for _, w := range warnings {
-		fmt.Fprintf(errOut, "regghost: warning: %s\n", w)
+		table.Wrapped(errOut, "regghost: warning: "+w)
 	}
 }

@@ -43,7 +43,7 @@ func TestRestoreWaitsOutAKilledPurge(t *testing.T) {
 		t.Fatalf("restore right after the kill: exit %d after %s\nstdout:\n%s\nstderr:\n%s", code, took, stdout, stderr)
 	}
 	why := fmt.Sprintf("regghost: the lock is held by 'regghost purge namespace crash' (pid %d on this host), which is no longer running; waiting up to ", killed)
-	if !strings.Contains(stderr, why) || !strings.Contains(stderr, "for its lease to expire\n") {
+	if !strings.Contains(oneLine(stderr), why) || !strings.Contains(oneLine(stderr), "for its lease to expire") {
 		t.Errorf("restore's stderr does not say why it waited (want %q):\n%s", why, stderr)
 	}
 	if took > time.Duration(etcdwrite.LockTTL+15)*time.Second {

@@ -74,7 +74,7 @@ func TestOutOfSpaceIncident(t *testing.T) {
 		t.Fatalf("purge under the alarm: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{"this node's lock", "NOSPACE alarm is still raised", "regghost space reclaim"} {
-		if !strings.Contains(errOut+out, want) {
+		if !strings.Contains(oneLine(errOut+out), want) {
 			t.Errorf("purge under the alarm does not say %q:\n%s%s", want, out, errOut)
 		}
 	}

@@ -149,7 +149,7 @@ spec:
 	}
 	for _, want := range []string{"regghost: warning: etcd's NOSPACE alarm is raised, so etcd refuses the lease of regghost's lock: only this node's lock",
 		"Snapshot from " + c.etcdURL + " saved at", filepath.Base(res.Dir), "Compacted at revision", "Defragmenting e2e (leader", "Defragmented e2e: "} {
-		if !strings.Contains(errOut, want) {
+		if !strings.Contains(oneLine(errOut), want) {
 			t.Errorf("progress on stderr misses %q:\n%s", want, errOut)
 		}
 	}

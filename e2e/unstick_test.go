@@ -399,7 +399,7 @@ func TestUnstickYesNeverAnswersWhatItRevealed(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	mustNoErr(t, "start unstick", cmd.Start())
 	waitFor(t, 30*time.Second, "unstick to wait for the lock", func() error {
-		if !strings.Contains(errOut.String(), "which is no longer running; waiting up to") {
+		if !strings.Contains(oneLine(errOut.String()), "which is no longer running; waiting up to") {
 			return errString("not waiting yet")
 		}
 		return nil

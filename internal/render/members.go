@@ -409,9 +409,10 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun boo
 		}
 	}
 	if len(r.Evidence) > 0 {
-		fmt.Fprintf(out, "\nEvidence, saved and verified before anything was changed (%s):\n", r.Dir)
+		fmt.Fprintln(out)
+		table.Para(out, "", "", fmt.Sprintf("Evidence, saved and verified before anything was changed (%s):", r.Dir))
 		for _, e := range r.Evidence {
-			fmt.Fprintf(out, "  %s: %s (revision %d, %d bytes, sha256 %s)\n", e.Member, e.Path, e.Revision, e.Size, e.SHA256)
+			table.Para(out, "  ", "    ", fmt.Sprintf("%s: %s (revision %d, %d bytes, sha256 %s)", e.Member, e.Path, e.Revision, e.Size, e.SHA256))
 		}
 	}
 	if r.MovedLeaderTo != "" {

@@ -93,9 +93,9 @@ func RecoveryRefusedError(objs []*recovery.Object) error {
 // and why; withLive is whether --with-live was given.
 func ManifestsLeftOut(errOut io.Writer, left []recovery.Left, withLive bool) {
 	for _, l := range left {
-		fmt.Fprintf(errOut, "regghost: left out %s (%s): %s\n", table.Escape(l.Key), l.Action, table.Escape(l.Reason))
+		table.Wrapped(errOut, fmt.Sprintf("regghost: left out %s (%s): %s", l.Key, l.Action, l.Reason))
 	}
 	if len(left) > 0 && !withLive {
-		fmt.Fprintf(errOut, "regghost: %d objects left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live\n", len(left))
+		table.Wrapped(errOut, fmt.Sprintf("regghost: %d objects left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live", len(left)))
 	}
 }

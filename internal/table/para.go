@@ -31,10 +31,10 @@ func Wrapped(out io.Writer, text string) {
 
 // Command writes a command to copy, indented, escaped. One that does not fit
 // is broken before its options, each line but the last ending in a
-// backslash, so that it still pastes as one command. One with a single
-// option (regghost restore DIR --confirm), or whose lines still would not
-// fit (a path longer than the screen), is written whole: its one flag is
-// not worth a command read in two pieces.
+// backslash, so that it still pastes as one command; a path longer than
+// the screen then overflows its own line only. One with a single option
+// (regghost restore DIR --confirm) is written whole: its one flag is not
+// worth a command read in two pieces.
 func Command(out io.Writer, indent, command string) {
 	w, _ := layoutOf(out)
 	command = Escape(command)
@@ -57,14 +57,8 @@ func Command(out io.Writer, indent, command string) {
 			lines = append(lines, indent+"    "+opt)
 		}
 	}
-	for i := range lines {
-		if i < len(lines)-1 {
-			lines[i] += " \\"
-		}
-		if TextWidth(lines[i]) > w {
-			fmt.Fprintln(out, indent+command)
-			return
-		}
+	for i := range lines[:len(lines)-1] {
+		lines[i] += " \\"
 	}
 	fmt.Fprintln(out, strings.Join(lines, "\n"))
 }

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/regghost/regghost/internal/table"
 )
 
 // LockPrefix is where writers of regghost take their etcd lock; it is
@@ -155,7 +157,7 @@ func waitOut(ctx context.Context, cli *clientv3.Client, m *concurrency.Mutex, no
 					bound = time.Duration(st.ttl)*time.Second + lockMargin
 				}
 				deadline = time.Now().Add(bound)
-				fmt.Fprintf(notices, "regghost: the lock is held by %s, %s; waiting up to %s for its lease to expire\n", st.describe(), why, bound.Round(time.Second))
+				table.Wrapped(notices, fmt.Sprintf("regghost: the lock is held by %s, %s; waiting up to %s for its lease to expire", st.describe(), why, bound.Round(time.Second)))
 			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("%w: %s still holds the lock after %s of waiting for its lease to expire; wait for it to finish and run again", ErrLocked, st.holderText(), bound.Round(time.Second))

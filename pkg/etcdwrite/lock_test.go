@@ -101,8 +101,11 @@ func TestLockWaitsOutACrashedHolder(t *testing.T) {
 				t.Fatalf("Lock after %s: %v (notices %q)", took, err, notices.String())
 			}
 			defer unlock()
-			line := notices.String()
-			if strings.Count(line, "\n") != 1 || !strings.Contains(line, tt.notice) || !strings.Contains(line, "waiting up to") {
+			// One notice, wrapped to the screen: its continuation lines
+			// are indented.
+			raw := notices.String()
+			line := strings.Join(strings.Fields(raw), " ")
+			if strings.Count(raw, "\nregghost: ") != 0 || !strings.HasPrefix(raw, "regghost: ") || !strings.Contains(line, tt.notice) || !strings.Contains(line, "waiting up to") {
 				t.Errorf("notice %q", line)
 			}
 			if tt.holder.Host == host && !strings.Contains(line, "on this host), which is no longer running") {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/regghost/regghost/internal/table"
 )
 
 // StopOnSignal turns the first SIGINT or SIGTERM of a write phase into a
@@ -20,7 +22,7 @@ func StopOnSignal(errOut io.Writer) (stop <-chan struct{}, done func()) {
 	go func() {
 		select {
 		case s := <-sigs:
-			fmt.Fprintf(errOut, "regghost: %s: finishing the transaction in flight, then stopping (a second one kills regghost)\n", s)
+			table.Wrapped(errOut, fmt.Sprintf("regghost: %s: finishing the transaction in flight, then stopping (a second one kills regghost)", s))
 			close(ch)
 			signal.Stop(sigs)
 		case <-quit:

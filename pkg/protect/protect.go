@@ -39,6 +39,8 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/snapshot"
+
+	"github.com/regghost/regghost/internal/table"
 )
 
 // Job is one command's protected write.
@@ -298,7 +300,7 @@ func (out *Outcome) warn(job Job, warning string) {
 		return
 	}
 	out.Warnings = append(out.Warnings, warning)
-	fmt.Fprintf(job.Notices, "regghost: warning: %s\n", warning)
+	table.Wrapped(job.Notices, "regghost: warning: "+warning)
 }
 
 // refuseNoSpace is the refusal of a job that puts under the alarm.

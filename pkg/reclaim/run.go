@@ -14,6 +14,8 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/snapshot"
+
+	"github.com/regghost/regghost/internal/table"
 )
 
 // ErrRefused means Run did not start: the plan says why.
@@ -42,7 +44,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Warnings = append(res.Warnings, lock.warning)
 		// The plan shown before the question announced it already.
 		if !slices.Contains(o.Warned, noSpaceWarning) {
-			fmt.Fprintf(o.notices(), "regghost: warning: %s\n", lock.warning)
+			table.Wrapped(o.notices(), "regghost: warning: "+lock.warning)
 		}
 	}
 	if err := takeSnapshot(ctx, o, res); err != nil {
@@ -65,7 +67,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		w := fmt.Sprintf("regghost's etcd lock was lost before reclaim ended (its lease of %ds was not renewed in time: a defragmentation outlasted it, or etcd was unreachable): "+
 			"every member was defragmented, but another regghost may have written meanwhile", etcdwrite.LockTTL)
 		res.Warnings = append(res.Warnings, w)
-		fmt.Fprintf(o.notices(), "regghost: warning: %s\n", w)
+		table.Wrapped(o.notices(), "regghost: warning: "+w)
 	}
 	return res, err
 }
