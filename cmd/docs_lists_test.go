@@ -161,7 +161,7 @@ func diffSets(t *testing.T, where string, got, want []string, missing, extra str
 // TestCommandListsNameEveryCommand: README's command table names every
 // command regghost runs, subcommands included (`space reclaim`, `backup
 // prune`), and nothing else; docs/README.md's names every top-level command
-// and each has its page under docs/commands.
+// and each has its generated reference page under docs/reference.
 func TestCommandListsNameEveryCommand(t *testing.T) {
 	tr := commandTree(t)
 	var runnable, top []string
@@ -198,8 +198,29 @@ func TestCommandListsNameEveryCommand(t *testing.T) {
 		if !slices.Contains(docs, c) {
 			t.Errorf("docs/README.md's command table does not name `%s`", c)
 		}
-		if _, err := os.Stat(filepath.Join("../docs/commands", c+".md")); err != nil {
-			t.Errorf("command %s has no page: %v", c, err)
+		if _, err := os.Stat(filepath.Join("../docs/reference", "regghost_"+c+".md")); err != nil {
+			t.Errorf("command %s has no reference page: %v", c, err)
+		}
+	}
+}
+
+// TestOneDescriptionPerCommand: a command is described once, by its help
+// (docs/reference and docs/man are generated from it); the command tables
+// link there, and no hand-written page describes a command again.
+func TestOneDescriptionPerCommand(t *testing.T) {
+	if _, err := os.Stat("../docs/commands"); !os.IsNotExist(err) {
+		t.Errorf("docs/commands is back (%v): a command's description is its help, generated into docs/reference", err)
+	}
+	link := regexp.MustCompile(`\]\(([^)]+)\)`)
+	for _, f := range []struct{ path, ref string }{{"../README.md", "docs/reference/regghost_"}, {"../docs/README.md", "reference/regghost_"}} {
+		for _, block := range markedBlocks(t, f.path, "commands") {
+			for _, r := range rows(block) {
+				for _, m := range link.FindAllStringSubmatch(r[0], -1) {
+					if !strings.HasPrefix(m[1], f.ref) {
+						t.Errorf("%s's command table links %s, not the command's reference (%s…)", f.path, m[1], f.ref)
+					}
+				}
+			}
 		}
 	}
 }
