@@ -574,3 +574,25 @@ func TestOneVersionEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployNamesNoUnpublishedImage: nothing is published yet, so deploy/
+// names no image a registry could serve: only registry.invalid, which never
+// resolves (make image stamps the real name into dist/deploy/).
+func TestDeployNamesNoUnpublishedImage(t *testing.T) {
+	ref := regexp.MustCompile(`(?m)^\s*(?:image|repository):\s*"?([^"\s#]+)`)
+	for _, f := range []string{"../deploy/static-pod/regghost.yaml", "../deploy/helm/regghost/values.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := ref.FindAllStringSubmatch(string(b), -1)
+		if len(found) == 0 {
+			t.Errorf("%s names no image", f)
+		}
+		for _, m := range found {
+			if !strings.HasPrefix(m[1], "registry.invalid/") {
+				t.Errorf("%s names image %s, which is not published: name registry.invalid/…", f, m[1])
+			}
+		}
+	}
+}
