@@ -91,9 +91,11 @@ resources:
 		}
 	}
 	c.assertUnchanged(t, "migrate (dry run)", before)
+	checkCapture(t, "dry-run", code, out, errOut)
 
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc, "--confirm", "--yes")
 	t.Logf("migrate --confirm:\n%s\n%s", out, errOut)
+	checkCapture(t, "confirm", code, out, errOut)
 	if code != 0 {
 		t.Fatalf("migrate --confirm: exit %d", code)
 	}
@@ -114,6 +116,7 @@ resources:
 	mustNoErr(t, "compact", err)
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc)
 	t.Logf("after compaction:\n%s\n%s", out, errOut)
+	checkCapture(t, "after-compaction", code, out, errOut)
 	if code != 0 || !strings.Contains(oneLine(out), "Secrets in etcd no longer need any key ID of the KMS but 2") {
 		t.Errorf("after compaction: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -122,6 +125,7 @@ resources:
 	plugin.EnterFailedState()
 	defer plugin.ExitFailedState()
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc)
+	checkCapture(t, "plugin-down", code, out, errOut)
 	if !strings.Contains(oneLine(out), "their KMS v2 key ID is not judged") || strings.Contains(oneLine(out), "no longer need") {
 		t.Errorf("plugin failing: exit %d\n%s\n%s", code, out, errOut)
 	}

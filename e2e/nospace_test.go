@@ -67,6 +67,7 @@ func TestOutOfSpaceIncident(t *testing.T) {
 		}
 	}
 	t.Logf("space:\n%s", out)
+	checkCapture(t, "space", code, out, errOut)
 
 	root := t.TempDir()
 	out, errOut, code = c.regghost(t, "", "purge", "-n", "bloat", "--confirm", "--yes", "--backup-dir", root)
@@ -79,12 +80,14 @@ func TestOutOfSpaceIncident(t *testing.T) {
 		}
 	}
 	t.Logf("purge:\n%s%s", out, errOut)
+	checkCapture(t, "purge", code, out, errOut)
 
 	out, errOut, code = c.regghost(t, "", "space", "reclaim", "--confirm", "--yes", "--backup-dir", root)
 	if code != 0 {
 		t.Fatalf("space reclaim: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Logf("reclaim:\n%s%s", out, errOut)
+	checkCapture(t, "reclaim", code, out, errOut)
 	if got := alarms(t, c.etcd); len(got) != 0 {
 		t.Fatalf("alarms after reclaim: %v", got)
 	}

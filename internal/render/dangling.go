@@ -106,7 +106,9 @@ func WriteDanglingPlan(w io.Writer, refs []etcdscan.DanglingRef, fixes []danglin
 func DanglingResult(refs []etcdscan.DanglingRef, fixes []dangling.Fix, refused []dangling.Refusal, res *dangling.Result) Output {
 	return Output{Doc: map[string]any{"dryRun": false, "references": refs, "fixes": fixes, "refused": NonNil(refused), "results": res.Results, "backup": res.Backup},
 		Rows: ResultRows(res.Results), Human: func(w io.Writer, _, _ bool) error {
-			fmt.Fprintf(w, "\nBackup %s (verified)\n\n", res.Backup)
+			fmt.Fprintln(w)
+			table.Wrapped(w, "Backup "+res.Backup+" (verified)")
+			fmt.Fprintln(w)
 			Results(w, res.Results)
 			fmt.Fprintf(w, "Undo:  regghost restore %s --confirm\n", res.Dir)
 			return nil

@@ -33,7 +33,9 @@ func blockerRows(a *unstick.Analysis) []Row {
 // its rows are the keys with their outcome.
 func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration) Output {
 	return Output{Doc: map[string]any{"analysis": a, "result": res}, Rows: ResultRows(res.Results), Human: func(out io.Writer, _, _ bool) error {
-		fmt.Fprintf(out, "\nBackup %s (verified)\n\n", res.Backup)
+		fmt.Fprintln(out)
+		table.Wrapped(out, "Backup "+res.Backup+" (verified)")
+		fmt.Fprintln(out)
 		Results(out, res.Results)
 		switch {
 		case res.Finished && res.Left == 0:

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A capture is a block of a guide (docs/how-to, docs) marked as this
+// run's output: `<!-- capture: TestName/label -->`, optionally with
+// ` exit=N`, right above its fenced block. checkCapture holds it to what
+// the test printed, so a guide fails its test when the output drifts.
+type capture struct {
+	file  string
+	line  int
+	exit  int // -1: not stated
+	lines []string
+}
+
+var (
+	captureMark = regexp.MustCompile(`^<!-- capture: (Test\w+)/([\w-]+)(?: exit=(\d+))? -->$`)
+	captures    = sync.OnceValues(readCaptures)
+)
+
+// readCaptures reads every marked block of the guides.
+func readCaptures() (map[string][]capture, error) {
+	files, err := filepath.Glob("../docs/how-to/*.md")
+	if err != nil {
+		return nil, err
+	}
+	more, _ := filepath.Glob("../docs/*.md")
+	out := map[string][]capture{}
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		lines := strings.Split(string(b), "\n")
+		for i := 0; i < len(lines); i++ {
+			m := captureMark.FindStringSubmatch(strings.TrimSpace(lines[i]))
+			if m == nil {
+				continue
+			}
+			c := capture{file: f, line: i + 1, exit: -1}
+			if m[3] != "" {
+				c.exit, _ = strconv.Atoi(m[3])
+			}
+			if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
+				return nil, fmt.Errorf("%s:%d: a capture mark not right above a fenced block", f, i+1)
+			}
+			for i += 2; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
+				c.lines = append(c.lines, lines[i])
+			}
+			out[m[1]+"/"+m[2]] = append(out[m[1]+"/"+m[2]], c)
+		}
+	}
+	return out, nil
+}
+
+var (
+	captureHex   = regexp.MustCompile(`\b[0-9a-f]{8,}\b`)
+	capturePath  = regexp.MustCompile("(?:/[^\\s/:,;()\\[\\]'\"`]+)+/?")
+	captureNum   = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)*`)
+	captureSpace = regexp.MustCompile(`\s+`)
+)
+
+// normCapture sets aside what differs from run to run: hex (hashes, IDs),
+// paths, numbers (revisions, sizes, times) and layout (the widths of
+// columns, where a paragraph wraps).
+func normCapture(s string) string {
+	s = captureHex.ReplaceAllString(s, "H")
+	s = capturePath.ReplaceAllString(s, "P")
+	s = captureNum.ReplaceAllString(s, "0")
+	return strings.TrimSpace(captureSpace.ReplaceAllString(s, " "))
+}
+
+// checkCapture holds every guide block marked TestName/label (TestName
+// the top-level test) to output and code: each line of the block must be
+// in what was printed, once normCapture has set aside what differs from
+// run to run; a line with … (an elision) or starting with "$ " (the
+// command typed) is not compared.
+func checkCapture(t *testing.T, label string, code int, output ...string) {
+	t.Helper()
+	all, err := captures()
+	if err != nil {
+		t.Fatalf("read the guides' captures: %v", err)
+	}
+	name := strings.SplitN(t.Name(), "/", 2)[0] + "/" + label
+	if os.Getenv("REGGHOST_UPDATE_CAPTURES") != "" {
+		if err := updateCaptures(name, output); err != nil {
+			t.Errorf("update the captures of %s: %v", name, err)
+		}
+		return
+	}
+	got := normCapture(strings.Join(output, "\n"))
+	for _, c := range all[name] {
+		if c.exit >= 0 && c.exit != code {
+			t.Errorf("%s:%d (%s) states exit code %d; this run exited %d", c.file, c.line, name, c.exit, code)
+		}
+		for i, l := range c.lines {
+			if strings.Contains(l, "…") || strings.HasPrefix(l, "$ ") || strings.TrimSpace(l) == "" {
+				continue
+			}
+			if n := normCapture(l); !strings.Contains(got, n) {
+				t.Errorf("%s:%d (%s): the guide's line is no longer printed:\n%s\nprinted:\n%s", c.file, c.line+2+i, name, l, strings.Join(output, "\n"))
+			}
+		}
+	}
+}
+
+// TestCapturesHaveASource: every capture mark of the guides names a test
+// that checks it, so none is left unchecked.
+func TestCapturesHaveASource(t *testing.T) {
+	all, err := captures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	code := src.String()
+	for name, cs := range all {
+		test, label, _ := strings.Cut(name, "/")
+		i := strings.Index(code, "\nfunc "+test+"(t *testing.T) {")
+		if i < 0 {
+			t.Errorf("%s:%d: capture %s names no test", cs[0].file, cs[0].line, name)
+			continue
+		}
+		body := code[i+1:]
+		if j := strings.Index(body, "\nfunc "); j >= 0 {
+			body = body[:j]
+		}
+		if !strings.Contains(body, `checkCapture(t, "`+label+`"`) {
+			t.Errorf("%s:%d: %s does not check capture %q", cs[0].file, cs[0].line, test, label)
+		}
+	}
+}
+
+var updating sync.Mutex
+
+// updateCaptures writes output into every block marked name, as a person
+// reads it on a node: the tests' temporary directories as
+// /var/lib/regghost. The block's first lines that start with "$ " (the
+// command typed) stay. REGGHOST_UPDATE_CAPTURES=1 go test ./e2e -run TEST
+// runs it.
+func updateCaptures(name string, output []string) error {
+	updating.Lock()
+	defer updating.Unlock()
+	files, err := filepath.Glob("../docs/how-to/*.md")
+	if err != nil {
+		return err
+	}
+	more, _ := filepath.Glob("../docs/*.md")
+	var text []string
+	for _, o := range output {
+		if o = strings.TrimRight(testDir.ReplaceAllString(o, "/var/lib/regghost"), "\n"); o != "" {
+			text = append(text, o)
+		}
+	}
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(string(b), "\n")
+		var out []string
+		changed := false
+		for i := 0; i < len(lines); i++ {
+			out = append(out, lines[i])
+			m := captureMark.FindStringSubmatch(strings.TrimSpace(lines[i]))
+			if m == nil || m[1]+"/"+m[2] != name || i+1 >= len(lines) {
+				continue
+			}
+			out = append(out, lines[i+1]) // the opening fence
+			j := i + 2
+			for ; j < len(lines) && strings.HasPrefix(lines[j], "$ "); j++ {
+				out = append(out, lines[j])
+			}
+			for j < len(lines) && !strings.HasPrefix(lines[j], "```") {
+				j++
+			}
+			out = append(out, strings.Split(strings.Join(text, "\n"), "\n")...)
+			i, changed = j-1, true
+		}
+		if changed {
+			if err := os.WriteFile(f, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
