@@ -164,6 +164,18 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
+	// A version listed again is waited for on every kube-apiserver: any of
+	// them may take a rewrite.
+	var readers []migrate.Reader
+	if peers, err := rs.API.Peers(ctx); err == nil && len(peers) > 1 {
+		for _, p := range peers {
+			d, err := dynamic.NewForConfig(p.Config)
+			if err != nil {
+				return fmt.Errorf("api server client for %s: %w", p.Address(), err)
+			}
+			readers = append(readers, migrate.Reader{Address: p.Address(), Dynamic: d})
+		}
+	}
 	question := migrateQuestion(plan)
 	if pruneOnly {
 		question = fmt.Sprintf("Narrow status.storedVersions of CustomResourceDefinition %s from [%s] to [%s]?", narrow.CRD, strings.Join(narrow.From, ", "), strings.Join(narrow.To, ", "))
@@ -186,7 +198,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	defer done()
 	protection := &migrate.Protection{Client: cli, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.backupDir, Notices: g.errOut}
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune, Protect: protection,
-		ReadableWait: time.Minute, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
+		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
 	err = o.print.printResult(out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err

@@ -279,7 +279,13 @@ func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
 // again by listing v1beta1 for the run, rewritten, and the CRD is left
 // listing v1 alone, with every object readable.
 func TestMigrateStrandedVersion(t *testing.T) {
-	c := startCluster(t, clusterOptions{})
+	// Two kube-apiservers, as on an HA control plane: the version listed
+	// again is waited for on each, since either may take a rewrite.
+	port := freePort(t)
+	c := startCluster(t, clusterOptions{apiserverIP: "127.0.0.2", apiserverPort: port, apiserverName: "apiserver-a"})
+	second := *c
+	second.startAPIServer(t, clusterOptions{apiserverIP: "127.0.0.3", apiserverPort: port, apiserverName: "apiserver-b"})
+	c.registerAPIServers(t, port, "127.0.0.2", "127.0.0.3")
 	ctx := context.Background()
 	const group, plural, kind = "example.com", "widgets", "Widget"
 	_, err := c.dyn.Resource(crdGVR).Create(ctx, versionedCRD(group, plural, kind, "v1beta1", "v1beta1", "v1"), metav1.CreateOptions{})
@@ -317,10 +323,16 @@ func TestMigrateStrandedVersion(t *testing.T) {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	before := c.state(t)
-	out, errOut, code = c.regghost(t, "", "migrate", name, "--confirm", "--yes")
+	out, errOut, code = c.regghost(t, "", "migrate", name, "--confirm", "--yes", "-v=6")
 	t.Logf("migrate:\n%s\n%s", out, errOut)
 	if code != 0 {
 		t.Fatalf("migrate --confirm: exit %d", code)
+	}
+	// The version listed again was read through each kube-apiserver.
+	for _, addr := range []string{"127.0.0.2", "127.0.0.3"} {
+		if !regexp.MustCompile(`https://` + regexp.QuoteMeta(addr) + `:\d+/apis/example\.com/v1\w*/namespaces/shop/widgets/w-\d+`).MatchString(errOut) {
+			t.Errorf("the version listed again was not read through %s", addr)
+		}
 	}
 	for _, want := range []string{"Listed v1beta1 again", "0 objects of widgets.example.com stored at example.com/v1beta1", "Removed v1beta1 again"} {
 		if !strings.Contains(oneLine(out), want) {

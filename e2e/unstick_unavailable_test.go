@@ -53,6 +53,7 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 	t.Run("the dry run names the backend and both ways out", func(t *testing.T) {
 		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "team-a")
 		t.Logf("regghost unstick namespace team-a (exit %d):\n%s%s", code, out, errOut)
+		checkCapture(t, "dry-run", code, out, errOut)
 		flat := strings.Join(strings.Fields(out), " ")
 		for _, want := range []string{"APIService " + apiName + " is unavailable", "service kube-system/metrics-server exists but has no ready endpoint",
 			"Available=False MissingEndpoints", "bring service kube-system/metrics-server back",
@@ -92,6 +93,7 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 		args := append(strings.Fields(printed)[1:], "--yes", "--backup-dir", root)
 		out, errOut, code := c.regghost(t, "", args...)
 		t.Logf("%s (exit %d):\n%s%s", printed, code, out, errOut)
+		checkCapture(t, "unstick", code, out, errOut)
 		if code != 0 || !strings.Contains(out, "namespace team-a is gone, and nothing of it is left in etcd") {
 			t.Fatalf("%s: exit %d: %s\n%s", printed, code, errOut, out)
 		}
@@ -117,6 +119,7 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 		before := c.state(t)
 		out, errOut, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes")
 		t.Logf("regghost restore %s --confirm (exit %d):\n%s%s", filepath.Base(dir), code, out, errOut)
+		checkCapture(t, "restore", code, out, errOut)
 		if code != 0 {
 			t.Fatalf("restore: exit %d: %s\n%s", code, errOut, out)
 		}

@@ -29,12 +29,22 @@ type Options struct {
 	// ReadableWait bounds the wait for the API server to read a version put
 	// back into its CRD.
 	ReadableWait time.Duration
+	// Readers reach every kube-apiserver of the cluster: a version put back
+	// into the CRD is waited for on each, since any of them may take a
+	// rewrite (nil: Dynamic alone).
+	Readers []Reader
 	// BackupRoot is where regghost's backups are, read for values under
 	// keys that no longer write ("": not read).
 	BackupRoot string
 	// Protect runs a custom resource's migration as the protected write
 	// (nil: unprotected, for tests of the steps alone).
 	Protect *Protection
+}
+
+// Reader is one kube-apiserver, by its address.
+type Reader struct {
+	Address string
+	Dynamic dynamic.Interface
 }
 
 // Result is what Run did, step by step, and the proof.
@@ -142,8 +152,17 @@ func run(ctx context.Context, plan *Census, o Options, res *Result) (*Result, er
 			if gv, err := schema.ParseGroupVersion(obj.StoredAs); err != nil || !slices.Contains(stranded, gv.Version) {
 				continue
 			}
-			if err := WaitReadable(ctx, o.Dynamic, again, obj, o.ReadableWait); err != nil {
-				return res, err
+			readers := o.Readers
+			if len(readers) == 0 {
+				readers = []Reader{{Dynamic: o.Dynamic}}
+			}
+			for _, r := range readers {
+				if err := WaitReadable(ctx, r.Dynamic, again, obj, o.ReadableWait); err != nil {
+					if r.Address != "" {
+						err = fmt.Errorf("kube-apiserver %s: %w", r.Address, err)
+					}
+					return res, err
+				}
 			}
 			break
 		}
