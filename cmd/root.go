@@ -223,9 +223,11 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 // a log (stderr is not a terminal), wrapped to the screen on a terminal,
 // continuation lines indented by two blanks.
 func sayError(errOut io.Writer, msg string) {
+	// Joined errors are one message too; names from etcd are escaped.
+	msg = strings.Join(strings.Split(strings.TrimSpace(msg), "\n"), "; ")
 	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		table.Para(errOut, "regghost: ", "  ", msg)
 		return
 	}
-	fmt.Fprintf(errOut, "regghost: %s\n", msg)
+	fmt.Fprintf(errOut, "regghost: %s\n", table.Escape(msg))
 }

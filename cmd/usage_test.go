@@ -62,3 +62,14 @@ func TestUsageErrorsExit2OnOneLine(t *testing.T) {
 		t.Errorf("only %d argument refusals were seen: the walk did not reach the commands", refused)
 	}
 }
+
+// TestSayErrorIsOneEscapedLine: through a pipe, an error is one line
+// (joined errors included) and a name from etcd cannot drive the
+// terminal that later shows the log.
+func TestSayErrorIsOneEscapedLine(t *testing.T) {
+	var b bytes.Buffer
+	sayError(&b, "first\nkey /registry/configmaps/a/evil\x1b[2J")
+	if got, want := b.String(), "regghost: first; key /registry/configmaps/a/evil\\u001b[2J\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

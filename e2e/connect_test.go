@@ -43,6 +43,7 @@ func TestConnectionErrors(t *testing.T) {
 			cmd.Env = append(cmd.Env, tt.env...)
 			out, _ := cmd.CombinedOutput()
 			code := cmd.ProcessState.ExitCode()
+			checkWidth(t, append([]string{"scan", "--no-api"}, tt.args...), true, code, "", string(out))
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, out)
 			}

@@ -55,6 +55,7 @@ func runWithEnv(t *testing.T, env []string, args ...string) (stdout, stderr stri
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		t.Fatalf("run regghost: %v", err)
 	}
+	checkWidth(t, args, true, cmd.ProcessState.ExitCode(), out.String(), errOut.String())
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 

@@ -28,7 +28,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: build:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	// A command run without --backup-dir writes where a node would
+	// (/var/lib/regghost/backups): here, a directory of this run, never the
+	// host's.
+	backups, err := os.MkdirTemp("", "regghost-e2e-backups")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Setenv("REGGHOST_BACKUP_DIR", backups)
+	code := m.Run()
+	os.RemoveAll(backups)
+	os.Exit(code)
 }
 
 func buildBinaries() error {

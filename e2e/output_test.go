@@ -64,6 +64,7 @@ func TestPurgeJSONOnATerminal(t *testing.T) {
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
 	cmd.Stdin = strings.NewReader("yes\n")
 	terminal, _ := cmd.CombinedOutput()
+	checkWidth(t, []string{"purge", "--namespace", "kb-system"}, false, cmd.ProcessState.ExitCode(), "", string(terminal))
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("purge: exit %d: %s", code, terminal)
 	}

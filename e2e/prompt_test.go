@@ -105,6 +105,7 @@ type terminalRun struct {
 	out   strings.Builder
 	read  int // how much of out the last question consumed
 	done  chan struct{}
+	args  []string // what regghost was run with, for checkWidth
 }
 
 // onTerminalInteractive starts regghost on a pseudo-terminal; answer its
@@ -116,7 +117,7 @@ func onTerminalInteractive(t *testing.T, args ...string) *terminalRun {
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Fatal("script (util-linux) is not installed: the prompts cannot be answered on a terminal")
 	}
-	r := &terminalRun{done: make(chan struct{})}
+	r := &terminalRun{done: make(chan struct{}), args: args}
 	r.cmd = exec.Command("script", "-qfec", shellQuote(append([]string{bins.regghost}, args...)), "/dev/null")
 	r.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
 	var err error
@@ -203,6 +204,7 @@ func (r *terminalRun) wait(t *testing.T) (string, int) {
 	_ = r.cmd.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	checkWidth(t, r.args, false, r.cmd.ProcessState.ExitCode(), "", r.out.String())
 	return r.out.String()[r.read:], r.cmd.ProcessState.ExitCode()
 }
 

@@ -60,6 +60,10 @@ func (c *Config) AskPasswordNow() error {
 	if c.User == "" || c.Password != "" || c.AskPassword == nil || strings.Contains(c.User, ":") {
 		return nil
 	}
+	// Never asked only to be refused.
+	if ep := plaintextRemote(c.Endpoints, c.CACert != "" || c.Cert != "" || c.InsecureSkipVerify); ep != "" {
+		return errClearPassword(ep)
+	}
 	pw, err := c.AskPassword()
 	if err != nil {
 		return err
@@ -112,7 +116,7 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 			return cfg, errors.New(`--user must name the etcd user ("name", or "name:password")`)
 		}
 		if ep := plaintextRemote(eps, cfg.TLS != nil); ep != "" {
-			return cfg, fmt.Errorf("--user would send etcd's password in the clear to %s: give that member's https:// endpoint (with --cacert), or run on its node against 127.0.0.1", ep)
+			return cfg, errClearPassword(ep)
 		}
 		if password == "" && c.AskPassword != nil {
 			var err error
@@ -129,21 +133,28 @@ func (c *Config) ClientConfig() (clientv3.Config, error) {
 }
 
 // plaintextRemote is the first endpoint a client reaches without TLS over
-// the network ("" when none): http://, or no scheme without TLS files,
-// to a host that is not this one.
+// the network ("" when none). As clientv3 does, the first endpoint's scheme
+// decides for all: http:// and unix:// dial every endpoint in the clear,
+// https:// and unixs:// with TLS, no scheme with TLS when TLS files are
+// given. Loopback addresses, localhost and unix sockets are this node.
 func plaintextRemote(endpoints []string, tls bool) string {
+	if len(endpoints) == 0 {
+		return ""
+	}
+	secure := tls
+	switch scheme, _ := splitScheme(endpoints[0]); scheme {
+	case "https", "unixs":
+		secure = true
+	case "http", "unix":
+		secure = false
+	}
+	if secure {
+		return ""
+	}
 	for _, ep := range endpoints {
-		scheme, rest, ok := strings.Cut(ep, "://")
-		if !ok {
-			scheme, rest = "", ep
-		}
-		switch scheme {
-		case "https", "unix", "unixs":
+		scheme, rest := splitScheme(ep)
+		if scheme == "unix" || scheme == "unixs" {
 			continue
-		case "":
-			if tls {
-				continue
-			}
 		}
 		host := rest
 		if h, _, err := net.SplitHostPort(rest); err == nil {
@@ -158,6 +169,48 @@ func plaintextRemote(endpoints []string, tls bool) string {
 		return ep
 	}
 	return ""
+}
+
+// splitScheme splits an endpoint into its scheme ("" when none) and the
+// rest: "unix:/run/etcd.sock" and "unix:///run/etcd.sock" are both unix.
+func splitScheme(ep string) (scheme, rest string) {
+	if s, r, ok := strings.Cut(ep, "://"); ok {
+		return s, r
+	}
+	for _, s := range []string{"unixs", "unix"} {
+		if strings.HasPrefix(ep, s+":") {
+			return s, strings.TrimPrefix(ep, s+":")
+		}
+	}
+	return "", ep
+}
+
+// errClearPassword is the refusal of a password that would cross the
+// network in the clear.
+func errClearPassword(ep string) error {
+	return fmt.Errorf("--user would send etcd's password in the clear to %s: give that member's https:// endpoint (with --cacert), or run on its node against 127.0.0.1", ep)
+}
+
+// CheckCredentials refuses a client configuration that would send etcd's
+// user and password, or the token they get, in the clear to another host.
+// Every client regghost opens goes through it (NewClient): those built for
+// the members' client URLs from the member list too.
+func CheckCredentials(cfg clientv3.Config) error {
+	if cfg.Username == "" {
+		return nil
+	}
+	if ep := plaintextRemote(cfg.Endpoints, cfg.TLS != nil); ep != "" {
+		return errClearPassword(ep)
+	}
+	return nil
+}
+
+// NewClient is clientv3.New behind CheckCredentials.
+func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
+	if err := CheckCredentials(cfg); err != nil {
+		return nil, err
+	}
+	return clientv3.New(cfg)
 }
 
 // Connect opens a client on the endpoints that answer. Each endpoint is
@@ -175,7 +228,7 @@ func (c *Config) Connect(ctx context.Context) (*clientv3.Client, error) {
 		return nil, c.unreachable(cfg, statuses)
 	}
 	cfg.Endpoints = live
-	cli, err := clientv3.New(cfg)
+	cli, err := NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(live, ","), err)
 	}
@@ -209,7 +262,7 @@ func (c *Config) ConnectAny(ctx context.Context) (*clientv3.Client, clientv3.Con
 	}
 	one := cfg
 	one.Endpoints = live
-	cli, err := clientv3.New(one)
+	cli, err := NewClient(one)
 	if err != nil {
 		return nil, cfg, fmt.Errorf("connect to etcd %s: %w", strings.Join(live, ","), err)
 	}
@@ -228,7 +281,7 @@ func (c *Config) probe(ctx context.Context, cfg clientv3.Config) ([]string, []er
 			defer wg.Done()
 			one := cfg
 			one.Endpoints = []string{ep}
-			cli, err := clientv3.New(one)
+			cli, err := NewClient(one)
 			if err != nil {
 				errs[i] = err
 				return

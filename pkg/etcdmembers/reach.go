@@ -10,6 +10,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/etcdconn"
 )
 
 // ErrOnlyLearners is returned (wrapped) when every endpoint that answers
@@ -68,7 +70,7 @@ func Reach(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, timeo
 	for _, ep := range voters {
 		one := cfg
 		one.Endpoints = []string{ep}
-		ocli, err := clientv3.New(one)
+		ocli, err := etcdconn.NewClient(one)
 		if err != nil {
 			last = err
 			continue
@@ -121,7 +123,7 @@ func (c *Cluster) Client(keep func(Member) bool) (*clientv3.Client, error) {
 	}
 	cfg := c.config
 	cfg.Endpoints = eps
-	cli, err := clientv3.New(cfg)
+	cli, err := etcdconn.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(eps, ","), err)
 	}

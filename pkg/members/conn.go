@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/etcdconn"
 )
 
 // serializable is a KV whose reads are serializable: served by the member
@@ -37,7 +39,7 @@ type conn struct {
 func (o *Options) dial(ep string) (*clientv3.Client, error) {
 	cfg := o.Config
 	cfg.Endpoints = []string{ep}
-	cli, err := clientv3.New(cfg)
+	cli, err := etcdconn.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to member at %s: %w", ep, err)
 	}

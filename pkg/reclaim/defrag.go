@@ -8,6 +8,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/etcdconn"
 )
 
 // pollEvery is how often a defragmented member is asked whether it is back.
@@ -99,7 +101,7 @@ func settle(ctx context.Context, o Options, m *Member, rev int64) error {
 	cfg := o.Config
 	cfg.Endpoints = []string{m.Endpoint}
 	cfg.Context = ctx
-	cli, err := clientv3.New(cfg)
+	cli, err := etcdconn.NewClient(cfg)
 	if err != nil {
 		return err
 	}

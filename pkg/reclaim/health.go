@@ -10,6 +10,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/etcdconn"
 )
 
 // probe reads m's Status and checks its health: it answers without errors,
@@ -78,7 +80,7 @@ func readThrough(ctx context.Context, o Options, endpoint string) error {
 	cfg := o.Config
 	cfg.Endpoints = []string{endpoint}
 	cfg.Context = ctx
-	cli, err := clientv3.New(cfg)
+	cli, err := etcdconn.NewClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ import (
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/diskroom"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+
+	"github.com/regghost/regghost/pkg/etcdconn"
 )
 
 // SnapshotFile is the name of the full snapshot inside a backup directory.
@@ -74,6 +76,9 @@ func SaveSnapshot(ctx context.Context, cfg clientv3.Config, path string) (*backu
 		return nil, fmt.Errorf("snapshot needs an endpoint")
 	}
 	cfg.Endpoints = cfg.Endpoints[:1]
+	if err := etcdconn.CheckCredentials(cfg); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("snapshot %s already exists; refusing to overwrite it", path)
 	}
