@@ -151,7 +151,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Delete %d keys (%s) from etcd?", len(plan.Targets), plan.Scope)); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Delete %s (%s) from etcd?", render.Plural(len(plan.Targets), "key"), plan.Scope)); err != nil {
 		return err
 	}
 	cli, cfg, err := g.ConnectConfig(ctx)

@@ -108,11 +108,11 @@ func TestKine(t *testing.T) {
 	key := ghosts[0]
 	c.forceDelete(t, key)
 	out, errOut, code = c.regghost(t, "", "snapshot", "restore", snap, "--key-prefix", key)
-	if code != 0 || !strings.Contains(out, "Dry run: 1 of 1 keys would be restored") || c.value(t, key) != nil {
+	if code != 0 || !strings.Contains(out, "Dry run: 1 of 1 key would be restored") || c.value(t, key) != nil {
 		t.Fatalf("snapshot restore dry run: exit %d: %s%s", code, out, errOut)
 	}
 	out, errOut, code = c.regghost(t, "", "snapshot", "restore", snap, "--confirm", "--yes")
-	if code != 0 || !strings.Contains(out, "Restored 1 keys") {
+	if code != 0 || !strings.Contains(out, "Restored 1 key,") {
 		t.Fatalf("snapshot restore: exit %d: %s%s", code, out, errOut)
 	}
 	if !bytes.Equal(c.value(t, key), before[key]) {

@@ -92,6 +92,10 @@ func keys(n int) string {
 	return fmt.Sprintf("%d keys", n)
 }
 
+// Plural is n and the noun, in the plural unless n is 1 ("1 key", "2
+// keys"), for cmd's questions.
+func Plural(n int, noun string) string { return plural(n, noun) }
+
 // pluralVerb is plural followed by the verb that agrees with it ("1 object
 // is", "2 objects are").
 func pluralVerb(n int, noun, one, many string) string {

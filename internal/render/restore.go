@@ -65,7 +65,7 @@ func RestorePlan(path string, entries int, plan []etcdwrite.Result, dryRun, summ
 			table.Wrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already or in conflict.", path, entries))
 		default:
 			fmt.Fprintln(w)
-			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be restored. Nothing was changed. Re-run with --confirm.", todo, entries))
+			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %s would be restored. Nothing was changed. Re-run with --confirm.", todo, plural(entries, "key")))
 		}
 		refusedLine(w, refused)
 		return nil
@@ -87,7 +87,7 @@ func RestoreResult(results []etcdwrite.Result, summary bool) Output {
 				refused++
 			}
 		}
-		fmt.Fprintf(w, "Restored %d keys, byte-identical to the backup.\n", n)
+		fmt.Fprintf(w, "Restored %s, byte-identical to the backup.\n", plural(n, "key"))
 		refusedLine(w, refused)
 		return nil
 	}}

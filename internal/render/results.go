@@ -80,7 +80,7 @@ func RefusedError(results []etcdwrite.Result) error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%d keys were refused, not restored (%s: %s)", n, table.Escape(first.Key), table.Escape(first.Detail))
+	return fmt.Errorf("%s refused, not restored (%s: %s)", pluralVerb(n, "key", "was", "were"), table.Escape(first.Key), table.Escape(first.Detail))
 }
 
 // StillPresentError says why results whose writes did not all stick fail

@@ -83,7 +83,7 @@ func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
 	for _, u := range a.Unavailable {
 		table.Para(out, "  unavailable: ", "    ", u)
 	}
-	fmt.Fprintf(out, "  %d keys left in etcd, %d held by finalizers\n", a.Remaining, len(a.Blockers))
+	fmt.Fprintf(out, "  %s left in etcd, %d held by finalizers\n", plural(a.Remaining, "key"), len(a.Blockers))
 	if len(a.Blockers) > 0 {
 		wide := table.Full(out)
 		hdr := []string{"KEY", "FINALIZERS", "TO REMOVE"}
