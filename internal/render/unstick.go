@@ -133,7 +133,7 @@ func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
 // WriteRevealed lists the objects whose finalizers only the APIServices'
 // deletion revealed, before unstick asks whether to remove them too.
 func WriteRevealed(out io.Writer, more []unstick.Blocker) {
-	fmt.Fprintf(out, "The dangling APIServices are deleted. With them gone, %d more objects are held by finalizers nobody serves, which the plan did not show:\n", len(more))
+	table.Para(out, "", "", fmt.Sprintf("The dangling APIServices are deleted. With them gone, %s held by finalizers nobody serves, which the plan did not show:", pluralVerb(len(more), "more object", "is", "are")))
 	for _, b := range more {
 		table.Wrapped(out, "  "+table.Escape(b.Key)+": remove "+table.Escape(strings.Join(b.Remove, ", ")))
 	}

@@ -48,6 +48,10 @@ func Command(out io.Writer, indent, command string) {
 		return
 	}
 	lines := []string{indent + parts[0]}
+	if head, path, ok := strings.Cut(parts[0], " /"); ok && TextWidth(indent+parts[0]+" \\") > w {
+		// A path too long to share its line: on a line of its own.
+		lines = []string{indent + head, indent + "    /" + path}
+	}
 	for _, opt := range parts[1:] {
 		opt = "--" + opt
 		last := &lines[len(lines)-1]

@@ -58,9 +58,9 @@ func TestCommands(t *testing.T) {
 			"      --mark-compacted\n"},
 		{"one flag is not broken", func(out *Layout) { Command(out, "  ", lone) }, "  " + lone + "\n"},
 		{"longer than the screen is written whole", func(out *Layout) { Command(out, "  ", long) }, "  " + long + "\n"},
-		{"a path longer than the screen overflows its own line only", func(out *Layout) {
+		{"a path too long to share its line gets its own", func(out *Layout) {
 			Command(out, "  ", "etcdutl snapshot restore /"+strings.Repeat("x", 80)+"/snapshot.db --data-dir /d --bump-revision 1 --mark-compacted")
-		}, "  etcdutl snapshot restore /" + strings.Repeat("x", 80) + "/snapshot.db \\\n      --data-dir /d --bump-revision 1 --mark-compacted\n"},
+		}, "  etcdutl snapshot restore \\\n      /" + strings.Repeat("x", 80) + "/snapshot.db \\\n      --data-dir /d --bump-revision 1 --mark-compacted\n"},
 		{"escaped", func(out *Layout) { Command(out, "", "rm \x1b[2J") }, "rm \\u001b[2J\n"},
 		{"a label beside a command that fits", func(out *Layout) { LabeledCommand(out, "Undo:", "regghost restore /b --confirm") },
 			"Undo:  regghost restore /b --confirm\n"},
