@@ -27,15 +27,24 @@ var (
 	captures    = sync.OnceValues(readCaptures)
 )
 
-// readCaptures reads every marked block of the guides.
-func readCaptures() (map[string][]capture, error) {
+// guides are the files captures are marked in: the how-tos and docs/.
+func guides() ([]string, error) {
 	files, err := filepath.Glob("../docs/how-to/*.md")
 	if err != nil {
 		return nil, err
 	}
-	more, _ := filepath.Glob("../docs/*.md")
+	more, err := filepath.Glob("../docs/*.md")
+	return append(files, more...), err
+}
+
+// readCaptures reads every marked block of the guides.
+func readCaptures() (map[string][]capture, error) {
+	files, err := guides()
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]capture{}
-	for _, f := range append(files, more...) {
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
@@ -170,18 +179,17 @@ var updating sync.Mutex
 func updateCaptures(name string, output []string) error {
 	updating.Lock()
 	defer updating.Unlock()
-	files, err := filepath.Glob("../docs/how-to/*.md")
+	files, err := guides()
 	if err != nil {
 		return err
 	}
-	more, _ := filepath.Glob("../docs/*.md")
 	var text []string
 	for _, o := range output {
 		if o = strings.TrimRight(asOnANode(o), "\n"); o != "" {
 			text = append(text, o)
 		}
 	}
-	for _, f := range append(files, more...) {
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
