@@ -72,7 +72,7 @@ func readCaptures() (map[string][]capture, error) {
 }
 
 var (
-	captureHex   = regexp.MustCompile(`\b[0-9a-f]{8,}\b`)
+	captureHex   = regexp.MustCompile(`\b[0-9a-f]{8,}(?:-[0-9a-f]+)*`) // hashes, IDs, UUIDs (whole or cut)
 	capturePath  = regexp.MustCompile("(?:/[^\\s/:,;()\\[\\]'\"`]+)+/?")
 	captureNum   = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)*`)
 	captureSpace = regexp.MustCompile(`\s+`)
