@@ -106,7 +106,7 @@ func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
 		if !strings.Contains(out, say) || !strings.Contains(out, "etcd holds every revision since 1") {
 			t.Errorf("want %q in:\n%s", say, out)
 		}
-		t.Logf("regghost history -n kb-system\n%s", out)
+		checkCapture(t, "history-namespace", code, out)
 		for _, l := range strings.Split(out, "\n") {
 			if len([]rune(l)) > 120 {
 				t.Errorf("wider than 120 columns: %q", l)
@@ -155,8 +155,10 @@ func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
 				}
 			}
 			fromFile = fh
-			out, errOut, _ := offline("history", "/registry/pods/mixed/stuck", "--db", file)
-			t.Logf("regghost history /registry/pods/mixed/stuck --db %s\n%s%s", filepath.Base(file), errOut, out)
+			out, errOut, code := offline("history", "/registry/pods/mixed/stuck", "--db", file)
+			if file == zipped {
+				checkCapture(t, "history-db-file", code, errOut, out)
+			}
 		})
 	}
 	t.Run("every revision of one key, tombstones included", func(t *testing.T) {
