@@ -104,7 +104,7 @@ what would go and what that frees.`,
 			if !o.confirm || n == 0 {
 				return o.print.print(out, render.BackupPrune(plan, true, 0))
 			}
-			if err := o.ask(c.InOrStdin(), c.ErrOrStderr(), fmt.Sprintf("Remove %d backups from %s?", n, o.dir)); err != nil {
+			if err := o.ask(c.InOrStdin(), c.ErrOrStderr(), fmt.Sprintf("Remove %s from %s?", render.Plural(n, "backup"), o.dir)); err != nil {
 				return err
 			}
 			freed, err := backup.Prune(plan)

@@ -59,11 +59,11 @@ func TestBackupPrune(t *testing.T) {
 		return n
 	}
 	out, errOut, code := run("--keep", "1", "--older-than", "250h")
-	if code != 0 || !strings.Contains(out, "Dry run: 1 backups would be removed, freeing 1.") || exists() != 3 {
+	if code != 0 || !strings.Contains(out, "Dry run: 1 backup would be removed, freeing 1.") || exists() != 3 {
 		t.Fatalf("dry run: exit %d, %d backups left: %s\n%s", code, exists(), errOut, out)
 	}
 	out, errOut, code = run("--keep", "1", "--older-than", "250h", "--confirm", "--yes")
-	if code != 0 || !strings.Contains(out, "Removed 1 backups, freeing 1.") || exists() != 2 {
+	if code != 0 || !strings.Contains(out, "Removed 1 backup, freeing 1.") || exists() != 2 {
 		t.Fatalf("prune: exit %d, %d backups left: %s\n%s", code, exists(), errOut, out)
 	}
 	if _, err := os.Stat(dirs[0]); !os.IsNotExist(err) {

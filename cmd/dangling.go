@@ -88,7 +88,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Fix %d objects through the API server?", len(fixes))); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Fix %s through the API server?", render.Plural(len(fixes), "object"))); err != nil {
 		return err
 	}
 	sctx, cli, done, err := g.Bounded(ctx)

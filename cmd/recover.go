@@ -164,7 +164,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return failed(render.RecoveryRefusedError(objs))
 	}
 	render.WriteRecoveryPlan(table.NewSafeWriter(out), rec.From, objs)
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Write %d objects into etcd?", todo)); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Write %s into etcd?", render.Plural(todo, "object"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)

@@ -76,15 +76,21 @@ var (
 	capturePath  = regexp.MustCompile("(?:/[^\\s/:,;()\\[\\]'\"`]+)+/?")
 	captureNum   = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)*`)
 	captureSpace = regexp.MustCompile(`\s+`)
+	// A count's noun is singular or plural as the count comes out ("1
+	// lease", "2 leases"): once numbers are set aside, so is its ending.
+	capturePlural   = regexp.MustCompile(`\b0 ([A-Za-z]+?)(?:ies|s)\b`)
+	captureSingular = regexp.MustCompile(`\b0 ([A-Za-z]+?)y\b`)
 )
 
 // normCapture sets aside what differs from run to run: hex (hashes, IDs),
-// paths, numbers (revisions, sizes, times) and layout (the widths of
-// columns, where a paragraph wraps).
+// paths, numbers (revisions, sizes, times) and the plural of what they
+// count, and layout (the widths of columns, where a paragraph wraps).
 func normCapture(s string) string {
 	s = captureHex.ReplaceAllString(s, "H")
 	s = capturePath.ReplaceAllString(s, "P")
 	s = captureNum.ReplaceAllString(s, "0")
+	s = capturePlural.ReplaceAllString(s, "0 $1")
+	s = captureSingular.ReplaceAllString(s, "0 $1")
 	return strings.TrimSpace(captureSpace.ReplaceAllString(s, " "))
 }
 

@@ -38,7 +38,7 @@ func TestDanglingActsOnlyOnWhatItShowed(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "backups")
 	run := onTerminalInteractive(t, append([]string{"dangling", "--confirm", "--backup-dir", root, "--kubeconfig", c.kubeconfig}, c.etcdArgs()...)...)
 	plan := run.question(t)
-	if !strings.Contains(plan, "builder-reads") || !strings.Contains(plan, "Fix 1 objects") {
+	if !strings.Contains(plan, "builder-reads") || !strings.Contains(plan, "Fix 1 object") {
 		t.Fatalf("the plan should delete the binding:\n%s", plan)
 	}
 	// The account comes back while the question waits.

@@ -132,7 +132,7 @@ func TestKine(t *testing.T) {
 	// transactions.
 	mustNoErr(t, "delete configmap", c.kube.CoreV1().ConfigMaps("default").Delete(context.Background(), "settings", metav1.DeleteOptions{}))
 	recRoot := filepath.Join(t.TempDir(), "b")
-	if out, errOut, code := c.regghost(t, "", "recover", "--snapshot", saved, settings, "--backup-dir", recRoot, "--confirm", "--yes"); code != 0 || !strings.Contains(out, "Recovered 1 of 1 objects") {
+	if out, errOut, code := c.regghost(t, "", "recover", "--snapshot", saved, settings, "--backup-dir", recRoot, "--confirm", "--yes"); code != 0 || !strings.Contains(out, "Recovered 1 of 1 object") {
 		t.Errorf("recover from the logical snapshot: exit %d: %s%s", code, out, errOut)
 	}
 	if !bytes.Equal(c.value(t, settings), settingsBefore) {

@@ -52,7 +52,6 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 	var printed string
 	t.Run("the dry run names the backend and both ways out", func(t *testing.T) {
 		out, errOut, code := c.regghost(t, "", "unstick", "namespace", "team-a")
-		t.Logf("regghost unstick namespace team-a (exit %d):\n%s%s", code, out, errOut)
 		checkCapture(t, "dry-run", code, out, errOut)
 		flat := strings.Join(strings.Fields(out), " ")
 		for _, want := range []string{"APIService " + apiName + " is unavailable", "service kube-system/metrics-server exists but has no ready endpoint",
@@ -87,12 +86,12 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 		c.assertChangedOnly(t, "a refused unstick", before, c.keysUnder(t, "team-a"))
 	})
 
-	root := filepath.Join(t.TempDir(), "backups")
+	root := filepath.Join(shortTempDir(t), "backups")
 	t.Run("the printed command ends the stall", func(t *testing.T) {
 		before := c.state(t)
 		args := append(strings.Fields(printed)[1:], "--yes", "--backup-dir", root)
 		out, errOut, code := c.regghost(t, "", args...)
-		t.Logf("%s (exit %d):\n%s%s", printed, code, out, errOut)
+		checkCapture(t, "confirm", code, errOut, out)
 		if code != 0 || !strings.Contains(out, "namespace team-a is gone, and nothing of it is left in etcd") {
 			t.Fatalf("%s: exit %d: %s\n%s", printed, code, errOut, out)
 		}
@@ -117,7 +116,6 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 		dir := onlyBackupDir(t, root)
 		before := c.state(t)
 		out, errOut, code := c.regghost(t, "", "restore", dir, "--confirm", "--yes")
-		t.Logf("regghost restore %s --confirm (exit %d):\n%s%s", filepath.Base(dir), code, out, errOut)
 		checkCapture(t, "restore", code, out, errOut)
 		if code != 0 {
 			t.Fatalf("restore: exit %d: %s\n%s", code, errOut, out)

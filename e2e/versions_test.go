@@ -81,7 +81,8 @@ func TestStoredVersionsNobodyCanRead(t *testing.T) {
 	if !found {
 		t.Errorf("no census of gadgets: %+v", census.Versions)
 	}
-	out, _, _ = c.regghost(t, "", "versions", "-n", "lab")
+	out, errOut, code = c.regghost(t, "", "versions", "-n", "lab")
+	checkCapture(t, "versions", code, errOut, out)
 	for _, s := range []string{"STORED AS", "example.com/v1", "v2 (served, storage)", key} {
 		if !strings.Contains(out, s) {
 			t.Errorf("versions table lacks %q:\n%s", s, out)

@@ -46,9 +46,21 @@ var widthLog sync.Mutex
 var klogLine = regexp.MustCompile(`^[IWEF][0-9]{4} [0-9:.]+ `)
 
 var (
-	testDir    = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/(?:[^/\s]+/[0-9]{3}|(?:regghost-e2e-bin|kms)[0-9]+)`)
+	testDir    = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/(?:[^/\s]+/[0-9]{3}|(?:regghost-e2e-bin|kms|rg)[0-9]+)`)
 	e2eBackups = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/regghost-e2e-backups[0-9]+`)
 )
+
+// shortTempDir is a temporary directory whose name is no longer than a
+// node's /var/lib/regghost (/tmp/rgNNNNNNNNNN): output holding a path
+// under it wraps as it would on a node, where t.TempDir's long names would
+// be broken inside a word, so a guide can capture it.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "rg")
+	mustNoErr(t, "make a temporary directory", err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
 
 // asOnANode writes the tests' directories as a node's: the run's default
 // backup directory as /var/lib/regghost/backups, any other as

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 
@@ -66,11 +67,11 @@ func writeBackupList(out io.Writer, list []backup.BackupSummary, noHeaders bool)
 func writeBackup(out io.Writer, b *backup.Backup, noHeaders bool) error {
 	wide := table.Full(out)
 	if !noHeaders {
-		table.Wrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %d keys, checksum ok",
-			table.Escape(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), table.Escape(b.Endpoint), table.OrDash(b.ClusterID), b.ScanRevision, b.Count))
+		table.Wrapped(out, fmt.Sprintf("Backup of %s, created %s from %s (cluster %s), scan revision %d, %s, checksum ok",
+			table.Escape(b.Scope), b.Created.Format("2006-01-02 15:04:05Z"), table.Escape(b.Endpoint), table.OrDash(b.ClusterID), b.ScanRevision, plural.Of(b.Count, "key")))
 		if b.Snapshot != nil {
 			table.Wrapped(out, "Snapshot "+table.Escape(b.Snapshot.Path))
-			fmt.Fprintf(out, "  revision %d, %d keys, sha256 %s\n", b.Snapshot.Revision, b.Snapshot.TotalKeys, b.Snapshot.SHA256)
+			fmt.Fprintf(out, "  revision %d, %s, sha256 %s\n", b.Snapshot.Revision, plural.Of(int(b.Snapshot.TotalKeys), "key"), b.Snapshot.SHA256)
 		}
 		fmt.Fprintln(out)
 	}
@@ -154,9 +155,9 @@ func writeBackupPrune(out io.Writer, plan []backup.PruneDecision, dryRun bool, b
 	case n == 0:
 		fmt.Fprintln(out, "\nNothing to prune.")
 	case dryRun:
-		fmt.Fprintf(out, "\nDry run: %d backups would be removed, freeing %.1f MiB. Nothing was removed; --confirm removes them.\n", n, float64(bytes)/(1<<20))
+		fmt.Fprintf(out, "\nDry run: %s would be removed, freeing %.1f MiB. Nothing was removed; --confirm removes them.\n", plural.Of(n, "backup"), float64(bytes)/(1<<20))
 	default:
-		fmt.Fprintf(out, "\nRemoved %d backups, freeing %.1f MiB.\n", n, float64(freed)/(1<<20))
+		fmt.Fprintf(out, "\nRemoved %s, freeing %.1f MiB.\n", plural.Of(n, "backup"), float64(freed)/(1<<20))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 
 	"github.com/regghost/regghost/internal/table"
@@ -30,7 +31,7 @@ func writeDiff(out io.Writer, aName, bName string, a, b *dbfile.Store, changes [
 			return err
 		}
 	}
-	fmt.Fprintf(out, "%s (revision %d, %d keys) -> %s (revision %d, %d keys): %d added, %d removed, %d changed under %s\n",
-		aName, a.Revision(), a.Len(), bName, b.Revision(), b.Len(), counts["added"], counts["removed"], counts["changed"], prefix)
+	fmt.Fprintf(out, "%s (revision %d, %s) -> %s (revision %d, %s): %d added, %d removed, %d changed under %s\n",
+		aName, a.Revision(), plural.Of(a.Len(), "key"), bName, b.Revision(), plural.Of(b.Len(), "key"), counts["added"], counts["removed"], counts["changed"], prefix)
 	return nil
 }

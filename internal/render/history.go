@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 
@@ -53,7 +54,7 @@ func writeHistory(out io.Writer, h *history.History, info *dbfile.Info, wide, no
 		}
 		table.Wrapped(out, what+".")
 	} else {
-		table.Wrapped(out, fmt.Sprintf("%s of %s.", plural(len(h.Events), "revision"), plural(h.Keys, "key")))
+		table.Wrapped(out, fmt.Sprintf("%s of %s.", plural.Of(len(h.Events), "revision"), plural.Of(h.Keys, "key")))
 	}
 	if h.Selection.Namespace != "" {
 		writeNamespaceDeletes(out, h, wide, noHeaders)
@@ -140,7 +141,7 @@ func writeNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bo
 		case len(d.Left) == 0:
 			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with no object left in it.", ns, d.Revision))
 		default:
-			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %s still in it: they became ghosts then (orphaned-namespace).", ns, d.Revision, plural(len(d.Left), "object")))
+			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %s still in it: they became ghosts then (orphaned-namespace).", ns, d.Revision, plural.Of(len(d.Left), "object")))
 			hdr := []string{"RESOURCE", "NAME", "CREATED", "LAST WRITTEN"}
 			if wide {
 				hdr = append(hdr, "KEY")

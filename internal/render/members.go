@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ func Members(r *members.Report) Output {
 }
 
 func writeMembers(out io.Writer, r *members.Report, wide, noHeaders bool) error {
-	head := fmt.Sprintf("etcd cluster %s, %s", table.OrDash(r.ClusterID), plural(len(r.Members), "member"))
+	head := fmt.Sprintf("etcd cluster %s, %s", table.OrDash(r.ClusterID), plural.Of(len(r.Members), "member"))
 	if n := len(r.Samples); n > 0 {
 		s := r.Samples[n-1]
 		switch {
@@ -88,7 +89,7 @@ func membersEvidence(out io.Writer, r *members.Report, wide, noHeaders bool) err
 		case m.Unreachable != "":
 			role = "not answering: " + m.Unreachable
 		case m.Behind != nil:
-			role = fmt.Sprintf("behind by %d entries", m.Behind.Entries)
+			role = "behind by " + plural.Of(int(m.Behind.Entries), "entry")
 		case m.Leader:
 			role = "leader"
 		case m.Learner:
@@ -195,10 +196,10 @@ func membersKeys(out io.Writer, k members.KeyComparison, wide, noHeaders bool) e
 		return nil
 	case members.ModeRevision:
 		table.Wrapped(out, fmt.Sprintf("Keys compared at revision %d, each member read on its own with serializable reads: %s, %s differ.",
-			k.Revision, plural(int(k.Distinct), "key"), membersCount(k.Differ)))
+			k.Revision, plural.Of(int(k.Distinct), "key"), membersCount(k.Differ)))
 	default:
 		table.Wrapped(out, fmt.Sprintf("Current values compared, each member read on its own with serializable reads: %s, %s differ.",
-			plural(int(k.Distinct), "key"), membersCount(k.Differ)))
+			plural.Of(int(k.Distinct), "key"), membersCount(k.Differ)))
 	}
 	table.Para(out, "  (", "   ", k.Why+".)")
 	if len(k.Groups) == 0 {
@@ -324,7 +325,7 @@ func membersLeases(out io.Writer, l members.LeaseComparison) {
 		if n == 0 {
 			table.Wrapped(out, "Leases: no member holds a lease.")
 		} else {
-			table.Wrapped(out, fmt.Sprintf("Leases: every member holds the same %s.", plural(n, "lease")))
+			table.Wrapped(out, fmt.Sprintf("Leases: every member holds the same %s.", plural.Of(n, "lease")))
 		}
 		return
 	}
@@ -332,7 +333,7 @@ func membersLeases(out io.Writer, l members.LeaseComparison) {
 	for _, c := range l.Counts {
 		counts = append(counts, fmt.Sprintf("%s %d", c.Member, c.Count))
 	}
-	table.Wrapped(out, fmt.Sprintf("Leases: %s held by some members only, in two reads (leases held: %s):", plural(len(l.Differ), "lease"), strings.Join(counts, ", ")))
+	table.Wrapped(out, fmt.Sprintf("Leases: %s held by some members only, in two reads (leases held: %s):", plural.Of(len(l.Differ), "lease"), strings.Join(counts, ", ")))
 	for i, d := range l.Differ {
 		if i == 20 {
 			table.Para(out, "  ", "    ", fmt.Sprintf("and %d more (-o json lists them).", len(l.Differ)-20))

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"sort"
 	"strings"
@@ -68,8 +69,8 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 			}
 		}
 		if r := res.Rewrite; r != nil {
-			table.Para(w, "", "  ", fmt.Sprintf("Rewrote %d of %d objects through the API server (%d deleted since, %d created again since, %d failed; %d conflicts with other writers, read again).",
-				r.Counts[migrate.Rewritten], r.Planned, r.Counts[migrate.Gone], r.Counts[migrate.CreatedAgain], r.Counts[migrate.Failed], r.Conflicts))
+			table.Para(w, "", "  ", fmt.Sprintf("Rewrote %d of %s through the API server (%d deleted since, %d created again since, %d failed; %s with other writers, read again).",
+				r.Counts[migrate.Rewritten], plural.Of(r.Planned, "object"), r.Counts[migrate.Gone], r.Counts[migrate.CreatedAgain], r.Counts[migrate.Failed], plural.Of(r.Conflicts, "conflict")))
 			for i, f := range r.Failures {
 				if i == listedObjects {
 					fmt.Fprintf(w, "  … and %d more (-o json names them all)\n", len(r.Failures)-i)
@@ -118,7 +119,7 @@ func writeHeld(w io.Writer, c *migrate.Census, held []migrate.Held) {
 	for _, h := range held {
 		var what []string
 		for _, k := range sortedKeys(h.ByKey) {
-			what = append(what, fmt.Sprintf("%d values under %s", h.ByKey[k], k))
+			what = append(what, fmt.Sprintf("%s under %s", plural.Of(h.ByKey[k], "value"), k))
 		}
 		if h.SnapshotRevision > 0 {
 			what = append(what, fmt.Sprintf("its snapshot, taken at revision %d, holds %s as it was then", h.SnapshotRevision, c.Resource))
@@ -129,7 +130,7 @@ func writeHeld(w io.Writer, c *migrate.Census, held []migrate.Held) {
 
 // writeCensus writes the counts per stored version and per provider and key.
 func writeCensus(w io.Writer, c *migrate.Census) error {
-	fmt.Fprintf(w, "%s at etcd revision %d: %s\n", c.Resource, c.Revision, plural(c.Objects, "object"))
+	fmt.Fprintf(w, "%s at etcd revision %d: %s\n", c.Resource, c.Revision, plural.Of(c.Objects, "object"))
 	if crd := c.Target.CRD; crd != nil {
 		var vs []string
 		for _, v := range crd.Spec.Versions {
@@ -151,7 +152,7 @@ func writeCensus(w io.Writer, c *migrate.Census) error {
 		case c.KeyIDUnread != "":
 			what = "judged by provider alone; their stored version is not read here, and their KMS v2 key ID is not judged: " + c.KeyIDUnread + "."
 		}
-		table.Para(w, "", "", fmt.Sprintf("%s under a KMS provider: %s", pluralVerb(c.NotChecked, "object", "is", "are"), what))
+		table.Para(w, "", "", fmt.Sprintf("%s under a KMS provider: %s", plural.Verb(c.NotChecked, "object", "is", "are"), what))
 	}
 	fmt.Fprintln(w)
 	t := table.New(w, "STORED AS", "OBJECTS")
@@ -197,9 +198,9 @@ func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int
 		}
 		return
 	}
-	writeObjects(w, plural(len(c.Rewrite), "object")+" to rewrite:", c.Rewrite)
-	writeObjects(w, plural(len(c.Unreadable), "object")+" nobody here can read (not rewritten):", c.Unreadable)
-	writeObjects(w, plural(len(c.Stuck), "object")+" the release to upgrade to cannot read, which no rewrite here moves:", c.Stuck)
+	writeObjects(w, plural.Of(len(c.Rewrite), "object")+" to rewrite:", c.Rewrite)
+	writeObjects(w, plural.Of(len(c.Unreadable), "object")+" nobody here can read (not rewritten):", c.Unreadable)
+	writeObjects(w, plural.Of(len(c.Stuck), "object")+" the release to upgrade to cannot read, which no rewrite here moves:", c.Stuck)
 	if len(c.Rewrite) == 0 {
 		return
 	}
@@ -222,8 +223,8 @@ func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int
 			strings.Join(stranded, ", "), c.Target.CRD.Name, c.Target.Version, c.Target.Version, note))
 	}
 	took := time.Duration(len(c.Rewrite)/max(perSecond, 1)) * time.Second
-	step(fmt.Sprintf("write each of the %d objects back unchanged, with the resourceVersion it was read at as precondition (a conflict is read again, never overwritten); at %d a second (--max-objects-per-second) about %s, a run stopped by --command-timeout is run again",
-		len(c.Rewrite), perSecond, max(took, time.Second)))
+	step(fmt.Sprintf("write each of the %s back unchanged, with the resourceVersion it was read at as precondition (a conflict is read again, never overwritten); at %d a second (--max-objects-per-second) about %s, a run stopped by --command-timeout is run again",
+		plural.Of(len(c.Rewrite), "object"), perSecond, max(took, time.Second)))
 	step("count again from etcd, and name every object left")
 	if c.Target.CRD != nil {
 		if ch, err := migrate.StoredVersionsProven(c.IfMoved()); err == nil && ch.Needed() && migrate.Narrows(c, prune) {
@@ -334,27 +335,27 @@ func writeProof(w io.Writer, plan, proof *migrate.Census) {
 	fmt.Fprintf(w, "Counted again from etcd at revision %d:\n", proof.Revision)
 	for _, at := range sortedKeys(plan.ByVersion) {
 		if sv := storageOf(plan); sv != "" && at != sv {
-			fmt.Fprintf(w, "  %s of %s stored at %s\n", plural(proof.ByVersion[at], "object"), plan.Resource, at)
+			fmt.Fprintf(w, "  %s of %s stored at %s\n", plural.Of(proof.ByVersion[at], "object"), plan.Resource, at)
 		}
 	}
 	for _, k := range sortedKeys(plan.ByKey) {
 		if proof.Writer != "" && k != proof.Writer {
-			fmt.Fprintf(w, "  %s of %s under %s\n", plural(proof.ByKey[k], "object"), plan.Resource, k)
+			fmt.Fprintf(w, "  %s of %s under %s\n", plural.Of(proof.ByKey[k], "object"), plan.Resource, k)
 		}
 	}
 	if proof.Left() == 0 {
 		table.Para(w, "", "  ", fmt.Sprintf("Every object of %s is stored%s.", plan.Resource, atWhat(proof)))
 		return
 	}
-	writeObjects(w, plural(len(proof.Rewrite), "object")+" left:", proof.Rewrite)
+	writeObjects(w, plural.Of(len(proof.Rewrite), "object")+" left:", proof.Rewrite)
 	if len(proof.Rewrite) > 0 {
 		table.Para(w, "", "  ", "An object the API server took back and that is still not where this run expects was written by an API server with another EncryptionConfiguration or CRD than the one read here: compare each control-plane node's configuration, then run again.")
 		if proof.WriterKeyID != "" {
 			table.Para(w, "", "  ", fmt.Sprintf("Under a KMS v2 plugin: an API server that does not write with key ID %s yet takes the object back unchanged. kube-apiserver asks its plugin at most once a minute (its /healthz/kms-providers asks at once): run again in a minute.", proof.WriterKeyID))
 		}
 	}
-	writeObjects(w, plural(len(proof.Unreadable), "object")+" nobody here can read:", proof.Unreadable)
-	writeObjects(w, plural(len(proof.Stuck), "object")+" the release to upgrade to cannot read, which no rewrite here moves:", proof.Stuck)
+	writeObjects(w, plural.Of(len(proof.Unreadable), "object")+" nobody here can read:", proof.Unreadable)
+	writeObjects(w, plural.Of(len(proof.Stuck), "object")+" the release to upgrade to cannot read, which no rewrite here moves:", proof.Stuck)
 }
 
 // writeKeyVerdicts says, for every provider and key that no longer writes,

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 
 	"sigs.k8s.io/yaml"
@@ -85,30 +86,8 @@ func Object(obj any) Output {
 }
 
 // keys is "1 key" or "n keys".
-func keys(n int) string {
-	if n == 1 {
-		return "1 key"
-	}
-	return fmt.Sprintf("%d keys", n)
-}
+func keys(n int) string { return plural.Of(n, "key") }
 
 // Plural is n and the noun, in the plural unless n is 1 ("1 key", "2
 // keys"), for cmd's questions.
-func Plural(n int, noun string) string { return plural(n, noun) }
-
-// pluralVerb is plural followed by the verb that agrees with it ("1 object
-// is", "2 objects are").
-func pluralVerb(n int, noun, one, many string) string {
-	if n == 1 {
-		return plural(n, noun) + " " + one
-	}
-	return plural(n, noun) + " " + many
-}
-
-// plural is n and the noun, in the plural unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+func Plural(n int, noun string) string { return plural.Of(n, noun) }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 
@@ -38,7 +39,7 @@ func writeReclaimPlan(out io.Writer, p *reclaim.Plan, wide bool) {
 		table.Wrapped(out, p.Advice)
 		return
 	}
-	head := fmt.Sprintf("etcd cluster %s, %s, revision %d", p.Datastore.ClusterID, plural(len(p.Members), "member"), p.Revision)
+	head := fmt.Sprintf("etcd cluster %s, %s, revision %d", p.Datastore.ClusterID, plural.Of(len(p.Members), "member"), p.Revision)
 	if alarms := alarmWords(p.Alarms); alarms != "" {
 		head += ", alarm " + alarms
 	} else {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"path/filepath"
 	"strings"
@@ -53,10 +54,10 @@ func RecoveryPlan(from string, objs []*recovery.Object, dryRun bool) Output {
 		if todo == 0 {
 			table.Wrapped(w, fmt.Sprintf("Nothing to recover: every chosen object (%d) is present already, changed since the source, or refused. Nothing was changed.", len(objs)))
 		} else {
-			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d objects would be recovered. Nothing was changed. Re-run with --confirm.", todo, len(objs)))
+			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %s would be recovered. Nothing was changed. Re-run with --confirm.", todo, plural.Of(len(objs), "object")))
 		}
 		if refused > 0 {
-			table.Wrapped(w, fmt.Sprintf("Refused %d objects (each reason above).", refused))
+			table.Wrapped(w, fmt.Sprintf("Refused %s (each reason above).", plural.Of(refused, "object")))
 		}
 		return nil
 	}}
@@ -74,7 +75,7 @@ func WriteRecoveryResult(out io.Writer, res *protect.Outcome, todo int) {
 	fmt.Fprintln(out)
 	Results(table.NewSafeWriter(out), res.Results)
 	fmt.Fprintln(out)
-	table.Wrapped(out, fmt.Sprintf("Recovered %d of %d objects, byte-identical to the source. Backup %s (verified); audit log %s", n, todo, res.Dir, filepath.Join(res.Dir, backup.AuditFile)))
+	table.Wrapped(out, fmt.Sprintf("Recovered %d of %s, byte-identical to the source. Backup %s (verified); audit log %s", n, plural.Of(todo, "object"), res.Dir, filepath.Join(res.Dir, backup.AuditFile)))
 	table.LabeledCommand(out, "Undo the recovery (deletes what it wrote, if unchanged):", "regghost restore "+res.Dir+" --confirm")
 }
 
@@ -96,6 +97,6 @@ func ManifestsLeftOut(errOut io.Writer, left []recovery.Left, withLive bool) {
 		table.Wrapped(errOut, fmt.Sprintf("regghost: left out %s (%s): %s", l.Key, l.Action, l.Reason))
 	}
 	if len(left) > 0 && !withLive {
-		table.Wrapped(errOut, fmt.Sprintf("regghost: %d objects left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live", len(left)))
+		table.Wrapped(errOut, fmt.Sprintf("regghost: %s left out of the manifests (each above); an object that exists live is printed only when asked for by key or --name with --with-live", plural.Of(len(left), "object")))
 	}
 }

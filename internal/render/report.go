@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"maps"
 	"slices"
@@ -128,7 +129,7 @@ func WriteReport(out io.Writer, rep *etcdscan.Report, now time.Time, wide, noHea
 	if rep.Namespace != "" {
 		scope = "namespace " + rep.Namespace
 	}
-	fmt.Fprintf(out, "\nScanned %d keys under %s (%s) at etcd revision %d.\n", rep.ScannedKeys, table.Escape(rep.Prefix), scope, rep.Revision)
+	fmt.Fprintf(out, "\nScanned %s under %s (%s) at etcd revision %d.\n", plural.Of(rep.ScannedKeys, "key"), table.Escape(rep.Prefix), scope, rep.Revision)
 	ghosts, suspects, single, err := printNamespaceSummary(out, rep)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 
 	"github.com/regghost/regghost/internal/table"
@@ -41,13 +42,13 @@ func WriteRestoreResults(out io.Writer, results []etcdwrite.Result, summary bool
 		}
 	}
 	Results(out, shown)
-	table.Wrapped(out, fmt.Sprintf("%d keys present with the snapshot's bytes and %d present with other bytes are left alone.", count[etcdwrite.AlreadyPresent], count[etcdwrite.Conflict]))
+	table.Wrapped(out, fmt.Sprintf("%s present with the snapshot's bytes and %d present with other bytes are left alone.", plural.Of(count[etcdwrite.AlreadyPresent], "key"), count[etcdwrite.Conflict]))
 }
 
 // refusedLine says what was refused and how to write it deliberately.
 func refusedLine(w io.Writer, refused int) {
 	if refused > 0 {
-		table.Wrapped(w, fmt.Sprintf("Refused %d keys: the namespace or CustomResourceDefinition each rests on was created again since the backup, or is gone (each reason above); they stay in the backup, and %s writes them into one that exists.", refused, flagnames.IntoRecreated))
+		table.Wrapped(w, fmt.Sprintf("Refused %s: the namespace or CustomResourceDefinition each rests on was created again since the backup, or is gone (each reason above); they stay in the backup, and %s writes them into one that exists.", plural.Of(refused, "key"), flagnames.IntoRecreated))
 	}
 }
 
@@ -65,7 +66,7 @@ func RestorePlan(path string, entries int, plan []etcdwrite.Result, dryRun, summ
 			table.Wrapped(w, fmt.Sprintf("Nothing to restore: every key of %s (%d) is present already or in conflict.", path, entries))
 		default:
 			fmt.Fprintln(w)
-			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %s would be restored. Nothing was changed. Re-run with --confirm.", todo, plural(entries, "key")))
+			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %s would be restored. Nothing was changed. Re-run with --confirm.", todo, plural.Of(entries, "key")))
 		}
 		refusedLine(w, refused)
 		return nil
@@ -87,7 +88,7 @@ func RestoreResult(results []etcdwrite.Result, summary bool) Output {
 				refused++
 			}
 		}
-		fmt.Fprintf(w, "Restored %s, byte-identical to the backup.\n", plural(n, "key"))
+		fmt.Fprintf(w, "Restored %s, byte-identical to the backup.\n", plural.Of(n, "key"))
 		refusedLine(w, refused)
 		return nil
 	}}
@@ -116,7 +117,7 @@ func UndoRecoveryPlan(path string, entries int, plan []etcdwrite.Result, dryRun 
 		if todo == 0 {
 			table.Wrapped(w, "Nothing to undo: every key the recovery wrote is gone, changed since, or refused. Nothing was changed.")
 		} else {
-			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %d keys would be deleted. Nothing was changed. Re-run with --confirm.", todo, entries))
+			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %s would be deleted. Nothing was changed. Re-run with --confirm.", todo, plural.Of(entries, "key")))
 		}
 		return nil
 	}}
@@ -133,5 +134,5 @@ func WriteUndoRecoveryResult(out io.Writer, path string, results []etcdwrite.Res
 	}
 	fmt.Fprintln(out)
 	Results(table.NewSafeWriter(out), results)
-	fmt.Fprintf(out, "Deleted %d keys the recovery wrote; the backup %s still holds them.\n", n, path)
+	fmt.Fprintf(out, "Deleted %s the recovery wrote; the backup %s still holds them.\n", plural.Of(n, "key"), path)
 }

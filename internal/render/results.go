@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 
 	"github.com/regghost/regghost/internal/table"
@@ -52,7 +53,7 @@ func Results(out io.Writer, results []etcdwrite.Result) {
 	for _, g := range groups {
 		who := g.keys[0]
 		if len(g.keys) > 1 {
-			who = fmt.Sprintf("(%d keys)", len(g.keys))
+			who = "(" + plural.Of(len(g.keys), "key") + ")"
 		}
 		table.Para(out, "", "  ", fmt.Sprintf("%s %s:", g.outcome, who))
 		table.Para(out, "  ", "  ", g.detail)
@@ -80,7 +81,7 @@ func RefusedError(results []etcdwrite.Result) error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s refused, not restored (%s: %s)", pluralVerb(n, "key", "was", "were"), table.Escape(first.Key), table.Escape(first.Detail))
+	return fmt.Errorf("%s refused, not restored (%s: %s)", plural.Verb(n, "key", "was", "were"), table.Escape(first.Key), table.Escape(first.Detail))
 }
 
 // StillPresentError says why results whose writes did not all stick fail

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 
 	"github.com/regghost/regghost/internal/table"
@@ -13,10 +14,10 @@ import (
 // then its sha256.
 func describeSnapshot(info *backup.SnapshotInfo) []string {
 	if info.Format == "logical" {
-		return []string{fmt.Sprintf("logical snapshot (%s has no snapshot RPC): %d bytes, revision %d, %d keys (verified)",
-			info.Datastore, info.Size, info.Revision, info.TotalKeys), "sha256 " + info.SHA256}
+		return []string{fmt.Sprintf("logical snapshot (%s has no snapshot RPC): %d bytes, revision %d, %s (verified)",
+			info.Datastore, info.Size, info.Revision, plural.Of(int(info.TotalKeys), "key")), "sha256 " + info.SHA256}
 	}
-	return []string{fmt.Sprintf("%d bytes, revision %d, %d keys, hash %d (verified)", info.Size, info.Revision, info.TotalKeys, info.Hash),
+	return []string{fmt.Sprintf("%d bytes, revision %d, %s, hash %d (verified)", info.Size, info.Revision, plural.Of(int(info.TotalKeys), "key"), info.Hash),
 		"sha256 " + info.SHA256}
 }
 

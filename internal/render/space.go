@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 
@@ -157,17 +158,17 @@ func writeAlarms(out io.Writer, r *space.Report) {
 func writeTotals(out io.Writer, r *space.Report) {
 	t := r.Total
 	s := fmt.Sprintf("Values held now: %s, %s. History held since the last compaction: %s, %s.",
-		plural(int(t.Keys), "key"), Bytes(t.Bytes), revisions(t), historyBytes(t, true))
+		plural.Of(int(t.Keys), "key"), Bytes(t.Bytes), revisions(t), historyBytes(t, true))
 	if r.ExactHistory {
 		s = fmt.Sprintf("Values held now: %s, %s. History held since the last compaction: %s (%d of them deletes), %s.",
-			plural(int(t.Keys), "key"), Bytes(t.Bytes), revisions(t), t.Tombstones, historyBytes(t, true))
+			plural.Of(int(t.Keys), "key"), Bytes(t.Bytes), revisions(t), t.Tombstones, historyBytes(t, true))
 	}
 	if t.DeletedKeys > 0 {
 		verb := "no longer exist but have"
 		if t.DeletedKeys == 1 {
 			verb = "no longer exists but has"
 		}
-		s += fmt.Sprintf(" %s %s revisions held.", plural(int(t.DeletedKeys), "key"), verb)
+		s += fmt.Sprintf(" %s %s revisions held.", plural.Of(int(t.DeletedKeys), "key"), verb)
 	}
 	table.Wrapped(out, s)
 	switch {
@@ -179,7 +180,7 @@ func writeTotals(out io.Writer, r *space.Report) {
 	}
 	if g := r.Ghosts; g.Keys > 0 {
 		table.Wrapped(out, fmt.Sprintf("Ghosts hold %s: %s of values (%s) and %s of history.",
-			plural(int(g.Keys), "key"), Bytes(g.Bytes), percent(g.Bytes, t.Bytes), historyBytes(g, false)))
+			plural.Of(int(g.Keys), "key"), Bytes(g.Bytes), percent(g.Bytes, t.Bytes), historyBytes(g, false)))
 	}
 	table.Wrapped(out, "Bytes are each key's and value's length; etcd's and bbolt's own overhead is in the sizes in use.")
 }
@@ -312,7 +313,7 @@ func writeEstimates(out io.Writer, r *space.Report) {
 	}
 	if p := e.PurgeGhosts; p.Keys > 0 {
 		table.Para(out, "  - ", "    ", fmt.Sprintf("a purge of the %s would free about %s (values %s, history %s), %s;",
-			plural(int(p.Keys), "ghost"), Bytes(p.AllBytes()), Bytes(p.Bytes), historyBytes(p, false), reclaimed))
+			plural.Of(int(p.Keys), "ghost"), Bytes(p.AllBytes()), Bytes(p.Bytes), historyBytes(p, false), reclaimed))
 	} else {
 		table.Para(out, "  - ", "    ", "no ghost to purge;")
 	}
@@ -346,7 +347,7 @@ func revisions(u space.Usage) string {
 	if u.HistoryRevisionsMax > u.HistoryRevisions {
 		return revisionCount(u) + " revisions"
 	}
-	return plural(int(u.HistoryRevisions), "revision")
+	return plural.Of(int(u.HistoryRevisions), "revision")
 }
 
 // revisionCount is a usage's history revisions, or their bounds, as a number.

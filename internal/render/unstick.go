@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 	"time"
@@ -43,7 +44,7 @@ func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration)
 		case res.Finished:
 			fmt.Fprintf(out, "\n%s is gone, but %d of its keys are left in etcd: ghosts (see regghost scan).\n", a.Target, res.Left)
 		default:
-			fmt.Fprintf(out, "\n%s is still there after %s; %d keys of it are left in etcd.\n", a.Target, wait, res.Left)
+			fmt.Fprintf(out, "\n%s is still there after %s; %s left in etcd.\n", a.Target, wait, plural.Verb(res.Left, "key", "of it is", "of it are"))
 		}
 		for _, dir := range res.Dirs {
 			if res.Finished {
@@ -83,7 +84,7 @@ func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
 	for _, u := range a.Unavailable {
 		table.Para(out, "  unavailable: ", "    ", u)
 	}
-	fmt.Fprintf(out, "  %s left in etcd, %d held by finalizers\n", plural(a.Remaining, "key"), len(a.Blockers))
+	fmt.Fprintf(out, "  %s left in etcd, %d held by finalizers\n", plural.Of(a.Remaining, "key"), len(a.Blockers))
 	if len(a.Blockers) > 0 {
 		wide := table.Full(out)
 		hdr := []string{"KEY", "FINALIZERS", "TO REMOVE"}
@@ -133,7 +134,7 @@ func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
 // WriteRevealed lists the objects whose finalizers only the APIServices'
 // deletion revealed, before unstick asks whether to remove them too.
 func WriteRevealed(out io.Writer, more []unstick.Blocker) {
-	table.Para(out, "", "", fmt.Sprintf("The dangling APIServices are deleted. With them gone, %s held by finalizers nobody serves, which the plan did not show:", pluralVerb(len(more), "more object", "is", "are")))
+	table.Para(out, "", "", fmt.Sprintf("The dangling APIServices are deleted. With them gone, %s held by finalizers nobody serves, which the plan did not show:", plural.Verb(len(more), "more object", "is", "are")))
 	for _, b := range more {
 		table.Wrapped(out, "  "+table.Escape(b.Key)+": remove "+table.Escape(strings.Join(b.Remove, ", ")))
 	}

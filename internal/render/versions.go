@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"sort"
 	"strings"
@@ -46,7 +47,7 @@ func writeVersions(out io.Writer, rep *etcdscan.Report, findings []etcdscan.Find
 		fmt.Fprintln(out, "No object is stored at a version that cannot be read.")
 		return nil
 	}
-	fmt.Fprintf(out, "\n%d objects are stored at a version that cannot be read (or soon will not be):\n", len(findings))
+	fmt.Fprintf(out, "\n%s stored at a version that cannot be read (or soon will not be):\n", plural.Verb(len(findings), "object", "is", "are"))
 	ft := table.New(out, "KEY", "FIX")
 	for _, f := range findings {
 		for i, c := range f.Classes {

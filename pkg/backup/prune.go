@@ -150,12 +150,12 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 				// newest full snapshot of the cluster stays whatever --keep.
 				out[i].Why = "kept: the newest verified snapshot of cluster " + orUnknown(cluster)
 			case n < keep:
-				out[i].Why = fmt.Sprintf("kept: among the %d newest verified backups of cluster %s", keep, orUnknown(cluster))
+				out[i].Why = fmt.Sprintf("kept: among the %s of cluster %s", newestKept(keep), orUnknown(cluster))
 			case o.OlderThan > 0 && o.Now.Sub(out[i].Created) < o.OlderThan:
 				out[i].Why = "kept: younger than " + o.OlderThan.String()
 			default:
 				out[i].Remove = true
-				out[i].Why = fmt.Sprintf("removed: beyond the %d newest verified backups of cluster %s", keep, orUnknown(cluster))
+				out[i].Why = fmt.Sprintf("removed: beyond the %s of cluster %s", newestKept(keep), orUnknown(cluster))
 				if o.OlderThan > 0 {
 					out[i].Why += " and older than " + o.OlderThan.String()
 				}
@@ -367,4 +367,12 @@ func Prune(plan []PruneDecision) (int64, error) {
 		freed += d.Bytes
 	}
 	return freed, nil
+}
+
+// newestKept is "newest verified backup" or "N newest verified backups".
+func newestKept(keep int) string {
+	if keep == 1 {
+		return "newest verified backup"
+	}
+	return fmt.Sprintf("%d newest verified backups", keep)
 }

@@ -2,6 +2,7 @@ package etcdscan
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"sort"
 	"strings"
 )
@@ -19,7 +20,7 @@ func (s *scan) typesCheck() Check {
 	if len(s.foreignKeys) > 0 {
 		var parts []string
 		for why, n := range s.foreignKeys {
-			parts = append(parts, fmt.Sprintf("%d keys (%s)", n, why))
+			parts = append(parts, fmt.Sprintf("%s (%s)", plural.Of(n, "key"), why))
 		}
 		sort.Strings(parts)
 		c.Note += "; not judged: " + strings.Join(parts, "; ")

@@ -3,6 +3,7 @@ package etcdscan
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"sort"
 	"strings"
 
@@ -274,7 +275,7 @@ func (s *scan) apiCheck() Check {
 		note += fmt.Sprintf("; %d answers were no evidence either way: %s", t.noEvidence, strings.Join(whys, "; "))
 	}
 	if s.unconfirmed > 0 {
-		note += fmt.Sprintf("; %d objects not asked (over --api-check-limit %d)", s.unconfirmed, s.opts.APICheckLimit)
+		note += fmt.Sprintf("; %s not asked (over --api-check-limit %d)", plural.Of(s.unconfirmed, "object"), s.opts.APICheckLimit)
 	}
 	if s.unprobed > 0 {
 		note += fmt.Sprintf("; %d encrypted values could not be judged", s.unprobed)

@@ -3,6 +3,7 @@ package impact
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"sort"
 	"strings"
 
@@ -572,7 +573,7 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 				}
 			}
 			a.add(key, Effect{Kind: Unknown, Irreversible: true, WayOut: AcceptImpactFlag + " " + string(Unknown),
-				Summary: fmt.Sprintf("%d values where its dependents could be cannot be read here, so whether the garbage collector deletes them is unknown; pass --encryption-provider-config, or let the API server answer", n)})
+				Summary: fmt.Sprintf("%s where its dependents could be cannot be read here, so whether the garbage collector deletes them is unknown; pass --encryption-provider-config, or let the API server answer", plural.Of(n, "value"))})
 		}
 	}
 	return nil

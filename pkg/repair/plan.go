@@ -3,6 +3,7 @@ package repair
 import (
 	"errors"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"sort"
 	"strings"
 
@@ -342,7 +343,7 @@ func scope(sel Selector) string {
 	if len(sel.Keys) == 1 {
 		parts = append(parts, "key "+sel.Keys[0])
 	} else if len(sel.Keys) > 1 {
-		parts = append(parts, fmt.Sprintf("%d keys", len(sel.Keys)))
+		parts = append(parts, plural.Of(len(sel.Keys), "key"))
 	}
 	return strings.Join(parts, ", ")
 }

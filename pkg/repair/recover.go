@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -166,7 +167,7 @@ func verifyRecovered(ctx context.Context, kv clientv3.KV, entries []backup.Entry
 	if first == nil {
 		return nil
 	}
-	return fmt.Errorf("verify: %d of %d keys could not be read back, each marked in its outcome (first %v)", failed, len(entries), first)
+	return fmt.Errorf("verify: %d of %s could not be read back, each marked in its outcome (first %v)", failed, plural.Of(len(entries), "key"), first)
 }
 
 // UndoRecover deletes the keys a recovery created (b.Action ActionRecover),
@@ -260,7 +261,7 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir stri
 	for _, e := range containers {
 		inside, what := containerOf(b.Prefix, e.Key)
 		if n := others[inside(e.Key)]; n > 0 {
-			refusedNow = append(refusedNow, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%d objects are still in this %s (not the recovery's, or left alone above): deleting it would make them ghosts; left alone", n, what)})
+			refusedNow = append(refusedNow, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%s still in this %s (not the recovery's, or left alone above): deleting it would make them ghosts; left alone", plural.Verb(n, "object", "is", "are"), what)})
 			continue
 		}
 		empty = append(empty, e)

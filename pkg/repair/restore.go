@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -251,7 +252,7 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *backup.Backup, guard 
 	if first == nil {
 		return nil
 	}
-	return fmt.Errorf("verify: %d of %d keys could not be read back, each marked in its outcome (first %v)", len(failed), len(todo), first)
+	return fmt.Errorf("verify: %d of %s could not be read back, each marked in its outcome (first %v)", len(failed), plural.Of(len(todo), "key"), first)
 }
 
 // checkClaims looks at the volume of every PersistentVolumeClaim restored

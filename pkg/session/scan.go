@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"os"
 	"runtime"
 	"strconv"
@@ -122,7 +123,7 @@ func (r *Read) findDangling(ctx context.Context, rep *etcdscan.Report) error {
 	check := etcdscan.Check{Name: "dangling references", Done: len(unreadable) == 0,
 		Note: "APIServices, webhook configurations, CRD conversion webhooks, RBAC bindings and PersistentVolumes read"}
 	if len(unreadable) > 0 {
-		check.Note = fmt.Sprintf("%d objects that could point into a namespace cannot be read here: %s", len(unreadable), strings.Join(unreadable, ", "))
+		check.Note = fmt.Sprintf("%s that could point into a namespace cannot be read here: %s", plural.Of(len(unreadable), "object"), strings.Join(unreadable, ", "))
 	}
 	rep.Checks = append(rep.Checks, check)
 	return nil

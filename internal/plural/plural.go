@@ -1,0 +1,38 @@
+// Package plural writes counts as a person reads them: "1 key", "2 keys".
+package plural
+
+import "fmt"
+
+// Of is n and the noun, in the plural unless n is 1 ("1 key", "2 keys");
+// a noun ending in a consonant and y takes -ies ("1 entry", "2 entries").
+func Of(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %s", n, Noun(noun))
+}
+
+// Verb is Of followed by the verb that agrees with it ("1 object is",
+// "2 objects are").
+func Verb(n int, noun, one, many string) string {
+	if n == 1 {
+		return Of(n, noun) + " " + one
+	}
+	return Of(n, noun) + " " + many
+}
+
+// Noun is the plural of noun.
+func Noun(noun string) string {
+	if l := len(noun); l > 1 && noun[l-1] == 'y' && !isVowel(noun[l-2]) {
+		return noun[:l-1] + "ies"
+	}
+	return noun + "s"
+}
+
+func isVowel(b byte) bool {
+	switch b {
+	case 'a', 'e', 'i', 'o', 'u':
+		return true
+	}
+	return false
+}
