@@ -43,12 +43,12 @@ func TestUnstickQuestion(t *testing.T) {
 		want string
 	}{
 		{unstick.Analysis{Blockers: []unstick.Blocker{blocker, blocker}}, "Remove the finalizers of 2 objects through the API server?"},
-		{unstick.Analysis{Blockers: []unstick.Blocker{blocker, served}}, "Remove the finalizers of 1 objects through the API server?"},
-		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}}, "Delete 1 dangling APIServices through the API server?"},
+		{unstick.Analysis{Blockers: []unstick.Blocker{blocker, served}}, "Remove the finalizers of 1 object through the API server?"},
+		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}}, "Delete 1 dangling APIService through the API server?"},
 		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}, Blockers: []unstick.Blocker{blocker, served}},
-			"Delete 1 dangling APIServices, then remove the finalizers of 1 objects, through the API server?"},
+			"Delete 1 dangling APIService, then remove the finalizers of 1 object, through the API server?"},
 		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}, DeleteUnavailable: []string{api.Name}},
-			"Delete 1 APIServices (v1beta1.metrics.k8s.io: their backend down) through the API server?"},
+			"Delete 1 APIService (v1beta1.metrics.k8s.io: its backend down) through the API server?"},
 	} {
 		if got := unstickQuestion(&tt.a); got != tt.want {
 			t.Errorf("unstickQuestion = %q, want %q", got, tt.want)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -44,7 +45,7 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.ErrOrStderr(), "%d keys under %s at revision %d\n", n, prefix, store.Revision())
+			fmt.Fprintf(c.ErrOrStderr(), "%s under %s at revision %d\n", plural.Of(n, "key"), prefix, store.Revision())
 			return nil
 		},
 	}

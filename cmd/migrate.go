@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"os"
 	"os/signal"
@@ -214,7 +215,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 
 // migrateQuestion names what the confirmed plan changes.
 func migrateQuestion(plan *migrate.Census) string {
-	q := fmt.Sprintf("Rewrite %d objects of %s through the API server", len(plan.Rewrite), plan.Resource)
+	q := fmt.Sprintf("Rewrite %s of %s through the API server", plural.Of(len(plan.Rewrite), "object"), plan.Resource)
 	if s := migrate.Stranded(plan); len(s) > 0 {
 		q = fmt.Sprintf("List %s again in CustomResourceDefinition %s, then r%s, then remove it again", strings.Join(s, ", "), plan.Target.CRD.Name, q[1:])
 	}

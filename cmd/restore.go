@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"path/filepath"
 	"strings"
@@ -119,7 +120,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	}
 	planOut := f.print.planWriter(out, g.errOut)
 	render.WriteRestoreResults(table.NewSafeWriter(planOut), plan, f.summary)
-	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %d keys back into etcd?", todo)); err != nil {
+	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)

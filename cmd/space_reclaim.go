@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 	"time"
@@ -93,7 +94,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	// said before the question, and Run does not say it again.
 	warnReclaim(g.errOut, plan.Warnings)
 	ro.Warned = plan.Warnings
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %d members of etcd?", len(plan.Members))); err != nil {
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %s of etcd?", plural.Of(len(plan.Members), "member"))); err != nil {
 		return err
 	}
 	fmt.Fprintln(planOut)

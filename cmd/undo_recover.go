@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 
 	"github.com/regghost/regghost/internal/render"
@@ -31,7 +32,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 		return failed(render.RefusedError(plan))
 	}
 	render.Results(table.NewSafeWriter(out), plan)
-	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %d keys the recovery wrote?", todo)); err != nil {
+	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %s the recovery wrote?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)

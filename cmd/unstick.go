@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 	"time"
@@ -114,7 +115,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
 		ConfirmRevealed: func(more []unstick.Blocker) error {
 			render.WriteRevealed(g.errOut, more)
-			return o.askAgain(in, g.errOut, fmt.Sprintf("Also remove the finalizers of these %d objects, which the plan did not show?", len(more)))
+			return o.askAgain(in, g.errOut, fmt.Sprintf("Also remove the finalizers of %s, which the plan did not show?", plural.Of(len(more), "more object")))
 		},
 		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter),
 			Analyze: z.Again(cli)}})
@@ -135,14 +136,15 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 // dangling APIServices it deletes and the finalizers it removes.
 func unstickQuestion(a *unstick.Analysis) string {
 	if len(a.DeleteAPIServices) == 0 {
-		return fmt.Sprintf("Remove the finalizers of %d objects through the API server?", a.Removable())
+		return fmt.Sprintf("Remove the finalizers of %s through the API server?", plural.Of(a.Removable(), "object"))
 	}
-	which := "dangling APIServices"
+	n := len(a.DeleteAPIServices)
+	which := plural.Of(n, "dangling APIService")
 	if len(a.DeleteUnavailable) > 0 {
-		which = "APIServices (" + strings.Join(a.DeleteUnavailable, ", ") + ": their backend down)"
+		which = plural.Of(n, "APIService") + " (" + strings.Join(a.DeleteUnavailable, ", ") + ": " + map[bool]string{true: "its", false: "their"}[n == 1] + " backend down)"
 	}
 	if a.Removable() == 0 {
-		return fmt.Sprintf("Delete %d %s through the API server?", len(a.DeleteAPIServices), which)
+		return fmt.Sprintf("Delete %s through the API server?", which)
 	}
-	return fmt.Sprintf("Delete %d %s, then remove the finalizers of %d objects, through the API server?", len(a.DeleteAPIServices), which, a.Removable())
+	return fmt.Sprintf("Delete %s, then remove the finalizers of %s, through the API server?", which, plural.Of(a.Removable(), "object"))
 }

@@ -72,25 +72,24 @@ func readCaptures() (map[string][]capture, error) {
 }
 
 var (
-	captureHex   = regexp.MustCompile(`\b[0-9a-f]{8,}(?:-[0-9a-f]+)*`) // hashes, IDs, UUIDs (whole or cut)
+	captureHex   = regexp.MustCompile(`\b[0-9a-f]{8,}(?:-[0-9a-f]*)*`) // hashes, IDs, UUIDs (whole or cut)
 	capturePath  = regexp.MustCompile("(?:/[^\\s/:,;()\\[\\]'\"`]+)+/?")
 	captureNum   = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)*`)
 	captureSpace = regexp.MustCompile(`\s+`)
 	// A count's noun is singular or plural as the count comes out ("1
-	// lease", "2 leases"): once numbers are set aside, so is its ending.
-	capturePlural   = regexp.MustCompile(`\b0 ([A-Za-z]+?)(?:ies|s)\b`)
-	captureSingular = regexp.MustCompile(`\b0 ([A-Za-z]+?)y\b`)
+	// lease", "2 leases", "1 entry", "2 entries"): once numbers are set
+	// aside, so is its ending, the first three letters kept.
+	captureNoun = regexp.MustCompile(`\b0 ([A-Za-z]{1,3})[A-Za-z]*`)
 )
 
 // normCapture sets aside what differs from run to run: hex (hashes, IDs),
 // paths, numbers (revisions, sizes, times) and the plural of what they
 // count, and layout (the widths of columns, where a paragraph wraps).
 func normCapture(s string) string {
-	s = captureHex.ReplaceAllString(s, "H")
+	s = captureHex.ReplaceAllString(s, "0") // a hash of digits only is a number
 	s = capturePath.ReplaceAllString(s, "P")
 	s = captureNum.ReplaceAllString(s, "0")
-	s = capturePlural.ReplaceAllString(s, "0 $1")
-	s = captureSingular.ReplaceAllString(s, "0 $1")
+	s = captureNoun.ReplaceAllString(s, "0 $1")
 	return strings.TrimSpace(captureSpace.ReplaceAllString(s, " "))
 }
 
@@ -191,7 +190,7 @@ func updateCaptures(name string, output []string) error {
 	}
 	var text []string
 	for _, o := range output {
-		if o = strings.TrimRight(asOnANode(o), "\n"); o != "" {
+		if o = strings.TrimRight(asOnANode(strings.ReplaceAll(o, "\r", "")), "\n"); o != "" {
 			text = append(text, o)
 		}
 	}
@@ -212,7 +211,9 @@ func updateCaptures(name string, output []string) error {
 			out = append(out, lines[i+1]) // the opening fence
 			j := i + 2
 			for ; j < len(lines) && strings.HasPrefix(lines[j], "$ "); j++ {
-				out = append(out, lines[j])
+				if len(text) == 0 || !strings.HasPrefix(text[0], "$ ") { // output that starts with its command replaces the block's
+					out = append(out, lines[j])
+				}
 			}
 			for j < len(lines) && !strings.HasPrefix(lines[j], "```") {
 				j++

@@ -113,6 +113,14 @@ func (c *cluster) deleteAndWaitDiscoveryFailure(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	mustNoErr(t, "delete namespace "+ns, c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	c.waitDiscoveryFailure(t, ns)
+}
+
+// waitDiscoveryFailure waits until namespace ns's deletion hangs on a
+// discovery failure.
+func (c *cluster) waitDiscoveryFailure(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
 	waitFor(t, 90*time.Second, "namespace "+ns+" to hang on NamespaceDeletionDiscoveryFailure", func() error {
 		n, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {

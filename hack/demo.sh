@@ -54,7 +54,7 @@ echo "demo-token,admin,admin,system:masters" > tokens.csv
 cd - >/dev/null
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-EP=https://127.0.0.1:$(port); PEER=http://127.0.0.1:$(port); APIPORT=$(port)
+EP=https://127.0.0.1:$(port); PEER=http://127.0.0.1:$(port); APIPORT=$(port); METRICSPORT=$(port)
 
 echo "==> starting etcd on $EP"
 "$ETCD" --name demo --data-dir "$DIR/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
@@ -117,11 +117,12 @@ echo "the only copy" > "$VOLDIR/precious.db"
 echo "claim kb-system/data is bound to $PV"
 echo "its data is in $VOLDIR"
 
-echo "==> starting regghost serve (the read-only exporter Prometheus scrapes) every 2s on 127.0.0.1:$((APIPORT + 1))"
-METRICS=http://127.0.0.1:$((APIPORT + 1))/metrics
-bin/regghost serve --interval 2s --listen-address "127.0.0.1:$((APIPORT + 1))" >"$DIR/serve.log" 2>&1 &
+echo "==> starting regghost serve (the read-only exporter Prometheus scrapes) every 2s on 127.0.0.1:$METRICSPORT"
+METRICS=http://127.0.0.1:$METRICSPORT/metrics
+bin/regghost serve --interval 2s --listen-address "127.0.0.1:$METRICSPORT" >"$DIR/serve.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$((APIPORT + 1))/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
+for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$METRICSPORT/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
+curl -sf "http://127.0.0.1:$METRICSPORT/readyz" >/dev/null || { echo "demo: regghost serve did not start; see $DIR/serve.log" >&2; KEEP=1; exit 1; }
 scans() { curl -sf "$METRICS" 2>/dev/null | awk '$1 == "regghost_scans_total" {print $2}' || true; }
 # exporter waits for two more scan cycles, then prints the exporter's lines
 # about kb-system.
@@ -172,7 +173,10 @@ if $R purge --help >/dev/null 2>&1; then
   backup=$(ls -d "$DIR"/backups/*/ | head -1)
   run $R backup show "$backup"
   run $R restore "$backup" --confirm --yes
-  sleep 3
+  for _ in $(seq 1 60); do
+    phase=$(kc "$API/api/v1/persistentvolumes/$PV" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"]["phase"])' 2>/dev/null || true)
+    [ "$phase" = Bound ] && break; sleep 0.5
+  done
   echo; echo "\$ curl .../api/v1/persistentvolumes/$PV   # bound again to the restored claim"
   kc "$API/api/v1/persistentvolumes/$PV" | python3 -c 'import json,sys; pv=json.load(sys.stdin); print(pv["status"]["phase"], pv["spec"]["persistentVolumeReclaimPolicy"], pv["spec"]["claimRef"]["namespace"]+"/"+pv["spec"]["claimRef"]["name"])'
   rm -rf "$VOLDIR"

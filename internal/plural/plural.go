@@ -3,9 +3,14 @@ package plural
 
 import "fmt"
 
+// Count is any integer a count is held in.
+type Count interface {
+	~int | ~int32 | ~int64 | ~uint | ~uint32 | ~uint64
+}
+
 // Of is n and the noun, in the plural unless n is 1 ("1 key", "2 keys");
 // a noun ending in a consonant and y takes -ies ("1 entry", "2 entries").
-func Of(n int, noun string) string {
+func Of[N Count](n N, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
@@ -14,7 +19,7 @@ func Of(n int, noun string) string {
 
 // Verb is Of followed by the verb that agrees with it ("1 object is",
 // "2 objects are").
-func Verb(n int, noun, one, many string) string {
+func Verb[N Count](n N, noun, one, many string) string {
 	if n == 1 {
 		return Of(n, noun) + " " + one
 	}
@@ -35,4 +40,30 @@ func isVowel(b byte) bool {
 		return true
 	}
 	return false
+}
+
+// Them is "it" for one, "them" for more: the object of a sentence about n
+// things.
+func Them[N Count](n N) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// They is "it" for one, "they" for more: the subject of a sentence about
+// n things.
+func They[N Count](n N) string {
+	if n == 1 {
+		return "it"
+	}
+	return "they"
+}
+
+// Be is "is" for one, "are" for more.
+func Be[N Count](n N) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }

@@ -155,7 +155,7 @@ func writeBackupPrune(out io.Writer, plan []backup.PruneDecision, dryRun bool, b
 	case n == 0:
 		fmt.Fprintln(out, "\nNothing to prune.")
 	case dryRun:
-		fmt.Fprintf(out, "\nDry run: %s would be removed, freeing %.1f MiB. Nothing was removed; --confirm removes them.\n", plural.Of(n, "backup"), float64(bytes)/(1<<20))
+		fmt.Fprintf(out, "\nDry run: %s would be removed, freeing %.1f MiB. Nothing was removed; --confirm removes %s.\n", plural.Of(n, "backup"), float64(bytes)/(1<<20), plural.Them(n))
 	default:
 		fmt.Fprintf(out, "\nRemoved %s, freeing %.1f MiB.\n", plural.Of(n, "backup"), float64(freed)/(1<<20))
 	}

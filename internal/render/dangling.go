@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"strings"
 
@@ -49,7 +50,7 @@ func DanglingByDesign(out io.Writer, refs []etcdscan.DanglingRef) {
 	if len(refs) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nBy design, not counted: %d references of kube-apiserver's own bootstrap policy to ServiceAccounts that exist only while the component using them runs\n", len(refs))
+	fmt.Fprintf(out, "\nBy design, not counted: %s of kube-apiserver's own bootstrap policy to ServiceAccounts that exist only while the component using them runs\n", plural.Of(len(refs), "reference"))
 	for _, d := range refs {
 		table.Wrapped(out, fmt.Sprintf("BY DESIGN %s: %s -> %s", table.Escape(d.Kind+" "+nsName(d.Namespace, d.Name)), table.Escape(d.Field), table.Escape(d.Target)))
 	}

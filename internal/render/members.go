@@ -280,7 +280,7 @@ func membersGroup(g members.Group) string {
 	var res []string
 	for i, c := range g.Resources {
 		if i == 5 {
-			res = append(res, fmt.Sprintf("%d more resources", len(g.Resources)-5))
+			res = append(res, plural.Of(len(g.Resources)-5, "more resource"))
 			break
 		}
 		res = append(res, c.Resource+" "+membersCount(c.Keys))

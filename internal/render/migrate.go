@@ -223,8 +223,8 @@ func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int
 			strings.Join(stranded, ", "), c.Target.CRD.Name, c.Target.Version, c.Target.Version, note))
 	}
 	took := time.Duration(len(c.Rewrite)/max(perSecond, 1)) * time.Second
-	step(fmt.Sprintf("write each of the %s back unchanged, with the resourceVersion it was read at as precondition (a conflict is read again, never overwritten); at %d a second (--max-objects-per-second) about %s, a run stopped by --command-timeout is run again",
-		plural.Of(len(c.Rewrite), "object"), perSecond, max(took, time.Second)))
+	step(fmt.Sprintf("write %s back unchanged, with the resourceVersion it was read at as precondition (a conflict is read again, never overwritten); at %d a second (--max-objects-per-second) about %s, a run stopped by --command-timeout is run again",
+		eachOf(len(c.Rewrite), "object"), perSecond, max(took, time.Second)))
 	step("count again from etcd, and name every object left")
 	if c.Target.CRD != nil {
 		if ch, err := migrate.StoredVersionsProven(c.IfMoved()); err == nil && ch.Needed() && migrate.Narrows(c, prune) {
@@ -446,4 +446,12 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// eachOf is "the 1 object" or "each of the 3 objects".
+func eachOf(n int, noun string) string {
+	if n == 1 {
+		return "the 1 " + noun
+	}
+	return "each of the " + plural.Of(n, noun)
 }

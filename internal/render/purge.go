@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io"
 	"path/filepath"
 	"slices"
@@ -44,7 +45,7 @@ func WritePurgePlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 			}
 		}
 		if single > 0 {
-			table.Wrapped(out, fmt.Sprintf("* %d rest on a single witness (the API server could not confirm them)", single))
+			table.Wrapped(out, fmt.Sprintf("* %s on a single witness (the API server could not confirm %s)", plural.Verb(single, "ghost", "rests", "rest"), plural.Them(single)))
 		}
 	}
 	if len(plan.Skipped) > 0 {
@@ -170,7 +171,7 @@ func writePurgeResult(out io.Writer, res *repair.PurgeResult) error {
 	fmt.Fprintln(out)
 	Results(out, res.Results)
 	fmt.Fprintln(out)
-	table.Wrapped(out, fmt.Sprintf("Deleted %d of %d planned keys. Audit log: %s", res.Deleted, res.Planned, filepath.Join(res.Dir, backup.AuditFile)))
+	table.Wrapped(out, fmt.Sprintf("Deleted %d of %s. Audit log: %s", res.Deleted, plural.Of(res.Planned, "planned key"), filepath.Join(res.Dir, backup.AuditFile)))
 	table.LabeledCommand(out, "Undo these deletes:", "regghost restore "+res.Dir+" --confirm")
 	if res.Snapshot != nil {
 		fmt.Fprintln(out, "Disaster path (whole cluster; stop every kube-apiserver first):")

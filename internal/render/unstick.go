@@ -42,7 +42,7 @@ func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration)
 		case res.Finished && res.Left == 0:
 			fmt.Fprintf(out, "\n%s is gone, and nothing of it is left in etcd.\n", a.Target)
 		case res.Finished:
-			fmt.Fprintf(out, "\n%s is gone, but %d of its keys are left in etcd: ghosts (see regghost scan).\n", a.Target, res.Left)
+			fmt.Fprintf(out, "\n%s is gone, but %s left in etcd: %s (see regghost scan).\n", a.Target, plural.Verb(res.Left, "key", "of it is", "of its keys are"), ghostsWord(res.Left))
 		default:
 			fmt.Fprintf(out, "\n%s is still there after %s; %s left in etcd.\n", a.Target, wait, plural.Verb(res.Left, "key", "of it is", "of it are"))
 		}
@@ -138,4 +138,12 @@ func WriteRevealed(out io.Writer, more []unstick.Blocker) {
 	for _, b := range more {
 		table.Wrapped(out, "  "+table.Escape(b.Key)+": remove "+table.Escape(strings.Join(b.Remove, ", ")))
 	}
+}
+
+// ghostsWord is what the keys left are: "a ghost", "ghosts".
+func ghostsWord(n int) string {
+	if n == 1 {
+		return "a ghost"
+	}
+	return "ghosts"
 }

@@ -3,6 +3,7 @@ package backup
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -226,7 +227,7 @@ func undoNeeds(dir string, b *Backup) (string, error) {
 		}
 	}
 	if b.Action == ActionRecover && len(written) > 0 && !undoSeen {
-		return fmt.Sprintf("the recovery wrote %d keys and was not undone: its undo (regghost restore %s) reads this backup's audit log", len(written), dir), nil
+		return fmt.Sprintf("the recovery wrote %s and was not undone: its undo (regghost restore %s) reads this backup's audit log", plural.Of(len(written), "key"), dir), nil
 	}
 	if undoSeen {
 		for _, e := range b.Entries {

@@ -64,7 +64,7 @@ func TestPlanPrune(t *testing.T) {
 	}{
 		{"keep two, older than three days", PruneOptions{Keep: 2, OlderThan: 3 * day, Now: now}, []string{a10, a5, undone},
 			map[string]string{a0: "the newest verified backup of cluster uid-a", a2: "among the 2 newest", b30: "the newest verified backup of cluster uid-b",
-				rec: "the recovery wrote 1 keys and was not undone", cut: "cut off", "20260101T000000Z-broken": "cannot be read or verified",
+				rec: "the recovery wrote 1 key and was not undone", cut: "cut off", "20260101T000000Z-broken": "cannot be read or verified",
 				anon: "does not record which cluster"}},
 		{"keep one, older than a week", PruneOptions{Keep: 1, OlderThan: 7 * day, Now: now}, []string{a10, undone},
 			map[string]string{a5: "younger than 168h0m0s", a2: "younger than",

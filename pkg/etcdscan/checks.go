@@ -33,8 +33,8 @@ func (s *scan) namespacesCheck() Check {
 	key := s.opts.Prefix + "namespaces/default"
 	if !s.holdsNamespaces {
 		return Check{Name: "namespaces", Done: false, Note: fmt.Sprintf(
-			"this keyspace has no %s key, so it does not hold the cluster's namespaces (an --etcd-servers-overrides etcd, or a wrong --prefix): %d namespaced keys were not judged",
-			key, s.unjudgedNS)}
+			"this keyspace has no %s key, so it does not hold the cluster's namespaces (an --etcd-servers-overrides etcd, or a wrong --prefix): %s not judged",
+			key, plural.Verb(s.unjudgedNS, "namespaced key", "was", "were"))}
 	}
 	return Check{Name: "namespaces", Done: true, Note: "namespace keys read at revision " + fmt.Sprint(s.rep.Revision)}
 }
@@ -63,7 +63,7 @@ func (s *scan) encryptionCheck(classes map[Class]int) Check {
 		c.Done = s.unprobed == 0
 	default:
 		c.Done = false
-		c.Note = fmt.Sprintf("%d encrypted values not judged: no --encryption-provider-config and no API server", total)
+		c.Note = fmt.Sprintf("%s not judged: no --encryption-provider-config and no API server", plural.Of(total, "encrypted value"))
 	}
 	return c
 }

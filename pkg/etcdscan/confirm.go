@@ -264,7 +264,7 @@ func (s *scan) apiCheck() Check {
 			Note: "not asked (" + s.opts.APIUnavailable + "): every ghost verdict rests on etcd alone and is single-witness"}
 	}
 	t := s.apiTally
-	note := fmt.Sprintf("%d questions to %s", t.asked, s.opts.API.Address())
+	note := fmt.Sprintf("%s to %s", plural.Of(t.asked, "question"), s.opts.API.Address())
 	done := t.noEvidence == 0 && s.unconfirmed == 0
 	if t.noEvidence > 0 {
 		var whys []string
@@ -272,13 +272,13 @@ func (s *scan) apiCheck() Check {
 			whys = append(whys, fmt.Sprintf("%d× %s", n, w))
 		}
 		sort.Strings(whys)
-		note += fmt.Sprintf("; %d answers were no evidence either way: %s", t.noEvidence, strings.Join(whys, "; "))
+		note += fmt.Sprintf("; %s no evidence either way: %s", plural.Verb(t.noEvidence, "answer", "was", "were"), strings.Join(whys, "; "))
 	}
 	if s.unconfirmed > 0 {
 		note += fmt.Sprintf("; %s not asked (over --api-check-limit %d)", plural.Of(s.unconfirmed, "object"), s.opts.APICheckLimit)
 	}
 	if s.unprobed > 0 {
-		note += fmt.Sprintf("; %d encrypted values could not be judged", s.unprobed)
+		note += fmt.Sprintf("; %s could not be judged", plural.Of(s.unprobed, "encrypted value"))
 	}
 	return Check{Name: "api server witness", Done: done, Note: note}
 }

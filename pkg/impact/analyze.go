@@ -559,7 +559,7 @@ func (a *analysis) dependents(namespaces []string, clusterScoped bool) error {
 		sort.Strings(purged)
 		if len(deleted) > 0 {
 			a.add(key, Effect{Kind: DependentsDeleted, Irreversible: true, Objects: deleted, WayOut: AcceptImpactFlag + " " + string(DependentsDeleted),
-				Summary: fmt.Sprintf("the garbage collector (the token controller, for legacy token Secrets) deletes %d dependents this purge does not back up: %s", len(deleted), strings.Join(deleted, ", "))})
+				Summary: fmt.Sprintf("the garbage collector (the token controller, for legacy token Secrets) deletes %s this purge does not back up: %s", plural.Of(len(deleted), "dependent"), strings.Join(deleted, ", "))})
 		}
 		if len(purged) > 0 {
 			a.add(key, Effect{Kind: DependentsPurged, Objects: purged,

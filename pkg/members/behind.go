@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"slices"
 	"time"
 
@@ -83,7 +84,7 @@ func (r *run) settle(ctx context.Context) {
 
 // behindNote says how far a member trails, and what it means.
 func behindNote(name string, l *Lag) string {
-	s := fmt.Sprintf("%s is behind: %d raft entries and %d revisions behind the member furthest along, %gs after it was first read", name, l.Entries, l.Revisions, l.Waited)
+	s := fmt.Sprintf("%s is behind: %s and %s behind the member furthest along, %gs after it was first read", name, plural.Of(int(l.Entries), "raft entry"), plural.Of(int(l.Revisions), "revision"), l.Waited)
 	if l.BelowCompaction {
 		s += "; its revision is below another member's compaction, so no revision is held by every member"
 	}

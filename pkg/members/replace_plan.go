@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -279,8 +280,8 @@ func replaceable(r *Report, member, id string) (why, refused string) {
 		return "", fmt.Sprintf("the member compared as %s has ID %s, the member list's %s has %s: it changed meanwhile", member, m.ID, member, id)
 	}
 	if m.Behind != nil {
-		return "", fmt.Sprintf("%s is behind, not wrong (%d raft entries, %d revisions): give it time and compare again; "+
-			"a member that stays behind is slow or cut off: look at its disk and network before replacing it", member, m.Behind.Entries, m.Behind.Revisions)
+		return "", fmt.Sprintf("%s is behind, not wrong (%s, %s): give it time and compare again; "+
+			"a member that stays behind is slow or cut off: look at its disk and network before replacing it", member, plural.Of(int(m.Behind.Entries), "raft entry"), plural.Of(int(m.Behind.Revisions), "revision"))
 	}
 	for _, o := range r.Members {
 		if o.Name == member || o.Learner {
@@ -357,7 +358,7 @@ func degraded(r *Report, member string) string {
 		case slices.Contains(m.Alarms, "NOSPACE"):
 			why = append(why, m.Name+" raised NOSPACE (`regghost space reclaim` first)")
 		case m.RaftIndex > m.AppliedIndex+5000:
-			why = append(why, fmt.Sprintf("%s has %d raft entries it has not applied", m.Name, m.RaftIndex-m.AppliedIndex))
+			why = append(why, fmt.Sprintf("%s has %s it has not applied", m.Name, plural.Of(int(m.RaftIndex-m.AppliedIndex), "raft entry")))
 		}
 	}
 	if slices.Contains(r.ClusterAlarms, "NOSPACE") {
@@ -385,11 +386,11 @@ func window(r *Report, member string, down bool) *Window {
 	if w.Tolerates > 0 {
 		survives = fmt.Sprintf("survives %d more failure%s", w.Tolerates, map[bool]string{true: "s", false: ""}[w.Tolerates > 1])
 	}
-	first := fmt.Sprintf("From the removal until the learner is promoted, the cluster runs on %d voting members (%s), "+
-		"%d of them needed: it %s.", w.Voters, names(left), w.Quorum, survives)
+	first := fmt.Sprintf("From the removal until the learner is promoted, the cluster runs on %s (%s), "+
+		"%d of them needed: it %s.", plural.Of(w.Voters, "voting member"), names(left), w.Quorum, survives)
 	if down {
-		first = fmt.Sprintf("%s does not answer: the cluster already runs on %d voting members (%s), %d of them needed, and "+
-			"removing %s does not change that: it %s until the learner is promoted.", member, w.Voters, names(left), quorum(voters), member, survives)
+		first = fmt.Sprintf("%s does not answer: the cluster already runs on %s (%s), %d of them needed, and "+
+			"removing %s does not change that: it %s until the learner is promoted.", member, plural.Of(w.Voters, "voting member"), names(left), quorum(voters), member, survives)
 	}
 	w.Words = []string{first,
 		"The window lasts as long as the steps on the node and the learner's copy of the leader's data take: do them at once.",

@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"strings"
 	"sync"
 	"time"
@@ -226,9 +227,9 @@ func (r *run) keys(ctx context.Context) (*tally, error) {
 		return nil, err
 	}
 	if mode == ModeRevision && t.revisionOnly > 0 {
-		r.opts.progress("%d keys hold one value at other revisions: comparing the current values instead", t.revisionOnly)
-		why = fmt.Sprintf("at revision %d, %d keys are held by every member with the same value but at other revisions: the members' revisions "+
-			"diverged (etcd 3.5's consistent-index bug, etcd#13766), so the current values were compared instead", last.Revision, t.revisionOnly)
+		r.opts.progress("%s one value at other revisions: comparing the current values instead", plural.Verb(t.revisionOnly, "key", "holds", "hold"))
+		why = fmt.Sprintf("at revision %d, %s held by every member with the same value but at other revisions: the members' revisions "+
+			"diverged (etcd 3.5's consistent-index bug, etcd#13766), so the current values were compared instead", last.Revision, plural.Verb(t.revisionOnly, "key", "is", "are"))
 		if t, kc, err = r.compareKeys(ctx, ModeCurrent, 0); err != nil {
 			return nil, err
 		}

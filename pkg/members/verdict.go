@@ -2,6 +2,7 @@ package members
 
 import (
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"slices"
 	"strings"
 )
@@ -133,9 +134,9 @@ func (r *run) agreement(h hashFinding, t *tally) string {
 	}
 	if t != nil {
 		if t.mode == ModeRevision {
-			parts = append(parts, fmt.Sprintf("each of the %d keys is the same copy on every member at revision %d", r.rep.Keys.Distinct, r.rep.Keys.Revision))
+			parts = append(parts, fmt.Sprintf("each of the %s is the same copy on every member at revision %d", plural.Of(r.rep.Keys.Distinct, "key"), r.rep.Keys.Revision))
 		} else {
-			parts = append(parts, fmt.Sprintf("each of the %d keys holds the same current value on every member", r.rep.Keys.Distinct))
+			parts = append(parts, fmt.Sprintf("each of the %s holds the same current value on every member", plural.Of(r.rep.Keys.Distinct, "key")))
 		}
 	}
 	if r.rep.Leases.Compared {
@@ -206,7 +207,7 @@ func (r *run) notes(h hashFinding) {
 			"revisions HashKV also covers (writes since the compaction, deletes)", rep.Keys.Revision))
 	}
 	if k := rep.Keys; k.Settled > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d keys differed when first read and agreed when read again: writes in flight, not counted", k.Settled))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s when first read and agreed when read again: writes in flight, not counted", plural.Verb(k.Settled, "key", "differed", "differed")))
 	}
 	if k := rep.Keys; k.NotRechecked > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d differing keys beyond the first %d were not read again: some may be writes in flight", k.NotRechecked, RecheckLimit))

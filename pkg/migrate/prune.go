@@ -39,7 +39,7 @@ func StoredVersionsProven(c *Census) (StoredVersionsChange, error) {
 	}
 	ch := StoredVersionsChange{CRD: t.CRD.Name, From: t.CRD.Status.StoredVersions, To: []string{}, Revision: c.Revision}
 	if len(c.Unreadable) > 0 {
-		return ch, fmt.Errorf("%s of %s cannot be read, so the versions they are stored at are not known", plural.Of(len(c.Unreadable), "object"), c.Resource)
+		return ch, fmt.Errorf("%s of %s cannot be read, so the versions %s stored at are not known", plural.Of(len(c.Unreadable), "object"), c.Resource, plural.They(len(c.Unreadable))+" "+plural.Be(len(c.Unreadable)))
 	}
 	if c.NotChecked > 0 {
 		return ch, fmt.Errorf("%d objects of %s are under a KMS provider, so the versions they are stored at cannot be read offline", c.NotChecked, c.Resource)

@@ -93,7 +93,7 @@ func (p *Plan) Blockers() []Blocker {
 		}
 		if len(keys) > 0 {
 			out = append(out, Blocker{Keys: keys,
-				Reason: fmt.Sprintf("%d ghost verdicts rest on one witness only, with nobody to confirm them: %s", len(keys), strings.Join(whys, "; ")),
+				Reason: fmt.Sprintf("%s on one witness only, with nobody to confirm %s: %s", plural.Verb(len(keys), "ghost verdict", "rests", "rest"), plural.Them(len(keys)), strings.Join(whys, "; ")),
 				WayOut: "let the API server confirm them (check --kubeconfig and that it answers), or, if you have checked them yourself, add " + flagnames.AcceptSingleWitness,
 				Flag:   flagnames.AcceptSingleWitness})
 		}
@@ -123,7 +123,7 @@ func (p *Plan) Blockers() []Blocker {
 		for _, w := range order {
 			b := byWay[w]
 			if n := len(b.Keys) - 1; n > 0 {
-				b.Reason += fmt.Sprintf(" (and %d more keys, listed)", n)
+				b.Reason += " (and " + plural.Of(n, "more key") + ", listed)"
 			}
 			out = append(out, *b)
 		}
@@ -182,7 +182,7 @@ func (p *Plan) Refusal() error {
 	for i, x := range b {
 		keys, verb := x.Keys[0], " needs "
 		if n := len(x.Keys) - 1; n > 0 {
-			keys, verb = keys+fmt.Sprintf(" and %d more keys", n), " need "
+			keys, verb = keys+" and "+plural.Of(n, "more key"), " need "
 		}
 		parts[i] = keys + verb + x.Flag
 	}

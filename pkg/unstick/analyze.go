@@ -9,6 +9,7 @@ package unstick
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/internal/plural"
 	"sort"
 	"strings"
 	"time"
@@ -615,7 +616,7 @@ func (a *Analysis) decide() {
 	case !a.Exists && a.Remaining == 0:
 		a.Next = a.Target + " is gone and nothing of it is left in etcd: nothing to do"
 	case !a.Exists:
-		a.Next = fmt.Sprintf("%s is gone but %d keys of it are left in etcd: they are ghosts; see `regghost scan` and `regghost purge`", a.Target, a.Remaining)
+		a.Next = fmt.Sprintf("%s is gone but %s left in etcd: %s; see `regghost scan` and `regghost purge`", a.Target, plural.Verb(a.Remaining, "key", "of it is", "of it are"), map[bool]string{true: "it is a ghost", false: "they are ghosts"}[a.Remaining == 1])
 		a.Refusal = "the " + a.Target + " no longer exists"
 	case !a.Terminating:
 		a.Next = a.Target + " is not being deleted: nothing is stuck"
@@ -625,7 +626,7 @@ func (a *Analysis) decide() {
 		a.Next = "make these APIs available again, or delete their APIService if nothing serves it any more; the namespace controller needs every API to delete a namespace: " + strings.Join(a.Unavailable, "; ")
 		a.Refusal = "an API the namespace controller needs is unavailable (" + a.Unavailable[0] + "); removing finalizers would not finish the deletion"
 	case len(a.Unreadable) > 0:
-		a.Next = fmt.Sprintf("%d remaining values are encrypted and the API server could not read them, so what holds the deletion is not known: %s; let the API server answer (check --kubeconfig)", len(a.Unreadable), strings.Join(a.Unreadable, ", "))
+		a.Next = fmt.Sprintf("%s encrypted and the API server could not read %s, so what holds the deletion is not known: %s; let the API server answer (check --kubeconfig)", plural.Verb(len(a.Unreadable), "remaining value", "is", "are"), plural.Them(len(a.Unreadable)), strings.Join(a.Unreadable, ", "))
 		a.Refusal = "some remaining objects cannot be read here"
 	case a.removable() > 0 && len(a.refusedEffects()) > 0:
 		refused := a.refusedEffects()
@@ -640,12 +641,12 @@ func (a *Analysis) decide() {
 		a.Next = "the API server does not serve " + a.missingVersion() + ", so its finalizers cannot be removed through it: make it served (or check --kubeconfig)"
 		a.Refusal = a.missingVersion() + " is not served by the API server"
 	case a.removable() > 0:
-		a.Next = fmt.Sprintf("remove the finalizers nobody serves from the %d objects that hold it (`regghost unstick ... --confirm` does it through the API server, backed up), then the deletion finishes", a.removable())
+		a.Next = fmt.Sprintf("remove the finalizers nobody serves from the %s that %s it (`regghost unstick ... --confirm` does it through the API server, backed up), then the deletion finishes", plural.Of(a.removable(), "object"), map[bool]string{true: "holds", false: "hold"}[a.removable() == 1])
 	case len(a.Blockers) > 0:
 		a.Next = "only Kubernetes' own finalizers hold it: their controller (see SERVED BY) is not running or failing; fix it rather than remove them"
 		a.Refusal = "only Kubernetes' own finalizers hold it"
 	case a.Remaining > 0:
-		a.Next = fmt.Sprintf("%d objects without finalizers remain: the controller that deletes them (kube-controller-manager's namespace controller) is not running or failing; check it", a.Remaining)
+		a.Next = fmt.Sprintf("%s without finalizers %s: the controller that deletes %s (kube-controller-manager's namespace controller) is not running or failing; check it", plural.Of(a.Remaining, "object"), map[bool]string{true: "remains", false: "remain"}[a.Remaining == 1], plural.Them(a.Remaining))
 		a.Refusal = "nothing holds it with finalizers: the deleting controller is not doing its work"
 	default:
 		a.Next = "nothing is left under it; its own finalizers [" + strings.Join(a.Finalizers, ", ") + "] are waiting for their controller (kube-controller-manager's namespace controller, or kube-apiserver for CRDs)"

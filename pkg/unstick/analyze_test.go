@@ -31,7 +31,7 @@ func TestDecide(t *testing.T) {
 		{"an API unavailable", Analysis{Target: "namespace x", Exists: true, Terminating: true, Unavailable: []string{"APIService v1beta1.metrics.k8s.io is not available"}, Blockers: []Blocker{{}}},
 			"unavailable", "make these APIs available again"},
 		{"held by finalizers nobody serves", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 2,
-			Blockers: []Blocker{{Remove: []string{"example.com/x"}, Resource: catalog.Resource{Group: "example.com", Version: "v1", Resource: "widgets"}}}}, "", "remove the finalizers nobody serves from the 1 objects"},
+			Blockers: []Blocker{{Remove: []string{"example.com/x"}, Resource: catalog.Resource{Group: "example.com", Version: "v1", Resource: "widgets"}}}}, "", "remove the finalizers nobody serves from the 1 object that holds it"},
 		{"held only by Kubernetes' own finalizers", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1,
 			Blockers: []Blocker{{Keep: []string{"kubernetes.io/pvc-protection"}}}}, "only Kubernetes' own finalizers", "their controller"},
 		{"a blocker the API server does not serve", Analysis{Target: "namespace x", Exists: true, Terminating: true, Remaining: 1,
