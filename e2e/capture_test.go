@@ -137,6 +137,17 @@ func checkCapture(t *testing.T, label string, code int, output ...string) {
 	}
 }
 
+// asShown is a run's output in the order a terminal shows it: stderr's
+// notices (the using line) first, then stdout, then the error the command
+// ended with, when it failed.
+func asShown(stdout, stderr string, code int) []string {
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	if last := lines[len(lines)-1]; code != 0 && strings.HasPrefix(last, "regghost: ") {
+		return []string{strings.Join(lines[:len(lines)-1], "\n"), stdout, last}
+	}
+	return []string{stderr, stdout}
+}
+
 // TestCapturesHaveASource: every capture mark of the guides names a test
 // that checks it, so none is left unchecked.
 func TestCapturesHaveASource(t *testing.T) {

@@ -120,18 +120,24 @@ func (c *cluster) deleteAndWaitDiscoveryFailure(t *testing.T, ns string) {
 // discovery failure.
 func (c *cluster) waitDiscoveryFailure(t *testing.T, ns string) {
 	t.Helper()
-	ctx := context.Background()
-	waitFor(t, 90*time.Second, "namespace "+ns+" to hang on NamespaceDeletionDiscoveryFailure", func() error {
-		n, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	c.waitNamespaceCondition(t, ns, corev1.NamespaceDeletionDiscoveryFailure)
+}
+
+// waitNamespaceCondition waits until the namespace controller sets
+// condition cond of namespace ns, being deleted.
+func (c *cluster) waitNamespaceCondition(t *testing.T, ns string, cond corev1.NamespaceConditionType) {
+	t.Helper()
+	waitFor(t, 90*time.Second, "namespace "+ns+" to hang on "+string(cond), func() error {
+		n, err := c.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NamespaceDeletionDiscoveryFailure && cond.Status == corev1.ConditionTrue {
+		for _, cd := range n.Status.Conditions {
+			if cd.Type == cond && cd.Status == corev1.ConditionTrue {
 				return nil
 			}
 		}
-		return errString("no NamespaceDeletionDiscoveryFailure condition yet")
+		return errString("no " + string(cond) + " condition yet")
 	})
 }
 

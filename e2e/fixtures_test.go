@@ -230,7 +230,8 @@ func (c *cluster) boundDeleteClaim(t *testing.T, ns, name string) *corev1.Persis
 // startSlowPurge starts `regghost purge ARGS --confirm --yes`, one key per
 // transaction and one transaction a second, its backups under root, and
 // returns once its first delete is in the audit log: a purge caught in the
-// middle, to interrupt, kill or take a member from.
+// middle, to interrupt, kill or take a member from. Its output is held to
+// checkWidth once the caller has waited for it.
 func (c *cluster) startSlowPurge(t *testing.T, root string, args ...string) (cmd *exec.Cmd, out, errOut *bytes.Buffer) {
 	t.Helper()
 	full := append(append([]string{"purge"}, args...), "--confirm", "--yes", "--rate", "1", "--batch-size", "1", "--backup-dir", root, "--kubeconfig", c.kubeconfig)
@@ -239,6 +240,13 @@ func (c *cluster) startSlowPurge(t *testing.T, root string, args ...string) (cmd
 	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	mustNoErr(t, "start purge", cmd.Start())
+	// What it printed, once the test has waited for it, is held to the
+	// width every other run is.
+	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			checkWidth(t, full, true, cmd.ProcessState.ExitCode(), out.String(), errOut.String())
+		}
+	})
 	waitFor(t, 60*time.Second, "the first delete", func() error {
 		logs, _ := filepath.Glob(filepath.Join(root, "*", backup.AuditFile))
 		for _, l := range logs {

@@ -117,8 +117,8 @@ func TestRecoverFromSnapshot(t *testing.T) {
 	rec := func(args ...string) []string { return append(append([]string{"recover"}, src...), args...) }
 
 	t.Run("dry run judges every object of the namespace", func(t *testing.T) {
-		out, _, _ := c.regghost(t, "", rec("-n", "shop")...)
-		t.Logf("dry run:\n%s", out)
+		out, errOut, code := c.regghost(t, "", rec("-n", "shop")...)
+		checkCapture(t, "dry-run", code, asShown(out, errOut, code)...)
 		got, errOut, code := c.recoverPlan(t, append(src, "-n", "shop")...)
 		if code != 1 {
 			t.Errorf("exit %d (%s), want 1: the pod and the custom resources are refused", code, errOut)

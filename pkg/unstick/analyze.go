@@ -179,11 +179,15 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 			chosen = append(chosen, r.Name+": "+stopsWhileGone(r))
 		}
 	}
-	which := "dangling APIServices "
+	which := "dangling APIService"
 	if len(chosen) > 0 {
-		which = "APIServices "
+		which = "APIService"
 	}
-	next = "delete the " + which + strings.Join(names, "; ") + ": discovery of their groups fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes them through the API server, backed up, then waits for the deletion to finish"
+	if len(gone) > 1 {
+		which += "s"
+	}
+	groups := map[bool]string{true: "its group", false: "their groups"}[len(gone) == 1]
+	next = "delete the " + which + " " + strings.Join(names, "; ") + ": discovery of " + groups + " fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes " + plural.Them(len(gone)) + " through the API server, backed up, then waits for the deletion to finish"
 	if len(chosen) > 0 {
 		next += "; until `regghost restore <its backup>` puts it back (once its backend answers again), " + strings.Join(chosen, "; ")
 	}
