@@ -72,10 +72,12 @@ func readCaptures() (map[string][]capture, error) {
 }
 
 var (
-	captureHex   = regexp.MustCompile(`\b[0-9a-f]{8,}(?:-[0-9a-f]*)*`) // hashes, IDs, UUIDs (whole or cut)
-	capturePath  = regexp.MustCompile("(?:/[^\\s/:,;()\\[\\]'\"`]+)+/?")
-	captureNum   = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)*`)
-	captureSpace = regexp.MustCompile(`\s+`)
+	captureHex  = regexp.MustCompile(`\b[0-9a-f]{8,}(?:-[0-9a-f]*)*`) // hashes, IDs, UUIDs (whole or cut)
+	capturePath = regexp.MustCompile("(?:/[^\\s/:,;()\\[\\]'\"`]+)+/?")
+	captureNum  = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)*`)
+	// A duration is one token however long it ran: 8s, 1m5s, 2h0m0s.
+	captureDuration = regexp.MustCompile(`\b[0-9]+(?:\.[0-9]+)?(?:h[0-9]+)?(?:m[0-9]+)?(?:\.[0-9]+)?(?:ms|s)\b|\b[0-9]+h[0-9]+m\b`)
+	captureSpace    = regexp.MustCompile(`\s+`)
 	// A count's noun is singular or plural as the count comes out ("1
 	// lease", "2 leases", "1 entry", "2 entries"): once numbers are set
 	// aside, so is its ending, the first three letters kept.
@@ -88,6 +90,7 @@ var (
 func normCapture(s string) string {
 	s = captureHex.ReplaceAllString(s, "0") // a hash of digits only is a number
 	s = capturePath.ReplaceAllString(s, "P")
+	s = captureDuration.ReplaceAllString(s, "0s")
 	s = captureNum.ReplaceAllString(s, "0")
 	s = captureNoun.ReplaceAllString(s, "0 $1")
 	return strings.TrimSpace(captureSpace.ReplaceAllString(s, " "))

@@ -243,9 +243,12 @@ func (c *cluster) startSlowPurge(t *testing.T, root string, args ...string) (cmd
 	// What it printed, once the test has waited for it, is held to the
 	// width every other run is.
 	t.Cleanup(func() {
-		if cmd.ProcessState != nil {
-			checkWidth(t, full, true, cmd.ProcessState.ExitCode(), out.String(), errOut.String())
+		if cmd.ProcessState == nil { // the test ended before waiting for it
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return
 		}
+		checkWidth(t, full, true, cmd.ProcessState.ExitCode(), out.String(), errOut.String())
 	})
 	waitFor(t, 60*time.Second, "the first delete", func() error {
 		logs, _ := filepath.Glob(filepath.Join(root, "*", backup.AuditFile))

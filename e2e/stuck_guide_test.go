@@ -88,7 +88,7 @@ func TestStuckNamespaceGuide(t *testing.T) {
 	billingBackup := backupNamed(t, root, "unstick-namespace-billing")
 	before = c.state(t)
 	out, errOut, code = c.regghost(t, "", "restore", billingBackup, "--confirm", "--yes")
-	checkCapture(t, "restore-billing", code, out, errOut)
+	checkCapture(t, "restore-billing", code, append([]string{"$ regghost restore " + billingBackup + " --confirm --yes"}, asShown(out, errOut, code)...)...)
 	if code != 1 {
 		t.Errorf("restore into a namespace that is gone: exit %d, want 1 (refused)", code)
 	}
@@ -124,7 +124,7 @@ func TestStuckNamespaceGuide(t *testing.T) {
 	c.deleteAndWaitDiscoveryFailure(t, "web")
 	before = c.state(t)
 	out, errOut, code = c.regghost(t, "", "unstick", "namespace", "web", "--confirm", "--yes", "--backup-dir", root)
-	checkCapture(t, "web-refused", code, out, errOut)
+	checkCapture(t, "web-refused", code, append([]string{"$ regghost unstick namespace web --confirm --yes"}, asShown(out, errOut, code)...)...)
 	if code != 1 {
 		t.Errorf("unstick web --confirm: exit %d, want 1 (refused, the way out named)", code)
 	}
@@ -150,8 +150,9 @@ func TestStuckNamespaceGuide(t *testing.T) {
 
 	out, errOut, code = runBinary(t, "", "backup", "ls", "--backup-dir", root)
 	checkCapture(t, "backup-ls", code, errOut, out)
-	out, errOut, code = c.regghost(t, "", "restore", backupNamed(t, root, "unstick-namespace-shop-dangling-apiservices"))
-	checkCapture(t, "restore-shop-dry-run", code, errOut, out)
+	shopBackup := backupNamed(t, root, "unstick-namespace-shop-dangling-apiservices")
+	out, errOut, code = c.regghost(t, "", "restore", shopBackup)
+	checkCapture(t, "restore-shop-dry-run", code, "$ regghost restore "+shopBackup, errOut, out)
 	if code != 0 || !strings.Contains(out, "would-restore") {
 		t.Errorf("restore's dry run: exit %d: %s\n%s", code, errOut, out)
 	}

@@ -64,7 +64,7 @@ func WritePurgePlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
 	case dryRun:
 		fmt.Fprintln(out)
 		table.Wrapped(out, fmt.Sprintf("Dry run: %s in %s would be deleted (etcd revision %d). Nothing was changed.", keys(len(plan.Targets)), plan.Scope, plan.Revision))
-		fmt.Fprintln(out, "Re-run with --confirm to snapshot, back up and delete them.")
+		fmt.Fprintf(out, "Re-run with --confirm to snapshot, back up and delete %s.\n", plural.Them(len(plan.Targets)))
 	}
 	return nil
 }

@@ -20,7 +20,8 @@ func UnstickPlan(a *unstick.Analysis) Output {
 			fmt.Fprintln(w)
 			table.Para(w, "Would be refused: ", "  ", a.Refusal+".")
 		} else if a.Refusal == "" {
-			fmt.Fprintln(w, "\nDry run: nothing was changed. Re-run with --confirm to remove the finalizers above.")
+			fmt.Fprintln(w)
+			table.Wrapped(w, unstickDryRunFooter(a))
 		}
 		return nil
 	}}
@@ -134,7 +135,7 @@ func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
 // WriteRevealed lists the objects whose finalizers only the APIServices'
 // deletion revealed, before unstick asks whether to remove them too.
 func WriteRevealed(out io.Writer, more []unstick.Blocker) {
-	table.Para(out, "", "", fmt.Sprintf("The dangling APIServices are deleted. With them gone, %s held by finalizers nobody serves, which the plan did not show:", plural.Verb(len(more), "more object", "is", "are")))
+	table.Para(out, "", "", fmt.Sprintf("With the dangling APIService deletion done, the namespace controller went on: %s held by finalizers nobody serves, which the plan did not show:", plural.Verb(len(more), "more object", "is", "are")))
 	for _, b := range more {
 		table.Wrapped(out, "  "+table.Escape(b.Key)+": remove "+table.Escape(strings.Join(b.Remove, ", ")))
 	}
@@ -146,4 +147,20 @@ func ghostsWord(n int) string {
 		return "a ghost"
 	}
 	return "ghosts"
+}
+
+// unstickDryRunFooter says what --confirm would do with this plan: delete
+// the APIServices it names, remove the finalizers it lists, or both.
+func unstickDryRunFooter(a *unstick.Analysis) string {
+	var do []string
+	if n := len(a.DeleteAPIServices); n > 0 {
+		do = append(do, "delete the "+map[bool]string{true: "APIService", false: "APIServices"}[n == 1]+" named above (backed up)")
+	}
+	if a.Removable() > 0 {
+		do = append(do, "remove the finalizers above")
+	}
+	if len(do) == 0 {
+		return "Dry run: nothing was changed."
+	}
+	return "Dry run: nothing was changed. Re-run with --confirm to " + strings.Join(do, ", then ") + "."
 }

@@ -189,7 +189,7 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 	groups := map[bool]string{true: "its group", false: "their groups"}[len(gone) == 1]
 	next = "delete the " + which + " " + strings.Join(names, "; ") + ": discovery of " + groups + " fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes " + plural.Them(len(gone)) + " through the API server, backed up, then waits for the deletion to finish"
 	if len(chosen) > 0 {
-		next += "; until `regghost restore <its backup>` puts it back (once its backend answers again), " + strings.Join(chosen, "; ")
+		next += "; until `regghost restore <its backup>` puts " + plural.Them(len(chosen)) + " back (once " + map[bool]string{true: "its backend answers", false: "their backends answer"}[len(chosen) == 1] + " again), " + strings.Join(chosen, "; ")
 	}
 	return next, "", true
 }

@@ -123,3 +123,29 @@ func TestDownDeletedFollowsTheResults(t *testing.T) {
 		}
 	}
 }
+
+// TestNextNamesDanglingAPIServicesByTheirNumber: one dangling APIService is
+// named as one (its group, it), two as two.
+func TestNextNamesDanglingAPIServicesByTheirNumber(t *testing.T) {
+	ref := func(name string) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Kind: "APIService", Name: name, State: etcdscan.DanglingGone, Target: "service gone/metrics", Why: "namespace gone does not exist"}
+	}
+	for _, tt := range []struct {
+		refs []etcdscan.DanglingRef
+		want string
+	}{
+		{[]etcdscan.DanglingRef{ref("v1beta1.a.example.com")}, "delete the dangling APIService v1beta1.a.example.com (namespace gone does not exist): discovery of its group fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes it through"},
+		{[]etcdscan.DanglingRef{ref("v1beta1.a.example.com"), ref("v1beta1.b.example.com")}, "delete the dangling APIServices v1beta1.a.example.com (namespace gone does not exist); v1beta1.b.example.com (namespace gone does not exist): discovery of their groups fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes them through"},
+	} {
+		a := &Analysis{Target: "namespace app", Exists: true, Terminating: true, Remaining: 1}
+		for _, r := range tt.refs {
+			group := strings.TrimPrefix(r.Name, "v1beta1.")
+			a.Unavailable = append(a.Unavailable, "APIService "+r.Name+" (service gone/metrics) is not available", "discovery of group "+group+" fails")
+			a.UnavailableNames, a.failedGroups = append(a.UnavailableNames, r.Name), append(a.failedGroups, group)
+		}
+		a.Follow(tt.refs)
+		if !strings.Contains(a.Next, tt.want) {
+			t.Errorf("next step %q, want it to say %q", a.Next, tt.want)
+		}
+	}
+}
