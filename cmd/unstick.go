@@ -141,7 +141,7 @@ func unstickQuestion(a *unstick.Analysis) string {
 	n := len(a.DeleteAPIServices)
 	which := plural.Of(n, "dangling APIService")
 	if len(a.DeleteUnavailable) > 0 {
-		which = plural.Of(n, "APIService") + " (" + strings.Join(a.DeleteUnavailable, ", ") + ": " + map[bool]string{true: "its", false: "their"}[n == 1] + " backend down)"
+		which = plural.Of(n, "APIService") + " (" + strings.Join(a.DeleteUnavailable, ", ") + ": " + plural.Pick(n, "its", "their") + " backend down)"
 	}
 	if a.Removable() == 0 {
 		return fmt.Sprintf("Delete %s through the API server?", which)

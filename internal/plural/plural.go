@@ -42,28 +42,22 @@ func isVowel(b byte) bool {
 	return false
 }
 
+// Pick is one when n is 1, else many: the words around a count that
+// agree with it ("its group", "their groups").
+func Pick[N Count](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // Them is "it" for one, "them" for more: the object of a sentence about n
 // things.
-func Them[N Count](n N) string {
-	if n == 1 {
-		return "it"
-	}
-	return "them"
-}
+func Them[N Count](n N) string { return Pick(n, "it", "them") }
 
 // They is "it" for one, "they" for more: the subject of a sentence about
 // n things.
-func They[N Count](n N) string {
-	if n == 1 {
-		return "it"
-	}
-	return "they"
-}
+func They[N Count](n N) string { return Pick(n, "it", "they") }
 
 // Be is "is" for one, "are" for more.
-func Be[N Count](n N) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
-}
+func Be[N Count](n N) string { return Pick(n, "is", "are") }

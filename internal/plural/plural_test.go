@@ -26,4 +26,7 @@ func TestOf(t *testing.T) {
 	if got := Verb(2, "object", "is", "are"); got != "2 objects are" {
 		t.Errorf("Verb(2) = %q", got)
 	}
+	if got := Pick(1, "its group", "their groups") + ", " + Pick(int64(2), "its group", "their groups"); got != "its group, their groups" {
+		t.Errorf("Pick = %q", got)
+	}
 }

@@ -141,7 +141,7 @@ func writeNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bo
 		case len(d.Left) == 0:
 			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with no object left in it.", ns, d.Revision))
 		default:
-			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %s still in it: %s then (orphaned-namespace).", ns, d.Revision, plural.Of(len(d.Left), "object"), becameGhosts(len(d.Left))))
+			table.Wrapped(out, fmt.Sprintf("Namespace %s's key was deleted at revision %d with %s still in it: %s then (orphaned-namespace).", ns, d.Revision, plural.Of(len(d.Left), "object"), plural.Pick(len(d.Left), "it became a ghost", "they became ghosts")))
 			hdr := []string{"RESOURCE", "NAME", "CREATED", "LAST WRITTEN"}
 			if wide {
 				hdr = append(hdr, "KEY")
@@ -163,12 +163,4 @@ func writeNamespaceDeletes(out io.Writer, h *history.History, wide, noHeaders bo
 			table.Wrapped(out, fmt.Sprintf("It was created again at revision %d.", d.RecreatedAt))
 		}
 	}
-}
-
-// becameGhosts is "it became a ghost" or "they became ghosts".
-func becameGhosts(n int) string {
-	if n == 1 {
-		return "it became a ghost"
-	}
-	return "they became ghosts"
 }

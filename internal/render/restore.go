@@ -48,7 +48,7 @@ func WriteRestoreResults(out io.Writer, results []etcdwrite.Result, summary bool
 // refusedLine says what was refused and how to write it deliberately.
 func refusedLine(w io.Writer, refused int) {
 	if refused > 0 {
-		table.Wrapped(w, fmt.Sprintf("Refused %s: the namespace or CustomResourceDefinition each rests on was created again since the backup, or is gone (each reason above); %s in the backup, and %s writes %s into one that exists.", plural.Of(refused, "key"), stay(refused), flagnames.IntoRecreated, plural.Them(refused)))
+		table.Wrapped(w, fmt.Sprintf("Refused %s: the namespace or CustomResourceDefinition each rests on was created again since the backup, or is gone (each reason above); %s in the backup, and %s writes %s into one that exists.", plural.Of(refused, "key"), plural.Pick(refused, "it stays", "they stay"), flagnames.IntoRecreated, plural.Them(refused)))
 	}
 }
 
@@ -135,12 +135,4 @@ func WriteUndoRecoveryResult(out io.Writer, path string, results []etcdwrite.Res
 	fmt.Fprintln(out)
 	Results(table.NewSafeWriter(out), results)
 	fmt.Fprintf(out, "Deleted %s the recovery wrote; the backup %s still holds %s.\n", plural.Of(n, "key"), path, plural.Them(n))
-}
-
-// stay is "it stays" or "they stay".
-func stay(n int) string {
-	if n == 1 {
-		return "it stays"
-	}
-	return "they stay"
 }

@@ -43,7 +43,7 @@ func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration)
 		case res.Finished && res.Left == 0:
 			fmt.Fprintf(out, "\n%s is gone, and nothing of it is left in etcd.\n", a.Target)
 		case res.Finished:
-			fmt.Fprintf(out, "\n%s is gone, but %s left in etcd: %s (see regghost scan).\n", a.Target, plural.Verb(res.Left, "key", "of it is", "of its keys are"), ghostsWord(res.Left))
+			fmt.Fprintf(out, "\n%s is gone, but %s left in etcd: %s (see regghost scan).\n", a.Target, plural.Verb(res.Left, "key", "of it is", "of its keys are"), plural.Pick(res.Left, "a ghost", "ghosts"))
 		default:
 			fmt.Fprintf(out, "\n%s is still there after %s; %s left in etcd.\n", a.Target, wait, plural.Verb(res.Left, "key", "of it is", "of it are"))
 		}
@@ -141,20 +141,12 @@ func WriteRevealed(out io.Writer, more []unstick.Blocker) {
 	}
 }
 
-// ghostsWord is what the keys left are: "a ghost", "ghosts".
-func ghostsWord(n int) string {
-	if n == 1 {
-		return "a ghost"
-	}
-	return "ghosts"
-}
-
 // unstickDryRunFooter says what --confirm would do with this plan: delete
 // the APIServices it names, remove the finalizers it lists, or both.
 func unstickDryRunFooter(a *unstick.Analysis) string {
 	var do []string
 	if n := len(a.DeleteAPIServices); n > 0 {
-		do = append(do, "delete the "+map[bool]string{true: "APIService", false: "APIServices"}[n == 1]+" named above (backed up)")
+		do = append(do, "delete the "+plural.Pick(n, "APIService", "APIServices")+" named above (backed up)")
 	}
 	if a.Removable() > 0 {
 		do = append(do, "remove the finalizers above")

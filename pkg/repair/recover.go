@@ -261,7 +261,7 @@ func UndoRecover(ctx context.Context, kv clientv3.KV, b *backup.Backup, dir stri
 	for _, e := range containers {
 		inside, what := containerOf(b.Prefix, e.Key)
 		if n := others[inside(e.Key)]; n > 0 {
-			refusedNow = append(refusedNow, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%s still in this %s (not the recovery's, or left alone above): deleting it would make %s; left alone", plural.Verb(n, "object", "is", "are"), what, map[bool]string{true: "it a ghost", false: "them ghosts"}[n == 1])})
+			refusedNow = append(refusedNow, etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Refused, Detail: fmt.Sprintf("%s still in this %s (not the recovery's, or left alone above): deleting it would make %s; left alone", plural.Verb(n, "object", "is", "are"), what, plural.Pick(n, "it a ghost", "them ghosts"))})
 			continue
 		}
 		empty = append(empty, e)

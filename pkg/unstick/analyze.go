@@ -186,10 +186,10 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 	if len(gone) > 1 {
 		which += "s"
 	}
-	groups := map[bool]string{true: "its group", false: "their groups"}[len(gone) == 1]
+	groups := plural.Pick(len(gone), "its group", "their groups")
 	next = "delete the " + which + " " + strings.Join(names, "; ") + ": discovery of " + groups + " fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes " + plural.Them(len(gone)) + " through the API server, backed up, then waits for the deletion to finish"
 	if len(chosen) > 0 {
-		next += "; until `regghost restore <its backup>` puts " + plural.Them(len(chosen)) + " back (once " + map[bool]string{true: "its backend answers", false: "their backends answer"}[len(chosen) == 1] + " again), " + strings.Join(chosen, "; ")
+		next += "; until `regghost restore <its backup>` puts " + plural.Them(len(chosen)) + " back (once " + plural.Pick(len(chosen), "its backend answers", "their backends answer") + " again), " + strings.Join(chosen, "; ")
 	}
 	return next, "", true
 }
@@ -620,7 +620,7 @@ func (a *Analysis) decide() {
 	case !a.Exists && a.Remaining == 0:
 		a.Next = a.Target + " is gone and nothing of it is left in etcd: nothing to do"
 	case !a.Exists:
-		a.Next = fmt.Sprintf("%s is gone but %s left in etcd: %s; see `regghost scan` and `regghost purge`", a.Target, plural.Verb(a.Remaining, "key", "of it is", "of it are"), map[bool]string{true: "it is a ghost", false: "they are ghosts"}[a.Remaining == 1])
+		a.Next = fmt.Sprintf("%s is gone but %s left in etcd: %s; see `regghost scan` and `regghost purge`", a.Target, plural.Verb(a.Remaining, "key", "of it is", "of it are"), plural.Pick(a.Remaining, "it is a ghost", "they are ghosts"))
 		a.Refusal = "the " + a.Target + " no longer exists"
 	case !a.Terminating:
 		a.Next = a.Target + " is not being deleted: nothing is stuck"
@@ -645,12 +645,12 @@ func (a *Analysis) decide() {
 		a.Next = "the API server does not serve " + a.missingVersion() + ", so its finalizers cannot be removed through it: make it served (or check --kubeconfig)"
 		a.Refusal = a.missingVersion() + " is not served by the API server"
 	case a.removable() > 0:
-		a.Next = fmt.Sprintf("remove the finalizers nobody serves from the %s that %s it (`regghost unstick ... --confirm` does it through the API server, backed up), then the deletion finishes", plural.Of(a.removable(), "object"), map[bool]string{true: "holds", false: "hold"}[a.removable() == 1])
+		a.Next = fmt.Sprintf("remove the finalizers nobody serves from the %s that %s it (`regghost unstick ... --confirm` does it through the API server, backed up), then the deletion finishes", plural.Of(a.removable(), "object"), plural.Pick(a.removable(), "holds", "hold"))
 	case len(a.Blockers) > 0:
 		a.Next = "only Kubernetes' own finalizers hold it: their controller (see SERVED BY) is not running or failing; fix it rather than remove them"
 		a.Refusal = "only Kubernetes' own finalizers hold it"
 	case a.Remaining > 0:
-		a.Next = fmt.Sprintf("%s without finalizers %s: the controller that deletes %s (kube-controller-manager's namespace controller) is not running or failing; check it", plural.Of(a.Remaining, "object"), map[bool]string{true: "remains", false: "remain"}[a.Remaining == 1], plural.Them(a.Remaining))
+		a.Next = fmt.Sprintf("%s without finalizers %s: the controller that deletes %s (kube-controller-manager's namespace controller) is not running or failing; check it", plural.Of(a.Remaining, "object"), plural.Pick(a.Remaining, "remains", "remain"), plural.Them(a.Remaining))
 		a.Refusal = "nothing holds it with finalizers: the deleting controller is not doing its work"
 	default:
 		a.Next = "nothing is left under it; its own finalizers [" + strings.Join(a.Finalizers, ", ") + "] are waiting for their controller (kube-controller-manager's namespace controller, or kube-apiserver for CRDs)"
