@@ -121,12 +121,7 @@ func TestDanglingReferencesGuide(t *testing.T) {
 		}
 		return nil
 	})
-	changed := append(c.keysUnder(t, "shop"), apiKey, hookKey)
-	for k := range before.kvs {
-		if ofNamespace(k, "shop") {
-			changed = append(changed, k)
-		}
-	}
+	changed := append(append(c.keysUnder(t, "shop"), keysOf(before, "shop")...), apiKey, hookKey)
 	c.assertChangedOnly(t, "dangling --confirm", before, changed)
 	out, kcode := c.kubectlShown(t, "-n", "default", "create", "configmap", "app-config", "--from-literal=a=b")
 	if kcode != 0 {

@@ -103,12 +103,7 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 		if c.value(t, apiKey) != nil {
 			t.Errorf("%s is still in etcd", apiKey)
 		}
-		changed := append(c.keysUnder(t, "team-a"), apiKey)
-		for k := range before.kvs {
-			if ofNamespace(k, "team-a") {
-				changed = append(changed, k)
-			}
-		}
+		changed := append(append(c.keysUnder(t, "team-a"), keysOf(before, "team-a")...), apiKey)
 		c.assertChangedOnly(t, "unstick "+"--delete-unavailable-apiservice", before, changed)
 	})
 
@@ -133,13 +128,7 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 // keysUnder lists the keys of namespace ns now in etcd.
 func (c *cluster) keysUnder(t *testing.T, ns string) []string {
 	t.Helper()
-	var out []string
-	for k := range c.state(t).kvs {
-		if ofNamespace(k, ns) {
-			out = append(out, k)
-		}
-	}
-	return out
+	return keysOf(c.state(t), ns)
 }
 
 // ofNamespace says whether key is namespace ns's own, one of its objects,
