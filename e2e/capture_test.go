@@ -37,6 +37,9 @@ func guides() ([]string, error) {
 	return append(files, more...), err
 }
 
+// markIndent is the blanks a capture mark is indented by: its block's.
+func markIndent(line string) string { return line[:len(line)-len(strings.TrimLeft(line, " \t"))] }
+
 // readCaptures reads every marked block of the guides.
 func readCaptures() (map[string][]capture, error) {
 	files, err := guides()
@@ -59,11 +62,13 @@ func readCaptures() (map[string][]capture, error) {
 			if m[3] != "" {
 				c.exit, _ = strconv.Atoi(m[3])
 			}
-			if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
+			// A block inside a list item is indented as its mark is.
+			indent := markIndent(lines[i])
+			if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], indent+"```") {
 				return nil, fmt.Errorf("%s:%d: a capture mark not right above a fenced block", f, i+1)
 			}
-			for i += 2; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
-				c.lines = append(c.lines, lines[i])
+			for i += 2; i < len(lines) && !strings.HasPrefix(lines[i], indent+"```"); i++ {
+				c.lines = append(c.lines, strings.TrimPrefix(lines[i], indent))
 			}
 			out[m[1]+"/"+m[2]] = append(out[m[1]+"/"+m[2]], c)
 		}
@@ -223,16 +228,19 @@ func updateCaptures(name string, output []string) error {
 				continue
 			}
 			out = append(out, lines[i+1]) // the opening fence
+			indent := markIndent(lines[i])
 			j := i + 2
-			for ; j < len(lines) && strings.HasPrefix(lines[j], "$ "); j++ {
+			for ; j < len(lines) && strings.HasPrefix(lines[j], indent+"$ "); j++ {
 				if len(text) == 0 || !strings.HasPrefix(text[0], "$ ") { // output that starts with its command replaces the block's
 					out = append(out, lines[j])
 				}
 			}
-			for j < len(lines) && !strings.HasPrefix(lines[j], "```") {
+			for j < len(lines) && !strings.HasPrefix(lines[j], indent+"```") {
 				j++
 			}
-			out = append(out, strings.Split(strings.Join(text, "\n"), "\n")...)
+			for _, l := range strings.Split(strings.Join(text, "\n"), "\n") {
+				out = append(out, strings.TrimRight(indent+l, " "))
+			}
 			i, changed = j-1, true
 		}
 		if changed {

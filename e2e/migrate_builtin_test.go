@@ -84,6 +84,7 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		before := c.state(t)
 		out, errOut, code := c.regghost(t, "", "migrate", "storageversionmigrations.storagemigration.k8s.io", "--target-release", "v1.37")
 		t.Logf("migrate --target-release v1.37:\n%s\n%s", out, errOut)
+		checkCapture(t, "target-release", code, out, errOut)
 		for _, want := range []string{"stores storageversionmigrations.storagemigration.k8s.io at storagemigration.k8s.io/v1alpha1",
 			"1 object the release to upgrade to cannot read, which no rewrite here moves",
 			"stored at storagemigration.k8s.io/v1alpha1, the API server's storage version, which Kubernetes v1.37 does not decode: a rewrite here stores it there again. Way out: delete these objects before the upgrade"} {
@@ -117,6 +118,7 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		c.registerAPIServers(t, port, "127.0.0.2", "127.0.0.3")
 		before := c.state(t)
 		out, errOut, code := upgraded.regghost(t, "", "migrate", "deviceclasses.resource.k8s.io", "--confirm", "--yes")
+		checkCapture(t, "halfway", code, asShown(out, errOut, code)...)
 		if code != 1 || !strings.Contains(oneLine(errOut), "refused: the API servers disagree on deviceclasses.resource.k8s.io") ||
 			!strings.Contains(oneLine(errOut), "finish the upgrade of every control-plane node, then run again") {
 			t.Errorf("exit %d\n%s\n%s", code, out, errOut)
@@ -131,6 +133,7 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		c.registerAPIServers(t, port, "127.0.0.3")
 		out, errOut, code := upgraded.regghost(t, "", "migrate", "deviceclasses.resource.k8s.io")
 		t.Logf("migrate (dry run):\n%s\nstderr:\n%s", out, errOut)
+		checkCapture(t, "deviceclasses-dry-run", code, out, errOut)
 		for _, want := range []string{"stores deviceclasses.resource.k8s.io at resource.k8s.io/v1 (its discovery's storageVersionHash)",
 			fmt.Sprintf("%d objects to rewrite", classes), "stored at resource.k8s.io/v1beta2, not resource.k8s.io/v1 (the API server's storage version)"} {
 			if !strings.Contains(oneLine(out), want) {
@@ -143,6 +146,7 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		before := upgraded.state(t)
 		out, errOut, code = upgraded.regghost(t, "", "migrate", "deviceclasses.resource.k8s.io", "--confirm", "--yes")
 		t.Logf("migrate --confirm:\n%s\n%s", out, errOut)
+		checkCapture(t, "deviceclasses-confirm", code, out, errOut)
 		if code != 0 || !strings.Contains(oneLine(out), "0 objects of deviceclasses.resource.k8s.io stored at resource.k8s.io/v1beta2") {
 			t.Errorf("migrate --confirm: exit %d", code)
 		}

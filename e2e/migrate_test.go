@@ -131,8 +131,8 @@ func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	const group, plural, kind, objects, busy = "example.com", "gadgets", "Gadget", 1000, 50
-	_, err := c.dyn.Resource(crdGVR).Create(ctx, versionedCRD(group, plural, kind, "v1beta1", "v1beta1", "v1"), metav1.CreateOptions{})
-	mustNoErr(t, "create CRD", err)
+	// The CRD is kubectl apply'd, as a chart or a GitOps tool would.
+	c.kubectl(t, crdManifest(t, versionedCRD(group, plural, kind, "v1beta1", "v1beta1", "v1")), "apply", "-f", "-")
 	c.createNamespace(t, "fleet")
 	old := schema.GroupVersionResource{Group: group, Version: "v1beta1", Resource: plural}
 	waitFor(t, 60*time.Second, "gadgets served", func() error {
@@ -166,12 +166,23 @@ func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
 		t.Fatalf("stored before the migration: %v", got)
 	}
 
+	// The upgrade that drops v1beta1 is refused: the CRD still records it.
+	upgrade := filepath.Join(t.TempDir(), "gadgets-crd.yaml")
+	mustNoErr(t, "write the new CRD", os.WriteFile(upgrade, []byte(crdManifest(t, versionedCRD(group, plural, kind, "v1", "v1"))), 0o600))
 	before := c.state(t)
+	shown, code := c.kubectlShown(t, "apply", "-f", upgrade)
+	if code == 0 || !strings.Contains(shown, `status.storedVersions[0]: Invalid value: "v1beta1"`) {
+		t.Fatalf("kubectl apply of the CRD without v1beta1: exit %d\n%s", code, shown)
+	}
+	checkCapture(t, "upgrade-refused", code, shown)
+	c.assertUnchanged(t, "kubectl apply refused", before)
+
 	out, errOut, code := c.regghost(t, "", "migrate", plural+"."+group)
 	if code != 3 || !strings.Contains(oneLine(out), "1000 objects to rewrite:") || !strings.Contains(oneLine(out), "Re-run with --confirm") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	c.assertUnchanged(t, "migrate (dry run)", before)
+	checkCapture(t, "dry-run", code, out, errOut)
 
 	// The client: read, bump spec.counter, update with the resourceVersion
 	// read; a conflict is read again. last holds what it wrote last.
@@ -208,6 +219,7 @@ func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
 	close(stop)
 	<-done
 	t.Logf("migrate:\n%s\n%s\nthe client: %d updates, %d conflicts", out, errOut, updates, conflicts)
+	checkCapture(t, "confirm", code, out, errOut)
 	if code != 0 {
 		t.Fatalf("migrate --confirm: exit %d", code)
 	}
@@ -242,6 +254,7 @@ func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
 	if code != 0 || !strings.Contains(oneLine(out), "Narrowed status.storedVersions of CustomResourceDefinition gadgets.example.com from [v1beta1, v1] to [v1]") {
 		t.Errorf("prune: exit %d\n%s\n%s", code, out, errOut)
 	}
+	checkCapture(t, "prune", code, out, errOut)
 	crd, err := c.dyn.Resource(crdGVR).Get(ctx, plural+"."+group, metav1.GetOptions{})
 	mustNoErr(t, "read CRD", err)
 	if sv, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions"); fmt.Sprint(sv) != "[v1]" {
@@ -272,6 +285,36 @@ func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
 		t.Errorf("again: exit %d\n%s\n%s", code, out, errOut)
 	}
 	c.assertUnchanged(t, "migrate with nothing to move", before)
+
+	// Pruned again (the restore put v1beta1 back), the upgrade goes
+	// through, and it changes the CRD alone.
+	if out, errOut, code := c.regghost(t, "", "migrate", plural+"."+group, "--confirm", "--yes", "--prune-stored-versions"); code != 0 {
+		t.Fatalf("prune again: exit %d\n%s\n%s", code, out, errOut)
+	}
+	before = c.state(t)
+	shown, code = c.kubectlShown(t, "apply", "-f", upgrade)
+	if code != 0 {
+		t.Fatalf("kubectl apply of the CRD without v1beta1, once pruned: exit %d\n%s", code, shown)
+	}
+	checkCapture(t, "upgrade", code, shown)
+	// The API server's own registration then drops the APIService of the
+	// version no longer served.
+	apiService := "/registry/apiregistration.k8s.io/apiservices/v1beta1." + group
+	waitFor(t, 60*time.Second, "APIService v1beta1."+group+" removed", func() error {
+		if _, ok := c.state(t).kvs[apiService]; ok {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	c.assertChangedOnly(t, "kubectl apply of the new CRD", before, []string{crdKey, apiService})
+}
+
+// crdManifest is u as kubectl reads it (JSON is YAML).
+func crdManifest(t *testing.T, u *unstructured.Unstructured) string {
+	t.Helper()
+	b, err := u.MarshalJSON()
+	mustNoErr(t, "encode "+u.GetName(), err)
+	return string(b)
 }
 
 // TestMigrateStrandedVersion: objects left at v1beta1 after the CRD dropped
@@ -317,14 +360,21 @@ func TestMigrateStrandedVersion(t *testing.T) {
 		}
 		return nil
 	})
+	shown, code := c.kubectlShown(t, "get", "widgets", "-A")
+	if code == 0 || !strings.Contains(shown, "request to convert CR from an invalid group/version: example.com/v1beta1") {
+		t.Fatalf("kubectl get widgets -A: exit %d\n%s", code, shown)
+	}
+	checkCapture(t, "list-fails", code, shown)
 
 	out, errOut, code := c.regghost(t, "", "migrate", name)
+	checkCapture(t, "dry-run", code, out, errOut)
 	if code != 3 || !strings.Contains(oneLine(out), "list v1beta1 again in CustomResourceDefinition widgets.example.com") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	before := c.state(t)
 	out, errOut, code = c.regghost(t, "", "migrate", name, "--confirm", "--yes", "-v=6")
 	t.Logf("migrate:\n%s\n%s", out, errOut)
+	checkCapture(t, "confirm", code, out) // stderr is -v=6's requests
 	if code != 0 {
 		t.Fatalf("migrate --confirm: exit %d", code)
 	}
@@ -353,6 +403,9 @@ func TestMigrateStrandedVersion(t *testing.T) {
 		}
 		return err
 	})
+	if shown, code := c.kubectlShown(t, "get", "widgets", "-A"); code != 0 || strings.Count(shown, "\nshop ") != 20 {
+		t.Errorf("kubectl get widgets -A after the migration: exit %d\n%s", code, shown)
+	}
 	c.assertChangedOnly(t, "migrate", before, append(keysUnderPrefix(t, c, "/registry/"+group+"/"+plural+"/"), "/registry/apiextensions.k8s.io/customresourcedefinitions/"+name))
 }
 
@@ -472,6 +525,7 @@ func TestMigrateSecretsToANewKey(t *testing.T) {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	c.assertUnchanged(t, "migrate (dry run)", before)
+	checkCapture(t, "dry-run", code, out, errOut)
 
 	// Another client's writes, idle and during the migration (logged for
 	// bench/results.md, never asserted).
@@ -485,6 +539,7 @@ func TestMigrateSecretsToANewKey(t *testing.T) {
 	})
 	t.Logf("migrate of %d Secrets in %s (%.0f objects/s); another client's ConfigMap update p99 %s idle, %s during (%.2fx)\n%s\n%s",
 		secrets, took.Round(time.Second), float64(secrets)/took.Seconds(), idle, busy, float64(busy)/float64(idle), out, errOut)
+	checkCapture(t, "confirm", code, out, errOut)
 	if code != 0 {
 		t.Fatalf("migrate --confirm: exit %d", code)
 	}
@@ -507,6 +562,7 @@ func TestMigrateSecretsToANewKey(t *testing.T) {
 	mustNoErr(t, "compact", err)
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", rotated)
 	t.Logf("after compaction:\n%s\n%s", out, errOut)
+	checkCapture(t, "after-compaction", code, out, errOut)
 	if code != 0 || !strings.Contains(oneLine(out), "aescbc/key1 may leave the EncryptionConfiguration's entry for secrets") {
 		t.Errorf("after compaction: exit %d\n%s\n%s", code, out, errOut)
 	}
