@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kmsplugin "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/testing/v2"
 
-	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/decode"
 )
 
 // TestMigrateSecretsToANewKMSKeyID: Secrets under a KMS v2 plugin (the
@@ -55,7 +56,7 @@ resources:
 		mustNoErr(t, "read secrets", err)
 		out := map[string]int{}
 		for _, kv := range resp.Kvs {
-			id, err := decrypt.KMSKeyID(kv.Value)
+			id, err := decode.KMSKeyID(kv.Value)
 			if err != nil {
 				id = err.Error()
 			}
@@ -77,7 +78,7 @@ resources:
 			return err
 		}
 		defer c.kube.CoreV1().Secrets("vault").Delete(ctx, s.Name, metav1.DeleteOptions{})
-		if id, err := decrypt.KMSKeyID(c.value(t, "/registry/secrets/vault/"+s.Name)); err != nil || id != "2" {
+		if id, err := decode.KMSKeyID(c.value(t, "/registry/secrets/vault/"+s.Name)); err != nil || id != "2" {
 			return fmt.Errorf("written under key ID %q (%v)", id, err)
 		}
 		return nil
@@ -92,6 +93,11 @@ resources:
 	}
 	c.assertUnchanged(t, "migrate (dry run)", before)
 	checkCapture(t, "dry-run", code, out, errOut)
+	// versions (and serve, from the same census) count by key ID, and name
+	// the key ID the plugin says it writes with.
+	if keys, writer := secretKeys(t, c, enc); keys["kms v2/vault (key ID 1)"] < secrets || keys["kms v2/vault (key ID 2)"] != 0 || writer != "kms v2/vault (key ID 2)" {
+		t.Errorf("versions before the migration: keys %v, writer %q", keys, writer)
+	}
 
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc, "--confirm", "--yes")
 	t.Logf("migrate --confirm:\n%s\n%s", out, errOut)
@@ -108,6 +114,9 @@ resources:
 		t.Errorf("after the migration, key IDs %v", ids)
 	}
 	c.assertChangedOnly(t, "migrate", before, keysUnderPrefix(t, c, "/registry/secrets/"))
+	if keys, writer := secretKeys(t, c, enc); keys["kms v2/vault (key ID 1)"] != 0 || keys["kms v2/vault (key ID 2)"] < secrets || writer != "kms v2/vault (key ID 2)" {
+		t.Errorf("versions after the migration: keys %v, writer %q", keys, writer)
+	}
 
 	// Compacted past the rewrites, key ID 1 is held by nothing.
 	resp, err := c.etcd.Get(ctx, "x")
@@ -129,4 +138,29 @@ resources:
 	if !strings.Contains(oneLine(out), "their KMS v2 key ID is not judged") || strings.Contains(oneLine(out), "no longer need") {
 		t.Errorf("plugin failing: exit %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// secretKeys is regghost versions' count of Secrets by encryption key,
+// and the key that writes them, read with the configuration enc.
+func secretKeys(t *testing.T, c *cluster, enc string) (map[string]int, string) {
+	t.Helper()
+	out, errOut, code := c.regghost(t, "", "versions", "--encryption-provider-config", enc, "-o", "json")
+	if code != 0 {
+		t.Fatalf("versions: exit %d\n%s", code, errOut)
+	}
+	var doc struct {
+		Versions []struct {
+			Resource string         `json:"resource"`
+			Keys     map[string]int `json:"keys"`
+			Writer   string         `json:"writer"`
+		} `json:"versions"`
+	}
+	mustNoErr(t, "read versions' JSON", json.Unmarshal([]byte(out), &doc))
+	for _, v := range doc.Versions {
+		if v.Resource == "secrets" {
+			return v.Keys, v.Writer
+		}
+	}
+	t.Fatalf("versions counts no secrets:\n%s", out)
+	return nil, ""
 }

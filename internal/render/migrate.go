@@ -11,6 +11,7 @@ import (
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/migrate"
 )
 
@@ -426,7 +427,7 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 // the KMS v2 plugin and the key ID it says it writes with.
 func writerPhrase(c *migrate.Census) string {
 	if c.WriterKeyID != "" {
-		return fmt.Sprintf("%s, which says it writes with key ID %s", decrypt.Plugin(c.Writer), c.WriterKeyID)
+		return fmt.Sprintf("%s, which says it writes with key ID %s", etcdscan.Plugin(c.Writer), c.WriterKeyID)
 	}
 	return c.Writer
 }

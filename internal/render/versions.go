@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"github.com/regghost/regghost/internal/plural"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,6 +19,47 @@ import (
 func Versions(rep *etcdscan.Report, findings []etcdscan.Finding) Output {
 	return Output{Doc: map[string]any{"revision": rep.Revision, "versions": NonNil(rep.Versions), "findings": NonNil(findings)},
 		Rows: RowsOf(findings, func(f *etcdscan.Finding) string { return f.Key }), Human: func(w io.Writer, _, _ bool) error { return writeVersions(w, rep, findings) }}
+}
+
+// writeKeys writes the objects of each resource by the encryption key
+// they are stored under, and whether it writes them now, once the
+// encryption configuration was given (nothing without it: every key would
+// be "not known").
+func writeKeys(out io.Writer, versions []etcdscan.StoredVersions) error {
+	var t *table.Table
+	var unknown []string
+	for _, v := range versions {
+		if v.Writer == "" {
+			continue
+		}
+		if t == nil {
+			fmt.Fprintln(out)
+			t = table.New(out, "RESOURCE", "ENCRYPTED WITH", "OBJECTS", "WRITES IT NOW")
+		}
+		for i, k := range slices.Sorted(maps.Keys(v.Keys)) {
+			name := ""
+			if i == 0 {
+				name = v.Resource
+			}
+			writes := map[string]string{"true": "yes", "false": "no: regghost migrate " + v.Resource, "unknown": "not known"}[v.Writes(k)]
+			if err := t.Append([]string{name, k, fmt.Sprint(v.Keys[k]), writes}); err != nil {
+				return err
+			}
+		}
+		if v.WriterKeyIDUnknown != "" {
+			unknown = append(unknown, fmt.Sprintf("%s: %s writes it, and did not say its key ID (%s): which key ID writes is not known.", v.Resource, v.Writer, v.WriterKeyIDUnknown))
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, u := range unknown {
+		fmt.Fprintln(out, u)
+	}
+	return nil
 }
 
 // writeVersions writes the counts per resource and stored version, then
@@ -40,6 +83,9 @@ func writeVersions(out io.Writer, rep *etcdscan.Report, findings []etcdscan.Find
 		}
 	}
 	if err := t.Render(); err != nil {
+		return err
+	}
+	if err := writeKeys(out, rep.Versions); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nCounted at etcd revision %d.\n", rep.Revision)

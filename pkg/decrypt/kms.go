@@ -7,62 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2"
-	kmstypes "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
-
-	"github.com/regghost/regghost/pkg/decode"
 )
-
-// keyIDMark separates a KMS v2 plugin's name from the key ID a value was
-// encrypted under: "kms v2/vault (key ID 7)".
-const keyIDMark = " (key ID "
-
-// WithKeyID names a KMS v2 plugin's key ID as StoredWith names the plugin:
-// "kms v2/vault (key ID 7)".
-func WithKeyID(plugin, keyID string) string {
-	return plugin + keyIDMark + keyID + ")"
-}
-
-// Plugin is the provider and key name without a KMS v2 key ID
-// ("kms v2/vault" for "kms v2/vault (key ID 7)"); any other name as it is.
-func Plugin(name string) string {
-	if i := strings.Index(name, keyIDMark); i >= 0 && strings.HasSuffix(name, ")") {
-		return name[:i]
-	}
-	return name
-}
-
-// KeyIDOf is the KMS v2 key ID a name made by WithKeyID holds ("" for any
-// other name).
-func KeyIDOf(name string) string {
-	if i := strings.Index(name, keyIDMark); i >= 0 && strings.HasSuffix(name, ")") {
-		return name[i+len(keyIDMark) : len(name)-1]
-	}
-	return ""
-}
-
-// KMSKeyID reads the key ID a KMS v2 value was encrypted under: the
-// plugin's key ID that kube-apiserver writes, in the clear, in the value's
-// EncryptedObject next to the ciphertext. Nothing is decrypted.
-func KMSKeyID(data []byte) (string, error) {
-	enc, rest, err := decode.ParseEncryption(data)
-	if err != nil {
-		return "", err
-	}
-	if enc.Provider != "kms" || enc.Version != "v2" {
-		return "", fmt.Errorf("encrypted with %s, not a KMS v2 plugin", StoredWith(data))
-	}
-	var o kmstypes.EncryptedObject
-	if err := proto.Unmarshal(rest, &o); err != nil {
-		return "", fmt.Errorf("read the KMS v2 envelope of plugin %q: %w", enc.KeyName, err)
-	}
-	if o.KeyID == "" {
-		return "", fmt.Errorf("the KMS v2 envelope of plugin %q names no key ID", enc.KeyName)
-	}
-	return o.KeyID, nil
-}
 
 // kmsDefaultTimeout is kube-apiserver's timeout for a KMS call when the
 // configuration gives none.

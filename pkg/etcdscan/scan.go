@@ -220,6 +220,8 @@ type scan struct {
 	census    map[string]map[string]int
 	keyCensus map[string]map[string]int
 	writers   map[string]string
+	// keyIDs are the KMS v2 plugins' answers: the key ID each writes with.
+	keyIDs map[string]keyIDAnswer
 	// atRev is "at revision N", said of every finding.
 	atRev string
 	// strs holds the strings findings share (see intern).
@@ -357,7 +359,7 @@ func (s *scan) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.finishVersions()
+	s.finishVersions(ctx)
 	s.rep.take(s.found)
 	s.rep.Checks = append(s.rep.Checks, s.typesCheck(), s.namespacesCheck(), s.encryptionCheck(classes), s.apiCheck())
 	return nil

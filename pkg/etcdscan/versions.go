@@ -1,6 +1,7 @@
 package etcdscan
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,11 +25,34 @@ type StoredVersions struct {
 	// CRDStoredVersions is the CRD's status.storedVersions.
 	CRDStoredVersions []string `json:"crdStoredVersions,omitempty"`
 	// Keys counts objects by encryption provider and key ("aescbc/key1",
-	// "kms v2/<plugin>", "identity" for plaintext).
+	// "identity" for plaintext), KMS v2 values by plugin and the key ID
+	// their envelope names ("kms v2/<plugin> (key ID 7)").
 	Keys map[string]int `json:"keys,omitempty"`
 	// Writer is the provider and key that write the resource, when the
-	// encryption configuration was given ("" otherwise).
+	// encryption configuration was given ("" otherwise); for a KMS v2
+	// plugin, with the key ID it said it writes with.
 	Writer string `json:"writer,omitempty"`
+	// WriterKeyIDUnknown says why the KMS v2 plugin that writes the
+	// resource was not asked its key ID, or did not say it: which of its
+	// key IDs writes is then not known.
+	WriterKeyIDUnknown string `json:"writerKeyIDUnknown,omitempty"`
+}
+
+// Writes says whether key (a name of Keys) writes the resource now:
+// "true", "false", or "unknown" without the encryption configuration, and
+// for a key ID of the KMS v2 plugin that writes when the plugin did not say
+// its key ID.
+func (v StoredVersions) Writes(key string) string {
+	if v.Writer == "" || (v.Writer == Plugin(key) && KeyIDOf(key) != "") {
+		return "unknown"
+	}
+	return fmt.Sprint(key == v.Writer)
+}
+
+// keyIDAsker is what a decrypter that can ask a KMS v2 plugin its current
+// key ID says (*decrypt.Decrypter).
+type keyIDAsker interface {
+	CurrentKeyID(ctx context.Context, plugin string) (string, error)
 }
 
 // writerOf is what a decrypter that knows its configuration's write key
@@ -52,7 +76,7 @@ func KeyName(enc *decode.Encryption) string {
 
 // tallyKey counts one stored value by its encryption provider and key,
 // and notes which one writes its resource.
-func (s *scan) tallyKey(resource string, gr *schema.GroupResource, enc *decode.Encryption) {
+func (s *scan) tallyKey(resource string, gr *schema.GroupResource, enc *decode.Encryption, value []byte) {
 	if s.keyCensus == nil {
 		s.keyCensus, s.writers = map[string]map[string]int{}, map[string]string{}
 	}
@@ -64,7 +88,47 @@ func (s *scan) tallyKey(resource string, gr *schema.GroupResource, enc *decode.E
 			s.writers[resource] = w.Writer(*gr)
 		}
 	}
-	m[KeyName(enc)]++
+	m[KeyNameOf(enc, value)]++
+}
+
+// writerKeyIDs asks each KMS v2 plugin that writes a resource holding
+// values of that plugin its key ID, once a scan, and names the writer
+// with it; a plugin that does not answer leaves its key IDs unjudged,
+// with why.
+func (s *scan) writerKeyIDs(ctx context.Context, v *StoredVersions) {
+	if v.Writer == "" || !strings.HasPrefix(v.Writer, "kms v2/") {
+		return
+	}
+	held := false
+	for k := range v.Keys {
+		held = held || (Plugin(k) == v.Writer && KeyIDOf(k) != "")
+	}
+	if !held {
+		return
+	}
+	if s.keyIDs == nil {
+		s.keyIDs = map[string]keyIDAnswer{}
+	}
+	a, ok := s.keyIDs[v.Writer]
+	if !ok {
+		if asker, can := s.opts.Decrypter.(keyIDAsker); can {
+			a.id, a.err = asker.CurrentKeyID(ctx, v.Writer)
+		} else {
+			a.err = fmt.Errorf("no KMS plugin is asked here")
+		}
+		s.keyIDs[v.Writer] = a
+	}
+	if a.err != nil {
+		v.WriterKeyIDUnknown = a.err.Error()
+		return
+	}
+	v.Writer = WithKeyID(v.Writer, a.id)
+}
+
+// keyIDAnswer is what a KMS v2 plugin said its key ID is.
+type keyIDAnswer struct {
+	id  string
+	err error
 }
 
 // tally counts one stored object for the census.
@@ -168,7 +232,7 @@ func crdVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 }
 
 // finishVersions turns the tally into the report's census.
-func (s *scan) finishVersions() {
+func (s *scan) finishVersions(ctx context.Context) {
 	resources := map[string]bool{}
 	for r := range s.census {
 		resources[r] = true
@@ -182,6 +246,7 @@ func (s *scan) finishVersions() {
 			stored = map[string]int{}
 		}
 		v := StoredVersions{Resource: resource, Stored: stored, Keys: s.keyCensus[resource], Writer: s.writers[resource]}
+		s.writerKeyIDs(ctx, &v)
 		for _, c := range s.types.CRDs {
 			if c.Object != nil && c.Resource().GroupResource() == resource {
 				v.CRDVersions = crdVersions(c.Object)

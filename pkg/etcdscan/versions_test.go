@@ -2,14 +2,18 @@ package etcdscan
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kmstypes "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/decode"
@@ -85,4 +89,71 @@ func TestCensusCountsKeys(t *testing.T) {
 		return
 	}
 	t.Errorf("no census of secrets: %+v", rep.Versions)
+}
+
+// kmsKeys is a decrypter whose KMS v2 plugin writes and says its key ID
+// (an error: it does not answer).
+type kmsKeys struct {
+	plainKeys
+	keyID string
+	err   error
+}
+
+func (k kmsKeys) CurrentKeyID(context.Context, string) (string, error) { return k.keyID, k.err }
+
+// TestCensusCountsKMSKeyIDs: KMS v2 values are counted by the key ID their
+// envelope names, a torn envelope as unreadable; the writer is named with
+// the key ID its plugin says, and a plugin that does not answer leaves the
+// writer without one, with why.
+func TestCensusCountsKMSKeyIDs(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	env := func(keyID string) string {
+		b, err := proto.Marshal(&kmstypes.EncryptedObject{EncryptedData: []byte("c"), KeyID: keyID, EncryptedDEKSource: []byte("d")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "k8s:enc:kms:v2:vault:" + string(b)
+	}
+	for k, v := range map[string]string{
+		"/registry/namespaces/default": etcdtest.Encode(t, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}}),
+		"/registry/secrets/default/a":  env("1"),
+		"/registry/secrets/default/b":  env("2"),
+		"/registry/secrets/default/c":  env("2"),
+		"/registry/secrets/default/d":  "k8s:enc:kms:v2:vault:\xff\xff",
+	} {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := NewEtcdStore(ctx, cli, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name               string
+		dec                kmsKeys
+		writer, whyNoKeyID string
+	}{
+		{"the plugin answers", kmsKeys{plainKeys{"kms v2/vault"}, "2", nil}, "kms v2/vault (key ID 2)", ""},
+		{"the plugin is down", kmsKeys{plainKeys{"kms v2/vault"}, "", errors.New("connect to KMS plugin")}, "kms v2/vault", "connect to KMS plugin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Scan(ctx, store, Options{Decrypter: tc.dec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(rep.Versions, func(v StoredVersions) bool { return v.Resource == "secrets" })
+			if i < 0 {
+				t.Fatalf("no census of secrets: %+v", rep.Versions)
+			}
+			v := rep.Versions[i]
+			if got := fmt.Sprint(v.Keys); got != "map[kms v2/vault (key ID 1):1 kms v2/vault (key ID 2):2 kms v2/vault (key ID unreadable):1]" {
+				t.Errorf("keys %s", got)
+			}
+			if v.Writer != tc.writer || v.WriterKeyIDUnknown != tc.whyNoKeyID {
+				t.Errorf("writer %q (key ID unknown: %q), want %q (%q)", v.Writer, v.WriterKeyIDUnknown, tc.writer, tc.whyNoKeyID)
+			}
+		})
+	}
 }

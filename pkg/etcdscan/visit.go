@@ -112,7 +112,7 @@ func (s *scan) visitDecoded(ctx context.Context, d *decoded) error {
 		gr = &schema.GroupResource{Group: resources[0].Group, Resource: resources[0].Resource}
 	}
 	if obj != nil {
-		s.tallyKey(f.Resource, gr, obj.Encryption)
+		s.tallyKey(f.Resource, gr, obj.Encryption, kv.Value)
 	}
 	ask := confirmation{key: key, ns: k.Namespace, name: k.Name}
 	if len(resources) > 0 && v.state == typeServed {

@@ -155,11 +155,7 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 			s.Stored[StoredKey{Resource: r, StoredAs: textsafe.Escape(at)}] += n
 		}
 		for k, n := range v.Keys {
-			writes := "unknown"
-			if v.Writer != "" {
-				writes = fmt.Sprint(k == v.Writer)
-			}
-			s.Keys[KeyKey{Resource: r, Key: textsafe.Escape(k), Writes: writes}] += n
+			s.Keys[KeyKey{Resource: r, Key: textsafe.Escape(k), Writes: v.Writes(k)}] += n
 		}
 	}
 	return s, nil

@@ -38,11 +38,20 @@ func TestSummarize(t *testing.T) {
 		Versions: []etcdscan.StoredVersions{
 			{Resource: "secrets", Stored: map[string]int{"v1": 5}, Keys: map[string]int{"aescbc/key2": 3, "aescbc/key1": 2}, Writer: "aescbc/key2"},
 			{Resource: "widgets.example.com", Stored: map[string]int{"example.com/v1": 1, "encrypted kms/p": 1}, Keys: map[string]int{"identity": 1, "kms v2/p": 1}},
+			// A KMS v2 plugin rotated its key: each key ID is a key of its own.
+			{Resource: "configmaps", Stored: map[string]int{"encrypted kms/p": 10}, Keys: map[string]int{"kms v2/p (key ID 1)": 4, "kms v2/p (key ID 2)": 6}, Writer: "kms v2/p (key ID 2)"},
+			// The plugin did not say its key ID: which of its key IDs
+			// writes is not known, another key still does not write.
+			{Resource: "leases.coordination.k8s.io", Stored: map[string]int{"encrypted kms/q": 1, "coordination.k8s.io/v1": 1},
+				Keys: map[string]int{"kms v2/q (key ID 1)": 1, "aescbc/key1": 1}, Writer: "kms v2/q", WriterKeyIDUnknown: "connect to KMS plugin"},
 		},
 	}
-	stored := map[StoredKey]int{{"secrets", "v1"}: 5, {"widgets.example.com", "example.com/v1"}: 1, {"widgets.example.com", "encrypted kms/p"}: 1}
+	stored := map[StoredKey]int{{"secrets", "v1"}: 5, {"widgets.example.com", "example.com/v1"}: 1, {"widgets.example.com", "encrypted kms/p"}: 1,
+		{"configmaps", "encrypted kms/p"}: 10, {"leases.coordination.k8s.io", "encrypted kms/q"}: 1, {"leases.coordination.k8s.io", "coordination.k8s.io/v1"}: 1}
 	keys := map[KeyKey]int{{"secrets", "aescbc/key2", "true"}: 3, {"secrets", "aescbc/key1", "false"}: 2,
-		{"widgets.example.com", "identity", "unknown"}: 1, {"widgets.example.com", "kms v2/p", "unknown"}: 1}
+		{"widgets.example.com", "identity", "unknown"}: 1, {"widgets.example.com", "kms v2/p", "unknown"}: 1,
+		{"configmaps", "kms v2/p (key ID 1)", "false"}: 4, {"configmaps", "kms v2/p (key ID 2)", "true"}: 6,
+		{"leases.coordination.k8s.io", "kms v2/q (key ID 1)", "unknown"}: 1, {"leases.coordination.k8s.io", "aescbc/key1", "false"}: 1}
 	tests := []struct {
 		name  string
 		limit int

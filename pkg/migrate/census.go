@@ -135,7 +135,7 @@ func Take(ctx context.Context, store etcdscan.Store, registry string, t Target, 
 			if id, err := dec.CurrentKeyID(ctx, c.Writer); err != nil {
 				c.KeyIDUnread = err.Error()
 			} else {
-				c.WriterKeyID, c.Writer = id, decrypt.WithKeyID(c.Writer, id)
+				c.WriterKeyID, c.Writer = id, etcdscan.WithKeyID(c.Writer, id)
 			}
 		}
 	}
@@ -172,7 +172,7 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 			c.Unreadable = append(c.Unreadable, o)
 			return
 		}
-		if b := c.Target.Builtin; b != nil && decrypt.Plugin(o.StoredWith) == decrypt.Plugin(c.Writer) {
+		if b := c.Target.Builtin; b != nil && etcdscan.Plugin(o.StoredWith) == etcdscan.Plugin(c.Writer) {
 			if why := b.judgeKMS(); why != "" {
 				st := o
 				st.Why = why
@@ -180,7 +180,7 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 				return
 			}
 		}
-		if o.StoredWith != c.Writer && slices.Contains(c.Readers, decrypt.Plugin(o.StoredWith)) {
+		if o.StoredWith != c.Writer && slices.Contains(c.Readers, etcdscan.Plugin(o.StoredWith)) {
 			o.Why = fmt.Sprintf("under %s, not %s", o.StoredWith, c.Writer)
 			c.Rewrite = append(c.Rewrite, o)
 		} else if o.StoredWith != c.Writer {
@@ -249,19 +249,15 @@ func (c *Census) add(ctx context.Context, registry string, dec *decrypt.Decrypte
 // that plugin whose key ID cannot be read is named so, with the error.
 func (c *Census) under(value []byte) (string, error) {
 	with := decrypt.StoredWith(value)
-	if c.WriterKeyID == "" || with != decrypt.Plugin(c.Writer) {
+	if c.WriterKeyID == "" || with != etcdscan.Plugin(c.Writer) {
 		return with, nil
 	}
-	id, err := decrypt.KMSKeyID(value)
+	id, err := decode.KMSKeyID(value)
 	if err != nil {
-		return decrypt.WithKeyID(with, unreadableKeyID), err
+		return etcdscan.WithKeyID(with, etcdscan.UnreadableKeyID), err
 	}
-	return decrypt.WithKeyID(with, id), nil
+	return etcdscan.WithKeyID(with, id), nil
 }
-
-// unreadableKeyID stands for the key ID of a KMS v2 envelope that does not
-// read.
-const unreadableKeyID = "unreadable"
 
 // nameOf is under without the error, for counts.
 func (c *Census) nameOf(value []byte) string {

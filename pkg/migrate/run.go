@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
 // Options say how Run goes.
@@ -348,13 +348,13 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 	delete(keys, proof.Writer)
 	// The plugin that writes is judged by its key IDs, once it said which
 	// one it writes with.
-	delete(keys, decrypt.Plugin(proof.Writer))
+	delete(keys, etcdscan.Plugin(proof.Writer))
 	var out []KeyVerdict
 	// A KMS v2 envelope whose key ID does not read holds a key ID nobody
 	// knows: the other key IDs' verdict keeps them all.
 	torn := 0
 	if proof.WriterKeyID != "" {
-		tornName := decrypt.WithKeyID(decrypt.Plugin(proof.Writer), unreadableKeyID)
+		tornName := etcdscan.WithKeyID(etcdscan.Plugin(proof.Writer), etcdscan.UnreadableKeyID)
 		torn = proof.ByKey[tornName]
 		if h != nil {
 			torn += h.ByKey[tornName]
@@ -362,7 +362,7 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 		delete(keys, tornName)
 	}
 	for k := range keys {
-		v := KeyVerdict{Key: k, Live: proof.ByKey[k], KeyID: decrypt.KeyIDOf(k), AlsoReads: alsoReads(proof, k)}
+		v := KeyVerdict{Key: k, Live: proof.ByKey[k], KeyID: etcdscan.KeyIDOf(k), AlsoReads: alsoReads(proof, k)}
 		if herr != nil {
 			v.HistoryUnread = herr.Error()
 		} else if h != nil {
@@ -381,7 +381,7 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 	if proof.WriterKeyID != "" && !slices.ContainsFunc(out, func(v KeyVerdict) bool { return v.KeyID != "" }) {
 		// No older key ID is seen anywhere etcd holds (once compacted,
 		// etcd keeps no trace of one): every other key ID is judged at once.
-		plugin := decrypt.Plugin(proof.Writer)
+		plugin := etcdscan.Plugin(proof.Writer)
 		v := KeyVerdict{Key: plugin + " (other key IDs)", OtherKeyIDs: true, AlsoReads: alsoReads(proof, plugin), Live: torn}
 		if herr != nil {
 			v.HistoryUnread = herr.Error()
@@ -397,7 +397,7 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 // reads with the provider and key k.
 func alsoReads(proof *Census, k string) []string {
 	var out []string
-	for _, r := range proof.ReadBy[decrypt.Plugin(k)] {
+	for _, r := range proof.ReadBy[etcdscan.Plugin(k)] {
 		if schema.ParseGroupResource(r) != proof.Target.Resource && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
