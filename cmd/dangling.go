@@ -64,7 +64,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		return err
 	}
 	defer rs.Close()
-	rep, err := g.scan(ctx, rs, o.namespace, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false)
+	rep, err := g.scan(ctx, rs, o.namespace, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
 	if err != nil {
 		return err
 	}

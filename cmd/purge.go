@@ -128,7 +128,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: impactOpts,
 		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
 		Scan: func(ctx context.Context) (*etcdscan.Report, error) {
-			return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false)
+			return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
 		}})
 	if err != nil {
 		return err

@@ -94,7 +94,7 @@ func validateNamespace(ns string) error {
 }
 
 func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut io.Writer) error {
-	rep, err := scanReport(ctx, g, o.namespace, o.reads, o.terminatingAfter, o.apiCheckLimit)
+	rep, err := scanReport(ctx, g, o.namespace, o.reads, o.terminatingAfter, o.apiCheckLimit, false)
 	if err != nil {
 		return err
 	}
@@ -108,8 +108,9 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 	return nil
 }
 
-// scanReport connects to etcd and the API server and runs one scan.
-func scanReport(ctx context.Context, g *globalOptions, namespace string, reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int) (*etcdscan.Report, error) {
+// scanReport connects to etcd and the API server and runs one scan
+// (keyIDs: as g.scan).
+func scanReport(ctx context.Context, g *globalOptions, namespace string, reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int, keyIDs bool) (*etcdscan.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, reads)
@@ -117,7 +118,7 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads s
 		return nil, err
 	}
 	defer rs.Close()
-	return g.scan(ctx, rs, namespace, terminatingAfter, apiCheckLimit, false)
+	return g.scan(ctx, rs, namespace, terminatingAfter, apiCheckLimit, false, keyIDs)
 }
 
 // spillAfter, when set (the golden tests run every command spilled), is
@@ -137,13 +138,14 @@ func spillSetting() (int, error) {
 }
 
 // scan runs one scan over rs with the progress line on stderr (unless
-// quiet) and the spill setting.
-func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace string, terminatingAfter time.Duration, apiCheckLimit int, quiet bool) (*etcdscan.Report, error) {
+// quiet) and the spill setting; keyIDs asks the KMS v2 plugins that write
+// their key ID (versions, serve).
+func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace string, terminatingAfter time.Duration, apiCheckLimit int, quiet, keyIDs bool) (*etcdscan.Report, error) {
 	spill, err := spillSetting()
 	if err != nil {
 		return nil, err
 	}
-	so := session.ScanOptions{Namespace: namespace, TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, SpillAfter: spill, Now: clock}
+	so := session.ScanOptions{Namespace: namespace, TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, SpillAfter: spill, Now: clock, KMSKeyIDs: keyIDs}
 	if !quiet {
 		so.Progress = func() (func(read, total int), func()) { return render.ScanProgress(g.errOut) }
 	}

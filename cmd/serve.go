@@ -227,7 +227,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		DialTimeout: g.Etcd.DialTimeout, PageSize: o.reads.PageSize, Stream: o.reads.Stream, MaxKeysPerSecond: o.reads.MaxKeysPerSecond,
 		Scan: coll.MeasureSpace(exporter.SpaceOptions{Prefix: g.Prefix, NamespaceLimit: o.namespaceLimit, Members: space.MembersOf(&g.Settings, 0)}, func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
 			rs := session.Wrap(g.Prefix, in.Store, in.Decrypter, in.API, in.APIUnavailable)
-			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true)
+			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true, true)
 			var ae *session.APIError
 			if errors.As(err, &ae) {
 				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}

@@ -88,7 +88,7 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer)
 	}
 	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota, BackupRoot: o.backupDir,
 		Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
-			return g.scan(ctx, rs, "", etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false)
+			return g.scan(ctx, rs, "", etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
 		}})
 	if err != nil {
 		return err

@@ -95,8 +95,8 @@ resources:
 	checkCapture(t, "dry-run", code, out, errOut)
 	// versions (and serve, from the same census) count by key ID, and name
 	// the key ID the plugin says it writes with.
-	if keys, writer := secretKeys(t, c, enc); keys["kms v2/vault (key ID 1)"] < secrets || keys["kms v2/vault (key ID 2)"] != 0 || writer != "kms v2/vault (key ID 2)" {
-		t.Errorf("versions before the migration: keys %v, writer %q", keys, writer)
+	if v := secretKeys(t, c, enc); v.Keys["kms v2/vault (key ID 1)"] < secrets || v.Keys["kms v2/vault (key ID 2)"] != 0 || v.Writer != "kms v2/vault" || v.WriterKeyID != "2" {
+		t.Errorf("versions before the migration: %+v", v)
 	}
 
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc, "--confirm", "--yes")
@@ -114,8 +114,8 @@ resources:
 		t.Errorf("after the migration, key IDs %v", ids)
 	}
 	c.assertChangedOnly(t, "migrate", before, keysUnderPrefix(t, c, "/registry/secrets/"))
-	if keys, writer := secretKeys(t, c, enc); keys["kms v2/vault (key ID 1)"] != 0 || keys["kms v2/vault (key ID 2)"] < secrets || writer != "kms v2/vault (key ID 2)" {
-		t.Errorf("versions after the migration: keys %v, writer %q", keys, writer)
+	if v := secretKeys(t, c, enc); v.Keys["kms v2/vault (key ID 1)"] != 0 || v.Keys["kms v2/vault (key ID 2)"] < secrets || v.WriterKeyID != "2" {
+		t.Errorf("versions after the migration: %+v", v)
 	}
 
 	// Compacted past the rewrites, key ID 1 is held by nothing.
@@ -135,14 +135,25 @@ resources:
 	defer plugin.ExitFailedState()
 	out, errOut, code = c.regghost(t, "", "migrate", "secrets", "--encryption-provider-config", enc)
 	checkCapture(t, "plugin-down", code, out, errOut)
+	if v := secretKeys(t, c, enc); v.WriterKeyID != "" || !strings.Contains(v.WriterKeyIDUnknown, "for its key ID") {
+		t.Errorf("versions with the plugin failing: %+v", v)
+	}
 	if !strings.Contains(oneLine(out), "their KMS v2 key ID is not judged") || strings.Contains(oneLine(out), "no longer need") {
 		t.Errorf("plugin failing: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
 
+// secretCensus is what versions -o json says of Secrets' keys.
+type secretCensus struct {
+	Keys               map[string]int `json:"keys"`
+	Writer             string         `json:"writer"`
+	WriterKeyID        string         `json:"writerKeyID"`
+	WriterKeyIDUnknown string         `json:"writerKeyIDUnknown"`
+}
+
 // secretKeys is regghost versions' count of Secrets by encryption key,
 // and the key that writes them, read with the configuration enc.
-func secretKeys(t *testing.T, c *cluster, enc string) (map[string]int, string) {
+func secretKeys(t *testing.T, c *cluster, enc string) secretCensus {
 	t.Helper()
 	out, errOut, code := c.regghost(t, "", "versions", "--encryption-provider-config", enc, "-o", "json")
 	if code != 0 {
@@ -150,17 +161,16 @@ func secretKeys(t *testing.T, c *cluster, enc string) (map[string]int, string) {
 	}
 	var doc struct {
 		Versions []struct {
-			Resource string         `json:"resource"`
-			Keys     map[string]int `json:"keys"`
-			Writer   string         `json:"writer"`
+			Resource string `json:"resource"`
+			secretCensus
 		} `json:"versions"`
 	}
 	mustNoErr(t, "read versions' JSON", json.Unmarshal([]byte(out), &doc))
 	for _, v := range doc.Versions {
 		if v.Resource == "secrets" {
-			return v.Keys, v.Writer
+			return v.secretCensus
 		}
 	}
 	t.Fatalf("versions counts no secrets:\n%s", out)
-	return nil, ""
+	return secretCensus{}
 }

@@ -24,12 +24,13 @@ func Versions(rep *etcdscan.Report, findings []etcdscan.Finding) Output {
 // writeKeys writes the objects of each resource by the encryption key
 // they are stored under, and whether it writes them now, once the
 // encryption configuration was given (nothing without it: every key would
-// be "not known").
+// be "not known"). A resource the configuration leaves in plaintext, all
+// of it plaintext, is left out.
 func writeKeys(out io.Writer, versions []etcdscan.StoredVersions) error {
 	var t *table.Table
 	var unknown []string
 	for _, v := range versions {
-		if v.Writer == "" {
+		if v.Writer == "" || (v.Writer == "identity" && len(v.Keys) == 1 && v.Keys["identity"] > 0) {
 			continue
 		}
 		if t == nil {
@@ -41,13 +42,13 @@ func writeKeys(out io.Writer, versions []etcdscan.StoredVersions) error {
 			if i == 0 {
 				name = v.Resource
 			}
-			writes := map[string]string{"true": "yes", "false": "no: regghost migrate " + v.Resource, "unknown": "not known"}[v.Writes(k)]
+			writes := map[string]string{"true": "yes", "false": "no: regghost migrate moves them", "unknown": "not known"}[v.Writes(k)]
 			if err := t.Append([]string{name, k, fmt.Sprint(v.Keys[k]), writes}); err != nil {
 				return err
 			}
 		}
 		if v.WriterKeyIDUnknown != "" {
-			unknown = append(unknown, fmt.Sprintf("%s: %s writes it, and did not say its key ID (%s): which key ID writes is not known.", v.Resource, v.Writer, v.WriterKeyIDUnknown))
+			unknown = append(unknown, fmt.Sprintf("%s: %s writes them; which of its key IDs it writes with is not known: %s.", v.Resource, v.Writer, v.WriterKeyIDUnknown))
 		}
 	}
 	if t == nil {
@@ -57,7 +58,7 @@ func writeKeys(out io.Writer, versions []etcdscan.StoredVersions) error {
 		return err
 	}
 	for _, u := range unknown {
-		fmt.Fprintln(out, u)
+		table.Para(out, "", "  ", u)
 	}
 	return nil
 }

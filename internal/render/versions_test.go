@@ -19,12 +19,14 @@ func TestVersionsKeys(t *testing.T) {
 		not      []string
 	}{
 		{"rotated inside the plugin", []etcdscan.StoredVersions{{Resource: "secrets", Stored: map[string]int{"v1": 3},
-			Keys: map[string]int{"kms v2/vault (key ID 1)": 2, "kms v2/vault (key ID 2)": 1}, Writer: "kms v2/vault (key ID 2)"}},
-			[]string{"ENCRYPTED WITH", "kms v2/vault (key ID 1)  2        no: regghost migrate secrets", "kms v2/vault (key ID 2)  1        yes"}, nil},
+			Keys:   map[string]int{"kms v2/vault (key ID 1)": 2, "kms v2/vault (key ID 2)": 1, "kms v2/vault (key ID unreadable)": 1},
+			Writer: "kms v2/vault", WriterKeyID: "2"}, {Resource: "configmaps", Stored: map[string]int{"v1": 3}, Keys: map[string]int{"identity": 3}, Writer: "identity"}},
+			[]string{"ENCRYPTED WITH", "kms v2/vault (key ID 1)           2        no: regghost migrate moves them",
+				"kms v2/vault (key ID 2)           1        yes", "kms v2/vault (key ID unreadable)  1        not known"}, []string{"configmaps  identity"}},
 		{"the plugin did not answer", []etcdscan.StoredVersions{{Resource: "secrets", Stored: map[string]int{"v1": 2},
 			Keys: map[string]int{"kms v2/vault (key ID 1)": 1, "aescbc/key1": 1}, Writer: "kms v2/vault", WriterKeyIDUnknown: "connect to KMS plugin"}},
 			[]string{"aescbc/key1              1        no", "kms v2/vault (key ID 1)  1        not known",
-				"secrets: kms v2/vault writes it, and did not say its key ID (connect to KMS plugin): which key ID writes is not known."}, nil},
+				"secrets: kms v2/vault writes them; which of its key IDs it writes with is not known: connect to KMS plugin."}, nil},
 		{"no configuration", []etcdscan.StoredVersions{{Resource: "secrets", Stored: map[string]int{"v1": 1}, Keys: map[string]int{"aescbc/key1": 1}}},
 			nil, []string{"ENCRYPTED WITH"}},
 	} {

@@ -28,6 +28,9 @@ type Decrypter struct {
 	kms map[string]*apiserverv1.KMSConfiguration
 	// Path is the configuration file, for reports.
 	Path string
+	// Root is where the node's files are (--node-root): a KMS plugin's
+	// unix socket is looked for under it, as the configuration file is.
+	Root string
 }
 
 // Load reads a kube-apiserver EncryptionConfiguration file.

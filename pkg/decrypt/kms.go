@@ -3,6 +3,8 @@ package decrypt
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -29,9 +31,13 @@ func (d *Decrypter) CurrentKeyID(ctx context.Context, plugin string) (string, er
 	if c.Timeout != nil && c.Timeout.Duration > 0 {
 		timeout = c.Timeout.Duration
 	}
+	endpoint, err := d.socket(c)
+	if err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // closes the connection
-	svc, err := kmsv2.NewGRPCService(ctx, c.Endpoint, c.Name, timeout)
+	svc, err := kmsv2.NewGRPCService(ctx, endpoint, c.Name, timeout)
 	if err != nil {
 		return "", fmt.Errorf("connect to KMS plugin %q at %s: %w", c.Name, c.Endpoint, err)
 	}
@@ -46,6 +52,23 @@ func (d *Decrypter) CurrentKeyID(ctx context.Context, plugin string) (string, er
 		return "", fmt.Errorf("KMS plugin %q at %s names no key ID", c.Name, c.Endpoint)
 	}
 	return st.KeyID, nil
+}
+
+// socket is the endpoint of KMS plugin c as seen from here: a unix socket
+// under Root, refused at once when it is not there (gRPC would wait the
+// plugin's whole timeout for it).
+func (d *Decrypter) socket(c *apiserverv1.KMSConfiguration) (string, error) {
+	path, ok := strings.CutPrefix(c.Endpoint, "unix://")
+	if !ok || strings.HasPrefix(path, "@") { // an abstract socket has no file
+		return c.Endpoint, nil
+	}
+	if d.Root != "" {
+		path = filepath.Join(d.Root, path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("KMS plugin %q has no socket here (%w): run on a control-plane node, where kube-apiserver reaches it, or mount its directory", c.Name, err)
+	}
+	return "unix://" + path, nil
 }
 
 // SameEndpoint names every KMS v2 plugin of the configuration at the

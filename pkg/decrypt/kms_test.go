@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 )
 
 // TestSameEndpoint: plugins at one endpoint serve one KMS, whatever their
@@ -37,5 +39,29 @@ resources:
 	}
 	if got := d.SameEndpoint("kms v2/nope"); got != nil {
 		t.Errorf("unknown plugin: %v", got)
+	}
+}
+
+// TestSocketUnderRoot: a KMS plugin's unix socket is looked for under the
+// node root, as the configuration is, and its absence is said at once;
+// an abstract socket or another scheme is dialled as written.
+func TestSocketUnderRoot(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "run/kms"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "run/kms/plugin.sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &Decrypter{Root: root}
+	for _, tc := range []struct{ endpoint, want, err string }{
+		{"unix:///run/kms/plugin.sock", "unix://" + filepath.Join(root, "run/kms/plugin.sock"), ""},
+		{"unix:///run/kms/gone.sock", "", "has no socket here"},
+		{"unix:@kms", "unix:@kms", ""},
+	} {
+		got, err := d.socket(&apiserverv1.KMSConfiguration{Name: "vault", Endpoint: tc.endpoint})
+		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %q, %v; want %q, %q", tc.endpoint, got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// Decrypter, when set, decrypts encrypted values so they are classified
 	// like any other; a value it fails to decrypt is encrypted-unknown.
 	Decrypter Decrypter
+	// KMSKeyIDs asks the KMS v2 plugin that writes a resource holding its
+	// values for the key ID it writes with (once a scan; versions and
+	// serve), so its other key IDs count as keys that no longer write.
+	KMSKeyIDs bool
 	// TerminatingAfter is the stuck-terminating threshold.
 	TerminatingAfter time.Duration
 	// APICheckLimit bounds the single-object reads made against the API server.
@@ -362,6 +366,9 @@ func (s *scan) finish(ctx context.Context) error {
 	s.finishVersions(ctx)
 	s.rep.take(s.found)
 	s.rep.Checks = append(s.rep.Checks, s.typesCheck(), s.namespacesCheck(), s.encryptionCheck(classes), s.apiCheck())
+	if c, ok := s.keyIDsCheck(); ok {
+		s.rep.Checks = append(s.rep.Checks, c)
+	}
 	return nil
 }
 

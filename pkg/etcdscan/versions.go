@@ -3,6 +3,8 @@ package etcdscan
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,23 +30,30 @@ type StoredVersions struct {
 	// "identity" for plaintext), KMS v2 values by plugin and the key ID
 	// their envelope names ("kms v2/<plugin> (key ID 7)").
 	Keys map[string]int `json:"keys,omitempty"`
-	// Writer is the provider and key that write the resource, when the
-	// encryption configuration was given ("" otherwise); for a KMS v2
-	// plugin, with the key ID it said it writes with.
+	// Writer is the provider and key that write the resource, as the
+	// encryption configuration names them, when it was given ("" otherwise).
 	Writer string `json:"writer,omitempty"`
-	// WriterKeyIDUnknown says why the KMS v2 plugin that writes the
-	// resource was not asked its key ID, or did not say it: which of its
-	// key IDs writes is then not known.
+	// WriterKeyID is the key ID the KMS v2 plugin that writes said it
+	// writes with; WriterKeyIDUnknown says why it is not known (the plugin
+	// was not asked, or did not answer).
+	WriterKeyID        string `json:"writerKeyID,omitempty"`
 	WriterKeyIDUnknown string `json:"writerKeyIDUnknown,omitempty"`
 }
 
 // Writes says whether key (a name of Keys) writes the resource now:
-// "true", "false", or "unknown" without the encryption configuration, and
-// for a key ID of the KMS v2 plugin that writes when the plugin did not say
-// its key ID.
+// "true", "false", or "unknown": without the encryption configuration, for
+// an envelope whose key ID does not read, and for a key ID of the KMS v2
+// plugin that writes when the plugin did not say its own.
 func (v StoredVersions) Writes(key string) string {
-	if v.Writer == "" || (v.Writer == Plugin(key) && KeyIDOf(key) != "") {
+	id := KeyIDOf(key)
+	switch {
+	case v.Writer == "" || id == UnreadableKeyID:
 		return "unknown"
+	case id != "" && Plugin(key) == v.Writer:
+		if v.WriterKeyID == "" {
+			return "unknown"
+		}
+		return fmt.Sprint(id == v.WriterKeyID)
 	}
 	return fmt.Sprint(key == v.Writer)
 }
@@ -106,23 +115,45 @@ func (s *scan) writerKeyIDs(ctx context.Context, v *StoredVersions) {
 	if !held {
 		return
 	}
+	asker, can := s.opts.Decrypter.(keyIDAsker)
+	if !s.opts.KMSKeyIDs || !can {
+		v.WriterKeyIDUnknown = "the KMS plugin was not asked (versions and serve ask it, on a live etcd)"
+		return
+	}
 	if s.keyIDs == nil {
 		s.keyIDs = map[string]keyIDAnswer{}
 	}
 	a, ok := s.keyIDs[v.Writer]
 	if !ok {
-		if asker, can := s.opts.Decrypter.(keyIDAsker); can {
-			a.id, a.err = asker.CurrentKeyID(ctx, v.Writer)
-		} else {
-			a.err = fmt.Errorf("no KMS plugin is asked here")
-		}
+		a.id, a.err = asker.CurrentKeyID(ctx, v.Writer)
 		s.keyIDs[v.Writer] = a
 	}
 	if a.err != nil {
 		v.WriterKeyIDUnknown = a.err.Error()
 		return
 	}
-	v.Writer = WithKeyID(v.Writer, a.id)
+	v.WriterKeyID = a.id
+}
+
+// keyIDsCheck says whether every KMS v2 plugin asked its key ID answered
+// (ok false when none was asked): a plugin that did not leaves its key
+// IDs "unknown", and the old-key alert blind to a rotation inside it.
+func (s *scan) keyIDsCheck() (Check, bool) {
+	if len(s.keyIDs) == 0 {
+		return Check{}, false
+	}
+	c := Check{Name: "kms key IDs", Done: true}
+	var notes []string
+	for _, plugin := range slices.Sorted(maps.Keys(s.keyIDs)) {
+		if a := s.keyIDs[plugin]; a.err != nil {
+			c.Done = false
+			notes = append(notes, fmt.Sprintf("%s did not say its key ID (%v): which of its key IDs writes is not known", plugin, a.err))
+		} else {
+			notes = append(notes, fmt.Sprintf("%s writes with key ID %s", plugin, a.id))
+		}
+	}
+	c.Note = strings.Join(notes, "; ")
+	return c, true
 }
 
 // keyIDAnswer is what a KMS v2 plugin said its key ID is.

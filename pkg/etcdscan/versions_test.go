@@ -131,15 +131,17 @@ func TestCensusCountsKMSKeyIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name               string
-		dec                kmsKeys
-		writer, whyNoKeyID string
+		name              string
+		dec               kmsKeys
+		ask               bool
+		keyID, whyNoKeyID string
 	}{
-		{"the plugin answers", kmsKeys{plainKeys{"kms v2/vault"}, "2", nil}, "kms v2/vault (key ID 2)", ""},
-		{"the plugin is down", kmsKeys{plainKeys{"kms v2/vault"}, "", errors.New("connect to KMS plugin")}, "kms v2/vault", "connect to KMS plugin"},
+		{"the plugin answers", kmsKeys{plainKeys{"kms v2/vault"}, "2", nil}, true, "2", ""},
+		{"the plugin is down", kmsKeys{plainKeys{"kms v2/vault"}, "", errors.New("connect to KMS plugin")}, true, "", "connect to KMS plugin"},
+		{"not asked (scan, purge, offline)", kmsKeys{plainKeys{"kms v2/vault"}, "2", nil}, false, "", "the KMS plugin was not asked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Scan(ctx, store, Options{Decrypter: tc.dec})
+			rep, err := Scan(ctx, store, Options{Decrypter: tc.dec, KMSKeyIDs: tc.ask})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,8 +153,20 @@ func TestCensusCountsKMSKeyIDs(t *testing.T) {
 			if got := fmt.Sprint(v.Keys); got != "map[kms v2/vault (key ID 1):1 kms v2/vault (key ID 2):2 kms v2/vault (key ID unreadable):1]" {
 				t.Errorf("keys %s", got)
 			}
-			if v.Writer != tc.writer || v.WriterKeyIDUnknown != tc.whyNoKeyID {
-				t.Errorf("writer %q (key ID unknown: %q), want %q (%q)", v.Writer, v.WriterKeyIDUnknown, tc.writer, tc.whyNoKeyID)
+			if v.Writer != "kms v2/vault" || v.WriterKeyID != tc.keyID || !strings.HasPrefix(v.WriterKeyIDUnknown, tc.whyNoKeyID) || (tc.whyNoKeyID == "") != (v.WriterKeyIDUnknown == "") {
+				t.Errorf("writer %q key ID %q (unknown: %q), want key ID %q (%q)", v.Writer, v.WriterKeyID, v.WriterKeyIDUnknown, tc.keyID, tc.whyNoKeyID)
+			}
+			i = slices.IndexFunc(rep.Checks, func(c Check) bool { return c.Name == "kms key IDs" })
+			if asked := i >= 0; asked != tc.ask || (asked && rep.Checks[i].Done != (tc.keyID != "")) {
+				t.Errorf("checks %+v", rep.Checks)
+			}
+			for k, want := range map[string]string{"kms v2/vault (key ID 1)": "false", "kms v2/vault (key ID 2)": "true", "kms v2/vault (key ID unreadable)": "unknown"} {
+				if tc.keyID == "" {
+					want = "unknown"
+				}
+				if got := v.Writes(k); got != want {
+					t.Errorf("%s writes: %s, want %s", k, got, want)
+				}
 			}
 		})
 	}

@@ -10,6 +10,7 @@ package exporter
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -154,11 +155,52 @@ func Summarize(rep *etcdscan.Report, limit int) (*Snapshot, error) {
 		for at, n := range v.Stored {
 			s.Stored[StoredKey{Resource: r, StoredAs: textsafe.Escape(at)}] += n
 		}
-		for k, n := range v.Keys {
+		for k, n := range boundKeyIDs(v, maxKeyIDs) {
 			s.Keys[KeyKey{Resource: r, Key: textsafe.Escape(k), Writes: v.Writes(k)}] += n
 		}
 	}
 	return s, nil
+}
+
+// maxKeyIDs bounds the series of one KMS v2 plugin's key IDs per resource:
+// a KMS that rotates on a schedule, never migrated, adds one a rotation.
+const maxKeyIDs = 5
+
+// boundKeyIDs is v.Keys with at most limit key IDs of each KMS v2 plugin:
+// the one the plugin writes with and an unreadable envelope's are kept,
+// then those holding the most objects; the rest are summed under
+// "<plugin> (other key IDs)", a key that does not write.
+func boundKeyIDs(v etcdscan.StoredVersions, limit int) map[string]int {
+	byPlugin := map[string][]string{}
+	for k := range v.Keys {
+		if etcdscan.KeyIDOf(k) != "" {
+			byPlugin[etcdscan.Plugin(k)] = append(byPlugin[etcdscan.Plugin(k)], k)
+		}
+	}
+	out := maps.Clone(v.Keys)
+	for plugin, ids := range byPlugin {
+		if len(ids) <= limit {
+			continue
+		}
+		first := func(k string) bool {
+			id := etcdscan.KeyIDOf(k)
+			return id == etcdscan.UnreadableKeyID || (plugin == v.Writer && id == v.WriterKeyID)
+		}
+		sort.Slice(ids, func(i, j int) bool {
+			if first(ids[i]) != first(ids[j]) {
+				return first(ids[i])
+			}
+			if v.Keys[ids[i]] != v.Keys[ids[j]] {
+				return v.Keys[ids[i]] > v.Keys[ids[j]]
+			}
+			return ids[i] < ids[j]
+		})
+		for _, k := range ids[limit-1:] {
+			out[plugin+" (other key IDs)"] += out[k]
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // escapeClass is a class as a label value.

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,7 +40,8 @@ func TestSummarize(t *testing.T) {
 			{Resource: "secrets", Stored: map[string]int{"v1": 5}, Keys: map[string]int{"aescbc/key2": 3, "aescbc/key1": 2}, Writer: "aescbc/key2"},
 			{Resource: "widgets.example.com", Stored: map[string]int{"example.com/v1": 1, "encrypted kms/p": 1}, Keys: map[string]int{"identity": 1, "kms v2/p": 1}},
 			// A KMS v2 plugin rotated its key: each key ID is a key of its own.
-			{Resource: "configmaps", Stored: map[string]int{"encrypted kms/p": 10}, Keys: map[string]int{"kms v2/p (key ID 1)": 4, "kms v2/p (key ID 2)": 6}, Writer: "kms v2/p (key ID 2)"},
+			{Resource: "configmaps", Stored: map[string]int{"encrypted kms/p": 11}, Keys: map[string]int{"kms v2/p (key ID 1)": 4, "kms v2/p (key ID 2)": 6,
+				"kms v2/p (key ID unreadable)": 1}, Writer: "kms v2/p", WriterKeyID: "2"},
 			// The plugin did not say its key ID: which of its key IDs
 			// writes is not known, another key still does not write.
 			{Resource: "leases.coordination.k8s.io", Stored: map[string]int{"encrypted kms/q": 1, "coordination.k8s.io/v1": 1},
@@ -47,10 +49,10 @@ func TestSummarize(t *testing.T) {
 		},
 	}
 	stored := map[StoredKey]int{{"secrets", "v1"}: 5, {"widgets.example.com", "example.com/v1"}: 1, {"widgets.example.com", "encrypted kms/p"}: 1,
-		{"configmaps", "encrypted kms/p"}: 10, {"leases.coordination.k8s.io", "encrypted kms/q"}: 1, {"leases.coordination.k8s.io", "coordination.k8s.io/v1"}: 1}
+		{"configmaps", "encrypted kms/p"}: 11, {"leases.coordination.k8s.io", "encrypted kms/q"}: 1, {"leases.coordination.k8s.io", "coordination.k8s.io/v1"}: 1}
 	keys := map[KeyKey]int{{"secrets", "aescbc/key2", "true"}: 3, {"secrets", "aescbc/key1", "false"}: 2,
 		{"widgets.example.com", "identity", "unknown"}: 1, {"widgets.example.com", "kms v2/p", "unknown"}: 1,
-		{"configmaps", "kms v2/p (key ID 1)", "false"}: 4, {"configmaps", "kms v2/p (key ID 2)", "true"}: 6,
+		{"configmaps", "kms v2/p (key ID 1)", "false"}: 4, {"configmaps", "kms v2/p (key ID 2)", "true"}: 6, {"configmaps", "kms v2/p (key ID unreadable)", "unknown"}: 1,
 		{"leases.coordination.k8s.io", "kms v2/q (key ID 1)", "unknown"}: 1, {"leases.coordination.k8s.io", "aescbc/key1", "false"}: 1}
 	tests := []struct {
 		name  string
@@ -188,4 +190,24 @@ func mustSummarize(t *testing.T, rep *etcdscan.Report) *Snapshot {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestBoundKeyIDs: a plugin whose key rotated many times, never migrated,
+// keeps the key ID it writes with, an unreadable envelope's and the
+// fullest, and sums the rest under "(other key IDs)", a key that does not
+// write; a plugin within the bound and other keys are untouched.
+func TestBoundKeyIDs(t *testing.T) {
+	v := etcdscan.StoredVersions{Resource: "secrets", Writer: "kms v2/p", WriterKeyID: "9", Keys: map[string]int{
+		"kms v2/p (key ID 1)": 50, "kms v2/p (key ID 2)": 40, "kms v2/p (key ID 3)": 1, "kms v2/p (key ID 4)": 2,
+		"kms v2/p (key ID 5)": 3, "kms v2/p (key ID 9)": 1, "kms v2/p (key ID unreadable)": 1,
+		"kms v2/q (key ID 1)": 7, "aescbc/key1": 5}}
+	want := map[string]int{"kms v2/p (key ID 9)": 1, "kms v2/p (key ID unreadable)": 1, "kms v2/p (key ID 1)": 50, "kms v2/p (key ID 2)": 40,
+		"kms v2/p (other key IDs)": 6, "kms v2/q (key ID 1)": 7, "aescbc/key1": 5}
+	got := boundKeyIDs(v, 5)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bound key IDs:\n%v\nwant\n%v", got, want)
+	}
+	if w := v.Writes("kms v2/p (other key IDs)"); w != "false" {
+		t.Errorf("other key IDs write: %s", w)
+	}
 }

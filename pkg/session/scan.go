@@ -23,6 +23,9 @@ type ScanOptions struct {
 	// SpillAfter is how many findings stay in memory before they spill.
 	SpillAfter int
 	Now        func() time.Time
+	// KMSKeyIDs asks the KMS v2 plugins that write their key ID (not
+	// offline: the live plugin's key ID is not a snapshot's).
+	KMSKeyIDs bool
 	// Progress, if set, starts the progress display and returns the
 	// function the scan reports to and the one that ends the display.
 	Progress func() (report func(read, total int), done func())
@@ -60,6 +63,7 @@ func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, erro
 	if r.Decrypter != nil {
 		opts.Decrypter = r.Decrypter
 	}
+	opts.KMSKeyIDs = so.KMSKeyIDs && !r.DB
 	if r.DB {
 		// Offline there is no etcd to leave a core to.
 		opts.DecodeWorkers = max(1, runtime.GOMAXPROCS(0)-1)

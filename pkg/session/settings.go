@@ -139,7 +139,12 @@ func (s *Settings) Decrypter(ctx context.Context) (*decrypt.Decrypter, error) {
 	if s.EncryptionConfig == "" {
 		return nil, nil
 	}
-	return decrypt.Load(ctx, s.EncryptionConfig)
+	d, err := decrypt.Load(ctx, s.EncryptionConfig)
+	if err != nil {
+		return nil, err
+	}
+	d.Root = s.NodeRoot
+	return d, nil
 }
 
 // API connects to the API server. It returns nil and the reason when the
