@@ -77,12 +77,20 @@ func readCaptures() (map[string][]capture, error) {
 }
 
 var (
-	captureHex  = regexp.MustCompile(`\b[0-9a-f]{8,}(?:-[0-9a-f]*)*`) // hashes, IDs, UUIDs (whole or cut)
-	capturePath = regexp.MustCompile("(?:/[^\\s/:,;()\\[\\]'\"`]+)+/?")
-	captureNum  = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)*`)
+	captureHex = regexp.MustCompile(`\b[0-9a-f]{8,}(?:-[0-9a-f]*)*`) // hashes, IDs, UUIDs (whole or cut)
+	// A path starts a word (after a blank, a quote, a bracket, = or :),
+	// so group/version and provider/key stay what they say.
+	capturePath = regexp.MustCompile("(^|[\\s\"'`(\\[=:])(?:/+[^\\s/:,;()\\[\\]'\"`]+)+/?")
+	// A number is set aside, but not the few digits that end a name's
+	// letters (key1, v1beta1, m2, x509): those say which one.
+	captureNum = regexp.MustCompile(`([A-Za-z]?)([0-9]+(?:[.,][0-9]+)*)`)
 	// A duration is one token however long it ran: 8s, 1m5s, 2h0m0s.
 	captureDuration = regexp.MustCompile(`\b[0-9]+(?:\.[0-9]+)?(?:h[0-9]+)?(?:m[0-9]+)?(?:\.[0-9]+)?(?:ms|s)\b|\b[0-9]+h[0-9]+m\b`)
 	captureSpace    = regexp.MustCompile(`\s+`)
+	// A KMS key ID is a name's digits: it says which key.
+	captureKeyID = regexp.MustCompile(`key ID ([0-9]{1,3})\b`)
+	// A time of day is one token (its hour is not a name's digits).
+	captureTime = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?`)
 	// A count's noun is singular or plural as the count comes out ("1
 	// lease", "2 leases", "1 entry", "2 entries"): once numbers are set
 	// aside, so is its ending, the first three letters kept.
@@ -90,13 +98,26 @@ var (
 )
 
 // normCapture sets aside what differs from run to run: hex (hashes, IDs),
-// paths, numbers (revisions, sizes, times) and the plural of what they
-// count, and layout (the widths of columns, where a paragraph wraps).
+// paths, times, numbers (revisions, sizes, counts) and the plural of what
+// they count, and layout (the widths of columns, where a paragraph wraps).
+// What names a thing is kept: group/version and provider/key (a path
+// starts a word), the digits ending a name (key1, v1beta1, m2) and a KMS
+// key ID.
 func normCapture(s string) string {
+	s = captureTime.ReplaceAllString(s, "0")
+	s = captureKeyID.ReplaceAllString(s, "keyID$1")
 	s = captureHex.ReplaceAllString(s, "0") // a hash of digits only is a number
-	s = capturePath.ReplaceAllString(s, "P")
+	s = capturePath.ReplaceAllString(s, "${1}P")
 	s = captureDuration.ReplaceAllString(s, "0s")
-	s = captureNum.ReplaceAllString(s, "0")
+	s = captureNum.ReplaceAllStringFunc(s, func(n string) string {
+		if n[0] > '9' && len(n) <= 4 && !strings.ContainsAny(n, ".,") {
+			return n
+		}
+		if n[0] > '9' {
+			return n[:1] + "0"
+		}
+		return "0"
+	})
 	s = captureNoun.ReplaceAllString(s, "0 $1")
 	return strings.TrimSpace(captureSpace.ReplaceAllString(s, " "))
 }

@@ -69,7 +69,7 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 					strings.Join(res.ListedAgain, ", "), plan.Target.CRD.Name, plan.Target.CRD.Name))
 			}
 		}
-		if r := res.Rewrite; r != nil {
+		if r := res.Rewrite; r != nil && (r.Planned > 0 || r.Stopped != "") {
 			table.Para(w, "", "  ", fmt.Sprintf("Rewrote %d of %s through the API server (%d deleted since, %d created again since, %d failed; %s with other writers, read again).",
 				r.Counts[migrate.Rewritten], plural.Of(r.Planned, "object"), r.Counts[migrate.Gone], r.Counts[migrate.CreatedAgain], r.Counts[migrate.Failed], plural.Of(r.Conflicts, "conflict")))
 			for i, f := range r.Failures {
@@ -333,16 +333,21 @@ func writeObjects(w io.Writer, title string, objs []migrate.Object) {
 // writeProof writes the count again: for every old version and key the
 // plan found, how many objects are left at it.
 func writeProof(w io.Writer, plan, proof *migrate.Census) {
-	fmt.Fprintf(w, "Counted again from etcd at revision %d:\n", proof.Revision)
+	var left []string
 	for _, at := range sortedKeys(plan.ByVersion) {
 		if sv := storageOf(plan); sv != "" && at != sv {
-			fmt.Fprintf(w, "  %s of %s stored at %s\n", plural.Of(proof.ByVersion[at], "object"), plan.Resource, at)
+			left = append(left, fmt.Sprintf("  %s of %s stored at %s", plural.Of(proof.ByVersion[at], "object"), plan.Resource, at))
 		}
 	}
 	for _, k := range sortedKeys(plan.ByKey) {
 		if proof.Writer != "" && k != proof.Writer {
-			fmt.Fprintf(w, "  %s of %s under %s\n", plural.Of(proof.ByKey[k], "object"), plan.Resource, k)
+			left = append(left, fmt.Sprintf("  %s of %s under %s", plural.Of(proof.ByKey[k], "object"), plan.Resource, k))
 		}
+	}
+	if len(left) == 0 {
+		fmt.Fprintf(w, "Counted again from etcd at revision %d.\n", proof.Revision)
+	} else {
+		fmt.Fprintf(w, "Counted again from etcd at revision %d:\n%s\n", proof.Revision, strings.Join(left, "\n"))
 	}
 	if proof.Left() == 0 {
 		table.Para(w, "", "  ", fmt.Sprintf("Every object of %s is stored%s.", plan.Resource, atWhat(proof)))

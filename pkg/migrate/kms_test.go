@@ -70,7 +70,7 @@ func TestCensusOfKMSValues(t *testing.T) {
 	if c.Writer != "kms v2/new" || c.NotChecked != 4 || len(c.Rewrite) != 1 || c.Rewrite[0].Name != "old" || len(c.Unreadable) != 1 || c.Unreadable[0].Name != "gone" {
 		t.Errorf("census: writer %q, not checked %d, rewrite %+v, unreadable %+v", c.Writer, c.NotChecked, c.Rewrite, c.Unreadable)
 	}
-	if !strings.Contains(c.KeyIDUnread, "ask KMS plugin \"new\"") || c.WriterKeyID != "" {
+	if !strings.Contains(c.KeyIDUnread, "KMS plugin \"new\" has no socket here") || c.WriterKeyID != "" {
 		t.Errorf("plugin down: key ID %q, unread %q", c.WriterKeyID, c.KeyIDUnread)
 	}
 }
