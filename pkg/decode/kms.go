@@ -15,7 +15,7 @@ import (
 func KMSKeyID(data []byte) (string, error) {
 	enc, rest, err := ParseEncryption(data)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("read the key ID: %w", err)
 	}
 	if enc.Provider != "kms" || enc.Version != "v2" {
 		return "", fmt.Errorf("encrypted with %s %s key %q, not a KMS v2 plugin", enc.Provider, enc.Version, enc.KeyName)
