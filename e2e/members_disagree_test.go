@@ -157,11 +157,11 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		mustNoErr(t, "move the evidence directory away", os.RemoveAll(aside))
 	}
 
-	// The wrong follower is m1, as the guide captured from this test
-	// says.
+	// The wrong follower is m1 and the leader m2, as the guide captured
+	// from this test says.
 	w := c.members[1]
-	if l := c.leader(t); l == w {
-		c.moveLeader(t, w, c.members[0])
+	if l := c.leader(t); l != c.members[2] {
+		c.moveLeader(t, l, c.members[2])
 	}
 	t.Run("a follower is wrong", func(t *testing.T) {
 		corrupt(t, w, dropRevisions(a), setLatestValue(b, other), addRecord(ghost, other))

@@ -3,6 +3,7 @@ package decrypt
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2"
+	kmsutil "k8s.io/kms/pkg/util"
 )
 
 // kmsDefaultTimeout is kube-apiserver's timeout for a KMS call when the
@@ -54,21 +56,28 @@ func (d *Decrypter) CurrentKeyID(ctx context.Context, plugin string) (string, er
 	return st.KeyID, nil
 }
 
-// socket is the endpoint of KMS plugin c as seen from here: a unix socket
-// under Root, refused at once when it is not there (gRPC would wait the
-// plugin's whole timeout for it).
+// socket is the endpoint of KMS plugin c as seen from here, read as
+// kube-apiserver reads it: a unix socket's file under Root, refused at once
+// when it is not there (gRPC would wait the plugin's whole timeout for it);
+// an abstract socket (unix:///@name) as written.
 func (d *Decrypter) socket(c *apiserverv1.KMSConfiguration) (string, error) {
-	path, ok := strings.CutPrefix(c.Endpoint, "unix://")
-	if !ok || strings.HasPrefix(path, "@") { // an abstract socket has no file
+	path, err := kmsutil.ParseEndpoint(c.Endpoint)
+	if err != nil {
+		return "", fmt.Errorf("KMS plugin %q: %w", c.Name, err)
+	}
+	if strings.HasPrefix(path, "@") {
 		return c.Endpoint, nil
 	}
 	if d.Root != "" {
 		path = filepath.Join(d.Root, path)
 	}
+	if path, err = filepath.Abs(path); err != nil {
+		return "", fmt.Errorf("KMS plugin %q: %w", c.Name, err)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return "", fmt.Errorf("KMS plugin %q has no socket here (%w): run on a control-plane node, where kube-apiserver reaches it, or mount its directory", c.Name, err)
 	}
-	return "unix://" + path, nil
+	return (&url.URL{Scheme: "unix", Path: path}).String(), nil
 }
 
 // SameEndpoint names every KMS v2 plugin of the configuration at the

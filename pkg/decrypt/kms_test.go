@@ -57,7 +57,9 @@ func TestSocketUnderRoot(t *testing.T) {
 	for _, tc := range []struct{ endpoint, want, err string }{
 		{"unix:///run/kms/plugin.sock", "unix://" + filepath.Join(root, "run/kms/plugin.sock"), ""},
 		{"unix:///run/kms/gone.sock", "", "has no socket here"},
-		{"unix:@kms", "unix:@kms", ""},
+		{"unix:/run/kms/plugin.sock", "unix://" + filepath.Join(root, "run/kms/plugin.sock"), ""},
+		{"unix:///@kms", "unix:///@kms", ""},
+		{"tcp://127.0.0.1:1", "", "unsupported scheme"},
 	} {
 		got, err := d.socket(&apiserverv1.KMSConfiguration{Name: "vault", Endpoint: tc.endpoint})
 		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {

@@ -34,6 +34,13 @@ func KeyIDOf(name string) string {
 	return ""
 }
 
+// otherKeyIDs ends the name of a KMS v2 plugin's key IDs counted together.
+const otherKeyIDs = " (other key IDs)"
+
+// OtherKeyIDs names the key IDs of a KMS v2 plugin counted together, but
+// for those named on their own: "kms v2/vault (other key IDs)".
+func OtherKeyIDs(plugin string) string { return plugin + otherKeyIDs }
+
 // UnreadableKeyID stands for the key ID of a KMS v2 envelope that does not
 // read.
 const UnreadableKeyID = "unreadable"

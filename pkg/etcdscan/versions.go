@@ -42,14 +42,19 @@ type StoredVersions struct {
 
 // Writes says whether key (a name of Keys) writes the resource now:
 // "true", "false", or "unknown": without the encryption configuration, for
-// an envelope whose key ID does not read, and for a key ID of the KMS v2
-// plugin that writes when the plugin did not say its own.
+// an envelope whose key ID does not read, and for a key ID (or the key IDs
+// counted together) of the KMS v2 plugin that writes when the plugin did
+// not say its own.
 func (v StoredVersions) Writes(key string) string {
-	id := KeyIDOf(key)
+	plugin, id := Plugin(key), KeyIDOf(key)
+	if p, ok := strings.CutSuffix(key, otherKeyIDs); ok {
+		// The key IDs counted together: never the one the plugin says.
+		plugin, id = p, otherKeyIDs
+	}
 	switch {
 	case v.Writer == "" || id == UnreadableKeyID:
 		return "unknown"
-	case id != "" && Plugin(key) == v.Writer:
+	case id != "" && plugin == v.Writer:
 		if v.WriterKeyID == "" {
 			return "unknown"
 		}

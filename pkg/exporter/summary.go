@@ -196,7 +196,7 @@ func boundKeyIDs(v etcdscan.StoredVersions, limit int) map[string]int {
 			return ids[i] < ids[j]
 		})
 		for _, k := range ids[limit-1:] {
-			out[plugin+" (other key IDs)"] += out[k]
+			out[etcdscan.OtherKeyIDs(plugin)] += out[k]
 			delete(out, k)
 		}
 	}

@@ -210,4 +210,13 @@ func TestBoundKeyIDs(t *testing.T) {
 	if w := v.Writes("kms v2/p (other key IDs)"); w != "false" {
 		t.Errorf("other key IDs write: %s", w)
 	}
+	// The plugin did not say its key ID: the ones counted together may
+	// hold the one it writes with.
+	v.WriterKeyID = ""
+	if w := v.Writes("kms v2/p (other key IDs)"); w != "unknown" {
+		t.Errorf("other key IDs of a plugin that did not answer write: %s", w)
+	}
+	if w := v.Writes("kms v2/q (key ID 1)"); w != "false" {
+		t.Errorf("another plugin's key ID writes: %s", w)
+	}
 }

@@ -382,7 +382,7 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 		// No older key ID is seen anywhere etcd holds (once compacted,
 		// etcd keeps no trace of one): every other key ID is judged at once.
 		plugin := etcdscan.Plugin(proof.Writer)
-		v := KeyVerdict{Key: plugin + " (other key IDs)", OtherKeyIDs: true, AlsoReads: alsoReads(proof, plugin), Live: torn}
+		v := KeyVerdict{Key: etcdscan.OtherKeyIDs(plugin), OtherKeyIDs: true, AlsoReads: alsoReads(proof, plugin), Live: torn}
 		if herr != nil {
 			v.HistoryUnread = herr.Error()
 		}
