@@ -29,6 +29,7 @@ func Versions(rep *etcdscan.Report, findings []etcdscan.Finding) Output {
 func writeKeys(out io.Writer, versions []etcdscan.StoredVersions) error {
 	var t *table.Table
 	var unknown []string
+	said := map[string]string{"true": "yes", "false": "no: regghost migrate moves them", "unknown": "not known"}
 	for _, v := range versions {
 		if v.Writer == "" || (v.Writer == "identity" && len(v.Keys) == 1 && v.Keys["identity"] > 0) {
 			continue
@@ -42,8 +43,7 @@ func writeKeys(out io.Writer, versions []etcdscan.StoredVersions) error {
 			if i == 0 {
 				name = v.Resource
 			}
-			writes := map[string]string{"true": "yes", "false": "no: regghost migrate moves them", "unknown": "not known"}[v.Writes(k)]
-			if err := t.Append([]string{name, k, fmt.Sprint(v.Keys[k]), writes}); err != nil {
+			if err := t.Append([]string{name, k, fmt.Sprint(v.Keys[k]), said[v.Writes(k)]}); err != nil {
 				return err
 			}
 		}

@@ -2,7 +2,6 @@ package decode
 
 import (
 	"fmt"
-
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"

@@ -54,9 +54,16 @@ func KeyNameOf(enc *decode.Encryption, value []byte) string {
 	if enc == nil || enc.Provider != "kms" || enc.Version != "v2" {
 		return name
 	}
+	name, _ = WithKeyIDOf(name, value)
+	return name
+}
+
+// WithKeyIDOf names plugin with the key ID KMS v2 value's envelope names;
+// an envelope that does not read is named with UnreadableKeyID, and why.
+func WithKeyIDOf(plugin string, value []byte) (string, error) {
 	id, err := decode.KMSKeyID(value)
 	if err != nil {
-		id = UnreadableKeyID
+		return WithKeyID(plugin, UnreadableKeyID), err
 	}
-	return WithKeyID(name, id)
+	return WithKeyID(plugin, id), nil
 }

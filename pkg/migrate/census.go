@@ -252,11 +252,7 @@ func (c *Census) under(value []byte) (string, error) {
 	if c.WriterKeyID == "" || with != etcdscan.Plugin(c.Writer) {
 		return with, nil
 	}
-	id, err := decode.KMSKeyID(value)
-	if err != nil {
-		return etcdscan.WithKeyID(with, etcdscan.UnreadableKeyID), err
-	}
-	return etcdscan.WithKeyID(with, id), nil
+	return etcdscan.WithKeyIDOf(with, value)
 }
 
 // nameOf is under without the error, for counts.
