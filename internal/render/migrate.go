@@ -213,15 +213,19 @@ func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int
 	}
 	stranded := migrate.Stranded(c)
 	if c.Target.CRD != nil {
-		step(fmt.Sprintf("take regghost's writers' lock and back up CustomResourceDefinition %s as read (restore puts it back)", c.Target.CRD.Name))
+		converted := ""
+		if n := len(migrate.Converted(c)); n > 0 {
+			converted = fmt.Sprintf(" and the %s a conversion rewrites, as etcd holds them", plural.Of(n, "object"))
+		}
+		step(fmt.Sprintf("take regghost's writers' lock and back up CustomResourceDefinition %s as read%s (restore puts it back)", c.Target.CRD.Name, converted))
 	}
 	if len(stranded) > 0 {
 		note := ""
 		if conv := c.Target.CRD.Spec.Conversion; conv != nil && conv.Strategy == "Webhook" {
 			note = fmt.Sprintf("; its conversion webhook must still convert from %s, or those objects fail and are named", strings.Join(stranded, ", "))
 		}
-		step(fmt.Sprintf("list %s again in CustomResourceDefinition %s (served: false, storage: false, the %s schema: fields it does not know are dropped, as in any migration to %s), so the API server can read the objects stored at it%s",
-			strings.Join(stranded, ", "), c.Target.CRD.Name, c.Target.Version, c.Target.Version, note))
+		step(fmt.Sprintf("list %s again in CustomResourceDefinition %s (served: false, storage: false, a schema that keeps every field, so the conversion to %s sees each one), so the API server can read the objects stored at it%s",
+			strings.Join(stranded, ", "), c.Target.CRD.Name, c.Target.Version, note))
 	}
 	took := time.Duration(len(c.Rewrite)/max(perSecond, 1)) * time.Second
 	step(fmt.Sprintf("write %s back unchanged, with the resourceVersion it was read at as precondition (a conflict is read again, never overwritten); at %d a second (--max-objects-per-second) about %s, a run stopped by --command-timeout is run again",
@@ -421,6 +425,9 @@ func writeKeyVerdicts(w io.Writer, c *migrate.Census, keys []migrate.KeyVerdict)
 			}
 			table.Para(w, "", "", fmt.Sprintf("%s may leave the EncryptionConfiguration's entry for %s once every API server writes with %s: no object and no old revision in etcd holds it.%s Backups and snapshots taken before revision %d still need it: keep the old configuration next to them.",
 				k.Key, c.Resource, c.Writer, also, c.Revision))
+			if k.PlaintextOnDisk {
+				table.Para(w, "", "", "The plaintext is still on each member's disk: in the db file's free pages until that member is defragmented (`regghost space reclaim`, one member at a time), and in its WAL files until etcd purges them (it keeps the last --max-wals, 5 by default, once a snapshot every --snapshot-count writes has passed them), and in every backup and snapshot taken before.")
+			}
 		} else if k.Old > 0 && k.Live == 0 {
 			table.Para(w, "", "", fmt.Sprintf("Old revisions go when etcd is compacted: kube-apiserver compacts every 5 minutes (--etcd-compaction-interval); run this again afterwards for the verdict."))
 		}

@@ -100,7 +100,7 @@ func (c *Census) IfMoved() *Census {
 	moved.Rewrite, moved.Unreadable, moved.Stuck = nil, nil, nil
 	moved.ByVersion = map[string]int{}
 	if c.Target.StorageVersion() != "" {
-		moved.ByVersion[c.Target.GVR().GroupVersion().String()] = c.Objects - c.NotChecked
+		moved.ByVersion[c.Target.Resource.WithVersion(c.Target.Version).GroupVersion().String()] = c.Objects - c.NotChecked
 	} else if b := c.Target.Builtin; b != nil && b.Stored.Storage != "" {
 		moved.ByVersion = map[string]int{b.Stored.Storage: c.Objects - c.NotChecked}
 	}
@@ -113,7 +113,9 @@ func (c *Census) AtVersion(v string) int {
 }
 
 // Take counts every object of t stored in store (under registry), reading
-// encrypted values with dec (nil: encryption is only counted).
+// encrypted values with dec (nil: encryption is only counted). Only a live
+// etcd store (*etcdscan.EtcdStore) asks a KMS v2 plugin its key ID; a copy
+// of etcd leaves the key IDs unjudged, with why.
 func Take(ctx context.Context, store etcdscan.Store, registry string, t Target, dec *decrypt.Decrypter) (*Census, error) {
 	c := &Census{Target: t, Resource: t.Resource.String(), Revision: store.Revision(), StorageVersion: t.StorageVersion(),
 		ByVersion: map[string]int{}, ByKey: map[string]int{}, Rewrite: []Object{}, Unreadable: []Object{}}
@@ -132,7 +134,11 @@ func Take(ctx context.Context, store etcdscan.Store, registry string, t Target, 
 					}
 				}
 			}
-			if id, err := dec.CurrentKeyID(ctx, c.Writer); err != nil {
+			if _, live := store.(*etcdscan.EtcdStore); !live {
+				// A copy of etcd (--db) is judged by what it holds, never
+				// against the key ID the plugin writes with today.
+				c.KeyIDUnread = "the KMS plugin is not asked offline (--db): a copy of etcd is not judged against today's key ID"
+			} else if id, err := dec.CurrentKeyID(ctx, c.Writer); err != nil {
 				c.KeyIDUnread = err.Error()
 			} else {
 				c.WriterKeyID, c.Writer = id, etcdscan.WithKeyID(c.Writer, id)

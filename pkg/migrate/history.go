@@ -163,24 +163,35 @@ func (h *History) read(ctx context.Context, cli *clientv3.Client, start, end str
 	}
 }
 
-// progressTrusted refuses an etcd whose progress notification may come
-// before the events it follows, or that does not say its version (kine).
-func progressTrusted(ctx context.Context, cli *clientv3.Client) error {
-	var version string
-	var last error
+// statuser is what progressTrusted asks of a client: its endpoints, and
+// each one's status (*clientv3.Client).
+type statuser interface {
+	Endpoints() []string
+	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
+}
+
+// progressTrusted refuses unless every endpoint the client may balance the
+// watch to answers with an etcd release whose progress notification comes
+// after the events it follows: during a rolling upgrade (3.5.12 beside
+// 3.5.16) the watch may be served by the older member, so the first
+// endpoint that answers does not speak for the others. An endpoint that
+// does not answer is not judged, and so nothing is trusted.
+func progressTrusted(ctx context.Context, cli statuser) error {
+	var unasked []string
 	for _, ep := range cli.Endpoints() {
 		st, err := cli.Status(ctx, ep)
 		if err != nil {
-			last = err
+			unasked = append(unasked, fmt.Sprintf("%s (%v)", ep, err))
 			continue
 		}
-		version = st.Version
-		break
+		if err := progressTrustedVersion(st.Version); err != nil {
+			return fmt.Errorf("etcd at %s: %w", ep, err)
+		}
 	}
-	if version == "" && last != nil {
-		return fmt.Errorf("no etcd endpoint answers a status request: %w", last)
+	if len(unasked) > 0 {
+		return fmt.Errorf("etcd did not say its version at %s: the watch may be served there, so old revisions are not counted", strings.Join(unasked, ", "))
 	}
-	return progressTrustedVersion(version)
+	return nil
 }
 
 // progressTrustedVersion judges the etcd release version.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
 // kmsConfig writes an EncryptionConfiguration whose secrets are written by
@@ -172,5 +173,41 @@ func TestPluginSilentAtTheProof(t *testing.T) {
 	_, err := Run(ctx, plan, Options{Again: func(context.Context) (*Census, error) { return proof, nil }})
 	if err == nil || !strings.Contains(err.Error(), "did not say its key ID when counted again") {
 		t.Errorf("run with a silent plugin at the proof: %v", err)
+	}
+}
+
+// copyStore is a Store that is not a live etcd (as a --db file is).
+type copyStore struct{ etcdscan.Store }
+
+// TestOfflineNeverAsksThePlugin: a copy of etcd (--db) is not judged
+// against the key ID the plugin writes with today, even with the plugin
+// up: the key IDs stay unjudged, with why, and no key ID is said to go.
+func TestOfflineNeverAsksThePlugin(t *testing.T) {
+	ctx := context.Background()
+	sock := filepath.Join(t.TempDir(), "kms.sock")
+	kmsplugin.NewBase64Plugin(t, sock) // key ID "1", up
+	d := kmsConfig(t, sock)
+	cli, _ := etcdtest.Start(t)
+	put(t, cli, reg+"secrets/ns/current", kmsValue(t, "new", "1"), reg+"secrets/ns/rotated", kmsValue(t, "new", "0"))
+	live, err := etcdscan.NewEtcdStore(ctx, cli, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := copyStore{live}
+	tg, err := Resolve(ctx, st, reg, d, "secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Take(ctx, st, reg, tg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WriterKeyID != "" || !strings.Contains(c.KeyIDUnread, "not asked offline") {
+		t.Errorf("offline census: key ID %q, unread %q", c.WriterKeyID, c.KeyIDUnread)
+	}
+	for _, v := range Verdicts(c, c, &History{ByKey: map[string]int{}}, nil) {
+		if v.MayGo && (v.KeyID != "" || v.OtherKeyIDs) {
+			t.Errorf("a key ID judged offline: %+v", v)
+		}
 	}
 }

@@ -21,9 +21,14 @@ import (
 // CRD (a version listed again, status.storedVersions narrowed, the version
 // removed again) journaled with the revision it left the CRD at, so
 // `regghost restore` puts the CRD back as it was while nobody changed it
-// since. The objects' rewrites are not backed up: each writes the object
-// back unchanged through the API server, and a backup of their values
-// would keep the old key's ciphertext on disk.
+// since. The objects a conversion rewrites (stored at a version other than
+// the storage version: a conversion webhook or a new schema may change
+// them) are backed up as etcd holds them too, and each rewrite is
+// journaled with the revision the API server left the object at, so
+// nothing a conversion loses is lost. Objects only written again under
+// another key are not backed up: the API server writes them back
+// unchanged, and a backup of their values would keep the old key's
+// ciphertext on disk.
 type Protection struct {
 	Client     *clientv3.Client
 	Prefix     string
@@ -55,8 +60,8 @@ func (p *Protection) run(ctx context.Context, plan *Census, o Options) (*Result,
 			return nil
 		},
 		Backup: &protect.Record{Root: p.BackupRoot, Scope: "migrate " + plan.Resource, Action: backup.ActionMigrate, ScanRevision: plan.Revision, Now: p.Now,
-			Keys: []protect.Want{{ModRevision: plan.Target.CRDRevision, Required: true, Entry: backup.Entry{Key: key,
-				Reason: "CustomResourceDefinition " + crd.Name + " as regghost migrate read it"}}}},
+			Keys: append([]protect.Want{{ModRevision: plan.Target.CRDRevision, Required: true, Entry: backup.Entry{Key: key,
+				Reason: "CustomResourceDefinition " + crd.Name + " as regghost migrate read it"}}}, convertedWants(plan)...)},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
 			var results []etcdwrite.Result
 			res.edited = func(rev int64, what string) {
@@ -73,6 +78,18 @@ func (p *Protection) run(ctx context.Context, plan *Census, o Options) (*Result,
 			// A stop (a signal, the lock lost, an audit log that can no
 			// longer be written) ends the rewrite between objects.
 			o.Rewrite.Stop = w.Pacing.Stop
+			backedUp := map[string]bool{}
+			if w.Backup != nil {
+				for _, e := range w.Backup.Entries {
+					backedUp[e.Key] = true
+				}
+			}
+			o.Rewrite.Rewrote = func(obj Object, rev int64) {
+				if backedUp[obj.Key] && rev != 0 {
+					w.Journal(etcdwrite.Result{Key: obj.Key, Outcome: etcdwrite.Rewritten, Revision: rev,
+						Detail: "converted from " + obj.StoredAs + " by the API server"})
+				}
+			}
 			_, runErr = run(ctx, plan, o, res)
 			return results, nil
 		}})
@@ -89,4 +106,31 @@ func (p *Protection) run(ctx context.Context, plan *Census, o Options) (*Result,
 		return res, err
 	}
 	return res, runErr
+}
+
+// Converted are the objects of plan a rewrite converts: stored at a
+// version of the resource's group other than the storage version (or at no
+// version that reads), so a conversion webhook, or the storage version's
+// schema, decides what is written back.
+func Converted(plan *Census) []Object {
+	var out []Object
+	storage := plan.Target.Resource.WithVersion(plan.Target.Version).GroupVersion().String()
+	for _, o := range plan.Rewrite {
+		if o.StoredAs != storage {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// convertedWants are the converted objects as backup keys, at the revision
+// the plan read them at (one changed since is left out of the backup, and
+// a client's write through the API server stored it at the storage version).
+func convertedWants(plan *Census) []protect.Want {
+	var out []protect.Want
+	for _, o := range Converted(plan) {
+		out = append(out, protect.Want{ModRevision: o.ModRevision, Entry: backup.Entry{Key: o.Key,
+			Reason: "stored at " + o.StoredAs + ", converted to " + plan.Target.Version + " by the rewrite: kept as etcd holds it"}})
+	}
+	return out
 }

@@ -47,6 +47,10 @@ type RewriteOptions struct {
 	// Stop, when closed, ends the rewrite after the updates in flight
 	// (an interrupt): a run again goes on.
 	Stop <-chan struct{}
+	// Rewrote, when set, is told of each object the API server took, with
+	// the revision it left the object at (its resourceVersion); calls do
+	// not overlap.
+	Rewrote func(obj Object, rev int64)
 }
 
 // Outcome is what became of one object.
@@ -56,6 +60,9 @@ type Outcome struct {
 	// Conflicts are updates another writer won, each followed by a read.
 	Conflicts int    `json:"conflicts,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Revision is the resourceVersion the API server answered the update
+	// with (0 unless Rewritten).
+	Revision int64 `json:"-"`
 }
 
 // Rewritten is what a rewrite did.
@@ -109,6 +116,9 @@ func Rewrite(ctx context.Context, c *Census, o RewriteOptions) *RewriteResult {
 				res.Conflicts += out.Conflicts
 				if out.Outcome == Failed {
 					res.Failures = append(res.Failures, out)
+				}
+				if out.Outcome == Rewritten && o.Rewrote != nil {
+					o.Rewrote(out.Object, out.Revision)
 				}
 				done++
 				if o.Progress != nil {
@@ -165,10 +175,10 @@ func rewriteOne(ctx context.Context, ri dynamic.NamespaceableResourceInterface, 
 			out.Outcome = CreatedAgain
 			return out
 		}
-		_, err = r.Update(ctx, cur, metav1.UpdateOptions{})
+		after, err := r.Update(ctx, cur, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
-			out.Outcome = Rewritten
+			out.Outcome, out.Revision = Rewritten, revisionOf(after)
 			return out
 		case apierrors.IsConflict(err) && out.Conflicts < maxConflicts:
 			out.Conflicts++

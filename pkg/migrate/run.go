@@ -121,10 +121,23 @@ func Rotated(c *Census, h *History) bool {
 // status.storedVersions narrowed (when asked) and the versions listed again
 // removed. It stops at the first step that fails and says which.
 func Run(ctx context.Context, plan *Census, o Options) (*Result, error) {
+	if err := Servable(plan); err != nil {
+		return &Result{}, err
+	}
 	if o.Protect != nil && plan.Target.CRD != nil {
 		return o.Protect.run(ctx, plan, o)
 	}
 	return run(ctx, plan, o, &Result{edited: func(int64, string) {}})
+}
+
+// Servable refuses a plan with objects to rewrite whose CRD serves no
+// version: every read through the API server would answer 404 and each
+// object would look deleted since the count.
+func Servable(plan *Census) error {
+	if t := plan.Target; t.NotServed && len(plan.Rewrite) > 0 {
+		return fmt.Errorf("refused: CustomResourceDefinition %s serves no version (its storage version %s is served: false), so the API server can neither read nor write its objects; serve a version, then run again; nothing was changed", t.CRD.Name, t.Version)
+	}
+	return nil
 }
 
 // run is Run's steps; res.edited is told of each edit of the CRD.
@@ -325,6 +338,11 @@ type KeyVerdict struct {
 	// AlsoReads are the other resources the configuration reads with it
 	// (as it lists them): MayGo speaks for this resource alone.
 	AlsoReads []string `json:"alsoReads,omitempty"`
+	// PlaintextOnDisk says plaintext (identity) may go from the
+	// configuration but is still on every member's disk: in the bbolt
+	// file's free pages until that member is defragmented, and in its WAL
+	// files until etcd purges them.
+	PlaintextOnDisk bool `json:"plaintextOnDisk,omitempty"`
 }
 
 // Verdicts judges every provider and key the configuration reads with, or
@@ -372,6 +390,7 @@ func Verdicts(plan, proof *Census, h *History, herr error) []KeyVerdict {
 			}
 		}
 		v.MayGo = v.Live == 0 && v.Old == 0 && herr == nil && h != nil
+		v.PlaintextOnDisk = v.MayGo && k == "identity"
 		if v.KeyID != "" && proof.WriterKeyID == "" {
 			// Counted by plugin alone: no key ID is judged.
 			v.MayGo = false

@@ -3,8 +3,12 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,6 +45,12 @@ func TestVerdictsSpeakForOneResource(t *testing.T) {
 				}
 				if k.Key == "aescbc/key1" && (fmt.Sprint(k.AlsoReads) != tc.also || k.CompactAt != tc.compact) {
 					t.Errorf("key1: %+v", k)
+				}
+				if k.Key == "identity" && k.PlaintextOnDisk != k.MayGo {
+					t.Errorf("identity may go (%v) without saying its plaintext is still on disk (%v)", k.MayGo, k.PlaintextOnDisk)
+				}
+				if k.Key != "identity" && k.PlaintextOnDisk {
+					t.Errorf("%s says plaintext is on disk", k.Key)
 				}
 				if k.Key == "identity" && len(k.AlsoReads) != 0 {
 					t.Errorf("identity also reads %v", k.AlsoReads)
@@ -109,6 +119,44 @@ func TestProgressTrustedVersion(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "  ") {
 			t.Errorf("%q: %v", v, err)
 		}
+	}
+}
+
+// versions is a statuser whose endpoints say the etcd releases given
+// ("": it does not answer).
+type versions map[string]string
+
+func (v versions) Endpoints() []string { return slices.Sorted(maps.Keys(v)) }
+
+func (v versions) Status(_ context.Context, ep string) (*clientv3.StatusResponse, error) {
+	if v[ep] == "" {
+		return nil, fmt.Errorf("connection refused")
+	}
+	return &clientv3.StatusResponse{Version: v[ep]}, nil
+}
+
+// TestProgressTrustedOnEveryEndpoint: during a rolling upgrade the watch
+// may be served by any endpoint, so every one is judged: an older member
+// beside a newer one, or one that does not answer, means the old
+// revisions are not counted (never "may go" from a replay that may have
+// ended early).
+func TestProgressTrustedOnEveryEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		eps  versions
+		want string
+	}{
+		{"all fixed", versions{"https://a:2379": "3.5.16", "https://b:2379": "3.5.13"}, ""},
+		{"an older member second", versions{"https://a:2379": "3.5.16", "https://b:2379": "3.5.12"}, "etcd at https://b:2379: etcd 3.5.12 may say"},
+		{"an older member first", versions{"https://a:2379": "3.5.12", "https://b:2379": "3.5.16"}, "etcd at https://a:2379: etcd 3.5.12 may say"},
+		{"one silent", versions{"https://a:2379": "3.5.16", "https://b:2379": ""}, "did not say its version at https://b:2379"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := progressTrusted(context.Background(), tc.eps)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 

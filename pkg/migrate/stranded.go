@@ -43,10 +43,13 @@ func Stranded(c *Census) []string {
 }
 
 // ListAgain puts versions back into the CRD's spec.versions, not served and
-// not the storage version, with the storage version's schema: enough for
-// the API server to read objects stored at them (a CRD without a conversion
-// webhook only changes their apiVersion). The CRD the census read is the
-// precondition.
+// not the storage version, with a schema that keeps every field
+// (x-kubernetes-preserve-unknown-fields at its root): kube-apiserver prunes
+// a stored object with the schema of its own version before it converts it
+// (through a conversion webhook, or by its apiVersion alone), so the
+// storage version's schema there would drop every field only the old
+// version has before the webhook could map it. The CRD the census read is
+// the precondition.
 func ListAgain(ctx context.Context, dyn dynamic.Interface, c *Census, versions []string) (int64, error) {
 	return editVersions(ctx, dyn, c, func(vs []any) ([]any, error) {
 		var storage map[string]any
@@ -59,16 +62,22 @@ func ListAgain(ctx context.Context, dyn dynamic.Interface, c *Census, versions [
 			return nil, fmt.Errorf("CustomResourceDefinition %s has no storage version", c.Target.CRD.Name)
 		}
 		for _, name := range versions {
-			again := map[string]any{"name": name, "served": false, "storage": false}
-			for _, f := range []string{"schema", "subresources"} {
-				if x, ok := storage[f]; ok {
-					again[f] = runtimeDeepCopy(x)
-				}
-			}
-			vs = append(vs, again)
+			vs = append(vs, listedAgain(name, storage))
 		}
 		return vs, nil
 	})
+}
+
+// listedAgain is version name as ListAgain lists it: not served, not
+// stored, every field kept, the storage version's subresources (the API
+// server requires the same status subresource to read it).
+func listedAgain(name string, storage map[string]any) map[string]any {
+	again := map[string]any{"name": name, "served": false, "storage": false,
+		"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	if x, ok := storage["subresources"]; ok {
+		again["subresources"] = runtimeDeepCopy(x)
+	}
+	return again
 }
 
 // Unlist removes versions ListAgain put back, once nothing is stored at

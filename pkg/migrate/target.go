@@ -29,9 +29,18 @@ type Target struct {
 	Resource schema.GroupResource
 	// Prefix is its storage prefix below the registry prefix.
 	Prefix string
-	// Version is the version the rewrite reads and writes through: the
-	// CRD's storage version, or the built-in resource's version.
-	Version    string
+	// Version is the CRD's storage version, or the built-in resource's
+	// version.
+	Version string
+	// Through is the version the rewrite reads and writes through when it
+	// is not Version: a CRD may store at a version it does not serve
+	// (served: false), and the API server then answers 404 for it. It is
+	// the first served version the CRD lists; "" with Version served, or
+	// with NotServed set.
+	Through string
+	// NotServed says the CRD serves no version: the API server can neither
+	// read nor write its objects, so nothing can be rewritten.
+	NotServed  bool
 	Namespaced bool
 	// CRD is the resource's CustomResourceDefinition as etcd holds it (nil
 	// for a built-in resource); CRDRevision is the revision it was read at.
@@ -42,8 +51,12 @@ type Target struct {
 	Builtin *Builtin
 }
 
-// GVR is the group, version and resource the rewrite goes through.
+// GVR is the group, version and resource the rewrite goes through: a
+// version the API server serves (the storage version when it is served).
 func (t Target) GVR() schema.GroupVersionResource {
+	if t.Through != "" {
+		return t.Resource.WithVersion(t.Through)
+	}
 	return t.Resource.WithVersion(t.Version)
 }
 
@@ -86,13 +99,22 @@ func Resolve(ctx context.Context, store etcdscan.Store, registry string, dec *de
 		}
 		t := Target{Resource: schema.GroupResource{Group: r.Group, Resource: r.Resource}, Prefix: r.Prefix(),
 			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, CRD: crd, CRDRevision: kv.ModRevision}
+		served := ""
 		for _, v := range crd.Spec.Versions {
 			if v.Storage {
 				t.Version = v.Name
 			}
+			if v.Served && served == "" {
+				served = v.Name
+			}
 		}
 		if t.Version == "" {
 			return Target{}, fmt.Errorf("CustomResourceDefinition %s has no storage version", name)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Storage && !v.Served {
+				t.Through, t.NotServed = served, served == ""
+			}
 		}
 		return t, nil
 	}
