@@ -85,6 +85,11 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	}
 	defer rs.Close()
 	var builtin *migrate.Builtin
+	// Every kube-apiserver is asked once; those that cannot be are named.
+	var servers *migrate.Servers
+	if rs.API != nil {
+		servers = migrate.AskServers(ctx, rs.API)
+	}
 	again := func(ctx context.Context) (*migrate.Census, error) {
 		store, closeStore, err := g.OpenStore(ctx, session.ScanReads())
 		if err != nil {
@@ -95,6 +100,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		if err != nil {
 			return nil, err
 		}
+		t.Servers = servers
 		if t.CRD == nil {
 			t.Builtin = builtin
 		}
@@ -104,6 +110,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if err != nil {
 		return err
 	}
+	t.Servers = servers
 	if err := migrate.JudgeBuiltin(ctx, &t, rs.API, rs.Why, o.target); err != nil {
 		if u := (*migrate.UsageError)(nil); errors.As(err, &u) {
 			return usageError("%s", u.Msg)
@@ -168,14 +175,12 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	// A version listed again is waited for on every kube-apiserver: any of
 	// them may take a rewrite.
 	var readers []migrate.Reader
-	if peers, err := rs.API.Peers(ctx); err == nil && len(peers) > 1 {
-		for _, p := range peers {
-			d, err := dynamic.NewForConfig(p.Config)
-			if err != nil {
-				return fmt.Errorf("api server client for %s: %w", p.Address(), err)
-			}
-			readers = append(readers, migrate.Reader{Address: p.Address(), Dynamic: d})
+	for _, p := range servers.Views() {
+		d, err := dynamic.NewForConfig(p.Config)
+		if err != nil {
+			return fmt.Errorf("api server client for %s: %w", p.Address(), err)
 		}
+		readers = append(readers, migrate.Reader{Address: p.Address(), Dynamic: d})
 	}
 	question := migrateQuestion(plan)
 	if pruneOnly {

@@ -142,6 +142,7 @@ func writeCensus(w io.Writer, c *migrate.Census) error {
 	if c.Target.CRD == nil {
 		writeBuiltin(w, c)
 	}
+	writeServers(w, c.Target.Servers)
 	if c.Writer != "" {
 		table.Para(w, "", "", fmt.Sprintf("The EncryptionConfiguration writes %s with %s.", c.Resource, writerPhrase(c)))
 	}
@@ -261,6 +262,21 @@ func storageOf(c *migrate.Census) string {
 		return b.Stored.Storage
 	}
 	return ""
+}
+
+// writeServers names the kube-apiservers that could not be asked, and what
+// that leaves unproven; nothing when every one was.
+func writeServers(w io.Writer, s *migrate.Servers) {
+	if u := s.Unasked(); u != "" {
+		table.Para(w, "", "", "Not every kube-apiserver could be asked: "+u+". A rewrite is still proven from etcd, but status.storedVersions is not narrowed until each one answers.")
+	}
+	if s != nil {
+		for _, a := range s.Asked {
+			if a.Through {
+				table.Para(w, "", "", fmt.Sprintf("Asked through %s, the address the kubeconfig names: which kube-apiserver behind it answered is not known.", a.Address))
+			}
+		}
+	}
 }
 
 // writeBuiltin says what a built-in resource's objects are judged against.

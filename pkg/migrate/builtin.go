@@ -167,35 +167,38 @@ func JudgeBuiltin(ctx context.Context, t *Target, view *apiview.View, notAsked, 
 	return nil
 }
 
-// ask reads the resource's storage from every kube-apiserver.
+// ask reads the resource's storage from every kube-apiserver that answers
+// (t.Servers, asked here when the caller has not); those that could not be
+// asked are named in t.Servers, never skipped silently.
 func (b *Builtin) ask(ctx context.Context, t *Target, view *apiview.View) error {
-	servers := []*apiview.View{view}
-	if peers, err := view.Peers(ctx); err == nil && len(peers) > 1 {
-		servers = peers
+	if t.Servers == nil {
+		t.Servers = AskServers(ctx, view)
 	}
 	var seen []string
-	for i, v := range servers {
-		version, err := v.Version()
-		if err != nil {
-			return err
-		}
+	for _, srv := range t.Servers.Asked {
+		version := srv.Version
 		var decodes []string
 		var running *catalog.ReleaseTable
 		if rt, err := catalog.ReleaseFor(version); err == nil {
 			running, decodes = &rt, rt.Decodes
 		}
-		s, ok, err := v.StoredResource(ctx, t.Resource, decodes)
+		s, ok, err := srv.View.StoredResource(ctx, t.Resource, decodes)
 		if err != nil {
-			return fmt.Errorf("read where %s is stored: %w", t.Resource, err)
+			t.Servers.NotAsked = append(t.Servers.NotAsked, fmt.Sprintf("%s: read where %s is stored: %s", srv.Address, t.Resource, oneLine(err.Error())))
+			continue
 		}
-		seen = append(seen, fmt.Sprintf("%s (%s) stores it at %s", v.Address(), version, orUnsaid(s)))
-		if i == 0 {
+		seen = append(seen, fmt.Sprintf("%s (%s) stores it at %s", srv.Address, version, orUnsaid(s)))
+		if !b.Asked {
 			b.Asked, b.Served, b.Stored, b.Server, b.Running = true, ok, s, version, running
 			continue
 		}
 		if version != b.Server || s.Hash != b.Stored.Hash {
 			return fmt.Errorf("refused: the API servers disagree on %s: %s; finish the upgrade of every control-plane node, then run again", t.Resource, strings.Join(seen, ", "))
 		}
+	}
+	if !b.Asked {
+		b.NotAsked = "no kube-apiserver answered: " + t.Servers.Unasked()
+		return nil
 	}
 	if b.Served && !slices.Contains(b.Stored.Versions, t.Version) {
 		// The catalog's version is another release's: write through one

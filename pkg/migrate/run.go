@@ -130,6 +130,14 @@ func Run(ctx context.Context, plan *Census, o Options) (*Result, error) {
 	return run(ctx, plan, o, &Result{edited: func(int64, string) {}})
 }
 
+// backupOf names the run's backup for a way out ("BACKUP" when unknown).
+func backupOf(res *Result) string {
+	if res.Dir != "" {
+		return res.Dir
+	}
+	return "BACKUP"
+}
+
 // Servable refuses a plan with objects to rewrite whose CRD serves no
 // version: every read through the API server would answer 404 and each
 // object would look deleted since the count.
@@ -174,7 +182,8 @@ func run(ctx context.Context, plan *Census, o Options, res *Result) (*Result, er
 					if r.Address != "" {
 						err = fmt.Errorf("kube-apiserver %s: %w", r.Address, err)
 					}
-					return res, err
+					return res, fmt.Errorf("%w; %s stays listed in CustomResourceDefinition %s (served: false) and no object was rewritten: run the same command again to finish, or `regghost restore %s` to put the CRD back as it was",
+						err, strings.Join(stranded, ", "), plan.Target.CRD.Name, backupOf(res))
 				}
 			}
 			break
@@ -250,6 +259,11 @@ func (res *Result) narrow(ctx context.Context, plan *Census, o Options) error {
 		}
 		if err := res.unmoved(proof, "narrow status.storedVersions"); err != nil {
 			return err
+		}
+		// Every kube-apiserver must store at the storage version now: one
+		// whose CRD cache still has the old one writes it after the count.
+		if err := plan.Target.Servers.StoreAt(ctx, plan.Target.Resource, plan.Target.Version, plan.Target.CRD.Spec.Names.Kind); err != nil {
+			return fmt.Errorf("status.storedVersions of CustomResourceDefinition %s was not narrowed: %w; run again once every kube-apiserver answers", plan.Target.CRD.Name, err)
 		}
 		rev, err := PruneStoredVersions(ctx, o.Dynamic, proof, ch)
 		if err != nil {

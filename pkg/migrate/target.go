@@ -49,6 +49,9 @@ type Target struct {
 	// Builtin judges a built-in resource's objects (nil: they are counted,
 	// not judged).
 	Builtin *Builtin
+	// Servers are the kube-apiservers asked, and those that could not be
+	// (nil: none was asked, offline or without an API server).
+	Servers *Servers
 }
 
 // GVR is the group, version and resource the rewrite goes through: a
