@@ -49,6 +49,12 @@ func TestUnstickQuestion(t *testing.T) {
 			"Delete 1 dangling APIService, then remove the finalizers of 1 object, through the API server?"},
 		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}, DeleteUnavailable: []string{api.Name}},
 			"Delete 1 APIService (v1beta1.metrics.k8s.io: its backend down) through the API server?"},
+		// The nudge the plan shows is asked for too (--yes answers only
+		// what was shown).
+		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}, Nudge: &unstick.NudgePlan{Name: "app", Annotation: unstick.NudgeAnnotation}},
+			"Delete 1 dangling APIService, then annotate namespace app regghost.io/unblocked-at (to have the namespace controller look again), through the API server?"},
+		{unstick.Analysis{DeleteAPIServices: []etcdscan.DanglingRef{api}, Blockers: []unstick.Blocker{blocker}, Nudge: &unstick.NudgePlan{Name: "app", Annotation: unstick.NudgeAnnotation}},
+			"Delete 1 dangling APIService, then annotate namespace app regghost.io/unblocked-at (to have the namespace controller look again), then remove the finalizers of 1 object, through the API server?"},
 	} {
 		if got := unstickQuestion(&tt.a); got != tt.want {
 			t.Errorf("unstickQuestion = %q, want %q", got, tt.want)

@@ -143,6 +143,12 @@ func unstickQuestion(a *unstick.Analysis) string {
 	if len(a.DeleteUnavailable) > 0 {
 		which = plural.Of(n, "APIService") + " (" + strings.Join(a.DeleteUnavailable, ", ") + ": " + plural.Pick(n, "its", "their") + " backend down)"
 	}
+	if a.Nudge != nil {
+		which += ", then " + a.Nudge.Describe("annotate")
+		if a.Removable() == 0 {
+			which += ","
+		}
+	}
 	if a.Removable() == 0 {
 		return fmt.Sprintf("Delete %s through the API server?", which)
 	}

@@ -278,7 +278,7 @@ func TestUnstickAsksAgainForWhatItsFirstStepRevealed(t *testing.T) {
 
 	run := onTerminalInteractive(t, args...)
 	plan := run.question(t)
-	if !strings.Contains(plan, "v1beta1.metrics.k8s.io") || !strings.Contains(plan, "Delete 1 dangling APIService through the API server?") || strings.Contains(plan, w1) {
+	if !strings.Contains(plan, "v1beta1.metrics.k8s.io") || !strings.Contains(oneLine(plan), "Delete 1 dangling APIService, then annotate namespace app regghost.io/unblocked-at") || strings.Contains(plan, w1) {
 		t.Fatalf("the plan should name the APIService and not the widget:\n%s", plan)
 	}
 	// While the question waits, the namespace controller starts: it

@@ -40,6 +40,9 @@ func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration)
 		fmt.Fprintln(out)
 		Results(out, res.Results)
 		switch {
+		case res.Recreated:
+			fmt.Fprintln(out)
+			table.Wrapped(out, a.Target+" was deleted and created again since it was reviewed (another UID): the one reviewed is gone, and nothing was done to the new one.")
 		case res.Finished && res.Left == 0:
 			fmt.Fprintf(out, "\n%s is gone, and nothing of it is left in etcd.\n", a.Target)
 		case res.Finished:
@@ -142,11 +145,15 @@ func WriteRevealed(out io.Writer, more []unstick.Blocker) {
 }
 
 // unstickDryRunFooter says what --confirm would do with this plan: delete
-// the APIServices it names, remove the finalizers it lists, or both.
+// the APIServices it names and annotate the namespace for its controller
+// to look again, remove the finalizers it lists, or both.
 func unstickDryRunFooter(a *unstick.Analysis) string {
 	var do []string
 	if n := len(a.DeleteAPIServices); n > 0 {
 		do = append(do, "delete the "+plural.Pick(n, "APIService", "APIServices")+" named above (backed up)")
+	}
+	if a.Nudge != nil {
+		do = append(do, a.Nudge.Describe("annotate"))
 	}
 	if a.Removable() > 0 {
 		do = append(do, "remove the finalizers above")

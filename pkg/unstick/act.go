@@ -62,6 +62,10 @@ type Result struct {
 	Results []etcdwrite.Result `json:"results"`
 	// Finished is set when the target's key is gone.
 	Finished bool `json:"finished"`
+	// Recreated is set when the namespace was deleted and created again
+	// (another UID) before the nudge: the one reviewed is gone, and nothing
+	// was done to the new one.
+	Recreated bool `json:"recreated,omitempty"`
 	// Left counts the keys of it still in etcd afterwards.
 	Left int `json:"left"`
 }
@@ -275,22 +279,127 @@ func Wait(ctx context.Context, a *Analysis, registry string, cli *clientv3.Clien
 // NudgeAnnotation is what Nudge writes on a namespace.
 const NudgeAnnotation = "regghost.io/unblocked-at"
 
-// Nudge tells the namespace controller to look at a namespace again once
-// what held it (a dangling APIService) is gone: after many failed tries its
-// retry waits minutes, while an update of the namespace is looked at within
-// seconds. It writes one annotation through the API server; a CRD needs
-// none (kube-apiserver's own controller watches it).
-func Nudge(ctx context.Context, dyn dynamic.Interface, a *Analysis, now time.Time) error {
-	name, ok := strings.CutPrefix(a.Target, "namespace ")
-	if !ok {
-		return nil
+// Nudged is the outcome of a nudge written: the namespace was annotated.
+// It is not a change restore puts back (the annotation only wakes the
+// namespace controller), so a backup's audit log that records it still
+// counts as recording no change to undo.
+const Nudged etcdwrite.Outcome = "nudged"
+
+// ErrRecreated is returned (wrapped) when the namespace the plan read was
+// deleted and created again under its name (another UID) before unstick
+// wrote to it: the one reviewed is gone, and the new one is left alone.
+var ErrRecreated = errors.New("deleted and created again since it was reviewed")
+
+// namespacesResource is the API resource a nudge patches.
+var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// Nudge writes the plan's nudge (a.Nudge; nothing when it has none): it
+// tells the namespace controller to look at the namespace again once what
+// held it (a dangling APIService) is gone, since after many failed tries
+// its retry waits minutes, while an update of the namespace is looked at
+// within seconds. A CRD needs none (kube-apiserver's own controller
+// watches it).
+//
+// It is a protected write (protect.Run: the writers' lock) whose outcome is
+// journaled, as unstick's, to the audit log in dir (the APIServices'
+// backup, which the annotation needs nothing of: restore has nothing to put
+// back for it). The namespace is read through the API server first and
+// annotated only while it is the one the plan read (its UID), with the UID
+// in the patch too, so the API server refuses it for a namespace created
+// again meanwhile. A namespace created again is not annotated: the result
+// says so, and the error wraps ErrRecreated; one gone already (its deletion
+// finished) is no error. The result is nil when nothing was attempted.
+func Nudge(ctx context.Context, a *Analysis, registry, dir string, o Options) (*etcdwrite.Result, error) {
+	n := a.Nudge
+	if n == nil {
+		return nil, nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, NudgeAnnotation, now.UTC().Format(time.RFC3339))
-	_, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("ask the namespace controller to look at %s again: %w", a.Target, err)
+	if o.Dynamic == nil {
+		return nil, fmt.Errorf("annotate %s %s: the API server cannot be reached; not annotated", a.Target, n.Annotation)
 	}
-	return nil
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	out, err := protect.Run(ctx, protect.Job{Client: o.Client, Holder: "regghost unstick " + a.Target, Notices: o.Notices,
+		Prefix: registry, Decrypt: o.Decrypt, Action: backup.ActionUnstick, AuditDir: dir,
+		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
+			r := etcdwrite.Result{Key: n.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the run stopped before it"}
+			if !stopped(w.Pacing.Stop) {
+				r = annotate(ctx, o.Dynamic, n, now())
+			}
+			w.Journal(r)
+			return []etcdwrite.Result{r}, nil
+		}})
+	if out == nil {
+		return nil, fmt.Errorf("annotate %s %s (to have the namespace controller look again): %w", a.Target, n.Annotation, err)
+	}
+	var r *etcdwrite.Result
+	for i := range out.Results {
+		if out.Results[i].Key == n.Key {
+			r = &out.Results[i]
+		}
+	}
+	switch {
+	case err != nil:
+		return r, fmt.Errorf("annotate %s %s: %w", a.Target, n.Annotation, err)
+	case r == nil:
+		return nil, fmt.Errorf("annotate %s %s: no outcome", a.Target, n.Annotation)
+	case r.Outcome == etcdwrite.SkippedChanged:
+		return r, fmt.Errorf("%s was %w (its UID is no longer %s): not annotated", a.Target, ErrRecreated, n.UID)
+	case r.Outcome == etcdwrite.PatchFailed || r.Outcome == etcdwrite.NotAttempted:
+		return r, fmt.Errorf("annotate %s %s (to have the namespace controller look again): %s", a.Target, n.Annotation, r.Detail)
+	}
+	return r, nil
+}
+
+// annotate writes n's annotation through the API server on the namespace
+// the plan read, and only on it: SkippedChanged when the namespace of that
+// name is another one (another UID), SkippedGone when it is gone already.
+func annotate(ctx context.Context, dyn dynamic.Interface, n *NudgePlan, now time.Time) etcdwrite.Result {
+	ri := dyn.Resource(namespacesResource)
+	obj, err := ri.Get(ctx, n.Name, metav1.GetOptions{})
+	if r, ok := n.notThere(obj, err); ok {
+		return r
+	}
+	// The UID in the patch is its precondition: the API server refuses to
+	// change a UID (422, metadata.uid is immutable), so a namespace created
+	// again between the read and the patch is never annotated.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": n.UID,
+		"annotations": map[string]string{n.Annotation: now.UTC().Format(time.RFC3339)}}})
+	if err != nil {
+		return etcdwrite.Result{Key: n.Key, Outcome: etcdwrite.PatchFailed, Detail: "the patch could not be made: " + err.Error()}
+	}
+	after, err := ri.Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err == nil {
+		rev, _ := strconv.ParseInt(after.GetResourceVersion(), 10, 64)
+		return etcdwrite.Result{Key: n.Key, Outcome: Nudged, Revision: rev,
+			Detail: fmt.Sprintf("%s set through the API server on the namespace reviewed (uid %s): the namespace controller looks at it again", n.Annotation, n.UID)}
+	}
+	if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsNotFound(err) {
+		// Read again to say why it was refused: gone, or created again.
+		obj, gerr := ri.Get(ctx, n.Name, metav1.GetOptions{})
+		if r, ok := n.notThere(obj, gerr); ok {
+			return r
+		}
+	}
+	return etcdwrite.Result{Key: n.Key, Outcome: etcdwrite.PatchFailed, Detail: "the API server refused the annotation: " + err.Error()}
+}
+
+// notThere says, from a read of the namespace through the API server,
+// whether it is not the one the plan read (gone, another UID, or unreadable)
+// and the outcome that says so.
+func (n *NudgePlan) notThere(obj *unstructured.Unstructured, err error) (etcdwrite.Result, bool) {
+	switch {
+	case apierrors.IsNotFound(err):
+		return etcdwrite.Result{Key: n.Key, Outcome: etcdwrite.SkippedGone, Detail: "gone already (its deletion finished); not annotated"}, true
+	case err != nil:
+		return etcdwrite.Result{Key: n.Key, Outcome: etcdwrite.PatchFailed, Detail: "it could not be read through the API server (" + err.Error() + "); not annotated"}, true
+	case string(obj.GetUID()) != n.UID:
+		return etcdwrite.Result{Key: n.Key, Outcome: etcdwrite.SkippedChanged,
+			Detail: fmt.Sprintf("namespace %s was deleted and created again since it was reviewed (uid %s, now %s): not annotated; the new namespace is left alone", n.Name, n.UID, obj.GetUID())}, true
+	}
+	return etcdwrite.Result{}, false
 }
 
 // ErrChanged is returned (wrapped) when a blocker changed between the

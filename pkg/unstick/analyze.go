@@ -62,8 +62,12 @@ type Blocker struct {
 // Analysis is why a namespace or CRD is stuck, and the next action.
 type Analysis struct {
 	// Target is "namespace NAME" or "customresourcedefinition NAME".
-	Target      string        `json:"target"`
-	Key         string        `json:"key"`
+	Target string `json:"target"`
+	Key    string `json:"key"`
+	// UID is the target's UID as the plan read it: what a write by name
+	// compares first (a namespace deleted and created again under the same
+	// name is another one).
+	UID         string        `json:"uid,omitempty"`
 	Exists      bool          `json:"exists"`
 	Terminating bool          `json:"terminating"`
 	Since       time.Duration `json:"since,omitempty"`
@@ -105,6 +109,43 @@ type Analysis struct {
 	DeleteUnavailable []string `json:"deleteUnavailable,omitempty"`
 	// unavailableWhy is each unavailable APIService's condition, by name.
 	unavailableWhy map[string]string
+	// Nudge is the annotation --confirm writes on the namespace once the
+	// APIServices in DeleteAPIServices are deleted; nil when the plan
+	// writes none.
+	Nudge *NudgePlan `json:"nudge,omitempty"`
+}
+
+// NudgePlan is the annotation unstick writes on a namespace once the
+// APIServices that held its deletion are deleted, so that the namespace
+// controller looks at it again within seconds instead of at its next retry,
+// minutes later. It is part of the plan: the dry run shows it, and
+// --confirm writes it only on the namespace the plan read (its UID).
+type NudgePlan struct {
+	// Key is the namespace's key, Name its name, UID the UID the plan read.
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+	// Annotation is the annotation written (NudgeAnnotation), set to the
+	// time of the write.
+	Annotation string `json:"annotation"`
+}
+
+// Describe says the nudge as the plan shows it, with verb ("annotate",
+// "annotates").
+func (n *NudgePlan) Describe(verb string) string {
+	return verb + " namespace " + n.Name + " " + n.Annotation + " (to have the namespace controller look again)"
+}
+
+// nudgePlan is the nudge a plan that deletes APIServices writes on its
+// namespace. Without the UID the plan read, a write by name could land on
+// a namespace created again since: none is planned then, and the namespace
+// controller finds the deletion at its next retry.
+func (a *Analysis) nudgePlan() *NudgePlan {
+	name, ok := strings.CutPrefix(a.Target, "namespace ")
+	if !ok || a.UID == "" || len(a.DeleteAPIServices) == 0 {
+		return nil
+	}
+	return &NudgePlan{Key: a.Key, Name: name, UID: a.UID, Annotation: NudgeAnnotation}
 }
 
 // DeleteUnavailableFlag is the flag that names a down APIService to
@@ -116,7 +157,7 @@ const DeleteUnavailableFlag = "--delete-unavailable-apiservice"
 // Service is gone is unblocked by deleting that APIService; one whose
 // Service is down is not (bring it back).
 func (a *Analysis) Follow(refs []etcdscan.DanglingRef) {
-	a.Dangling, a.DeleteAPIServices = nil, nil
+	a.Dangling, a.DeleteAPIServices, a.Nudge = nil, nil, nil
 	for _, r := range refs {
 		if r.Kind == "APIService" && contains(a.UnavailableNames, r.Name) {
 			a.Dangling = append(a.Dangling, r)
@@ -172,6 +213,7 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 		gone = append(gone, r)
 	}
 	a.DeleteAPIServices = gone
+	a.Nudge = a.nudgePlan()
 	var names, chosen []string
 	for _, r := range gone {
 		names = append(names, r.Name+" ("+r.Why+")")
@@ -187,7 +229,11 @@ func (a *Analysis) danglingDecision() (next, refusal string, ok bool) {
 		which += "s"
 	}
 	groups := plural.Pick(len(gone), "its group", "their groups")
-	next = "delete the " + which + " " + strings.Join(names, "; ") + ": discovery of " + groups + " fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes " + plural.Them(len(gone)) + " through the API server, backed up, then waits for the deletion to finish"
+	next = "delete the " + which + " " + strings.Join(names, "; ") + ": discovery of " + groups + " fails and every namespace deletion hangs on it; `regghost unstick ... --confirm` deletes " + plural.Them(len(gone)) + " through the API server, backed up, "
+	if a.Nudge != nil {
+		next += a.Nudge.Describe("annotates") + ", "
+	}
+	next += "then waits for the deletion to finish"
 	if len(chosen) > 0 {
 		next += "; until `regghost restore <its backup>` puts " + plural.Them(len(chosen)) + " back (once " + plural.Pick(len(chosen), "its backend answers", "their backends answer") + " again), " + strings.Join(chosen, "; ")
 	}
@@ -333,6 +379,7 @@ func Namespace(ctx context.Context, store etcdscan.Store, registry, name string,
 		if !ok {
 			return nil, fmt.Errorf("%s holds a %T, not a Namespace", a.Key, obj)
 		}
+		a.UID = string(ns.UID)
 		a.Finalizers = append(a.Finalizers, ns.Finalizers...)
 		var spec []string
 		for _, f := range ns.Spec.Finalizers {
@@ -400,6 +447,7 @@ func CRD(ctx context.Context, store etcdscan.Store, registry, name string, in Re
 			return nil, fmt.Errorf("%s: %w", a.Key, err)
 		}
 		a.Finalizers = crd.Finalizers
+		a.UID = string(crd.UID)
 		if crd.DeletionTimestamp != nil {
 			a.Terminating, a.Since = true, now.Sub(crd.DeletionTimestamp.Time).Round(time.Second)
 			a.ownBlocker(Blocker{Key: a.Key, Kind: "CustomResourceDefinition", Name: name, Finalizers: crd.Finalizers, ModRevision: kv.ModRevision,
@@ -682,7 +730,7 @@ func (a *Analysis) refuseUnknownUnavailable() {
 				// Deleted since (unsticking another namespace), or back.
 				a.Next += " (no APIService is unavailable now: run it again without the flag)"
 			}
-			a.Refusal, a.DeleteAPIServices = a.Next, nil
+			a.Refusal, a.DeleteAPIServices, a.Nudge = a.Next, nil, nil
 			return
 		}
 	}

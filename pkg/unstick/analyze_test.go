@@ -149,3 +149,47 @@ func TestNextNamesDanglingAPIServicesByTheirNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestThePlanNamesTheNudge: a plan that deletes the APIServices holding a
+// namespace also plans the annotation that has the namespace controller
+// look again, on the namespace it read (its UID), and says it in its next
+// step; a plan that deletes none (refused, another APIService named), a
+// namespace whose UID was not read, or a CRD plans none.
+func TestThePlanNamesTheNudge(t *testing.T) {
+	ref := func(state etcdscan.DanglingState) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Kind: "APIService", Name: "v1beta1.metrics.example.com", State: state, Target: "service gone/metrics", Why: "namespace gone does not exist"}
+	}
+	const says = "annotates namespace app regghost.io/unblocked-at (to have the namespace controller look again), then waits for the deletion to finish"
+	tests := []struct {
+		name   string
+		target string
+		uid    string
+		ref    etcdscan.DanglingRef
+		chosen []string
+		want   *NudgePlan
+	}{
+		{name: "a dangling APIService", target: "namespace app", uid: "u1", ref: ref(etcdscan.DanglingGone),
+			want: &NudgePlan{Key: "/registry/namespaces/app", Name: "app", UID: "u1", Annotation: NudgeAnnotation}},
+		{name: "a down APIService named to be deleted", target: "namespace app", uid: "u1", ref: ref(etcdscan.DanglingDown), chosen: []string{"v1beta1.metrics.example.com"},
+			want: &NudgePlan{Key: "/registry/namespaces/app", Name: "app", UID: "u1", Annotation: NudgeAnnotation}},
+		{name: "a down APIService, refused", target: "namespace app", uid: "u1", ref: ref(etcdscan.DanglingDown)},
+		{name: "another APIService named", target: "namespace app", uid: "u1", ref: ref(etcdscan.DanglingDown), chosen: []string{"v1beta1.other.example.com"}},
+		{name: "the namespace's UID not read", target: "namespace app", ref: ref(etcdscan.DanglingGone)},
+		{name: "a CRD", target: "customresourcedefinition widgets.example.com", uid: "u1", ref: ref(etcdscan.DanglingGone)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &Analysis{Target: tt.target, Key: "/registry/namespaces/app", UID: tt.uid, Exists: true, Terminating: true, Remaining: 1,
+				Unavailable:      []string{"APIService v1beta1.metrics.example.com (service gone/metrics) is not available"},
+				UnavailableNames: []string{"v1beta1.metrics.example.com"}, DeleteUnavailable: tt.chosen}
+			a.Follow([]etcdscan.DanglingRef{tt.ref})
+			a.refuseUnknownUnavailable()
+			if tt.want == nil && a.Nudge != nil || tt.want != nil && (a.Nudge == nil || *a.Nudge != *tt.want) {
+				t.Fatalf("nudge %+v, want %+v", a.Nudge, tt.want)
+			}
+			if said := strings.Contains(a.Next, says); said != (tt.want != nil) {
+				t.Errorf("next step %q; says the nudge %v, want %v", a.Next, said, tt.want != nil)
+			}
+		})
+	}
+}

@@ -60,9 +60,11 @@ func revealed(shown, a *Analysis) []Blocker {
 // (a.DeleteAPIServices, see Follow) is unblocked by deleting them, with
 // dangling's fix (dangling.PlanFixes, then dangling.Apply: a verified
 // per-key backup, each delete preconditioned and read back); then the
-// namespace controller is asked to look again (Nudge), and the finalizers
-// nobody serves are removed as Run does, or, when there are none, Resolve
-// waits for the deletion to finish (Wait). Any other deletion is Run.
+// namespace the plan read is annotated for its controller to look again
+// (Nudge, the plan's a.Nudge; a namespace created again since stops the run
+// there, wrapping ErrRecreated), and the finalizers nobody serves are
+// removed as Run does, or, when there are none, Resolve waits for the
+// deletion to finish (Wait). Any other deletion is Run.
 //
 // A refusal, before anything is changed, wraps ErrRefused. The Result is
 // nil only when nothing was written.
@@ -94,8 +96,21 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 	if err != nil {
 		return res, err
 	}
-	if err := Nudge(ctx, o.Dynamic, a, now()); err != nil {
-		return res, err
+	// The nudge the plan showed, on the namespace it read, journaled to
+	// the APIServices' audit log.
+	o.Now = now
+	nudged, err := Nudge(ctx, a, registry, fixed.Dir, o.Options)
+	if nudged != nil {
+		res.Results = append(res.Results, *nudged)
+	}
+	if errors.Is(err, ErrRecreated) {
+		// The namespace reviewed is gone; the one of its name now was not
+		// shown, and nothing more is done to it.
+		res.Recreated = true
+		return res, fmt.Errorf("%w; the APIServices are deleted (backed up in %s), and nothing was done to the new namespace", err, fixed.Dir)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%w; the APIServices are deleted (backed up in %s)", err, fixed.Dir)
 	}
 	shown := a
 	if o.Analyze != nil {
