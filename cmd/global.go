@@ -53,8 +53,6 @@ func (g *globalOptions) noteGiven(fs flagSet) {
 	for _, name := range nodeconfig.Flags {
 		g.onCommandLine[name] = fs.Changed(name)
 	}
-	// --prefix is --etcd-prefix's old name.
-	g.onCommandLine[nodeconfig.FlagPrefix] = g.onCommandLine[nodeconfig.FlagPrefix] || fs.Changed("prefix")
 	g.Given = g.given
 }
 
@@ -66,7 +64,7 @@ func (g *globalOptions) given() nodeconfig.Given {
 		switch {
 		case g.onCommandLine[name]:
 			out[name] = "--" + name
-		case g.flags.Changed(name), name == nodeconfig.FlagPrefix && g.flags.Changed("prefix"):
+		case g.flags.Changed(name):
 			out[name] = etcdflags.FlagToEnv("ETCDCTL", name)
 		}
 	}

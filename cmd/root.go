@@ -80,9 +80,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: err}
-	})
+	root.SetFlagErrorFunc(flagError)
 	f := root.PersistentFlags()
 	f.StringSliceVar(&g.Etcd.Endpoints, "endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints (env ETCDCTL_ENDPOINTS)")
 	f.StringVar(&g.Etcd.CACert, "cacert", "", "CA bundle to verify etcd's certificate (env ETCDCTL_CACERT)")
@@ -95,8 +93,6 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	f.DurationVar(&g.Etcd.CommandTimeout, "command-timeout", 5*time.Minute, "timeout for the whole command")
 	f.IntVar(&g.Etcd.MaxRequestBytes, "max-request-bytes", etcdwrite.DefaultMaxRequestBytes, "the largest request etcd accepts (its own --max-request-bytes): each write transaction carries at most this many bytes")
 	f.StringVar(&g.Prefix, nodeconfig.FlagPrefix, "/registry/", "the key prefix kube-apiserver stores under (its --etcd-prefix), ending in /")
-	f.StringVar(&g.Prefix, "prefix", "/registry/", "")
-	_ = f.MarkDeprecated("prefix", "use --etcd-prefix (etcdctl's --prefix is a switch)")
 	f.StringVar(&g.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server to compare with (env KUBECONFIG, else ~/.kube/config, else /etc/kubernetes/admin.conf)")
 	f.StringVar(&g.Context, "context", "", "kubeconfig context to use")
 	f.BoolVar(&g.NoAPI, "no-api", false, "do not contact the API server; decide from etcd alone")

@@ -73,3 +73,27 @@ func TestSayErrorIsOneEscapedLine(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestFlagMistakesNameTheFlag: a flag value that does not parse, or a flag
+// another tool has (etcdctl's --prefix), is a usage error on one line that
+// names the flag and what it takes; never a parser's message, never the
+// root help with exit 0.
+func TestFlagMistakesNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--prefix", "ls"}, "give kube-apiserver's key prefix as --etcd-prefix"},
+		{[]string{"scan", "--prefix", "/registry/pods/"}, "give kube-apiserver's key prefix as --etcd-prefix"},
+		{[]string{"scan", "--prefix=/registry/pods/"}, "give kube-apiserver's key prefix as --etcd-prefix"},
+		{[]string{"-v", "scan"}, `-v: "scan" is not a whole number, the log level 0 to 7`},
+		{[]string{"scan", "--command-timeout", "5"}, `--command-timeout: "5" is not a duration such as 30s`},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(tc.args, strings.NewReader(""), &out, &errOut)
+		msg := errOut.String()
+		if code != ExitUsage || !strings.Contains(msg, tc.want) || strings.Contains(msg, "strconv") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+			t.Errorf("%v: exit %d\n%s%s", tc.args, code, msg, out.String())
+		}
+	}
+}

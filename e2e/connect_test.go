@@ -32,7 +32,7 @@ func TestConnectionErrors(t *testing.T) {
 		{name: "cert without key", args: []string{"--endpoints", c.etcdURL, "--cert", c.pki.ClientCert}, code: 1, wantErr: "--cert and --key go together"},
 		{name: "unreachable endpoint", args: []string{"--endpoints", "127.0.0.1:1", "--dial-timeout", "1s"}, code: 1, wantErr: "is not reachable"},
 		{name: "bad prefix", args: append([]string{"--etcd-prefix", "/registry"}, c.etcdArgs()...), code: 2, wantErr: "--etcd-prefix"},
-		{name: "the old name of --etcd-prefix", args: append([]string{"--prefix", "/registry/"}, c.etcdArgs()...), code: 0},
+		{name: "etcdctl's --prefix", args: append([]string{"--prefix", "/registry/"}, c.etcdArgs()...), code: 2, wantErr: "give kube-apiserver's key prefix as --etcd-prefix"},
 		{name: "unknown flag", args: []string{"--bogus"}, code: 2, wantErr: "unknown flag"},
 		{name: "ETCDCTL variables", env: []string{"ETCDCTL_ENDPOINTS=" + c.etcdURL, "ETCDCTL_CACERT=" + c.pki.CA, "ETCDCTL_CERT=" + c.pki.ClientCert, "ETCDCTL_KEY=" + c.pki.ClientKey}, code: 0},
 	}

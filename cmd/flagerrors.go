@@ -1,0 +1,54 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// foreignFlags are flags other tools have that regghost refuses with the
+// name to use: the same word with another meaning would look like success.
+var foreignFlags = map[string]string{
+	"prefix": "--prefix is not a regghost flag (etcdctl's --prefix is a switch): give kube-apiserver's key prefix as --etcd-prefix (default /registry/)",
+}
+
+// valueShapes say what a flag of each type takes, for a value that does not
+// parse.
+var valueShapes = map[string]string{
+	"int":      "a whole number",
+	"int64":    "a whole number",
+	"uint":     "a whole number",
+	"float64":  "a number",
+	"duration": "a duration such as 30s, 5m or 1h",
+	"bool":     "true or false",
+}
+
+// flagError makes a flag that cannot be used a usage error (exit 2) on one
+// line naming the flag and what it takes, never a parser's message.
+func flagError(c *cobra.Command, err error) error {
+	var nx *pflag.NotExistError
+	if errors.As(err, &nx) {
+		if hint, ok := foreignFlags[nx.GetSpecifiedName()]; ok {
+			return usageError("%s", hint)
+		}
+	}
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		f := iv.GetFlag()
+		name := "--" + f.Name
+		if f.Name == "v" {
+			name = "-v"
+		}
+		shape := valueShapes[f.Value.Type()]
+		if shape == "" {
+			shape = "a " + f.Value.Type()
+		}
+		if f.Name == "v" {
+			shape += ", the log level 0 to 7 (-v=6 shows every API server request)"
+		}
+		return usageError("%s: %q is not %s (see %s --help)", name, iv.GetValue(), shape, c.CommandPath())
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("%s (see %s --help)", oneLineOf(err.Error()), c.CommandPath())}
+}
