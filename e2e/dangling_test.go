@@ -286,11 +286,22 @@ func TestDanglingAPIServiceUnsticksANamespace(t *testing.T) {
 		backupDir, _ = backupHolding(t, root, apiKey)
 	})
 
-	t.Run("restore puts the APIService back", func(t *testing.T) {
+	t.Run("restore refuses the APIService while its Service is gone, then puts it back", func(t *testing.T) {
 		if backupDir == "" {
 			t.Skip("no backup of the APIService")
 		}
+		// Written back now, it would hang every namespace deletion again.
+		before := c.state(t)
 		out, errOut, code := c.regghost(t, "", "restore", backupDir, "--confirm", "--yes")
+		if code != 1 || !strings.Contains(oneLine(out), "refused") || !strings.Contains(oneLine(out+errOut), "metrics-ns/metrics") {
+			t.Errorf("restore with the Service gone: exit %d: %s\n%s", code, errOut, out)
+		}
+		c.assertChangedOnly(t, "a refused restore", before, nil)
+		c.createNamespace(t, "metrics-ns")
+		_, err := c.kube.CoreV1().Services("metrics-ns").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "metrics", Namespace: "metrics-ns"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{})
+		mustNoErr(t, "create Service metrics-ns/metrics again", err)
+		out, errOut, code = c.regghost(t, "", "restore", backupDir, "--confirm", "--yes")
 		if code != 0 {
 			t.Fatalf("restore: exit %d: %s\n%s", code, errOut, out)
 		}

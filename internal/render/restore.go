@@ -2,8 +2,10 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
 	"io"
+	"strings"
+
+	"github.com/regghost/regghost/internal/plural"
 
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -45,10 +47,32 @@ func WriteRestoreResults(out io.Writer, results []etcdwrite.Result, summary bool
 	table.Wrapped(out, fmt.Sprintf("%s present with the snapshot's bytes and %d present with other bytes are left alone.", plural.Of(count[etcdwrite.AlreadyPresent], "key"), count[etcdwrite.Conflict]))
 }
 
-// refusedLine says what was refused and how to write it deliberately.
-func refusedLine(w io.Writer, refused int) {
-	if refused > 0 {
+// refusedLine says what was refused and how to write it deliberately. A
+// key refused for its namespace or CustomResourceDefinition (created again,
+// or gone) is written by flagnames.IntoRecreated, and its reason names the
+// flag; one refused for what its bytes need (a version its CRD no longer
+// lists, the Service an APIService calls) has no flag: its reason says
+// what to do first.
+func refusedLine(w io.Writer, results []etcdwrite.Result) {
+	into, other := 0, 0
+	for _, r := range results {
+		switch {
+		case r.Outcome != etcdwrite.Refused:
+		case strings.Contains(r.Detail, flagnames.IntoRecreated):
+			into++
+		default:
+			other++
+		}
+	}
+	refused := into + other
+	switch {
+	case refused == 0:
+	case other == 0:
 		table.Wrapped(w, fmt.Sprintf("Refused %s: the namespace or CustomResourceDefinition each rests on was created again since the backup, or is gone (each reason above); %s in the backup, and %s writes %s into one that exists.", plural.Of(refused, "key"), plural.Pick(refused, "it stays", "they stay"), flagnames.IntoRecreated, plural.Them(refused)))
+	case into == 0:
+		table.Wrapped(w, fmt.Sprintf("Refused %s: written back, %s would break what another command proved gone (each reason above, with what to do first); %s in the backup.", plural.Of(refused, "key"), plural.Pick(refused, "it", "they"), plural.Pick(refused, "it stays", "they stay")))
+	default:
+		table.Wrapped(w, fmt.Sprintf("Refused %s (each reason above); they stay in the backup. %s writes the %d whose namespace or CustomResourceDefinition was created again into the one that exists; the other %d need what their reason names first.", plural.Of(refused, "key"), flagnames.IntoRecreated, into, other))
 	}
 }
 
@@ -68,7 +92,7 @@ func RestorePlan(path string, entries int, plan []etcdwrite.Result, dryRun, summ
 			fmt.Fprintln(w)
 			table.Wrapped(w, fmt.Sprintf("Dry run: %d of %s would be restored. Nothing was changed. Re-run with --confirm.", todo, plural.Of(entries, "key")))
 		}
-		refusedLine(w, refused)
+		refusedLine(w, plan)
 		return nil
 	}}
 }
@@ -89,7 +113,7 @@ func RestoreResult(results []etcdwrite.Result, summary bool) Output {
 			}
 		}
 		fmt.Fprintf(w, "Restored %s, byte-identical to the backup.\n", plural.Of(n, "key"))
-		refusedLine(w, refused)
+		refusedLine(w, results)
 		return nil
 	}}
 }

@@ -28,9 +28,12 @@ func Restore(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, pacing
 // bytes counts as restored before (restore is idempotent); one holding other
 // bytes is a conflict and is left alone. A key whose namespace or CRD was
 // created again since the purge is refused (see witnessGuard) unless
-// o.IntoRecreated; the others are written with their witnesses compared in
-// the same transaction. A key that had a lease gets a new one with the TTL
-// it had left.
+// o.IntoRecreated; so is a custom resource stored at a version its CRD's
+// spec.versions no longer lists, and an APIService whose Service is gone
+// (see restoreChecks), with no flag that writes them. The others are
+// written with their witnesses (and what restoreChecks judged them on)
+// compared in the same transaction. A key that had a lease gets a new one
+// with the TTL it had left.
 //
 // Every key written, and every key left when the writes stop on an error,
 // is read back on a context of its own (readBacks); a read-back that fails
@@ -76,7 +79,11 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 	if err != nil {
 		return nil, err
 	}
-	todo = guard.witnessesFirst(todo)
+	checks, todo, err := newRestoreChecks(ctx, kv, b, o, guard, todo, results)
+	if err != nil {
+		return nil, err
+	}
+	todo = checks.last(guard.witnessesFirst(todo))
 	if o.DryRun || len(todo) == 0 {
 		return results, checkClaims(ctx, kv, b, todo, results, o.Reader)
 	}
@@ -99,6 +106,15 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 	// lost marks keys whose put was sent again after an error: the first try
 	// may have been applied with its reply lost.
 	lost := map[int]bool{}
+	// changed says what a key was judged on that changed since: a witness,
+	// its CRD's versions, the Service an APIService calls.
+	changed := func(ctx context.Context, i int) (string, error) {
+		why, err := guard.changed(ctx, kv, i)
+		if why != "" || err != nil {
+			return why, err
+		}
+		return checks.changed(ctx, kv, i)
+	}
 	leases, err := grantLeases(ctx, kv, b, todo)
 	if err != nil {
 		return results, err
@@ -110,7 +126,8 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 	err = etcdwrite.Run(ctx, kv, pacing, etcdwrite.Spec{N: len(todo),
 		Cmp: func(j int) []clientv3.Cmp {
 			i := todo[j]
-			return append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[i].Key), "=", expect[i])}, guard.cmps(i)...)
+			cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.Entries[i].Key), "=", expect[i])}, guard.cmps(i)...)
+			return append(cmps, checks.cmps(i)...)
 		},
 		Op: func(j int) clientv3.Op {
 			e := b.Entries[todo[j]]
@@ -129,7 +146,7 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 			return nil
 		},
 		Check: func(ctx context.Context, j int) (bool, error) {
-			why, err := guard.changed(ctx, kv, todo[j])
+			why, err := changed(ctx, todo[j])
 			if why != "" {
 				guard.late[todo[j]] = why
 			}
@@ -137,6 +154,7 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 		},
 		Done: func(j int, ok bool, rev int64) {
 			i := todo[j]
+			checks.done(i, ok)
 			switch {
 			case ok:
 				wrote[i] = rev
@@ -166,7 +184,7 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 				lost[todo[j]] = true
 			}
 		}})
-	verr := verifyRestore(ctx, kv, b, guard, todo, results, wrote, lost, withInto)
+	verr := verifyRestore(ctx, kv, b, changed, todo, results, wrote, lost, withInto)
 	if err != nil {
 		return results, err
 	}
@@ -182,7 +200,7 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 // left when the writes stopped says whether the transaction in flight wrote
 // it. A read-back that fails marks its key Unverified and the others are
 // still read; the error says how many could not be read.
-func verifyRestore(ctx context.Context, kv clientv3.KV, b *backup.Backup, guard *witnessGuard, todo []int, results []etcdwrite.Result, wrote map[int]int64, lost map[int]bool, withInto func(etcdwrite.Result, int) etcdwrite.Result) error {
+func verifyRestore(ctx context.Context, kv clientv3.KV, b *backup.Backup, changed func(context.Context, int) (string, error), todo []int, results []etcdwrite.Result, wrote map[int]int64, lost map[int]bool, withInto func(etcdwrite.Result, int) etcdwrite.Result) error {
 	rb := &etcdwrite.ReadBacks{Ctx: ctx}
 	var failed []string
 	var first error
@@ -222,10 +240,11 @@ func verifyRestore(ctx context.Context, kv clientv3.KV, b *backup.Backup, guard 
 		case r.Outcome == etcdwrite.Conflict && lost[i] && holds:
 			results[i] = withInto(etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.Restored, Detail: "written by a try whose reply was lost (etcd paused); read back: the backed-up bytes"}, i)
 		case r.Outcome == etcdwrite.Conflict && len(resp.Kvs) == 0:
-			// Still absent: the compare that failed was a witness's.
+			// Still absent: the compare that failed was a witness's, its
+			// CRD's or its Service's.
 			var why string
 			err := rb.Do(func(ctx context.Context) (err error) {
-				why, err = guard.changed(ctx, kv, i)
+				why, err = changed(ctx, i)
 				return err
 			})
 			if err != nil {
