@@ -409,6 +409,9 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun boo
 			table.Para(out, "  ", "  ", w)
 		}
 	}
+	if len(r.Disk) > 0 && r.Stage != members.StageReplaced {
+		membersDisk(out, r.Disk)
+	}
 	if len(r.Evidence) > 0 {
 		fmt.Fprintln(out)
 		table.Para(out, "", "", fmt.Sprintf("Evidence, saved and verified before anything was changed (%s):", r.Dir))
@@ -451,4 +454,27 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun boo
 			"to compare them and disarm CORRUPT.", r.Member, r.Member))
 	}
 	return nil
+}
+
+// membersDisk is the disk budget of a replacement: each filesystem it
+// writes on, what it has free, what is written there, what is left and
+// what must stay free, and below it what is written.
+func membersDisk(out io.Writer, disk []members.DiskBudget) {
+	fmt.Fprintln(out)
+	table.Wrapped(out, "Disk budget: every byte this run writes here, by filesystem, before the first write (each keeps its reserve free):")
+	for _, d := range disk {
+		left := Bytes(d.Left)
+		if d.Left < 0 {
+			left = "-" + Bytes(-d.Left)
+		}
+		fits := "fits"
+		if !d.Fits {
+			fits = "DOES NOT FIT"
+		}
+		table.Para(out, "  ", "    ", fmt.Sprintf("%s (device %s): %s free, %s written, %s left, %s reserve: %s",
+			d.Dir, d.Device, Bytes(d.Free), Bytes(d.Written), left, Bytes(d.Reserve), fits))
+		for _, w := range d.Writes {
+			table.Para(out, "    - ", "      ", fmt.Sprintf("%s: %s (%s)", w.What, Bytes(w.Bytes), w.Path))
+		}
+	}
 }

@@ -18,7 +18,8 @@ type BackupSummary struct {
 	// SnapshotRevision is the revision of the backup's snapshot (0: none).
 	SnapshotRevision int64 `json:"snapshotRevision,omitempty"`
 	// Status is "ok", "unfinished" (keys without an outcome in the audit
-	// log: the purge was killed) or "unusable" (the backup fails its check).
+	// log: the purge was killed; or the evidence of a members replacement
+	// still under way) or "unusable" (the backup fails its check).
 	Status string `json:"status"`
 	// Detail says why a backup is unfinished or unusable.
 	Detail string `json:"detail,omitempty"`
@@ -64,6 +65,9 @@ func ListBackups(root string) ([]BackupSummary, error) {
 		} else if n > 0 {
 			s.Status, s.Unfinished = BackupUnfinished, n
 			s.Detail = fmt.Sprintf("%d keys have no outcome in audit.log (regghost scan shows where they stand)", n)
+		}
+		if why := replacementUnderWay(p); why != "" {
+			s.Status, s.Detail = BackupUnfinished, why
 		}
 		out = append(out, s)
 	}

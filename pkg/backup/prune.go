@@ -79,7 +79,8 @@ func newest(out []PruneDecision, idx []int) {
 // prune removes it. It never removes: a backup that cannot be read or
 // verified (inspect it by hand), one whose run was cut off (keys without an
 // outcome), one whose undo is under way (a recovery not undone, whose undo
-// reads its audit log; an undo that stopped partway), the newest verified
+// reads its audit log; an undo that stopped partway; the evidence of a
+// members replacement still under way), the newest verified
 // backup of each cluster, the Keep newest of each cluster, or one younger
 // than OlderThan. Any other may go, the undo of an older purge, dangling
 // fix or unstick among them: its decision says so, and how many keys its
@@ -105,6 +106,9 @@ func PlanPrune(root string, o PruneOptions) ([]PruneDecision, error) {
 			continue
 		case BackupUnfinished:
 			out[i].Why = "kept: its run was cut off (" + s.Detail + ")"
+			if why := replacementUnderWay(s.Path); why != "" {
+				out[i].Why = "kept: " + why
+			}
 			continue
 		}
 		b, err := ReadBackup(s.Path)
@@ -305,6 +309,9 @@ func auditSize(dir string) int64 {
 func stillRemovable(d PruneDecision) string {
 	if auditSize(d.Path) != d.audit {
 		return "its audit log changed: a restore ran"
+	}
+	if why := replacementUnderWay(d.Path); why != "" {
+		return why
 	}
 	b, err := ReadBackup(d.Path)
 	if err != nil {

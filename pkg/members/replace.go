@@ -37,8 +37,12 @@ import (
 //  8. compare: the members are compared again until they agree;
 //  9. disarm: CORRUPT is disarmed.
 //
-// From the removal to the promotion the cluster runs with one voter
-// fewer: the plan says what fault tolerance is left (Window). A run that
+// Before the first write the plan budgets every byte the run writes on
+// this machine, by filesystem (a device): the evidence, and on the
+// member's own node the learner's copy and log beside the directories
+// moved aside, which stay; it is refused unless each filesystem keeps its
+// reserve (Disk). From the removal to the promotion the cluster runs with
+// one voter fewer: the plan says what fault tolerance is left (Window). A run that
 // stops before the promotion (the learner has not started within Wait) is
 // taken up by the next, from replace.json beside the evidence, which also
 // names the other members' client URLs: the next run reaches the cluster
@@ -70,7 +74,8 @@ type ReplaceOptions struct {
 	Now func() time.Time
 	// Node is the etcd member this node's files describe (nil: none
 	// found): when it is the member replaced, the node steps name its
-	// own directories and its disk is checked for the copy it takes.
+	// own directories (moving what a mount point holds, not the mount
+	// point), and the disk budget counts the copy it takes.
 	Node *nodeconfig.EtcdMember
 }
 
@@ -149,6 +154,11 @@ type Replacement struct {
 	Steps []string `json:"steps"`
 	// Window is what the cluster survives while the member is out.
 	Window *Window `json:"window,omitempty"`
+	// Disk is every byte the replacement writes on this machine, by
+	// filesystem, against what each has free, planned before the first
+	// write: the evidence, and on the member's own node the learner's
+	// copy beside the directories moved aside.
+	Disk []DiskBudget `json:"disk,omitempty"`
 	// Dir holds the evidence and replace.json.
 	Dir      string     `json:"dir,omitempty"`
 	Evidence []Evidence `json:"evidence,omitempty"`

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"golang.org/x/sys/unix"
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdmembers"
@@ -194,33 +194,57 @@ func TestReplaceStoppedInTheWait(t *testing.T) {
 	}
 }
 
-// TestNodeDisk: on the member's own node, its data directory's disk must
-// hold the copy the new member takes beside the directory moved aside: a
-// disk that cannot keep its reserve refuses before anything is changed;
-// elsewhere nothing is checked.
-func TestNodeDisk(t *testing.T) {
-	small := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", small).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
+// TestDiskBudgetOnARealMount: with a tmpfs mounted on the member's data
+// directory (root only; skipped elsewhere), the data directory is measured
+// on its own filesystem, which cannot keep its reserve for the learner's
+// copy: refused before anything is written, and the node steps move what
+// the mount holds, never the mount point. The data directory beside the
+// evidence on one filesystem is one budget; another member's node counts
+// the evidence alone.
+func TestDiskBudgetOnARealMount(t *testing.T) {
+	base := t.TempDir()
+	mnt := filepath.Join(base, "etcd")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = exec.Command("umount", small).Run() })
-	before := &Report{Members: []Member{{Member: etcdmembers.Member{Name: "m0", Leader: true, DBSize: 8 << 20}}}}
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, 0) })
+	before := &Report{Members: []Member{
+		{Member: etcdmembers.Member{Name: "m0", Leader: true, DBSize: 8 << 20, Endpoint: "http://10.0.0.1:2379"}},
+		{Member: etcdmembers.Member{Name: "m1", DBSize: 8 << 20, Endpoint: "http://10.0.0.2:2379"}},
+	}}
+	evidence := filepath.Join(base, "backups")
 	for _, tt := range []struct {
-		name string
-		node *nodeconfig.EtcdMember
-		want string
+		name    string
+		node    *nodeconfig.EtcdMember
+		budgets int
+		want    string
 	}{
-		{"a full disk on its node", &nodeconfig.EtcdMember{Name: "m1", DataDir: filepath.Join(small, "etcd")}, "make room first"},
-		{"room on its node", &nodeconfig.EtcdMember{Name: "m1", DataDir: filepath.Join(t.TempDir(), "etcd")}, ""},
-		{"another member's node", &nodeconfig.EtcdMember{Name: "m2", DataDir: filepath.Join(small, "etcd")}, ""},
+		{"a full mount on its node", &nodeconfig.EtcdMember{Name: "m1", DataDir: mnt}, 2, "the filesystem of " + mnt + " "},
+		{"room on its node, beside the evidence", &nodeconfig.EtcdMember{Name: "m1", DataDir: filepath.Join(base, "data")}, 1, ""},
+		{"another member's node", &nodeconfig.EtcdMember{Name: "m2", DataDir: mnt}, 1, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &replaceRun{o: ReplaceOptions{Member: "m1", Node: tt.node}}
-			err := r.nodeDisk(&replacePlan{res: &Replacement{}}, before)
+			r := &replaceRun{o: ReplaceOptions{Member: "m1", Node: tt.node, EvidenceRoot: evidence}}
+			p := &replacePlan{res: &Replacement{}}
+			err := r.diskBudget(p, before)
 			if (tt.want == "") != (err == nil) || (err != nil && (!errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.want))) {
-				t.Errorf("nodeDisk: %v, want %q", err, tt.want)
+				t.Errorf("diskBudget: %v, want %q", err, tt.want)
+			}
+			if len(p.res.Disk) != tt.budgets {
+				t.Errorf("%d filesystems in the budget, want %d: %+v", len(p.res.Disk), tt.budgets, p.res.Disk)
+			}
+			if _, err := os.Stat(evidence); err == nil {
+				t.Errorf("the budget wrote %s", evidence)
 			}
 		})
+	}
+	local := (&replaceRun{o: ReplaceOptions{Member: "m1", Node: &nodeconfig.EtcdMember{Name: "m1", DataDir: mnt, Source: "kubeadm"}}}).localNode()
+	steps := strings.Join(onNode("m1", []string{"http://10.0.0.2:2380"}, nil, local, 0), "\n")
+	if !local.DataMount || !strings.Contains(steps, "mv "+mnt+"/member "+mnt+"/member.wrong-m1") || strings.Contains(steps, "mv "+mnt+" ") {
+		t.Errorf("the steps on a mounted data directory:\n%s", steps)
 	}
 }
 

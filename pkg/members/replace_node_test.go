@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/session"
@@ -127,6 +128,16 @@ func TestReplaceAMemberThatIsDown(t *testing.T) {
 		if e.Member == c.names[w] {
 			t.Errorf("evidence of the member that is down: %+v", e)
 		}
+	}
+	// backup ls lists the evidence, and prune keeps it while the
+	// replacement is under way.
+	list, err := backup.ListBackups(root)
+	if err != nil || len(list) != 1 || list[0].Path != res.Dir || list[0].Status != backup.BackupUnfinished ||
+		!strings.Contains(list[0].Detail, "still under way") || list[0].SnapshotRevision == 0 {
+		t.Errorf("backup ls of the evidence: %+v, %v", list, err)
+	}
+	if len(res.Disk) != 1 || !res.Disk[0].Fits || len(res.Disk[0].Writes) != 1 || res.Disk[0].Written == 0 {
+		t.Errorf("the disk budget: %+v", res.Disk)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/regghost/regghost/pkg/diskroom"
 	"github.com/regghost/regghost/pkg/etcdmembers"
 )
 
@@ -41,6 +40,8 @@ type replaceRun struct {
 	list    []*pb.Member
 	cluster string
 	unlock  func()
+	// fs reads the filesystems written on (zero: this machine's).
+	fs disks
 }
 
 // replacePlan is what survey found: the replacement to print, and what
@@ -189,11 +190,11 @@ func (r *replaceRun) survey(ctx context.Context) (*replacePlan, error) {
 			return p, fmt.Errorf("%w: %s leads and no member of the majority can take the leadership; nothing was changed", ErrRefused, p.leader)
 		}
 	}
-	if err := r.nodeDisk(p, before); err != nil {
+	if err := r.diskBudget(p, before); err != nil {
 		return p, err
 	}
 	p.res.Window = window(before, o.Member, p.down)
-	p.res.OnNode = onNode(o.Member, p.res.PeerURLs, r.list, r.localNode(), leaderDB(before))
+	p.res.OnNode = onNode(o.Member, p.res.PeerURLs, r.list, r.localNode(), copySize(before, o.Member))
 	p.steps = []replaceStep{stepEvidence}
 	if p.moveTo != "" {
 		p.steps = append(p.steps, stepLeadership)
@@ -219,6 +220,9 @@ func (r *replaceRun) takeUp(p *replacePlan, rec *replaceRecord, dir string, stat
 		p.steps = []replaceStep{stepCompare, stepDisarm}
 	}
 	res.OnNode = onNode(r.o.Member, res.PeerURLs, r.list, r.localNode(), 0)
+	if slices.Contains(p.steps, stepNode) {
+		r.takeUpDisk(p, rec)
+	}
 	res.Steps = append([]string{fmt.Sprintf("take up the replacement of %s that %s records (removed from etcd cluster %s)",
 		r.o.Member, filepath.Join(dir, recordFile), r.cluster)}, r.words(p)...)
 	return p, nil
@@ -402,50 +406,15 @@ func window(r *Report, member string, down bool) *Window {
 	return w
 }
 
-// nodeDisk checks, on the member's own node, that the disk of its data
-// directory can hold the copy the new member takes beside the directory
-// moved aside; elsewhere it says what the node needs.
-func (r *replaceRun) nodeDisk(p *replacePlan, before *Report) error {
-	node := r.localNode()
-	need := uint64(leaderDB(before))
-	if node == nil || node.DataDir == "" || need == 0 {
-		return nil
-	}
-	room, err := diskroom.Of(filepath.Dir(node.DataDir))
-	if err != nil {
-		p.res.Notes = append(p.res.Notes, "the free space of this node's etcd disk could not be read: "+err.Error())
-		return nil
-	}
-	if !room.Fits(need) {
-		return fmt.Errorf("%w: %s's data directory %s is on a disk with %d bytes free: the new member copies about %d bytes from the leader "+
-			"beside the directory moved aside, and %s keeps %d bytes free; make room first; nothing was changed",
-			ErrRefused, r.o.Member, node.DataDir, room.Free, need, room.Dir, room.Keep)
-	}
-	p.res.Notes = append(p.res.Notes, fmt.Sprintf("this node's disk (%s) holds the copy the new member takes (about %d bytes) beside the directory moved aside",
-		filepath.Dir(node.DataDir), need))
-	return nil
-}
-
 // localNode is this node's etcd member when it is the one replaced.
 func (r *replaceRun) localNode() *localEtcd {
 	n := r.o.Node
 	if n == nil || n.Name != r.o.Member {
 		return nil
 	}
-	return &localEtcd{DataDir: n.DataDir, WalDir: n.WalDir, Source: n.Source}
-}
-
-// leaderDB is the size of the leader's db file: what a new member copies.
-func leaderDB(r *Report) int64 {
-	if r == nil {
-		return 0
-	}
-	for _, m := range r.Members {
-		if m.Leader {
-			return m.DBSize
-		}
-	}
-	return 0
+	d := r.disks()
+	return &localEtcd{DataDir: n.DataDir, WalDir: n.WalDir, Source: n.Source,
+		DataMount: n.DataDir != "" && d.mountPoint(n.DataDir), WalMount: n.WalDir != "" && d.mountPoint(n.WalDir)}
 }
 
 // memberOf is the report's member named name.

@@ -18,13 +18,13 @@ import (
 
 // recordFile is where a replacement under way is kept, beside its
 // evidence.
-const recordFile = "replace.json"
+const recordFile = backup.ReplaceRecordFile
 
 // The stages of a record.
 const (
 	// recordRemoving: the replacement is under way, from the evidence on;
 	// a later run of the same member and cluster takes it up.
-	recordRemoving = "removing"
+	recordRemoving = backup.ReplaceUnderWay
 	// recordReplaced: it ended; never taken up again.
 	recordReplaced = "replaced"
 	// recordAbandoned: it stopped before the member was removed.

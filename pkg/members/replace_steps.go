@@ -15,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/backup"
-	"github.com/regghost/regghost/pkg/diskroom"
 	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
@@ -84,37 +83,32 @@ func (r *replaceRun) record(p *replacePlan, stage, why string) error {
 	return writeRecord(p.dir, rec, r.o.Now())
 }
 
-// evidence saves and verifies the snapshot of every member that answers,
-// where the disk can hold them with its reserve, and writes the record.
+// evidence saves and verifies the snapshot of every member that answers
+// (the disk budget of the plan holds them), writes the record, and then
+// the backup file that lists the directory among the backups: a prune
+// keeps it while the record says the replacement is under way.
 func (r *replaceRun) evidence(ctx context.Context, p *replacePlan) error {
 	o := r.o
-	var need uint64
-	for _, m := range p.res.Before.Members {
-		if m.Unreachable == "" && !m.Learner {
-			need += uint64(m.DBSize) + 4096
-		}
-	}
-	need += need / 10
 	if o.EvidenceRoot == "" {
 		return fmt.Errorf("%w: no directory for the evidence: pass --backup-dir; nothing was changed", ErrRefused)
 	}
 	if err := os.MkdirAll(o.EvidenceRoot, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w; nothing was changed", o.EvidenceRoot, err)
 	}
-	if room, err := diskroom.Of(o.EvidenceRoot); err != nil {
-		return err
-	} else if !room.Fits(need) {
-		return fmt.Errorf("%w: the members' snapshots need %d bytes in %s, which would leave less than its reserve free; nothing was changed", ErrRefused, need, o.EvidenceRoot)
-	}
 	dir, err := backup.NewBackupDir(o.EvidenceRoot, "members-replace-"+o.Member, o.Now())
 	if err != nil {
 		return err
 	}
 	p.dir, p.res.Dir = dir, dir
-	for _, m := range p.res.Before.Members {
-		if m.Learner || m.Unreachable != "" || m.Endpoint == "" {
-			continue
-		}
+	// The backup file names the snapshot of the member the new one copies
+	// from: the leader of the majority.
+	source := p.moveTo
+	if source == "" {
+		source = p.leader
+	}
+	var snap *backup.SnapshotInfo
+	var snapFrom string
+	for _, m := range saved(p.res.Before) {
 		o.Compare.progress("saving %s's snapshot (evidence)", m.Name)
 		cfg := o.Compare.Config
 		cfg.Endpoints = []string{m.Endpoint}
@@ -125,9 +119,20 @@ func (r *replaceRun) evidence(ctx context.Context, p *replacePlan) error {
 			return fmt.Errorf("save %s's snapshot: %w; nothing was changed", m.Name, err)
 		}
 		p.res.Evidence = append(p.res.Evidence, Evidence{Member: m.Name, Path: info.Path, Revision: info.Revision, Size: info.Size, SHA256: info.SHA256})
+		if m.Name == source || (snap == nil && slices.Contains(p.majority, m.Name)) {
+			snap, snapFrom = info, m.Endpoint
+		}
 	}
 	if err := r.record(p, recordRemoving, ""); err != nil {
 		return fmt.Errorf("%w; nothing was changed", err)
+	}
+	b := &backup.Backup{Created: o.Now().UTC(), Scope: fmt.Sprintf("members replace %s: the evidence, each member's snapshot", o.Member),
+		Action: backup.ActionMembersReplace, Endpoint: snapFrom, ClusterID: r.cluster, Snapshot: snap}
+	if snap != nil {
+		b.ScanRevision = snap.Revision
+	}
+	if _, _, err := backup.WriteBackup(dir, b); err != nil {
+		return r.abandon(p, fmt.Errorf("write the evidence's %s: %w; nothing was changed but the evidence in %s", backup.BackupFile, err, dir))
 	}
 	return nil
 }
@@ -282,7 +287,7 @@ func (r *replaceRun) add(ctx context.Context, p *replacePlan) error {
 	}
 	r.list = resp.Members
 	p.res.LearnerID = hexID(resp.Member.ID)
-	p.res.OnNode = onNode(o.Member, p.res.PeerURLs, r.list, r.localNode(), leaderDB(p.res.Before))
+	p.res.OnNode = onNode(o.Member, p.res.PeerURLs, r.list, r.localNode(), copySize(p.res.Before, o.Member))
 	if err := r.record(p, recordRemoving, ""); err != nil {
 		return fmt.Errorf("%s was added back as learner %s, but: %w", o.Member, p.res.LearnerID, err)
 	}
