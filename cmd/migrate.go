@@ -143,7 +143,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 			h, herr = history(ctx, plan)
 			keys = migrate.Verdicts(plan, plan, h, herr)
 		}
-		held, err := migrate.InBackups(o.backupDir, plan, migrate.Rotated(plan, h))
+		held, err := migrate.ReadBackups(ctx, o.backupDir, plan, migrate.Rotated(plan, h), rs.Decrypter)
 		if err != nil {
 			return err
 		}

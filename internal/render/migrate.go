@@ -21,8 +21,8 @@ const listedObjects = 20
 
 // MigratePlan is migrate's plan (without --confirm) in every form -o can ask
 // for; its rows are the objects the rewrite moves.
-func MigratePlan(plan *migrate.Census, keys []migrate.KeyVerdict, held []migrate.Held, prune bool, perSecond int) Output {
-	doc := map[string]any{"plan": plan, "listAgain": migrate.Stranded(plan), "keys": NonNil(keys), "backups": NonNil(held)}
+func MigratePlan(plan *migrate.Census, keys []migrate.KeyVerdict, held migrate.Backups, prune bool, perSecond int) Output {
+	doc := map[string]any{"plan": plan, "listAgain": migrate.Stranded(plan), "keys": NonNil(keys), "backups": NonNil(held.Held), "unreadableBackups": NonNil(held.Unreadable)}
 	return Output{Doc: doc, Rows: RowsOf(plan.Rewrite, func(o *migrate.Object) string { return o.Key }), Human: func(w io.Writer, _, _ bool) error {
 		if err := MigrateSteps(w, plan, prune, perSecond); err != nil {
 			return err
@@ -111,21 +111,54 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 }
 
 // writeHeld names regghost's backups that need a key that no longer writes.
-func writeHeld(w io.Writer, c *migrate.Census, held []migrate.Held) {
-	if len(held) == 0 {
-		return
+func writeHeld(w io.Writer, c *migrate.Census, held migrate.Backups) {
+	var keys, versions []migrate.Held
+	for _, h := range held.Held {
+		if len(h.ByKey) > 0 || h.SnapshotRevision > 0 {
+			keys = append(keys, h)
+		}
+		if len(h.ByVersion) > 0 || h.VersionUnread > 0 {
+			versions = append(versions, h)
+		}
 	}
-	fmt.Fprintln(w)
-	table.Para(w, "", "", fmt.Sprintf("regghost's backups on this node that need a key that no longer writes %s (keep the old configuration with them):", c.Resource))
-	for _, h := range held {
-		var what []string
-		for _, k := range sortedKeys(h.ByKey) {
-			what = append(what, fmt.Sprintf("%s under %s", plural.Of(h.ByKey[k], "value"), k))
+	if len(keys) > 0 {
+		fmt.Fprintln(w)
+		table.Para(w, "", "", fmt.Sprintf("regghost's backups on this node that need a key that no longer writes %s (keep the old configuration with them):", c.Resource))
+		for _, h := range keys {
+			var what []string
+			for _, k := range sortedKeys(h.ByKey) {
+				what = append(what, fmt.Sprintf("%s under %s", plural.Of(h.ByKey[k], "value"), k))
+			}
+			if h.SnapshotRevision > 0 {
+				what = append(what, fmt.Sprintf("its snapshot, taken at revision %d, holds %s as it was then", h.SnapshotRevision, c.Resource))
+			}
+			table.Para(w, "  ", "    ", h.Path+": "+strings.Join(what, "; "))
 		}
-		if h.SnapshotRevision > 0 {
-			what = append(what, fmt.Sprintf("its snapshot, taken at revision %d, holds %s as it was then", h.SnapshotRevision, c.Resource))
+	}
+	if len(versions) > 0 {
+		fmt.Fprintln(w)
+		table.Para(w, "", "", fmt.Sprintf("regghost's backups on this node that hold %s at a version other than %s (restored, each is stored there again; `regghost restore` refuses those at a version the CRD no longer lists):", c.Resource, c.Target.Version))
+		for _, h := range versions {
+			var what []string
+			for _, v := range sortedKeys(h.ByVersion) {
+				s := fmt.Sprintf("%s at %s", plural.Of(h.ByVersion[v], "object"), v)
+				if h.Unlisted[v] > 0 {
+					s += " (no longer listed: refused by restore)"
+				}
+				what = append(what, s)
+			}
+			if h.VersionUnread > 0 {
+				what = append(what, fmt.Sprintf("%s whose version is not read here", plural.Of(h.VersionUnread, "object")))
+			}
+			table.Para(w, "  ", "    ", h.Path+": "+strings.Join(what, "; "))
 		}
-		table.Para(w, "  ", "    ", h.Path+": "+strings.Join(what, "; "))
+	}
+	if len(held.Unreadable) > 0 {
+		fmt.Fprintln(w)
+		table.Para(w, "", "", "regghost's backups on this node that could not be read: what they hold is not known, and nothing above speaks for them:")
+		for _, u := range held.Unreadable {
+			table.Para(w, "  ", "    ", u.Path+": "+u.Error)
+		}
 	}
 }
 

@@ -64,9 +64,11 @@ type Result struct {
 	// Keys are the verdicts on the providers and keys no longer writing.
 	Keys []KeyVerdict `json:"keys,omitempty"`
 	// Backups are regghost's backups on this node that still need a key
-	// that no longer writes; BackupsUnread says why they were not read.
-	Backups       []Held `json:"backups,omitempty"`
-	BackupsUnread string `json:"backupsUnread,omitempty"`
+	// that no longer writes, or hold the resource at a version other than
+	// the storage version, and those that could not be read;
+	// BackupsUnread says why none was read.
+	Backups       Backups `json:"backups"`
+	BackupsUnread string  `json:"backupsUnread,omitempty"`
 	// Dir and Backup are the backup of the CustomResourceDefinition taken
 	// before the run, with the audit log of its edits.
 	Dir    string `json:"dir,omitempty"`
@@ -216,12 +218,15 @@ func (res *Result) finish(ctx context.Context, plan *Census, o Options) error {
 		return err
 	}
 	proof := res.Proof
+	var h *History
 	if o.History != nil && proof.Writer != "" {
-		h, err := o.History(ctx, proof)
-		res.Keys = Verdicts(plan, proof, h, err)
-		if res.Backups, err = InBackups(o.BackupRoot, proof, Rotated(plan, h)); err != nil {
-			res.BackupsUnread = err.Error()
-		}
+		var herr error
+		h, herr = o.History(ctx, proof)
+		res.Keys = Verdicts(plan, proof, h, herr)
+	}
+	var err error
+	if res.Backups, err = ReadBackups(ctx, o.BackupRoot, proof, Rotated(plan, h), nil); err != nil {
+		res.BackupsUnread = err.Error()
 	}
 	return nil
 }
