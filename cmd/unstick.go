@@ -88,6 +88,9 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	if err != nil {
 		return err
 	}
+	if a.Nowhere {
+		return failed(a.NowhereError())
+	}
 	if !o.confirm {
 		return o.print.print(out, render.UnstickPlan(a))
 	}

@@ -10,8 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/names"
 	"github.com/regghost/regghost/pkg/objread"
 )
 
@@ -88,9 +92,49 @@ func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, erro
 	if err := r.findDangling(ctx, rep); err != nil {
 		return nil, err
 	}
+	// Nothing in the namespace and nothing referring into it: a name that
+	// exists nowhere (a namespace force-deleted still has what refers to it).
+	if so.Namespace != "" && rep.ScannedKeys == 0 && len(rep.Dangling) == 0 {
+		if err := r.NamespaceSomewhere(ctx, so.Namespace); err != nil {
+			return nil, err
+		}
+	}
 	returned = true
 	return rep, nil
 }
+
+// NamespaceSomewhere refuses a namespace of which etcd holds nothing (no
+// namespace key; the caller read no key in it either): a typo, named with
+// the namespaces nearest to it, never an empty result that looks like
+// success.
+func (r *Read) NamespaceSomewhere(ctx context.Context, ns string) error {
+	prefix := r.prefix + "namespaces/"
+	kv, err := r.Store.Get(ctx, prefix+ns)
+	if err != nil {
+		return fmt.Errorf("read %s%s: %w", prefix, ns, err)
+	}
+	if kv != nil {
+		return nil
+	}
+	var have []string
+	err = r.Store.Range(ctx, prefix, clientv3.GetPrefixRangeEnd(prefix), true, func(kv *mvccpb.KeyValue) error {
+		have = append(have, strings.TrimPrefix(string(kv.Key), prefix))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", prefix, err)
+	}
+	near := ""
+	if c := names.Closest(have, ns, 3); len(c) > 0 {
+		near = "; did you mean " + strings.Join(c, ", ") + "?"
+	}
+	return &NowhereError{Msg: fmt.Sprintf("namespace %s: nothing of it is in etcd, neither its namespace key nor any object in it nor anything referring to it (a namespace just purged or deleted leaves nothing either)%s", ns, near)}
+}
+
+// NowhereError is a target the user named of which etcd holds nothing.
+type NowhereError struct{ Msg string }
+
+func (e *NowhereError) Error() string { return e.Msg }
 
 // Reader is the read-through over this Read's decrypter and API server.
 func (r *Read) Reader() *objread.Reader {

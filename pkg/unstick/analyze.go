@@ -77,6 +77,11 @@ type Analysis struct {
 	Conditions []string `json:"conditions,omitempty"`
 	// Remaining counts the keys still stored under it.
 	Remaining int `json:"remaining"`
+	// Nowhere says nothing of that name is in etcd (nor, so, in the API
+	// server): a typo, or a deletion that finished. Closest are the names
+	// that exist nearest to it.
+	Nowhere bool     `json:"nowhere,omitempty"`
+	Closest []string `json:"closest,omitempty"`
 	// Blockers are the remaining objects with finalizers.
 	Blockers []Blocker `json:"blockers"`
 	// Unavailable lists the APIServices that are not available, with their

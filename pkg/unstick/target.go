@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/names"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -91,7 +93,41 @@ func (z *Analyzer) Analyze(ctx context.Context) (*Analysis, error) {
 		a.Follow(found.Refs)
 	}
 	a.refuseUnknownUnavailable()
+	if !a.Exists && a.Remaining == 0 {
+		a.Nowhere = true
+		a.Closest, err = z.closest(ctx, r.Store)
+		if err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// NowhereError is the error for a target of which nothing is in etcd: it
+// names what was looked for and the names nearest to it that exist.
+func (a *Analysis) NowhereError() error {
+	near := ""
+	if len(a.Closest) > 0 {
+		near = "; did you mean " + strings.Join(a.Closest, ", ") + "?"
+	}
+	return fmt.Errorf("%s: nothing of that name is in etcd, nor so in the API server (a deletion that finished leaves nothing either)%s", a.Target, near)
+}
+
+// closest are the names of the target's kind in store nearest to its name.
+func (z *Analyzer) closest(ctx context.Context, store etcdscan.Store) ([]string, error) {
+	prefix := z.Read.Registry() + "namespaces/"
+	if z.Target.CRD {
+		prefix = z.Read.Registry() + "apiextensions.k8s.io/customresourcedefinitions/"
+	}
+	var have []string
+	err := store.Range(ctx, prefix, clientv3.GetPrefixRangeEnd(prefix), true, func(kv *mvccpb.KeyValue) error {
+		have = append(have, strings.TrimPrefix(string(kv.Key), prefix))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", prefix, err)
+	}
+	return names.Closest(have, z.Target.Name, 3), nil
 }
 
 // Again is the analysis under the lock: a fresh read of the live etcd, and

@@ -1,0 +1,52 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+)
+
+// TestUnstickATargetThatExistsNowhere: a namespace or CRD of which nothing
+// is in etcd (a typo) is an error naming what was looked for and the
+// closest names that exist, never "nothing to do" with exit 0.
+func TestUnstickATargetThatExistsNowhere(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"namespace", "shpo"}, "namespace shpo: nothing of that name is in etcd, nor so in the API server (a deletion that finished leaves nothing either); did you mean shop?"},
+		{[]string{"ns/nosuch"}, "namespace nosuch: nothing of that name is in etcd"},
+		{[]string{"crd", "gizmos.example.com"}, "customresourcedefinition gizmos.example.com: nothing of that name is in etcd"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(append(append([]string{"unstick"}, tc.args...), "--endpoints", ep, "--no-api"), strings.NewReader(""), &out, &errOut)
+		msg := etcdtest.WithoutUsing(errOut.String())
+		if code != ExitError || !strings.Contains(msg, tc.want) || strings.Contains(out.String(), "nothing to do") {
+			t.Errorf("unstick %v: exit %d\n%s%s", tc.args, code, msg, out.String())
+		}
+	}
+}
+
+// TestNamespaceThatExistsNowhere: scan, purge and dangling given -n of a
+// namespace of which etcd holds nothing (no key, no object, nothing
+// referring into it) fail naming the closest namespaces, where they ended
+// on "nothing found", exit 0.
+func TestNamespaceThatExistsNowhere(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	for _, cmd := range [][]string{{"scan"}, {"purge"}, {"dangling"}} {
+		var out, errOut bytes.Buffer
+		code := Run(append(cmd, "-n", "shpo", "--endpoints", ep, "--no-api"), strings.NewReader(""), &out, &errOut)
+		msg := etcdtest.WithoutUsing(errOut.String())
+		if code != ExitError || !strings.Contains(msg, "namespace shpo: nothing of it is in etcd") || !strings.Contains(msg, "did you mean shop?") {
+			t.Errorf("%s -n shpo: exit %d\n%s%s", cmd[0], code, msg, out.String())
+		}
+	}
+	// A namespace force-deleted whose objects remain is what scan is for.
+	var out, errOut bytes.Buffer
+	if code := Run([]string{"scan", "-n", "kb-system", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut); code != ExitGhosts {
+		t.Errorf("scan -n kb-system: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}
