@@ -135,6 +135,9 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		if len(g.Prefix) == 0 || g.Prefix[0] != '/' || g.Prefix[len(g.Prefix)-1] != '/' {
 			return usageError("--etcd-prefix %q must start and end with /", g.Prefix)
 		}
+		if err := g.CheckAPIFlags(); err != nil {
+			return usageError("%v", err)
+		}
 		g.Etcd.AskPassword = passwordAsker(in, errOut, g.Etcd.User)
 		return nil
 	}

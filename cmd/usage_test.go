@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,6 +96,30 @@ func TestFlagMistakesNameTheFlag(t *testing.T) {
 		msg := errOut.String()
 		if code != ExitUsage || !strings.Contains(msg, tc.want) || strings.Contains(msg, "strconv") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 			t.Errorf("%v: exit %d\n%s%s", tc.args, code, msg, out.String())
+		}
+	}
+}
+
+// TestGivenKubeconfigThatCannotBeUsed: a --kubeconfig or --context the
+// user gave that cannot be used is a usage error, never a silent fallback
+// to verdicts from etcd alone.
+func TestGivenKubeconfigThatCannotBeUsed(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: ctx, context: {cluster: c, user: u}}]\ncurrent-context: ctx\n"
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scan", "--kubeconfig", "/nonexistent"}, "--kubeconfig /nonexistent cannot be used"},
+		{[]string{"scan", "--kubeconfig", kc, "--context", "nope"}, "--context nope cannot be used"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(append(tc.args, "--endpoints", "127.0.0.1:1", "--dial-timeout", "1ms"), strings.NewReader(""), &out, &errOut)
+		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d\n%s%s", tc.args, code, errOut.String(), out.String())
 		}
 	}
 }

@@ -147,6 +147,24 @@ func (s *Settings) Decrypter(ctx context.Context) (*decrypt.Decrypter, error) {
 	return d, nil
 }
 
+// CheckAPIFlags refuses a --kubeconfig or --context the user gave that
+// cannot be used (a file that is not there, a context it does not hold):
+// never a silent fallback to verdicts from etcd alone.
+func (s *Settings) CheckAPIFlags() error {
+	if s.NoAPI || s.DB != "" || (s.Kubeconfig == "" && s.Context == "") {
+		return nil
+	}
+	if _, err := (apiview.Options{Kubeconfig: s.Kubeconfig, Context: s.Context}).RESTConfig(); err != nil {
+		what := "--kubeconfig " + s.Kubeconfig
+		if s.Context != "" {
+			what = strings.TrimPrefix(what+" --context "+s.Context, "--kubeconfig  ")
+		}
+		line, _, _ := strings.Cut(err.Error(), "\n")
+		return fmt.Errorf("%s cannot be used: %s", what, line)
+	}
+	return nil
+}
+
 // API connects to the API server. It returns nil and the reason when the
 // API server is not used or cannot be reached: readers then work from etcd
 // alone.
