@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +50,24 @@ func TestNamespaceThatExistsNowhere(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := Run([]string{"scan", "-n", "kb-system", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut); code != ExitGhosts {
 		t.Errorf("scan -n kb-system: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}
+
+// TestUnstickWithoutTheAPIServer: with a kubeconfig whose API server does
+// not answer, unstick's dry run says so first, offers no --confirm (it
+// would be refused) and exits 1.
+func TestUnstickWithoutTheAPIServer(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: ctx, context: {cluster: c, user: u}}]\ncurrent-context: ctx\n"
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Run([]string{"unstick", "namespace", "shop", "--endpoints", ep, "--kubeconfig", kc, "--dial-timeout", "200ms"}, strings.NewReader(""), &out, &errOut)
+	first, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+	if code != ExitError || !strings.HasPrefix(first, "The API server was not reached") || strings.Contains(out.String(), "--confirm") ||
+		!strings.Contains(errOut.String(), "refused: ") {
+		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
 	}
 }

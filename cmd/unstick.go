@@ -92,7 +92,15 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return failed(a.NowhereError())
 	}
 	if !o.confirm {
-		return o.print.print(out, render.UnstickPlan(a))
+		if err := o.print.print(out, render.UnstickPlan(a)); err != nil {
+			return err
+		}
+		if a.NoAPI != "" && !rs.DB && !g.NoAPI {
+			// The API server was expected and did not answer: the plan
+			// cannot be carried out as shown.
+			return failed(fmt.Errorf("refused: %s; nothing was changed", a.Refusal))
+		}
+		return nil
 	}
 	analysisOut := o.print.planWriter(out, g.errOut)
 	render.UnstickAnalysis(table.NewSafeWriter(analysisOut), a)

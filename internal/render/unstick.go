@@ -74,6 +74,9 @@ func UnstickResult(a *unstick.Analysis, res *unstick.Result, wait time.Duration)
 // what serves their finalizers, said once above each group as scan says
 // its reasons (-o wide: a SERVED BY column instead).
 func UnstickAnalysis(out io.Writer, a *unstick.Analysis) {
+	if a.NoAPI != "" {
+		table.Para(out, "", "  ", "The API server was not reached ("+a.NoAPI+"): what follows is read from etcd alone, and unstick, which acts through the API server, cannot act.")
+	}
 	switch {
 	case !a.Exists:
 		table.Wrapped(out, fmt.Sprintf("%s: no %s key.", a.Target, a.Key))

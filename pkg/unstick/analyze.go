@@ -82,6 +82,9 @@ type Analysis struct {
 	// that exist nearest to it.
 	Nowhere bool     `json:"nowhere,omitempty"`
 	Closest []string `json:"closest,omitempty"`
+	// NoAPI says why the API server was not reached: unstick acts through
+	// it, so the plan is read from etcd alone and --confirm is refused.
+	NoAPI string `json:"noAPI,omitempty"`
 	// Blockers are the remaining objects with finalizers.
 	Blockers []Blocker `json:"blockers"`
 	// Unavailable lists the APIServices that are not available, with their

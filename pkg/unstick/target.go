@@ -93,6 +93,13 @@ func (z *Analyzer) Analyze(ctx context.Context) (*Analysis, error) {
 		a.Follow(found.Refs)
 	}
 	a.refuseUnknownUnavailable()
+	if r.API == nil && (a.Exists || a.Remaining > 0) {
+		a.NoAPI = r.Why
+		if a.Refusal == "" {
+			a.Refusal = "unstick works through the API server, which was not reached (" + r.Why + ")"
+			a.Next = "let the API server answer (check --kubeconfig and --context), then run this again"
+		}
+	}
 	if !a.Exists && a.Remaining == 0 {
 		a.Nowhere = true
 		a.Closest, err = z.closest(ctx, r.Store)
