@@ -22,13 +22,36 @@ type PolicyBinding struct {
 	ServiceAccounts []string `json:"serviceAccounts"`
 }
 
-// Policy is the bootstrap policy's bindings by kube-apiserver release.
-type Policy struct {
-	Releases map[string][]PolicyBinding `json:"releases"`
+// PolicyPrincipals is one binding of kube-apiserver's bootstrap policy that
+// names Users or Groups (the control plane's own identities, such as
+// system:kube-scheduler or system:masters), with those subjects: exactly as
+// the release writes it.
+type PolicyPrincipals struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	RoleKind  string `json:"roleKind"`
+	Role      string `json:"role"`
+	// Users and Groups are its User and Group subjects, by name.
+	Users  []string `json:"users,omitempty"`
+	Groups []string `json:"groups,omitempty"`
 }
 
-// policyJSON is every tested release's policy, as its kube-apiserver wrote
-// it (the e2e suite checks it; `make catalog` rewrites it).
+// Policy is the bootstrap policy's bindings by kube-apiserver release.
+type Policy struct {
+	// Releases are the bindings that name ServiceAccounts.
+	Releases map[string][]PolicyBinding `json:"releases"`
+	// Principals are the bindings that name Users or Groups.
+	Principals map[string][]PolicyPrincipals `json:"principals,omitempty"`
+}
+
+// policyJSON is every tested release's policy. Its releases are as the
+// release's kube-apiserver wrote them (the e2e suite checks them; `make
+// catalog` rewrites them); its principals are as the release's source
+// writes them (plugin/pkg/auth/authorizer/rbac/bootstrappolicy of
+// k8s.io/kubernetes at that tag, every feature gate on: ClusterRoleBindings
+// and NamespaceRoleBindings, the only ones that name a User or a Group), and
+// `make catalog` keeps them as they are.
 //
 //go:embed bootstrap_policy.json
 var policyJSON []byte
@@ -41,14 +64,20 @@ var loadPolicy = sync.OnceValue(func() Policy {
 	if p.Releases == nil {
 		p.Releases = map[string][]PolicyBinding{}
 	}
+	if p.Principals == nil {
+		p.Principals = map[string][]PolicyPrincipals{}
+	}
 	return p
 })
 
 // PolicyTable is a copy of the embedded table.
 func PolicyTable() Policy {
-	p := Policy{Releases: map[string][]PolicyBinding{}}
+	p := Policy{Releases: map[string][]PolicyBinding{}, Principals: map[string][]PolicyPrincipals{}}
 	for r, bs := range loadPolicy().Releases {
 		p.Releases[r] = slices.Clone(bs)
+	}
+	for r, bs := range loadPolicy().Principals {
+		p.Principals[r] = slices.Clone(bs)
 	}
 	return p
 }
@@ -60,14 +89,24 @@ func PolicyTable() Policy {
 // version the table does not reach (newer than every release in it, none
 // asked, or none stamped in) takes every release's.
 func policyFor(serverVersion string) []PolicyBinding {
-	p := loadPolicy()
+	return upTo(loadPolicy().Releases, serverVersion)
+}
+
+// principalsFor is policyFor for the bindings that name Users or Groups.
+func principalsFor(serverVersion string) []PolicyPrincipals {
+	return upTo(loadPolicy().Principals, serverVersion)
+}
+
+// upTo is the entries of the release serverVersion names and of every
+// older release in byRelease; every release's when it names none of them.
+func upTo[T any](byRelease map[string][]T, serverVersion string) []T {
 	mine := majorMinor(serverVersion)
 	known := false
-	for r := range p.Releases {
+	for r := range byRelease {
 		known = known || majorMinor(r) == mine
 	}
-	var all []PolicyBinding
-	for r, bs := range p.Releases {
+	var all []T
+	for r, bs := range byRelease {
 		if !known || !newerRelease(majorMinor(r), mine) {
 			all = append(all, bs...)
 		}
@@ -119,6 +158,34 @@ func PolicySubject(serverVersion string, b BindingRef, ns, name string) bool {
 		if p.Kind == b.Kind && p.Namespace == b.Namespace && p.Name == b.Name && p.RoleKind == b.RoleKind && p.Role == b.Role &&
 			slices.Contains(p.ServiceAccounts, ns+"/"+name) {
 			return true
+		}
+	}
+	return false
+}
+
+// PolicyPrincipal reports whether the User or Group (kind "User" or
+// "Group") name under binding b is one of kube-apiserver's own bootstrap
+// policy for the release in use (serverVersion): the exact (binding, role,
+// subject) of the table, as PolicySubject for a ServiceAccount
+// (system:kube-scheduler on system::leader-locking-kube-scheduler,
+// system:masters on cluster-admin). Anything else (a User or Group added to
+// a policy binding, the policy's User on another of its bindings, a binding
+// dressed as one) is not the policy's, and a binding that holds it is not
+// the policy's binding as written.
+func PolicyPrincipal(serverVersion string, b BindingRef, kind, name string) bool {
+	for _, p := range principalsFor(serverVersion) {
+		if p.Kind != b.Kind || p.Namespace != b.Namespace || p.Name != b.Name || p.RoleKind != b.RoleKind || p.Role != b.Role {
+			continue
+		}
+		switch kind {
+		case "User":
+			if slices.Contains(p.Users, name) {
+				return true
+			}
+		case "Group":
+			if slices.Contains(p.Groups, name) {
+				return true
+			}
 		}
 	}
 	return false

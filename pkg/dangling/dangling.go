@@ -540,6 +540,17 @@ func (f *finder) conversion(kv *mvccpb.KeyValue, obj map[string]any) error {
 }
 
 // binding checks a binding's ServiceAccount subjects.
+//
+// A gone ServiceAccount of kube-apiserver's bootstrap policy is by design
+// only while the binding is the policy's as written: the exact (binding,
+// role, subject) of the table, and no grant besides that the policy does not
+// write and no reference here reports. Users and Groups never dangle (they
+// are no stored object), and a ServiceAccount that exists does not either:
+// one of those added to a policy binding (or to a binding forged under a
+// policy binding's name; reconciliation keeps extra subjects) would
+// otherwise stand behind a by-design entry nobody counts. Such a binding's
+// gone subjects are judged as any binding's, and each says what else it
+// grants.
 func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]any) error {
 	return func(kv *mvccpb.KeyValue, obj map[string]any) error {
 		own := str(obj, "metadata", "namespace")
@@ -557,28 +568,55 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 			disguised = "; the binding is dressed as kube-apiserver's bootstrap policy (" + BootstrappingLabel + "=" + BootstrappingRBACDefaults +
 				", a system: name) but grants " + role + ", not the role of its name"
 		}
-		var refs []etcdscan.DanglingRef
+		// Every ServiceAccount subject is judged first: whether one is
+		// reported decides whether the others may be by design.
+		type saSubject struct {
+			i        int
+			ns, name string
+			v        verdict
+			state    etcdscan.DanglingState
+		}
+		var sas []saSubject
+		// unwritten are the grants the policy does not write on this
+		// binding and no reference of it reports.
+		var unwritten []string
 		for i, s := range subjects {
 			sm, _ := s.(map[string]any)
-			if str(sm, "kind") != "ServiceAccount" {
+			sk, name := str(sm, "kind"), str(sm, "name")
+			if sk != "ServiceAccount" {
+				if policy && !PolicyPrincipal(f.o.ServerVersion, ref, sk, name) {
+					unwritten = append(unwritten, strings.ToLower(sk)+" "+name)
+				}
 				continue
 			}
-			ns, name := str(sm, "namespace"), str(sm, "name")
+			ns := str(sm, "namespace")
 			if ns == "" {
 				ns = own
 			}
 			v := f.judge(serviceAccountsResource, ns, name)
 			state, ok := targetState(v)
-			if !ok {
-				continue
+			if ok {
+				sas = append(sas, saSubject{i: i, ns: ns, name: name, v: v, state: state})
+			} else if policy && !PolicySubject(f.o.ServerVersion, ref, ns, name) {
+				unwritten = append(unwritten, "serviceaccount "+ns+"/"+name)
 			}
-			dr := etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
-				State: state, Why: v.why, SingleWitness: v.single,
+		}
+		besides := ""
+		if len(unwritten) > 0 {
+			besides = "; the binding also grants " + role + " to " + strings.Join(unwritten, ", ") +
+				", which kube-apiserver's bootstrap policy does not write on it: not the policy's binding as written, so none of its subjects is by design"
+		}
+		var refs []etcdscan.DanglingRef
+		for _, sa := range sas {
+			ns, name := sa.ns, sa.name
+			dr := etcdscan.DanglingRef{Kind: kind, Field: fmt.Sprintf("subjects[%d]", sa.i), Target: "serviceaccount " + ns + "/" + name, TargetNamespace: ns,
+				State: sa.state, Why: sa.v.why, SingleWitness: sa.v.single,
 				Consequence: "the grant stays: a ServiceAccount created again as " + ns + "/" + name + " silently holds " + role + disguised}
-			if policy && state == etcdscan.DanglingGone && PolicySubject(f.o.ServerVersion, ref, ns, name) {
+			if policy && sa.state == etcdscan.DanglingGone && len(unwritten) == 0 && PolicySubject(f.o.ServerVersion, ref, ns, name) {
 				f.addByDesign(kv, obj, dr)
 				continue
 			}
+			dr.Consequence += besides
 			// kube-apiserver re-creates its own binding at its next start:
 			// a user's subject is removed from it, the binding never
 			// deleted.
@@ -591,6 +629,9 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 			r.Fix = "remove subject " + r.Target + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server"
 			if whole {
 				r.Fix = "delete " + kind + " " + str(obj, "metadata", "name") + " through the API server (no subject is left)"
+			}
+			if besides != "" {
+				r.Fix += "; regghost never removes " + strings.Join(unwritten, ", ") + " (no dangling reference): check who added it"
 			}
 			f.add(kv, obj, r)
 		}

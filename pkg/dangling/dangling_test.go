@@ -2,6 +2,7 @@ package dangling
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -454,6 +455,163 @@ func TestMajorMinor(t *testing.T) {
 	for in, want := range map[string]string{"v1.37.2": "v1.37", "1.36.0-gke.1": "v1.36", "v1.34": "v1.34", "": "", "v0.0.0-master+$Format:%H$": "", "vx.y": "", "v1": ""} {
 		if got := majorMinor(in); got != want {
 			t.Errorf("majorMinor(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPolicyPrincipal: a User or Group is the policy's only as the exact
+// (binding, role, subject) of the release's table, as a ServiceAccount is.
+func TestPolicyPrincipal(t *testing.T) {
+	crb := func(name string) BindingRef {
+		return BindingRef{Kind: "ClusterRoleBinding", Name: name, RoleKind: "ClusterRole", Role: name}
+	}
+	rb := func(name, role string) BindingRef {
+		return BindingRef{Kind: "RoleBinding", Namespace: "kube-system", Name: name, RoleKind: "Role", Role: role}
+	}
+	scheduler := rb("system::leader-locking-kube-scheduler", "system::leader-locking-kube-scheduler")
+	for _, tt := range []struct {
+		what, version string
+		b             BindingRef
+		kind, name    string
+		want          bool
+	}{
+		{"the scheduler's User on its leader-locking binding", "v1.37.2", scheduler, "User", "system:kube-scheduler", true},
+		{"system:masters on cluster-admin", "v1.36.3", crb("cluster-admin"), "Group", "system:masters", true},
+		{"both groups of system:public-info-viewer", "", crb("system:public-info-viewer"), "Group", "system:unauthenticated", true},
+		{"a role not named as its binding", "v1.34.4", rb("system::extension-apiserver-authentication-reader", "extension-apiserver-authentication-reader"), "User", "system:kube-controller-manager", true},
+		{"a feature-gated binding (every gate on)", "v1.34.4", crb("system:cluster-trust-bundle-discovery"), "Group", "system:serviceaccounts", true},
+		{"a release newer than the table", "v1.40.1", crb("system:node-proxier"), "User", "system:kube-proxy", true},
+		{"a Group added to a policy binding", "v1.37.2", scheduler, "Group", "system:authenticated", false},
+		{"a User added to a policy binding", "v1.37.2", crb("cluster-admin"), "User", "mallory", false},
+		{"the policy's User on another of its bindings", "v1.37.2", rb("system::leader-locking-kube-controller-manager", "system::leader-locking-kube-controller-manager"), "User", "system:kube-scheduler", false},
+		{"a User where the policy has a Group of that name", "v1.37.2", crb("system:monitoring"), "User", "system:monitoring", false},
+		{"the policy's Group on its binding, another role", "v1.37.2", BindingRef{Kind: "ClusterRoleBinding", Name: "system:basic-user", RoleKind: "ClusterRole", Role: "cluster-admin"}, "Group", "system:authenticated", false},
+		{"system:nodes on system:node (none since the Node authorizer)", "v1.37.2", crb("system:node"), "Group", "system:nodes", false},
+		{"a binding the policy never writes", "v1.37.2", crb("system:controller:backdoor"), "Group", "system:authenticated", false},
+		{"a ServiceAccount is not a principal", "v1.37.2", crb("system:kube-dns"), "ServiceAccount", "kube-dns", false},
+	} {
+		if got := PolicyPrincipal(tt.version, tt.b, tt.kind, tt.name); got != tt.want {
+			t.Errorf("%s: PolicyPrincipal(%q, %+v, %s %s) = %v, want %v", tt.what, tt.version, tt.b, tt.kind, tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPolicyBindingSubjects: a policy binding's gone ServiceAccount is by
+// design only while the binding grants nothing the policy does not write
+// and no reference reports: a User, a Group or a ServiceAccount that exists
+// added to it (or to a binding forged under its name) makes its gone
+// subjects findings that name that grant, never a by-design entry.
+func TestPolicyBindingSubjects(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	const meta = `"labels":{"kubernetes.io/bootstrapping":"rbac-defaults"},"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"true"}`
+	crb := func(name, role, subjects string) string {
+		return `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"` + name + `",` + meta + `},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"` + role + `"},"subjects":[` + subjects + `]}`
+	}
+	rb := func(name, subjects string) string {
+		return `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"` + name + `","namespace":"kube-system",` + meta + `},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"` + name + `"},"subjects":[` + subjects + `]}`
+	}
+	sa := func(ns, name string) string {
+		return `{"kind":"ServiceAccount","namespace":"` + ns + `","name":"` + name + `"}`
+	}
+	principal := func(kind, name string) string {
+		return `{"apiGroup":"rbac.authorization.k8s.io","kind":"` + kind + `","name":"` + name + `"}`
+	}
+	const (
+		attach = "system:controller:attachdetach-controller"
+		kcm    = "system::leader-locking-kube-controller-manager"
+		sched  = "system::leader-locking-kube-scheduler"
+	)
+	for i, tt := range []struct {
+		what, key, value string
+		// byDesign and found are the subjects fields each holds;
+		// besides is what the findings say the binding also grants.
+		byDesign, found []string
+		besides         string
+	}{
+		{"exactly as the policy writes it", "clusterrolebindings/" + attach, crb(attach, attach, sa("kube-system", "attachdetach-controller")),
+			[]string{"subjects[0]"}, nil, ""},
+		{"the policy's User beside its ServiceAccounts", "rolebindings/kube-system/" + kcm,
+			rb(kcm, principal("User", "system:kube-controller-manager")+","+sa("kube-system", "kube-controller-manager")+","+sa("kube-system", "leader-election-controller")),
+			[]string{"subjects[1]", "subjects[2]"}, nil, ""},
+		{"a Group added", "clusterrolebindings/" + attach, crb(attach, attach, sa("kube-system", "attachdetach-controller")+","+principal("Group", "system:authenticated")),
+			nil, []string{"subjects[0]"}, "group system:authenticated"},
+		{"a User added", "rolebindings/kube-system/" + sched, rb(sched, principal("User", "system:kube-scheduler")+","+sa("kube-system", "kube-scheduler")+","+principal("User", "mallory")),
+			nil, []string{"subjects[1]"}, "user mallory"},
+		{"the policy's User on another of its bindings", "rolebindings/kube-system/" + kcm,
+			rb(kcm, principal("User", "system:kube-scheduler")+","+sa("kube-system", "kube-controller-manager")+","+sa("kube-system", "leader-election-controller")),
+			nil, []string{"subjects[1]", "subjects[2]"}, "user system:kube-scheduler"},
+		{"a ServiceAccount that exists added", "clusterrolebindings/" + attach, crb(attach, attach, sa("kube-system", "attachdetach-controller")+","+sa("ops", "runner")),
+			nil, []string{"subjects[0]"}, "serviceaccount ops/runner"},
+		// A gone ServiceAccount added is a finding itself: the binding is
+		// shown, its policy subject stays by design (as before).
+		{"a gone ServiceAccount added", "clusterrolebindings/" + attach, crb(attach, attach, sa("kube-system", "attachdetach-controller")+","+sa("ops", "gone")),
+			[]string{"subjects[0]"}, []string{"subjects[1]"}, ""},
+		{"a Group on a binding forged under another role", "clusterrolebindings/" + attach, crb(attach, "cluster-admin", sa("kube-system", "attachdetach-controller")+","+principal("Group", "system:masters")),
+			nil, []string{"subjects[0]"}, "group system:masters"},
+	} {
+		t.Run(tt.what, func(t *testing.T) {
+			reg := fmt.Sprintf("/case%d/registry/", i)
+			for k, v := range map[string]string{
+				"namespaces/kube-system":     `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kube-system"}}`,
+				"namespaces/ops":             `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ops"}}`,
+				"serviceaccounts/ops/runner": `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"runner","namespace":"ops"}}`,
+				tt.key:                       tt.value,
+			} {
+				if _, err := cli.Put(ctx, reg+k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			store, err := etcdscan.NewEtcdStore(ctx, cli, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found, err := Find(ctx, store, Options{Registry: reg, Reader: &objread.Reader{Registry: reg}, ServerVersion: "v1.37.2"})
+			if err != nil || len(found.Unreadable) > 0 {
+				t.Fatalf("find: %v, unreadable %v", err, found)
+			}
+			var byDesign, got []string
+			for _, r := range found.ByDesign {
+				byDesign = append(byDesign, r.Field)
+			}
+			for _, r := range found.Refs {
+				got = append(got, r.Field)
+				if !r.KeepObject {
+					t.Errorf("%s: a policy binding's subject may delete the binding", r.Field)
+				}
+				if tt.besides != "" && (!strings.Contains(r.Consequence, "also grants") || !strings.Contains(r.Consequence, tt.besides) || !strings.Contains(r.Fix, "never removes "+tt.besides)) {
+					t.Errorf("%s: consequence %q, fix %q: the grant to %s not named", r.Field, r.Consequence, r.Fix, tt.besides)
+				}
+				if tt.besides == "" && strings.Contains(r.Consequence, "also grants") {
+					t.Errorf("%s: consequence %q names a grant the policy writes", r.Field, r.Consequence)
+				}
+			}
+			if fmt.Sprint(byDesign) != fmt.Sprint(tt.byDesign) || fmt.Sprint(got) != fmt.Sprint(tt.found) {
+				t.Errorf("by design %v, found %v; want by design %v, found %v", byDesign, got, tt.byDesign, tt.found)
+			}
+			if fixes, _ := PlanFixes(found.Refs, PlanOptions{AcceptSingleWitness: true}); len(found.Refs) > 0 && (len(fixes) != 1 || fixes[0].Delete) {
+				t.Errorf("fixes %+v: want the binding edited, never deleted", fixes)
+			}
+		})
+	}
+}
+
+// TestPolicyTableIsAsMakeCatalogWritesIt: the embedded table reads back as
+// `make catalog` writes it (e2e's TestBootstrapPolicyTable re-encodes the
+// whole Policy), so its principals survive the rewrite of a release's
+// bindings, and every release holds each.
+func TestPolicyTableIsAsMakeCatalogWritesIt(t *testing.T) {
+	b, err := json.MarshalIndent(PolicyTable(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(append(b, '\n')) != string(policyJSON) {
+		t.Error("bootstrap_policy.json is not as json.MarshalIndent of its Policy writes it")
+	}
+	p := PolicyTable()
+	for r := range p.Releases {
+		if len(p.Principals[r]) == 0 {
+			t.Errorf("release %s has no principals", r)
 		}
 	}
 }

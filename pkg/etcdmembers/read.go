@@ -24,7 +24,6 @@ func Read(ctx context.Context, cli *clientv3.Client, timeout time.Duration) (mem
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	given := statuses(ctx, cli, cli.Endpoints(), timeout)
 	list, err := List(ctx, cli, timeout)
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("the member list could not be read (%s): the endpoints given are read instead", firstLine(err)))
@@ -33,16 +32,30 @@ func Read(ctx context.Context, cli *clientv3.Client, timeout time.Duration) (mem
 			list = append(list, Member{Name: ep, ClientURLs: []string{ep}})
 		}
 	}
-	var wg sync.WaitGroup
-	for i := range list {
-		wg.Go(func() { readMember(ctx, cli, &list[i], given, timeout) })
-	}
-	wg.Wait()
+	ReadStatuses(ctx, cli, list, timeout)
 	alarms, err = Alarms(ctx, cli, list, timeout)
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("the alarms could not be read: %s", firstLine(err)))
 	}
 	return list, alarms, notes
+}
+
+// ReadStatuses reads each member's Status into it, every member at once:
+// at an endpoint of cli that answers as it, else at the first of its client
+// URLs in the member list that answers as it (an advertised URL may not be
+// reachable from here, and the endpoints given may name one member alone:
+// kube-apiserver's --etcd-servers often names the local one). A member that
+// answers at none is left with why (Unreachable) and no Endpoint.
+func ReadStatuses(ctx context.Context, cli *clientv3.Client, members []Member, timeout time.Duration) {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	given := statuses(ctx, cli, cli.Endpoints(), timeout)
+	var wg sync.WaitGroup
+	for i := range members {
+		wg.Go(func() { readMember(ctx, cli, &members[i], given, timeout) })
+	}
+	wg.Wait()
 }
 
 // List reads the member list, sorted by name, without any member's status.

@@ -4,7 +4,11 @@
 //
 // Survey reads every member (Status, health, alarms, quota, the disk under
 // its data directory when it is on this node) into a Plan: what Run would
-// do, in which order, and why it would refuse to start. Run then
+// do, in which order, and why it would refuse to start. The members, their
+// endpoints and the alarms are read as every command reads them
+// (pkg/etcdmembers): each member at the endpoint given that answers as it,
+// else at the first of its client URLs that does; one that answers at none
+// is in the plan with why. Run then
 //
 //  1. takes a verified snapshot (pkg/snapshot): compacting ends `history`
 //     and `recover --rev` before the compacted revision, and the snapshot

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -12,42 +13,52 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/etcdconn"
+	"github.com/regghost/regghost/pkg/etcdmembers"
 )
 
-// probe reads m's Status and checks its health: it answers without errors,
-// as the member the list names, and knows a leader; a voting member also
-// serves a linearizable read through its own endpoint (a read: NOSPACE
-// refuses puts, and a read that passes shows the member caught up with
-// the leader's commit). A learner serves no linearizable read; its Status
-// is all that is asked.
+// probe reads m's Status again (etcdmembers.ReadOne: at its endpoint, else
+// at its other client URLs, as the member it is) and checks its health
+// (check).
 func probe(ctx context.Context, o Options, m *Member) {
-	m.Healthy, m.Problem, m.answered = false, "", false
-	if m.Endpoint == "" {
-		m.Problem = "it advertises no client URL (it has not started)"
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, o.checkTimeout())
 	defer cancel()
-	st, err := o.Client.Status(ctx, m.Endpoint)
-	if err != nil {
+	em := etcdmembers.Member{Name: m.Name, ID: m.ID, Endpoint: m.Endpoint, ClientURLs: m.urls, Learner: m.Learner}
+	if m.Endpoint == "" && len(m.urls) == 0 {
+		check(ctx, o, m, em, nil)
+		return
+	}
+	check(ctx, o, m, em, etcdmembers.ReadOne(ctx, o.Client, &em, o.checkTimeout()))
+}
+
+// check takes m's Status as etcdmembers read it into em (err, or
+// em.Unreachable, says why it was not) and checks m's health: it answers
+// without errors, as the member the list names, and knows a leader; a
+// voting member also serves a linearizable read through its own endpoint
+// (a read: NOSPACE refuses puts, and a read that passes shows the member
+// caught up with the leader's commit). A learner serves no linearizable
+// read; its Status is all that is asked.
+func check(ctx context.Context, o Options, m *Member, em etcdmembers.Member, err error) {
+	m.Healthy, m.Problem, m.answered = false, "", false
+	switch {
+	case len(m.urls) == 0 && em.Endpoint == "":
+		m.Problem = "it advertises no client URL (it has not started)"
+		return
+	case err != nil:
 		m.Problem = "it does not answer Status: " + oneLine(err)
+		return
+	case !em.Answers():
+		m.Problem = "it does not answer Status: " + em.Unreachable
 		return
 	}
 	m.answered = true
-	m.DBSize, m.DBSizeInUse, m.leaderID = st.DbSize, st.DbSizeInUse, st.Leader
-	m.Leader = st.Header != nil && st.Leader != 0 && st.Leader == st.Header.MemberId
-	m.Learner = m.Learner || st.IsLearner
-	if st.Header != nil {
-		m.Revision = st.Header.Revision
-	}
+	m.Endpoint = em.Endpoint
+	m.DBSize, m.DBSizeInUse, m.leaderID = em.DBSize, em.DBSizeInUse, em.LeaderID()
+	m.Leader, m.Learner, m.Revision = em.Leader, m.Learner || em.Learner, em.Revision
 	switch {
-	case st.Header == nil || st.Header.MemberId != m.id:
-		m.Problem = fmt.Sprintf("%s answers as another member than %s", m.Endpoint, m.ID)
+	case len(statusErrors(em.Errors)) > 0:
+		m.Problem = "it reports errors: " + strings.Join(statusErrors(em.Errors), "; ")
 		return
-	case len(statusErrors(st.Errors)) > 0:
-		m.Problem = "it reports errors: " + strings.Join(statusErrors(st.Errors), "; ")
-		return
-	case st.Leader == 0:
+	case !em.LeaderKnown:
 		m.Problem = "it knows no leader"
 		return
 	}
@@ -102,19 +113,27 @@ func probeAll(ctx context.Context, o Options, members []Member) {
 	wg.Wait()
 }
 
-// listAlarms reads the cluster's alarms, naming each member.
+// listAlarms reads the cluster's alarms (etcdmembers.Alarms), naming each
+// member of members ("" for one that is not among them).
 func listAlarms(ctx context.Context, o Options, members []Member) ([]Alarm, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.checkTimeout())
-	defer cancel()
-	resp, err := o.Client.AlarmList(ctx)
+	named := make([]etcdmembers.Member, 0, len(members))
+	for _, m := range members {
+		named = append(named, etcdmembers.Member{Name: m.Name, ID: m.ID})
+	}
+	alarms, err := etcdmembers.Alarms(ctx, o.Client, named, o.checkTimeout())
 	if err != nil {
+		// Every caller says what could not be read.
 		return []Alarm{}, err
 	}
 	out := []Alarm{}
-	for _, a := range resp.Alarms {
-		al := Alarm{MemberID: fmt.Sprintf("%x", a.MemberID), Type: a.Alarm.String(), id: a.MemberID, typ: a.Alarm}
+	for _, a := range alarms {
+		id, err := strconv.ParseUint(a.ID, 16, 64)
+		if err != nil {
+			return []Alarm{}, fmt.Errorf("an alarm's member ID %q: %w", a.ID, err)
+		}
+		al := Alarm{MemberID: a.ID, Type: a.Alarm, id: id, typ: pb.AlarmType(pb.AlarmType_value[a.Alarm])}
 		for _, m := range members {
-			if m.id == a.MemberID {
+			if m.id == id {
 				al.Member = m.Name
 			}
 		}

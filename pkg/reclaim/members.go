@@ -2,48 +2,45 @@ package reclaim
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
+	"sync"
+
+	"github.com/regghost/regghost/pkg/etcdmembers"
 )
 
-// listMembers reads the member list and picks each member's endpoint: the
-// endpoint the user gave that answers as that member, else the first
-// client URL the member advertises. Each member is reached on its own:
-// the endpoints given may name only one member (kube-apiserver's
-// --etcd-servers often names the local one alone).
+// listMembers reads the members as every command does (pkg/etcdmembers):
+// the member list, and each member's Status at the endpoint given that
+// answers as it, else at the first of its client URLs that answers as it,
+// every member at once. Each member is reached on its own: the endpoints
+// given may name only one member (kube-apiserver's --etcd-servers often
+// names the local one alone). Each is then checked as check says.
 func listMembers(ctx context.Context, o Options) ([]Member, error) {
-	lctx, cancel := context.WithTimeout(ctx, o.checkTimeout())
-	defer cancel()
-	resp, err := o.Client.MemberList(lctx)
+	listed, err := etcdmembers.List(ctx, o.Client, o.checkTimeout())
 	if err != nil {
-		return nil, fmt.Errorf("read etcd's member list: %w", err)
+		return nil, err
 	}
-	given := map[uint64]string{}
-	for _, ep := range o.Client.Endpoints() {
-		sctx, cancel := context.WithTimeout(ctx, o.checkTimeout())
-		st, err := o.Client.Status(sctx, ep)
-		cancel()
-		if err == nil && st.Header != nil {
-			if _, ok := given[st.Header.MemberId]; !ok {
-				given[st.Header.MemberId] = ep
-			}
+	etcdmembers.ReadStatuses(ctx, o.Client, listed, o.checkTimeout())
+	out := make([]Member, len(listed))
+	var wg sync.WaitGroup
+	for i, em := range listed {
+		m := Member{Name: em.Name, ID: em.ID, id: em.RawID(), Learner: em.Learner, urls: em.ClientURLs, Endpoint: em.Endpoint}
+		if m.Endpoint == "" && len(em.ClientURLs) > 0 {
+			// It answers at none: the plan names the URL it advertises.
+			m.Endpoint = em.ClientURLs[0]
 		}
-	}
-	out := make([]Member, 0, len(resp.Members))
-	for _, pm := range resp.Members {
-		m := Member{Name: pm.Name, ID: fmt.Sprintf("%x", pm.ID), id: pm.ID, Learner: pm.IsLearner, urls: pm.ClientURLs}
-		if ep, ok := given[pm.ID]; ok {
-			m.Endpoint = ep
-		} else if len(pm.ClientURLs) > 0 {
-			m.Endpoint = pm.ClientURLs[0]
-			m.advertised = !slices.Contains(o.Config.Endpoints, m.Endpoint)
-		}
+		m.advertised = !slices.Contains(o.Config.Endpoints, m.Endpoint)
 		if m.Name == "" {
 			m.Name = m.ID
 		}
-		out = append(out, m)
+		out[i] = m
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, o.checkTimeout())
+			defer cancel()
+			check(ctx, o, &out[i], em, nil)
+		})
 	}
+	wg.Wait()
 	return out, nil
 }
 

@@ -153,11 +153,11 @@ func Survey(ctx context.Context, o Options) (*Plan, error) {
 		p.Refusals = append(p.Refusals, ds.Name+" serves none of etcd's compaction, defragmentation and alarm RPCs")
 		return p, nil
 	}
+	// Each member read and checked as it is listed.
 	members, err := listMembers(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	probeAll(ctx, o, members)
 	if err := assignDataDirs(o, members); err != nil {
 		return nil, err
 	}
