@@ -29,7 +29,7 @@ func newBackupCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return lsPrint.print(c.OutOrStdout(), render.BackupList(list))
+			return lsPrint.print(c.OutOrStdout(), render.BackupList(dir, list))
 		},
 	}
 	ls.Flags().StringVar(&dir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "backup directory (env REGGHOST_BACKUP_DIR)")

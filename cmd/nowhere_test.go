@@ -71,3 +71,14 @@ func TestUnstickWithoutTheAPIServer(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
 	}
 }
+
+// TestBackupLsWhereNothingWasWritten: a node where regghost never wrote has
+// no backup directory; backup ls says there is no backup, exit 0.
+func TestBackupLsWhereNothingWasWritten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "never")
+	var out, errOut bytes.Buffer
+	code := Run([]string{"backup", "ls", "--backup-dir", dir}, strings.NewReader(""), &out, &errOut)
+	if code != ExitOK || !strings.Contains(out.String(), "No backup in "+dir) || errOut.Len() != 0 {
+		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}

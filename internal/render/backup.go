@@ -12,9 +12,15 @@ import (
 
 // BackupList is the backups of a directory in every form -o can ask for;
 // its rows are the backups.
-func BackupList(list []backup.BackupSummary) Output {
+func BackupList(root string, list []backup.BackupSummary) Output {
 	return Output{Doc: map[string]any{"backups": list}, Rows: RowsOf(list, func(s *backup.BackupSummary) string { return s.Path }),
-		Human: func(w io.Writer, _, noHeaders bool) error { return writeBackupList(w, list, noHeaders) }}
+		Human: func(w io.Writer, _, noHeaders bool) error {
+			if len(list) == 0 {
+				_, err := fmt.Fprintf(w, "No backup in %s: regghost has written none here.\n", root)
+				return err
+			}
+			return writeBackupList(w, list, noHeaders)
+		}}
 }
 
 // Backup is what a backup holds in every form -o can ask for; its rows are

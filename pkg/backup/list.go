@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +39,10 @@ const (
 // order, verifying each backup and reading its audit log.
 func ListBackups(root string) ([]BackupSummary, error) {
 	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		// A node where regghost never wrote holds no backup: nothing to list.
+		return []BackupSummary{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list backups: %w", err)
 	}
