@@ -77,6 +77,10 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		if o.confirm && len(refused) > 0 {
 			return &exitError{code: ExitError, err: fmt.Errorf("refused: %s (%s); nothing was changed", refused[0].Reason, refused[0].WayOut)}
 		}
+		if rep.DanglingGoneCount() > 0 {
+			// Found, as scan says it: a reference whose target is gone.
+			return &exitError{code: ExitGhosts}
+		}
 		return nil
 	}
 	planOut := o.print.planWriter(out, g.errOut)

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,22 @@ func TestBackupLsWhereNothingWasWritten(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := Run([]string{"backup", "ls", "--backup-dir", dir}, strings.NewReader(""), &out, &errOut)
 	if code != ExitOK || !strings.Contains(out.String(), "No backup in "+dir) || errOut.Len() != 0 {
+		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}
+
+// TestDanglingExitsThreeOnWhatIsGone: dangling's dry run exits 3 when it
+// finds a reference whose target is gone, as scan does and the README says.
+func TestDanglingExitsThreeOnWhatIsGone(t *testing.T) {
+	cli, ep := etcdtest.Start(t)
+	if _, err := cli.Put(context.Background(), "/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.example.com",
+		`{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.example.com","uid":"a1"},`+
+			`"spec":{"group":"metrics.example.com","version":"v1beta1","service":{"namespace":"gone","name":"metrics"},"groupPriorityMinimum":100,"versionPriority":100}}`); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Run([]string{"dangling", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut)
+	if code != ExitGhosts || !strings.Contains(out.String(), "v1beta1.metrics.example.com") {
 		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
 	}
 }

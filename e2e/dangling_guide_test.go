@@ -98,7 +98,7 @@ func TestDanglingReferencesGuide(t *testing.T) {
 	before := c.state(t)
 	dryOut, dryErr, code := c.regghost(t, "", "dangling")
 	checkCapture(t, "dry-run", code, dryErr, dryOut)
-	if code != 0 || !strings.Contains(dryOut, "delete APIService "+apiName) || !strings.Contains(dryOut, "delete ValidatingWebhookConfiguration policy-guard") {
+	if code != 3 || !strings.Contains(dryOut, "delete APIService "+apiName) || !strings.Contains(dryOut, "delete ValidatingWebhookConfiguration policy-guard") {
 		t.Fatalf("dangling: exit %d: %s\n%s", code, dryErr, dryOut)
 	}
 	c.assertChangedOnly(t, "the dangling dry run", before, c.keysUnder(t, "shop"))
