@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -57,6 +58,15 @@ func TestHelpFitsAndAgrees(t *testing.T) {
 					t.Errorf("a destructive one-liner among the examples: %q", ex)
 				}
 			}
+			// pflag takes a back-quoted word in a flag's help as its value's
+			// name ("--delete-unavailable-apiservice regghost restore"),
+			// pushing every description into a strip: help renders as
+			// written only without back quotes.
+			c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+				if strings.Contains(f.Usage, "`") {
+					t.Errorf("--%s's help has back quotes, which pflag renders as the value's name: %q", f.Name, f.Usage)
+				}
+			})
 			for _, flag := range []string{"accept-impact", "force-class"} {
 				f := c.LocalFlags().Lookup(flag)
 				if f == nil {
