@@ -53,7 +53,8 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	f := c.Flags()
 	o.writeFlags.add(c, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)", "where the snapshot goes")
 	f.StringArrayVar(&o.dataDirs, "data-dir", nil, "a member's data directory on this node, to check its disk holds the rewrite: NAME=DIR, or DIR for the member on this node")
-	f.Int64Var(&o.quota, "quota-backend-bytes", reclaim.DefaultQuota, "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics)")
+	o.quota = reclaim.DefaultQuota
+	f.Var(quantityFlag{&o.quota}, "quota-backend-bytes", "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics): bytes, or a quantity such as 8Gi")
 	f.DurationVar(&o.memberWait, "member-wait", time.Minute, "how long a defragmented member has to come back healthy before reclaim stops")
 	o.print.addFlags(c)
 	return c

@@ -59,8 +59,8 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 					return err
 				}
 			}
-			if o.wait <= 0 || o.wait >= g.Etcd.CommandTimeout {
-				return usageError("--wait must be positive and shorter than --command-timeout (%s), got %s", g.Etcd.CommandTimeout, o.wait)
+			if err := waitFits(c, o.wait, g.Etcd.CommandTimeout); err != nil {
+				return err
 			}
 			return runUnstick(c.Context(), g, o, target, c.InOrStdin(), c.OutOrStdout())
 		},
@@ -164,4 +164,19 @@ func unstickQuestion(a *unstick.Analysis) string {
 		return fmt.Sprintf("Delete %s through the API server?", which)
 	}
 	return fmt.Sprintf("Delete %s, then remove the finalizers of %s, through the API server?", which, plural.Of(a.Removable(), "object"))
+}
+
+// waitFits refuses a --wait that does not fit in --command-timeout, naming
+// the flag the user typed: a --command-timeout too short for the default
+// --wait is about --command-timeout.
+func waitFits(c *cobra.Command, wait, timeout time.Duration) error {
+	switch {
+	case wait <= 0:
+		return usageError("--wait must be positive, got %s", wait)
+	case wait < timeout:
+		return nil
+	case c.Flags().Changed("wait"):
+		return usageError("--wait %s must be shorter than --command-timeout (%s)", wait, timeout)
+	}
+	return usageError("--command-timeout %s leaves no time for the wait for the deletion (--wait, %s by default): give a longer --command-timeout, or a shorter --wait", timeout, wait)
 }

@@ -90,6 +90,9 @@ func TestFlagMistakesNameTheFlag(t *testing.T) {
 		{[]string{"scan", "--prefix=/registry/pods/"}, "give kube-apiserver's key prefix as --etcd-prefix"},
 		{[]string{"-v", "scan"}, `-v: "scan" is not a whole number, the log level 0 to 7`},
 		{[]string{"scan", "--command-timeout", "5"}, `--command-timeout: "5" is not a duration such as 30s`},
+		{[]string{"unstick", "ns/x", "--command-timeout", "2s"}, "--command-timeout 2s leaves no time for the wait for the deletion (--wait, 2m0s by default)"},
+		{[]string{"unstick", "ns/x", "--wait", "10m"}, "--wait 10m0s must be shorter than --command-timeout (5m0s)"},
+		{[]string{"space", "reclaim", "--quota-backend-bytes", "8Gx"}, `--quota-backend-bytes: "8Gx" is not a size (bytes, or a quantity such as 8Gi)`},
 	} {
 		var out, errOut bytes.Buffer
 		code := Run(tc.args, strings.NewReader(""), &out, &errOut)
@@ -120,6 +123,16 @@ func TestGivenKubeconfigThatCannotBeUsed(t *testing.T) {
 		code := Run(append(tc.args, "--endpoints", "127.0.0.1:1", "--dial-timeout", "1ms"), strings.NewReader(""), &out, &errOut)
 		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%v: exit %d\n%s%s", tc.args, code, errOut.String(), out.String())
+		}
+	}
+}
+
+// TestQuantityFlag: every size flag reads bytes or a quantity, as kubectl.
+func TestQuantityFlag(t *testing.T) {
+	for in, want := range map[string]int64{"8Gi": 8 << 30, "8589934592": 8 << 30, "2G": 2e9, "-1": -1} {
+		var v int64
+		if err := (quantityFlag{&v}).Set(in); err != nil || v != want {
+			t.Errorf("%s: %d, %v; want %d", in, v, err, want)
 		}
 	}
 }
