@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/regghost/regghost/internal/table"
@@ -31,6 +32,7 @@ func PurgePlan(plan *repair.Plan, dryRun bool) Output {
 // each, as wrapped paragraphs, and for a dry run a summary that counts what
 // would be deleted and what would be refused, one line each.
 func WritePurgePlan(out io.Writer, plan *repair.Plan, dryRun bool) error {
+	writeUnstickFirst(out, plan.Targets)
 	if len(plan.Targets) > 0 {
 		// IMPACT and a long NAME share what the screen leaves them.
 		t := groupedTable(out, plan.Targets, []string{"NAMESPACE", "KIND", "NAME", "CLASS", "REV", "IMPACT"}, false, func(f *etcdscan.Finding) []string {
@@ -182,4 +184,37 @@ func writePurgeResult(out io.Writer, res *repair.PurgeResult) error {
 		table.Command(out, "  ", command)
 	}
 	return nil
+}
+
+// writeUnstickFirst names unstick before a plan that deletes objects stuck
+// terminating on their finalizers: unstick ends that through the API
+// server (the finalizer's cleanup, or its removal behind a backup), where
+// a delete from etcd skips whatever the finalizer guards.
+func writeUnstickFirst(out io.Writer, targets []etcdscan.Finding) {
+	n := 0
+	var namespaces []string
+	for i := range targets {
+		f := &targets[i]
+		if !f.Has(etcdscan.ClassStuckTerminating) {
+			continue
+		}
+		n++
+		if f.Namespace != "" && !slices.Contains(namespaces, f.Namespace) {
+			namespaces = append(namespaces, f.Namespace)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	how := "`regghost unstick namespace NAME` (or `crd NAME`)"
+	if len(namespaces) > 0 {
+		sort.Strings(namespaces)
+		how = "`regghost unstick namespace " + namespaces[0] + "`"
+		if len(namespaces) > 1 {
+			how += fmt.Sprintf(" (and each of the %d other namespaces)", len(namespaces)-1)
+		}
+	}
+	table.Para(out, "", "  ", fmt.Sprintf("%s stuck terminating on finalizers: run %s first; it ends that through the API server, behind a backup. Deleting %s from etcd skips whatever %s finalizers guard (storage, cloud resources), which no restore brings back.",
+		plural.Verb(n, "object", "is", "are"), how, plural.Them(n), plural.Pick(n, "its", "their")))
+	fmt.Fprintln(out)
 }

@@ -99,3 +99,17 @@ func TestDanglingExitsThreeOnWhatIsGone(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
 	}
 }
+
+// TestPurgeOfAStuckObjectNamesUnstickFirst: a purge plan that would delete
+// an object stuck terminating on its finalizers names unstick first, which
+// ends that safely, before the table of what would go.
+func TestPurgeOfAStuckObjectNamesUnstickFirst(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	var out, errOut bytes.Buffer
+	Run([]string{"purge", "-n", "shop", "--force-class", "stuck-terminating", "--endpoints", ep, "--no-api", "--backup-dir", t.TempDir()}, strings.NewReader(""), &out, &errOut)
+	got := strings.Join(strings.Fields(out.String()), " ")
+	want := "1 object is stuck terminating on finalizers: run `regghost unstick namespace shop` first"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("the plan does not start by naming unstick:\n%s%s", errOut.String(), out.String())
+	}
+}
