@@ -293,7 +293,7 @@ func TestPurgeRefusals(t *testing.T) {
 		{name: "namespace-wide prefix as key", args: []string{"/registry/pods/kb-system/", "--confirm", "--yes"}, code: 1, wantErr: "not the key of one object"},
 		{name: "live object", args: []string{"/registry/pods/healthy/web", "--confirm", "--yes"}, code: 1, wantErr: "is not a ghost"},
 		{name: "existing namespace object", args: []string{"/registry/namespaces/healthy", "--confirm", "--yes"}, code: 1, wantErr: "is not a ghost"},
-		{name: "suspect without force-class", args: []string{"/registry/pods/mixed/stuck", "--terminating-after", "1ns", "--confirm", "--yes"}, code: 1, wantErr: "add --force-class stuck-terminating"},
+		{name: "suspect without force-class", args: []string{"/registry/pods/mixed/stuck", "--terminating-after", "1ns", "--confirm", "--yes"}, code: 1, wantErr: "`regghost unstick namespace mixed` ends that through the API server; to delete it from etcd anyway, skipping what its finalizers guard, add --force-class stuck-terminating"},
 		{name: "force-class of a ghost class", args: []string{"--namespace", "kb-system", "--force-class", "orphaned-namespace", "--confirm", "--yes"}, code: 2, wantErr: "which only admits suspects"},
 		{name: "unknown class", args: []string{"--namespace", "kb-system", "--force-class", "everything", "--confirm", "--yes"}, code: 2, wantErr: "is not a class"},
 		{name: "invalid namespace", args: []string{"--namespace", "kb-system/", "--confirm", "--yes"}, code: 2, wantErr: "not a valid namespace name"},

@@ -257,6 +257,11 @@ func NewPlan(rep *etcdscan.Report, sel Selector) (*Plan, error) {
 				return nil, fmt.Errorf("%w: %s is disputed, not a ghost: %s", ErrRefused, key, f.Reason())
 			}
 			if !allowed(f) {
+				if f.Has(etcdscan.ClassStuckTerminating) && f.Namespace != "" {
+					// unstick ends that safely; a purge skips what the
+					// finalizers guard.
+					return nil, fmt.Errorf("%w: %s is stuck terminating on its finalizers, not a ghost: `regghost unstick namespace %s` ends that through the API server; to delete it from etcd anyway, skipping what its finalizers guard, add --force-class %s", ErrRefused, key, f.Namespace, f.Classes[0])
+				}
 				return nil, fmt.Errorf("%w: %s is a %s suspect, not a ghost; add --force-class %s to purge it", ErrRefused, key, f.Classes[0], f.Classes[0])
 			}
 			if !seen[key] {

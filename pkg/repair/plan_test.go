@@ -2,6 +2,7 @@ package repair
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -27,6 +28,7 @@ func TestNewPlan(t *testing.T) {
 		want    []string
 		skipped int
 		refused bool
+		says    string
 	}{
 		{name: "no scope", sel: Selector{}, refused: true},
 		{name: "namespace takes only its ghosts, not ns10", sel: Selector{Namespace: "ns1"}, want: []string{"/registry/pods/ns1/a", "/registry/pods/ns1/b"}},
@@ -36,7 +38,7 @@ func TestNewPlan(t *testing.T) {
 		{name: "exact key", sel: Selector{Keys: []string{"/registry/pods/ns1/b", "/registry/pods/ns1/b"}}, want: []string{"/registry/pods/ns1/b"}},
 		{name: "key that is not a finding", sel: Selector{Keys: []string{"/registry/pods/ns1/live"}}, refused: true},
 		{name: "prefix as key", sel: Selector{Keys: []string{"/registry/pods/"}}, refused: true},
-		{name: "suspect key", sel: Selector{Keys: []string{"/registry/pods/ns1/stuck"}}, refused: true},
+		{name: "suspect key", sel: Selector{Keys: []string{"/registry/pods/ns1/stuck"}}, refused: true, says: "`regghost unstick namespace ns1` ends that through the API server"},
 		{name: "disputed key", sel: Selector{Keys: []string{"/registry/pods/ns1/disputed"}}, refused: true},
 		{name: "force-class disputed", sel: Selector{Namespace: "ns1", ForceClasses: []etcdscan.Class{etcdscan.ClassDisputed}}, refused: true},
 		{name: "key outside the namespace", sel: Selector{Namespace: "ns1", Keys: []string{"/registry/pods/ns10/c"}}, refused: true},
@@ -52,8 +54,8 @@ func TestNewPlan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := NewPlan(report(), tt.sel)
 			if tt.refused {
-				if !errors.Is(err, ErrRefused) {
-					t.Fatalf("err = %v, want a refusal", err)
+				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.says) {
+					t.Fatalf("err = %v, want a refusal saying %q", err, tt.says)
 				}
 				return
 			}
