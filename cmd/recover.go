@@ -177,7 +177,12 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if werr != nil {
 		return werr
 	}
-	return failed(render.ConflictError(res.Results))
+	if err := render.ConflictError(res.Results); err != nil {
+		return failed(err)
+	}
+	// What the plan refused is left out of the run: part of what was
+	// selected is not back, and the exit code says so, as the dry run's.
+	return failed(render.RecoveryRefusedError(objs))
 }
 
 // printManifests writes, as one List for kubectl apply, only what recover

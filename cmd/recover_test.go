@@ -76,3 +76,28 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverThatLeavesPartExitsNonZero: a confirmed recover that writes
+// what it can and leaves what its plan refused exits 1, as its dry run
+// does: part of what was selected is not back.
+func TestRecoverThatLeavesPartExitsNonZero(t *testing.T) {
+	cli, ep, db := goldenSnapshot(t)
+	ctx := context.Background()
+	resp, err := cli.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if strings.Contains(string(kv.Key), "/shop/") {
+			if _, err := cli.Delete(ctx, string(kv.Key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"recover", "--snapshot", db, "-n", "shop", "--accept-impact", "containers-started", "--confirm", "--yes", "--endpoints", ep, "--no-api", "--backup-dir", filepath.Join(t.TempDir(), "b")}
+	code := Run(args, strings.NewReader(""), &out, &errOut)
+	if code != ExitError || !strings.Contains(errOut.String(), "some objects are refused") || !strings.Contains(out.String(), "Wrote") && !strings.Contains(out.String(), "wrote") {
+		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}
