@@ -15,7 +15,7 @@ import (
 
 func newBackupCmd() *cobra.Command {
 	var dir string
-	c := &cobra.Command{Use: "backup", Short: "List and show purge backups"}
+	c := &cobra.Command{Use: "backup", Short: "List, show and prune the backups regghost's writes leave (purge, unstick, dangling, migrate, ...)"}
 	lsPrint := newPrintFlags(true, "table")
 	ls := &cobra.Command{
 		Use:   "ls",

@@ -102,3 +102,27 @@ func TestHelpFitsAndAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestRootHelpRoutesByIncident: the root help lists the commands under the
+// incident they serve, every command a person runs for an incident in a
+// group, only the helpers (version, options, overrides, help, completion)
+// last.
+func TestRootHelpRoutesByIncident(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	if err := root.Help(); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range help.Groups {
+		if !strings.Contains(out.String(), "\n"+g.Title+"\n") {
+			t.Errorf("root help lacks the heading %q", g.Title)
+		}
+	}
+	helpers := map[string]bool{"version": true, "options": true, "overrides": true, "help": true, "completion": true}
+	for _, c := range root.Commands() {
+		if c.GroupID == "" && !helpers[c.Name()] {
+			t.Errorf("%s is in no group of the root help", c.Name())
+		}
+	}
+}

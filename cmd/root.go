@@ -142,9 +142,29 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		return nil
 	}
 	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newMigrateCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newSpaceCmd(g), newMembersCmd(g), newVersionCmd(), help.OptionsCommand(), newOverridesCmd())
+	root.AddGroup(help.Groups...)
+	for name, group := range commandGroups {
+		for _, c := range root.Commands() {
+			if c.Name() == name {
+				c.GroupID = group
+			}
+		}
+	}
 	help.Set(root)
 	usageArgs(root)
 	return root
+}
+
+// commandGroups puts each command under its incident in the root help
+// (help.Groups); the others (version, options, overrides, help, completion)
+// are listed last.
+var commandGroups = map[string]string{
+	"scan": "find", "get": "find", "ls": "find", "diff": "find", "history": "find",
+	"purge": "end", "unstick": "end", "dangling": "end",
+	"restore": "back", "recover": "back", "snapshot": "back", "backup": "back",
+	"versions": "migrate", "migrate": "migrate",
+	"space": "etcd", "members": "etcd",
+	"serve": "watch",
 }
 
 // usageArgs makes every command's wrong count of arguments a usage error

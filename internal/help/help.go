@@ -102,6 +102,18 @@ func OptionsCommand() *cobra.Command {
 	}
 }
 
+// Groups are the root help's headings, by incident (cobra's groups, as
+// etcdctl's; kubectl's command groups for the headings): each command's
+// GroupID is one of their IDs, and a command without one is listed last.
+var Groups = []*cobra.Group{
+	{ID: "find", Title: "Find what etcd holds that Kubernetes cannot manage (read-only):"},
+	{ID: "end", Title: "End an incident (each a dry run unless --confirm):"},
+	{ID: "back", Title: "Put things back:"},
+	{ID: "migrate", Title: "Stored versions and encryption keys:"},
+	{ID: "etcd", Title: "etcd's space and members:"},
+	{ID: "watch", Title: "Watch a cluster:"},
+}
+
 // usageTemplate is cobra's, with flags wrapped to Width, commands'
 // summaries wrapped, and the global flags named once: in the root's help
 // and in 'regghost options'.
@@ -113,10 +125,16 @@ Aliases:
   {{.NameAndAliases}}{{end}}{{if .HasExample}}
 
 Examples:
-{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{if eq (len .Groups) 0}}
 
-Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
-{{commandLine .}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+Available Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+{{commandLine .}}{{end}}{{end}}{{else}}{{range $group := .Groups}}
+
+{{.Title}}{{range $cmds}}{{if (and (eq .GroupID $group.ID) (or .IsAvailableCommand (eq .Name "help")))}}
+{{commandLine .}}{{end}}{{end}}{{end}}
+
+Other Commands:{{range $cmds}}{{if (and (eq .GroupID "") (or .IsAvailableCommand (eq .Name "help")))}}
+{{commandLine .}}{{end}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
 
 Flags:
 {{wrappedFlags .LocalFlags | trimTrailingWhitespaces}}{{end}}{{if not .HasParent}}

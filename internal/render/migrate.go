@@ -59,8 +59,12 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 	return Output{Doc: map[string]any{"plan": plan, "result": res}, Rows: rows, Human: func(w io.Writer, _, _ bool) error {
 		fmt.Fprintln(w)
 		if res.Dir != "" {
-			table.Para(w, "", "  ", fmt.Sprintf("Backed up CustomResourceDefinition %s in %s: `regghost restore %s` puts it back as it was before this run, while nobody changed it since.",
-				plan.Target.CRD.Name, res.Dir, res.Dir))
+			what, it := "CustomResourceDefinition "+plan.Target.CRD.Name, "it"
+			if n := len(migrate.Converted(plan)); n > 0 {
+				what, it = fmt.Sprintf("%s and the %s a conversion rewrites, as etcd held them,", what, plural.Of(n, "object")), "each"
+			}
+			table.Para(w, "", "  ", fmt.Sprintf("Backed up %s in %s: `regghost restore %s` puts %s back as it was before this run, while nobody changed it since.",
+				what, res.Dir, res.Dir, it))
 		}
 		if len(res.ListedAgain) > 0 {
 			table.Para(w, "", "  ", fmt.Sprintf("Listed %s again in CustomResourceDefinition %s (served: false, storage: false).", strings.Join(res.ListedAgain, ", "), plan.Target.CRD.Name))
@@ -251,7 +255,11 @@ func writeMigrateSteps(w io.Writer, c *migrate.Census, prune bool, perSecond int
 		if n := len(migrate.Converted(c)); n > 0 {
 			converted = fmt.Sprintf(" and the %s a conversion rewrites, as etcd holds them", plural.Of(n, "object"))
 		}
-		step(fmt.Sprintf("take regghost's writers' lock and back up CustomResourceDefinition %s as read%s (restore puts it back)", c.Target.CRD.Name, converted))
+		them := "it"
+		if converted != "" {
+			them = "them"
+		}
+		step(fmt.Sprintf("take regghost's writers' lock and back up CustomResourceDefinition %s as read%s (restore puts %s back)", c.Target.CRD.Name, converted, them))
 	}
 	if len(stranded) > 0 {
 		note := ""
