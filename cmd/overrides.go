@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/help"
+	"github.com/regghost/regghost/internal/table"
 )
 
 // newOverridesCmd prints what an override lets through and what it risks
@@ -30,7 +31,7 @@ func newOverridesCmd() *cobra.Command {
 			if err != nil {
 				return usageError("%v", err)
 			}
-			_, err = fmt.Fprint(c.OutOrStdout(), text)
+			_, err = fmt.Fprint(c.OutOrStdout(), help.ForTerminal(text, table.Width(c.OutOrStdout())))
 			return err
 		},
 	}

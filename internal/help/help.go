@@ -74,9 +74,15 @@ var classLists = func() *strings.Replacer {
 // wrapText breaks a line longer than Width at spaces, the following
 // lines indented by indent.
 func wrapText(line string, indent int) string {
+	return wrapAt(line, indent, Width)
+}
+
+// wrapAt breaks a line longer than width at spaces, the following lines
+// indented by indent.
+func wrapAt(line string, indent, width int) string {
 	var out strings.Builder
-	for len(line) > Width {
-		cut := strings.LastIndex(line[:Width+1], " ")
+	for len(line) > width {
+		cut := strings.LastIndex(line[:width+1], " ")
 		if cut <= indent {
 			break
 		}

@@ -65,3 +65,29 @@ func TestEveryOverrideLinkResolves(t *testing.T) {
 		t.Errorf("the whole page: %.60q", page)
 	}
 }
+
+// TestOverridesForATerminal: the overrides page printed for an 80-column
+// terminal has no line wider, no maintainer's HTML comment or anchor, no
+// Markdown link or back quote, and every flag's section still.
+func TestOverridesForATerminal(t *testing.T) {
+	page, err := Override("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ForTerminal(page, 80)
+	for i, line := range strings.Split(out, "\n") {
+		if len(line) > 80 {
+			t.Errorf("line %d is %d columns: %q", i+1, len(line), line)
+		}
+	}
+	for _, bad := range []string{"<!--", "<a id", "](", "`"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("printed with %q", bad)
+		}
+	}
+	for _, flag := range []string{"--confirm", "--accept-impact", "--delete-unavailable-apiservice", "--with-live"} {
+		if !strings.Contains(out, "\n"+flag+"\n") {
+			t.Errorf("no section for %s", flag)
+		}
+	}
+}
