@@ -13,12 +13,16 @@ import (
 )
 
 func newLsCmd(g *globalOptions) *cobra.Command {
-	var long bool
+	var output string
 	c := &cobra.Command{
 		Use:   "ls [PREFIX]",
 		Short: "List keys under a prefix, from etcd or a --db file (read-only)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if output != "name" && output != "wide" {
+				return usageError("-o %q: ls prints name (each key) or wide (each key, its mod revision and value size)", output)
+			}
+			long := output == "wide"
 			g.Discover()
 			prefix := g.Prefix
 			if len(args) == 1 {
@@ -49,6 +53,6 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&long, "long", false, "also print each key's mod revision and value size")
+	c.Flags().StringVarP(&output, "output", "o", "name", "output format: name (each key), wide (each key, its mod revision and value size); keys stream as read, so no table")
 	return c
 }

@@ -136,3 +136,22 @@ func TestQuantityFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestLsTakesOutputAsEveryListing: ls takes -o name|wide as every listing
+// takes -o (no --long of its own).
+func TestLsTakesOutputAsEveryListing(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	var out, errOut bytes.Buffer
+	if code := Run([]string{"ls", "/registry/pods/shop/", "-o", "wide", "--endpoints", ep}, strings.NewReader(""), &out, &errOut); code != ExitOK ||
+		!strings.Contains(out.String(), "/registry/pods/shop/stuck\t") {
+		t.Errorf("ls -o wide: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := Run([]string{"ls", "--long", "--endpoints", ep}, strings.NewReader(""), &out, &errOut); code != ExitUsage {
+		t.Errorf("ls --long: exit %d", code)
+	}
+	if code := Run([]string{"ls", "-o", "json", "--endpoints", ep}, strings.NewReader(""), &out, &errOut); code != ExitUsage {
+		t.Errorf("ls -o json: exit %d", code)
+	}
+}
