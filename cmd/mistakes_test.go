@@ -113,3 +113,19 @@ func TestPurgeOfAStuckObjectNamesUnstickFirst(t *testing.T) {
 		t.Errorf("the plan does not start by naming unstick:\n%s%s", errOut.String(), out.String())
 	}
 }
+
+// TestUnstickTakesDashN: unstick takes -n NAME as every command that takes
+// a namespace does, once.
+func TestUnstickTakesDashN(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	var out, errOut bytes.Buffer
+	if code := Run([]string{"unstick", "-n", "shpo", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut); code != ExitError ||
+		!strings.Contains(errOut.String(), "namespace shpo: nothing of that name is in etcd") {
+		t.Errorf("unstick -n shpo: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+	errOut.Reset()
+	if code := Run([]string{"unstick", "-n", "shop", "ns/shop", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut); code != ExitUsage ||
+		!strings.Contains(errOut.String(), "give the target once") {
+		t.Errorf("unstick -n shop ns/shop: exit %d\n%s", code, errOut.String())
+	}
+}

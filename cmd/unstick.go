@@ -22,8 +22,10 @@ import (
 
 type unstickOptions struct {
 	writeFlags
-	wait  time.Duration
-	print *printFlags
+	// namespace is -n, the namespace as every other command takes it.
+	namespace string
+	wait      time.Duration
+	print     *printFlags
 	// acceptManaged deletes a dangling APIService Helm, Argo CD or Flux tracks.
 	acceptManaged bool
 	// acceptImpacts are --accept-impact's words; accept the kinds they name.
@@ -36,10 +38,19 @@ type unstickOptions struct {
 func newUnstickCmd(g *globalOptions) *cobra.Command {
 	o := &unstickOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
-		Use:   "unstick namespace|crd NAME | ns/NAME | crd/NAME",
+		Use:   "unstick namespace|crd NAME | ns/NAME | crd/NAME | -n NAME",
 		Short: "Explain why a namespace or CRD is stuck terminating, and finish it",
-		Args:  cobra.RangeArgs(1, 2),
+		Args:  cobra.RangeArgs(0, 2),
 		RunE: func(c *cobra.Command, args []string) error {
+			if o.namespace != "" {
+				if len(args) > 0 {
+					return usageError("give the target once: -n %s, or namespace NAME (not both)", o.namespace)
+				}
+				args = []string{"namespace", o.namespace}
+			}
+			if len(args) == 0 {
+				return usageError("unstick takes what is stuck: namespace NAME, ns/NAME, -n NAME, or crd NAME")
+			}
 			target, err := unstick.ParseArgs(args)
 			if err != nil {
 				return usageError("%v", err)
@@ -66,6 +77,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := c.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace stuck terminating (as namespace NAME)")
 	o.writeFlags.add(c, "really remove the blocking finalizers (without it unstick only explains)", "where the per-key backup goes")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
