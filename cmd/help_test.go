@@ -126,3 +126,29 @@ func TestRootHelpRoutesByIncident(t *testing.T) {
 		}
 	}
 }
+
+// TestOneFlagOneShape walks the command tree: a flag name has one type and
+// one shorthand wherever it appears, and a shorthand names one flag, so
+// what an operator types once works the same everywhere.
+func TestOneFlagOneShape(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	shape := map[string]string{}
+	where := map[string]string{}
+	short := map[string]string{}
+	for _, c := range commands(root) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			s := f.Value.Type() + " -" + f.Shorthand
+			if prev, ok := shape[f.Name]; ok && prev != s {
+				t.Errorf("--%s is %q in %s but %q in %s", f.Name, s, c.CommandPath(), prev, where[f.Name])
+			}
+			shape[f.Name], where[f.Name] = s, c.CommandPath()
+			if f.Shorthand == "" {
+				return
+			}
+			if prev, ok := short[f.Shorthand]; ok && prev != f.Name {
+				t.Errorf("-%s is --%s in %s but --%s elsewhere", f.Shorthand, f.Name, c.CommandPath(), prev)
+			}
+			short[f.Shorthand] = f.Name
+		})
+	}
+}

@@ -16,9 +16,8 @@ type spaceOptions struct {
 	print *printFlags
 	reads session.Reads
 	top   int
-	// quotaFlag is --quota-backend-bytes as given; quota its bytes.
-	quotaFlag string
-	quota     int64
+	// quota is --quota-backend-bytes (0: not given).
+	quota int64
 	// backupDir is where regghost's backups are, counted beside etcd.
 	backupDir string
 }
@@ -32,7 +31,7 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 		Short: "Show where etcd's bytes are, what fills it and what would free it (read-only)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.complete(); err != nil {
+			if err := o.complete(c.Flags().Changed("quota-backend-bytes")); err != nil {
 				return err
 			}
 			if err := o.validate(); err != nil {
@@ -45,7 +44,7 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where regghost's backups are: what they hold on that filesystem is shown (env REGGHOST_BACKUP_DIR)")
 	o.print.addFlags(c)
 	f.IntVar(&o.top, "top", space.DefaultTop, "how many keys the largest and most-revisions lists keep")
-	f.StringVar(&o.quotaFlag, "quota-backend-bytes", "", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
+	f.Var(quantityFlag{&o.quota}, "quota-backend-bytes", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
 	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
 	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
@@ -53,16 +52,11 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-// complete reads --quota-backend-bytes.
-func (o *spaceOptions) complete() error {
-	if o.quotaFlag == "" {
-		return nil
+// complete checks --quota-backend-bytes, when given.
+func (o *spaceOptions) complete(quotaGiven bool) error {
+	if quotaGiven && o.quota <= 0 {
+		return usageError("--quota-backend-bytes must be a positive size, got %d", o.quota)
 	}
-	q, err := space.ParseQuota(o.quotaFlag)
-	if err != nil {
-		return usageError("--quota-backend-bytes %v", err)
-	}
-	o.quota = q
 	return nil
 }
 

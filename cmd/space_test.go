@@ -18,7 +18,7 @@ func TestSpaceRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{"negative top", []string{"--top", "-1"}, ExitUsage, "--top must be 0 or more"},
-		{"quota not a size", []string{"--quota-backend-bytes", "lots"}, ExitUsage, "--quota-backend-bytes \"lots\" is not a positive size"},
+		{"quota not a size", []string{"--quota-backend-bytes", "lots"}, ExitUsage, "--quota-backend-bytes: \"lots\" is not a size"},
 		{"quota zero", []string{"--quota-backend-bytes", "0"}, ExitUsage, "--quota-backend-bytes"},
 		{"output", []string{"-o", "name"}, ExitUsage, "--output \"name\""},
 		{"page size", []string{"--page-size", "0"}, ExitUsage, "--page-size"},
