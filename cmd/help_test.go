@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -150,5 +151,21 @@ func TestOneFlagOneShape(t *testing.T) {
 			}
 			short[f.Shorthand] = f.Name
 		})
+	}
+}
+
+// TestRootHelpPrintsTheExitCodes: the root help prints the exit-code table
+// every command keeps, one line a code.
+func TestRootHelpPrintsTheExitCodes(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	if err := root.Help(); err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []int{ExitOK, ExitError, ExitUsage, ExitGhosts} {
+		if !strings.Contains(out.String(), fmt.Sprintf("\n  %d  ", code)) {
+			t.Errorf("the root help does not say what exit code %d means", code)
+		}
 	}
 }
