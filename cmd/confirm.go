@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/regghost/regghost/internal/table"
 )
 
 // confirmAction asks before a destructive step. --yes answers it, as in
@@ -31,7 +33,7 @@ func confirmAction(in io.Reader, errOut io.Writer, yes bool, question string) er
 			defer tty.Close()
 			out = tty
 		}
-		fmt.Fprintf(out, "%s Type yes to continue: ", question)
+		fmt.Fprint(out, wrapQuestion(question+" Type yes to continue:", table.Width(out))+" ")
 		line, _ := bufio.NewReader(in).ReadString('\n')
 		if strings.TrimSpace(line) != "yes" {
 			return &exitError{code: ExitError, err: fmt.Errorf("not confirmed; nothing was changed")}
@@ -109,4 +111,21 @@ func passwordAsker(in io.Reader, errOut io.Writer, user string) func() (string, 
 		})
 		return pw, err
 	}
+}
+
+// wrapQuestion breaks a question at spaces into lines of at most width
+// columns, continuation lines indented by two, with no newline after the
+// last: the answer is typed on it.
+func wrapQuestion(q string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(q) {
+		if line != "" && len(line)+1+len(w) > width-4 {
+			lines = append(lines, line)
+			line = "  " + w
+			continue
+		}
+		line = strings.TrimPrefix(line+" "+w, " ")
+	}
+	return strings.Join(append(lines, line), "\n")
 }

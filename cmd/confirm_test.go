@@ -76,3 +76,18 @@ func TestPasswordAskerWithoutATerminal(t *testing.T) {
 		t.Errorf("version --user root: exit %d, %q", code, errOut.String())
 	}
 }
+
+// TestWrapQuestion: a long question is wrapped to the terminal, the answer
+// typed on its last line.
+func TestWrapQuestion(t *testing.T) {
+	q := "Delete 1 dangling APIService, then annotate namespace shop regghost.io/unblocked-at (to have the namespace controller look again), through the API server? Type yes to continue:"
+	got := wrapQuestion(q, 80)
+	for _, line := range strings.Split(got, "\n") {
+		if len(line) > 80 {
+			t.Errorf("line of %d columns: %q", len(line), line)
+		}
+	}
+	if strings.Join(strings.Fields(got), " ") != q || strings.HasSuffix(got, "\n") {
+		t.Errorf("wrapped to %q", got)
+	}
+}
