@@ -43,6 +43,8 @@ func main() {
 	flag.IntVar(&membersKeys, "members-keys", 0, "keys of the members case: three etcd 3.7 members compared key by key beside etcdctl reading each (0: skip it)")
 	flag.IntVar(&membersRuns, "members-runs", 3, "runs of each command of the members case; its wall is their median")
 	flag.StringVar(&membersPaces, "members-paces", "", "further --max-keys-per-second of regghost members to measure beside another client's writes, comma-separated")
+	flag.StringVar(&membersBaseline, "members-baseline", "", "another regghost binary (one built before a change) whose members runs are measured beside this one's, in the same run")
+	flag.BoolVar(&membersLatencyOnly, "members-latency-only", false, "measure only another client's write latency in the members case, not the wall times beside etcdctl")
 	servers := flag.String("etcd", "3.7,3.5", "etcd releases to measure side by side, each a server built from the module proxy: 3.7, 3.6, 3.5 (empty: none, the large file alone)")
 	flag.Parse()
 	if err := run(strings.Split(*servers, ","), *keys, *namespaces, *ghosts, *pageSize, *out); err != nil {

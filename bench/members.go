@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,13 +23,28 @@ var membersKeys, membersRuns int
 // cost to another client's writes is measured ("" none).
 var membersPaces string
 
+// membersBaseline is another regghost binary (one built before a change,
+// say) whose members runs are measured beside this one's, in the same run
+// ("" none); membersLatencyOnly leaves out the wall table (etcdctl beside
+// an unpaced comparison) and measures the writer's latency alone.
+var (
+	membersBaseline    string
+	membersLatencyOnly bool
+)
+
+// membersGoal is how far above idle the writer's p99 may be while regghost
+// members reads (issue 51): the rows say whether they kept it.
+const membersGoal = 1.5
+
 // membersTable starts a 3-member etcd 3.7 cluster, loads it, and measures
 // `regghost members --compare-keys always` (every member's keyspace read
 // and compared, values hashed) against `etcdctl get --prefix
 // --print-value-only --consistency=s` run against each member in turn: what
 // an operator runs by hand to compare members, without the comparison.
 // Each is run membersRuns times; the wall is the median, the memory the
-// peak.
+// peak (not with -members-latency-only). Then another client's writes are
+// timed beside regghost members (latencyRows), and the rows that kept
+// their p99 within membersGoal of idle's are named.
 func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, error) {
 	etcdBin, err := goOut("e2e/tools/etcd", "tool", "-n", "etcd")
 	if err != nil {
@@ -105,63 +119,94 @@ func membersTable(ctx context.Context, t tools, keys, namespaces int) (string, e
 	if err != nil {
 		return "", err
 	}
-	var rs []offlineResult
-	for _, c := range cases {
-		r, err := measureRuns(c.name, c.args, membersRuns, nil)
-		if err != nil {
-			return "", err
-		}
-		rs = append(rs, r)
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nmembers: 3 etcd 3.7 members, %d keys, each db %d MiB; medians of %d runs\n\n", keys, st.DbSize>>20, max(membersRuns, 1))
-	fmt.Fprintf(&b, "| command | wall | vs etcdctl | peak RSS | peak RssAnon |\n| --- | --- | --- | --- | --- |\n")
-	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %.2fs | %.2fx | %d MiB | %d MiB |\n", r.name, r.wall.Seconds(), r.wall.Seconds()/rs[0].wall.Seconds(), r.maxRSSKiB>>10, r.anonKiB>>10)
+	fmt.Fprintf(&b, "\nmembers: 3 etcd 3.7 members, %d keys, each db %d MiB\n", keys, st.DbSize>>20)
+	if !membersLatencyOnly {
+		var rs []offlineResult
+		for _, c := range cases {
+			r, err := measureRuns(c.name, c.args, membersRuns, nil)
+			if err != nil {
+				return "", err
+			}
+			rs = append(rs, r)
+		}
+		fmt.Fprintf(&b, "\nMedians of %d runs:\n\n", max(membersRuns, 1))
+		fmt.Fprintf(&b, "| command | wall | vs etcdctl | peak RSS | peak RssAnon |\n| --- | --- | --- | --- | --- |\n")
+		for _, r := range rs {
+			fmt.Fprintf(&b, "| %s | %.2fs | %.2fx | %d MiB | %d MiB |\n", r.name, r.wall.Seconds(), r.wall.Seconds()/rs[0].wall.Seconds(), r.maxRSSKiB>>10, r.anonKiB>>10)
+		}
 	}
 	fmt.Fprintf(&b, "\nAnother client's put latency (one small put every 20 ms, through every member in turn), idle and while each "+
 		"comparison runs back to back for at least %s, in the same run:\n\n%s", latencyWindow, renderLatency(lat))
+	fmt.Fprintf(&b, "\n%s\n", goalSaid(lat))
 	return b.String(), nil
+}
+
+// goalSaid says which regghost members rows kept the writer's p99 within
+// membersGoal of idle's.
+func goalSaid(rows []latencyRow) string {
+	var kept, missed []string
+	for _, r := range rows[1:] {
+		if !strings.Contains(r.name, "regghost members") || strings.Contains(r.name, "--hash full") {
+			continue // a full hash holds each member's commits by design
+		}
+		if ratio := ms(r.p(0.99)) / ms(rows[0].p(0.99)); ratio <= membersGoal {
+			kept = append(kept, fmt.Sprintf("%s (%.2fx)", r.name, ratio))
+		} else {
+			missed = append(missed, fmt.Sprintf("%s (%.2fx)", r.name, ratio))
+		}
+	}
+	return fmt.Sprintf("Writer's p99 within %.1fx of idle: kept by %s; missed by %s.", membersGoal, orNone(kept), orNone(missed))
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 // latencyWindow is how long each put latency row is measured.
 const latencyWindow = 30 * time.Second
 
-// latencyRows measures another client's puts idle, during `regghost
-// members` (as an operator runs it), during serve's comparison (the same
-// options serve passes: hashes kept from the compaction, keys only when
-// they do not agree) and during a full hash on demand.
+// latencyRows measures another client's puts idle; during `regghost
+// members` then `regghost members --compare-keys always`, in turn (as an
+// operator runs them, the second reading every member's keyspace, paced
+// by each member's latency); during serve's comparison (the same options
+// serve passes: hashes kept from the compaction, keys only when they do
+// not agree) and during a full hash on demand; then at each of
+// membersPaces, and the same runs of membersBaseline.
 func latencyRows(ctx context.Context, cli *clientv3.Client, t tools, eps []string) ([]latencyRow, error) {
-	base := []string{t.regghost, "members", "--endpoints", strings.Join(eps, ","), "--no-api", "--command-timeout", "30m", "-o", "json"}
-	cases := []struct {
-		name  string
-		extra []string
-	}{
+	base := func(bin string, extra ...string) []string {
+		return append([]string{bin, "members", "--endpoints", strings.Join(eps, ","), "--no-api", "--command-timeout", "30m", "-o", "json"}, extra...)
+	}
+	type row struct {
+		name string
+		cmds [][]string
+	}
+	asRun := func(bin string) [][]string { return [][]string{base(bin), base(bin, "--compare-keys", "always")} }
+	cases := []row{
 		{"idle", nil},
-		{"regghost members", []string{}},
-		{"serve's comparison (regghost members --compare-keys mismatch)", []string{"--compare-keys", "mismatch"}},
-		{"regghost members --hash full --compare-keys never", []string{"--hash", "full", "--compare-keys", "never"}},
+		{"regghost members, then regghost members --compare-keys always", asRun(t.regghost)},
+		{"serve's comparison (regghost members --compare-keys mismatch)", [][]string{base(t.regghost, "--compare-keys", "mismatch")}},
+		{"regghost members --hash full --compare-keys never", [][]string{base(t.regghost, "--hash", "full", "--compare-keys", "never")}},
 	}
 	for _, pace := range strings.Split(membersPaces, ",") {
 		if pace = strings.TrimSpace(pace); pace != "" {
-			cases = append(cases, struct {
-				name  string
-				extra []string
-			}{"regghost members --max-keys-per-second " + pace, []string{"--max-keys-per-second", pace}})
+			cases = append(cases, row{"regghost members --max-keys-per-second " + pace, [][]string{base(t.regghost, "--max-keys-per-second", pace)}})
 		}
+	}
+	if membersBaseline != "" {
+		cases = append(cases, row{fmt.Sprintf("regghost members, then --compare-keys always, of %s", filepath.Base(membersBaseline)), asRun(membersBaseline)})
 	}
 	var rows []latencyRow
 	for _, c := range cases {
-		var args []string
-		if c.extra != nil {
-			args = append(slices.Clone(base), c.extra...)
-		}
 		fmt.Fprintf(os.Stderr, "bench: put latency, %s\n", c.name)
-		row, err := putLatency(ctx, cli, c.name, args, latencyWindow)
+		r, err := putLatency(ctx, cli, c.name, c.cmds, latencyWindow)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, row)
+		rows = append(rows, r)
 	}
 	return rows, nil
 }

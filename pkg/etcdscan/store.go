@@ -45,6 +45,15 @@ type EtcdStore struct {
 	paged bool
 	// limit paces reads, so a scan leaves etcd room for its other clients.
 	limit *rate.Limiter
+	// pacer, when set, paces reads instead of limit.
+	pacer Pacer
+}
+
+// Pacer paces a store's reads by more than a fixed pace (pkg/pace's
+// follows the latency of the member read).
+type Pacer interface {
+	// Wait returns once n more keys may be read, or ctx's error.
+	Wait(ctx context.Context, n int) error
 }
 
 // DefaultMaxKeysPerSecond is the default pace of a scan: at a million keys
@@ -60,7 +69,14 @@ func (s *EtcdStore) SetMaxKeysPerSecond(n int) {
 	}
 }
 
+// SetPacer paces reads by p instead of SetMaxKeysPerSecond's fixed pace
+// (nil: that pace again). A paced stream pushes back on the server.
+func (s *EtcdStore) SetPacer(p Pacer) { s.pacer = p }
+
 func (s *EtcdStore) pace(ctx context.Context, n int) error {
+	if s.pacer != nil {
+		return s.pacer.Wait(ctx, n)
+	}
 	if s.limit == nil {
 		return nil
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
+	"github.com/regghost/regghost/internal/plural"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/pace"
 )
 
 // recheckBatch is how many differing keys of a comparison of current
@@ -35,6 +39,10 @@ func (r *run) compareKeys(ctx context.Context, mode string, rev int64) (*tally, 
 		names = r.names()
 	}
 	stores := make([]*etcdscan.EtcdStore, len(r.conns))
+	// Each member's read is paced by its own latency (pkg/pace), up to
+	// Reads.MaxKeysPerSecond: every member is read at once, and a fixed
+	// pace that suits one machine costs another's writers.
+	pacers := make([]*pace.Pacer, len(r.conns))
 	for i, c := range r.conns {
 		var st *etcdscan.EtcdStore
 		var err error
@@ -49,7 +57,12 @@ func (r *run) compareKeys(ctx context.Context, mode string, rev int64) (*tally, 
 		if !r.opts.Reads.Stream {
 			st.DisableStreaming()
 		}
-		st.SetMaxKeysPerSecond(r.opts.Reads.MaxKeysPerSecond)
+		if top := r.opts.Reads.MaxKeysPerSecond; top > 0 {
+			if pacers[i], err = pace.New(c.probe, pace.Config{Max: float64(top)}); err != nil {
+				return nil, kc, fmt.Errorf("pace %s's read: %w", names[i], err)
+			}
+			st.SetPacer(pacers[i])
+		}
 		stores[i] = st
 	}
 	if mode == ModeRevision {
@@ -62,7 +75,7 @@ func (r *run) compareKeys(ctx context.Context, mode string, rev int64) (*tally, 
 	var wg sync.WaitGroup
 	curs := make([]*cursor, len(stores))
 	for i, st := range stores {
-		curs[i] = read(ctx, names[i], st, &wg)
+		curs[i] = read(ctx, names[i], st, pacers[i], &wg)
 	}
 	var pending []pendingKey
 	rechecked := 0
@@ -101,11 +114,18 @@ func (r *run) compareKeys(ctx context.Context, mode string, rev int64) (*tally, 
 			return nil, kc, fmt.Errorf("revision %d was compacted while the keyspaces were read (kube-apiserver compacts every 5 minutes): "+
 				"run again, or compare the current values: %w", rev, err)
 		}
+		if slowed := slowedDown(names, curs, statsOf(pacers)); slowed != "" && errors.Is(err, context.DeadlineExceeded) {
+			return nil, kc, fmt.Errorf("the keyspaces were not read in time (%s): give the command more time, "+
+				"or run it when the members are less busy: %w", slowed, err)
+		}
 		return nil, kc, err
 	}
 	kc.Distinct = distinct
 	for i, st := range stores {
 		kc.Reads = append(kc.Reads, MemberRead{Member: names[i], Revision: st.Revision(), Keys: curs[i].keys})
+		if pacers[i] != nil {
+			r.opts.progress("%s", paced(names[i], curs[i].keys, curs[i].took, pacers[i].Stats()))
+		}
 	}
 	r.decodeListed(parent, t, stores)
 	kc.Differ, kc.Unlisted, kc.Groups, kc.Keys = t.differ, t.unlisted, t.result(), t.keys
@@ -215,6 +235,43 @@ func (r *run) decodeFrom(ctx context.Context, mode string, d *KeyDiff, store *et
 		d.APIVersion, d.Kind, d.DecodeError = obj.APIVersion, obj.Kind, ""
 	}
 	return true
+}
+
+// paced says how one member's read was paced: what its probe answered
+// idle and at worst, and the paces the pacer set.
+func paced(member string, keys int64, took time.Duration, s pace.Stats) string {
+	head := fmt.Sprintf("%s: %s read in %s; its probe answered in %s idle", member, plural.Of(keys, "key"), took.Round(10*time.Millisecond),
+		s.Idle.Round(10*time.Microsecond))
+	if s.Raised+s.BackedOff == 0 && s.Lowest == s.Highest {
+		return fmt.Sprintf("%s, read at %.0f keys a second", head, s.Pace)
+	}
+	return fmt.Sprintf("%s, %s at worst; paced between %.0f and %.0f keys a second, backed off %s", head, s.Worst.Round(10*time.Microsecond),
+		s.Lowest, s.Highest, plural.Of(s.BackedOff, "time"))
+}
+
+// statsOf are the pacers' stats (nil for a read not paced).
+func statsOf(pacers []*pace.Pacer) []*pace.Stats {
+	out := make([]*pace.Stats, len(pacers))
+	for i, p := range pacers {
+		if p != nil {
+			s := p.Stats()
+			out[i] = &s
+		}
+	}
+	return out
+}
+
+// slowedDown says which members' reads their pacers slowed down because
+// the members answered slowly, and how far each read got ("" none).
+func slowedDown(names []string, curs []*cursor, stats []*pace.Stats) string {
+	var parts []string
+	for i, s := range stats {
+		if s != nil && s.BackedOff > 0 {
+			parts = append(parts, fmt.Sprintf("%s answered its probe in %s at worst against %s idle, and was read down to %.0f keys a second, %s in",
+				names[i], s.Worst.Round(10*time.Microsecond), s.Idle.Round(10*time.Microsecond), s.Lowest, plural.Of(curs[i].keys, "key")))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func readError(err error) string {

@@ -57,7 +57,7 @@ func compareInMemory(t *testing.T, mode string, maxKeys int, stores ...memStore)
 	var wg sync.WaitGroup
 	curs := make([]*cursor, len(stores))
 	for i, s := range stores {
-		curs[i] = read(context.Background(), names[i], s, &wg)
+		curs[i] = read(context.Background(), names[i], s, nil, &wg)
 	}
 	tl := newTally(mode, names, "/registry/", maxKeys)
 	distinct, err := merge(curs, mode, func(key string, recs []*record) error {

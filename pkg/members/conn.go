@@ -33,6 +33,26 @@ type conn struct {
 	cli *clientv3.Client
 }
 
+// probeKey is the key a pacer's probe reads: inside the range a keyspace
+// read reads (so a user allowed that read may read it), and a point
+// lookup whatever the keyspace holds.
+const probeKey = keyspaceStart
+
+// probe is pkg/pace's probe of the member: a serializable count of one
+// key, answered by the member alone from its own store. It costs the
+// member nearly nothing and writes nothing, yet takes the paths another
+// client's requests take: the member's gRPC server, its backend's read
+// transaction (which waits while a batch commits), its CPU. A probe put
+// would go through every member's WAL, and members only reads; etcd's own
+// histograms (backend commit, WAL fsync) have buckets a doubling apart,
+// too coarse for 1.5x, and time the disk, not the reads being paced.
+func (c conn) probe(ctx context.Context) error {
+	if _, err := c.cli.Get(ctx, probeKey, clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("probe the member at %s: %w", c.ep, err)
+	}
+	return nil
+}
+
 // dial opens a client whose only endpoint is ep, with o.Config's TLS files
 // and credentials, whose KV reads serializably (its Get and GetStream: the
 // readers of pkg/etcdscan take it as it is).

@@ -58,10 +58,14 @@ const (
 	// RecheckLimit is how many differing keys a comparison of current
 	// values reads again, to tell a write in flight from a difference.
 	RecheckLimit = 10000
-	// DefaultMaxKeysPerSecond is the pace of each member's keyspace read:
-	// three members read at once at this pace keep another client's
-	// writes at p99 1.4x idle at a million keys (bench/results.md), in
-	// 40 seconds.
+	// DefaultMaxKeysPerSecond is the highest pace of each member's
+	// keyspace read. Below it each member's read is paced by the
+	// member's own latency (pkg/pace: a probe's, measured idle before the
+	// read and every 100 ms during it; the pace starts at 1,000 keys a
+	// second, is halved above 1.5x idle and raised by 1,000 below 1.2x).
+	// A fixed 25,000 kept another client's writes at p99 1.4x idle in
+	// one run on 2 cores (bench/results.md) and 2.5x in a later one: no
+	// fixed pace suits every machine.
 	DefaultMaxKeysPerSecond = 25000
 	// DivergenceSlack is how far apart two members' revisions may be
 	// beyond what their applied indexes allow before their revisions are
@@ -71,7 +75,8 @@ const (
 )
 
 // Reads is how the members' keyspaces are read by default: scan's pages
-// and streams, at DefaultMaxKeysPerSecond.
+// and streams, each member's paced by its latency up to
+// DefaultMaxKeysPerSecond.
 func Reads() session.Reads {
 	r := session.ScanReads()
 	r.MaxKeysPerSecond = DefaultMaxKeysPerSecond
@@ -89,7 +94,9 @@ type Options struct {
 	// Registry is the prefix kube-apiserver stores under: keys below it
 	// are named by resource, namespace and name.
 	Registry string
-	// Reads say how a keyspace is read (page size, streaming, pace).
+	// Reads say how a keyspace is read: page size, streaming, and the
+	// highest pace (0: unpaced), below which each member's read is paced
+	// by that member's latency (pkg/pace).
 	Reads session.Reads
 	// Interval is the time between the two hash samples (DefaultInterval
 	// when 0).

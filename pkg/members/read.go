@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/pace"
 )
 
 // record is what the comparison keeps of one key on one member: a hash of
@@ -50,6 +52,8 @@ type cursor struct {
 	err error
 	// keys counts the records handed over.
 	keys int64
+	// took is how long the reader read, set before ch is closed.
+	took time.Duration
 }
 
 // keyspaceStart and keyspaceEnd make a range of every key: "\x00" as a
@@ -57,11 +61,20 @@ type cursor struct {
 const keyspaceStart, keyspaceEnd = "\x00", "\x00"
 
 // read starts reading store's whole keyspace, member's; wg is done when
-// the reader has stopped (ctx cancelled, or the end).
-func read(ctx context.Context, member string, store etcdscan.Store, wg *sync.WaitGroup) *cursor {
+// the reader has stopped (ctx cancelled, or the end). p, when set, is the
+// store's pacer: it runs (probes the member) for as long as the read.
+func read(ctx context.Context, member string, store etcdscan.Store, p *pace.Pacer, wg *sync.WaitGroup) *cursor {
 	c := &cursor{ch: make(chan []record, 4)}
 	wg.Go(func() {
+		start := time.Now()
 		defer close(c.ch)
+		defer func() { c.took = time.Since(start) }()
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		if p != nil {
+			// Its error (no idle probe answered) is the read's, from Wait.
+			wg.Go(func() { _ = p.Run(ctx) })
+		}
 		batch := make([]record, 0, batchSize)
 		send := func() error {
 			select {
