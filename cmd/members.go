@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
@@ -98,7 +99,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 	f.DurationVar(&o.interval, "interval", members.DefaultInterval, "time between the two hash samples")
 	f.IntVar(&o.maxKeys, "max-keys", members.DefaultMaxKeys, "how many differing keys are listed one by one (0: all); the groups count them all")
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace each member's reads, all read at once, to leave them room for the API server's writes (0: as fast as they serve)")
+	addMembersPace(f, &o.reads)
 	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
 	c.AddCommand(newMembersReplaceCmd(g))
 	return c
@@ -135,8 +136,8 @@ func (o *membersOptions) validate(g *globalOptions) error {
 	if o.reads.PageSize <= 0 || o.reads.PageSize > 10000 {
 		return usageError("--page-size must be between 1 and 10000, got %d", o.reads.PageSize)
 	}
-	if o.reads.MaxKeysPerSecond < 0 {
-		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", o.reads.MaxKeysPerSecond)
+	if err := validateMembersPace(o.reads); err != nil {
+		return err
 	}
 	if err := o.opts.Validate(); err != nil {
 		return usageError("%v", err)
@@ -170,6 +171,22 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	case len(rep.Verdict.Behind) > 0:
 		return failed(fmt.Errorf("%s %s behind and %s not compared: compare again once caught up", strings.Join(rep.Verdict.Behind, ", "),
 			isAre(len(rep.Verdict.Behind)), wasWere(len(rep.Verdict.Behind))))
+	}
+	return nil
+}
+
+// addMembersPace adds --max-keys-per-second, the pace of each member's
+// keyspace read, as members and members replace take it: one name, one
+// default (members.DefaultMaxKeysPerSecond, from reads) and one help.
+func addMembersPace(f *pflag.FlagSet, reads *session.Reads) {
+	f.IntVar(&reads.MaxKeysPerSecond, "max-keys-per-second", reads.MaxKeysPerSecond,
+		"pace each member's reads, all read at once, to leave them room for the API server's writes (0: as fast as they serve)")
+}
+
+// validateMembersPace refuses a negative --max-keys-per-second.
+func validateMembersPace(reads session.Reads) error {
+	if reads.MaxKeysPerSecond < 0 {
+		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
 	}
 	return nil
 }

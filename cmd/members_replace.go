@@ -7,21 +7,27 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 type membersReplaceOptions struct {
 	writeFlags
 	print *printFlags
 	wait  time.Duration
+	// reads say how each member's keyspace is read: its pace
+	// (--max-keys-per-second, as members takes it).
+	reads session.Reads
 }
 
 const membersReplaceLong = `members replace replaces the member whose data is wrong, or that does not answer, as
@@ -54,6 +60,18 @@ disarms CORRUPT. Each step is bounded by --command-timeout, the wait by --wait. 
 wait ends first, or the run is stopped (Ctrl-C), run it again once the member runs: it
 takes the replacement up where it stopped.
 
+Both comparisons read every member's keyspace, paced by --max-keys-per-second: the plan
+says how long the one after the promotion takes (as long as the one before it, and a
+quarter more) and refuses, dry run included, when it would not fit in --command-timeout,
+naming a --command-timeout or --max-keys-per-second that would; a comparison that does not
+finish in it is refused the same way.
+
+regghost's writers' lock is held on an etcd lease from the evidence on. When it is lost
+(etcd unreachable from here, or regghost paused, for over its 30s TTL) the run stops at
+once, in the wait for the learner too, never changing the member list without it: it
+says what was removed, added back or promoted, the replace.json it is taken up from and
+the command that takes it up (exit 3; exit 1 before the removal: nothing was changed).
+
 It never restores a member from a snapshot file: etcdutl snapshot restore makes a new
 cluster.
 
@@ -62,7 +80,14 @@ members do not agree yet: run it again), 1 refused or error, 2 bad input.`
 
 // newMembersReplaceCmd is `regghost members replace MEMBER`.
 func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
-	o := &membersReplaceOptions{print: newPrintFlags(false, "table", "wide")}
+	c, _ := newMembersReplace(g)
+	return c
+}
+
+// newMembersReplace is `regghost members replace MEMBER` and the options
+// its flags fill.
+func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions) {
+	o := &membersReplaceOptions{print: newPrintFlags(false, "table", "wide"), reads: members.Reads()}
 	c := &cobra.Command{
 		Use:   "replace MEMBER",
 		Short: "Replace a wrong or dead etcd member: evidence, remove, add back as a learner, promote, compare (a dry run without --confirm)",
@@ -77,19 +102,62 @@ func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 			if o.wait < 0 {
 				return usageError("--wait must be 0 or more, got %s", o.wait)
 			}
+			if err := validateMembersPace(o.reads); err != nil {
+				return err
+			}
 			if err := o.print.validate(); err != nil {
 				return err
 			}
-			return o.run(c.Context(), g, args[0], c.InOrStdin(), c.OutOrStdout())
+			return o.run(c.Context(), g, args[0], replaceAgain(args[0], c.Flags()), c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	o.print.addFlags(c)
 	o.add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
 	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up")
-	return c
+	addMembersPace(c.Flags(), &o.reads)
+	return c, o
 }
 
-func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, member string, in io.Reader, out io.Writer) error {
+// compareOptions are how the members are reached and compared, as the
+// flags say: every key (as regghost members --compare-keys always), at
+// --max-keys-per-second.
+func (o *membersReplaceOptions) compareOptions(member string, progress func(string)) members.Options {
+	return members.Options{Reads: o.reads, Keys: members.KeysAlways, Progress: progress, Fallback: members.RecordedFallback(o.backupDir, member)}
+}
+
+// replaceAgain is the command that takes a replacement of member up, as
+// printed on every way out that says to run it again: --confirm, the
+// --backup-dir its record is under unless it is the default (given by
+// flag or REGGHOST_BACKUP_DIR), and the --command-timeout and
+// --max-keys-per-second given (the plan's time budget was made with
+// them). The connection's settings are found again as this run found
+// them (flags, ETCDCTL_*, the node's manifest, and the client URLs the
+// record holds); --password is never printed.
+func replaceAgain(member string, f *pflag.FlagSet) string {
+	words := []string{"regghost", "members", "replace", shellWord(member), "--confirm"}
+	if dir := f.Lookup("backup-dir"); dir != nil && dir.Value.String() != defaultBackupRoot {
+		words = append(words, "--backup-dir", shellWord(dir.Value.String()))
+	}
+	for _, name := range []string{"command-timeout", "max-keys-per-second"} {
+		if fl := f.Lookup(name); fl != nil && fl.Value.String() != fl.DefValue {
+			words = append(words, "--"+name, shellWord(fl.Value.String()))
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// shellWord is s as one word of a POSIX shell: as it is when it holds
+// nothing the shell reads otherwise, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, member, again string, in io.Reader, out io.Writer) error {
 	// The password is asked before interrupts are caught: an interrupt at
 	// its prompt ends the command.
 	if err := g.Etcd.AskPasswordNow(); err != nil {
@@ -101,8 +169,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	defer stop()
 	progress := func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
 	sctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	opts, done, err := members.Setup(sctx, &g.Settings, members.Options{Reads: members.Reads(), Keys: members.KeysAlways,
-		Progress: progress, Fallback: members.RecordedFallback(o.backupDir, member)})
+	opts, done, err := members.Setup(sctx, &g.Settings, o.compareOptions(member, progress))
 	cancel()
 	if err != nil {
 		return err
@@ -111,7 +178,8 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	node, _ := nodeconfig.DiscoverEtcd(g.NodeRoot)
 	// Each step is bounded by --command-timeout, the learner's wait by
 	// --wait: the time the snapshots take is not taken from the wait.
-	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.backupDir, Wait: o.wait, StepTimeout: g.Etcd.CommandTimeout, Node: node}
+	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.backupDir, Wait: o.wait, StepTimeout: g.Etcd.CommandTimeout, Node: node,
+		Again: again}
 	plan, err := members.Replace(ctx, ro)
 	if err != nil || !o.confirm || plan.Stage != members.StagePlanned {
 		return o.finish(out, plan, err)

@@ -2,11 +2,13 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/regghost/regghost/internal/plural"
 	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/members"
 )
@@ -412,6 +414,10 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun boo
 	if len(r.Disk) > 0 && r.Stage != members.StageReplaced {
 		membersDisk(out, r.Disk)
 	}
+	if r.Timing != nil && r.Stage != members.StageReplaced {
+		fmt.Fprintln(out)
+		table.Wrapped(out, membersTiming(r.Timing))
+	}
 	if len(r.Evidence) > 0 {
 		fmt.Fprintln(out)
 		table.Para(out, "", "", fmt.Sprintf("Evidence, saved and verified before anything was changed (%s):", r.Dir))
@@ -442,7 +448,7 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun boo
 	case members.StageWaiting:
 		fmt.Fprintln(out)
 		table.Wrapped(out, fmt.Sprintf("%s was removed and added back as a learner (%s); it has not caught up yet. Once its etcd runs as said above, "+
-			"run `regghost members replace %s --confirm` again: it promotes it and compares the members.", r.Member, r.LearnerID, r.Member))
+			"run `%s` again: it promotes it and compares the members.", r.Member, r.LearnerID, membersAgain(r)))
 	case members.StageReplaced:
 		fmt.Fprintf(out, "\n%s was replaced (now %s): every member agrees, key by key.\n", r.Member, r.LearnerID)
 		if len(r.Disarmed) > 0 {
@@ -450,10 +456,45 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun boo
 		}
 	case members.StageDiffers:
 		fmt.Fprintln(out)
-		table.Wrapped(out, fmt.Sprintf("%s was promoted, and the members do not agree yet: run `regghost members replace %s --confirm` again "+
-			"to compare them and disarm CORRUPT.", r.Member, r.Member))
+		table.Wrapped(out, fmt.Sprintf("%s was promoted, and the members do not agree yet: run `%s` again "+
+			"to compare them and disarm CORRUPT.", r.Member, membersAgain(r)))
 	}
 	return nil
+}
+
+// membersAgain is the command that takes the replacement up.
+func membersAgain(r *members.Replacement) string {
+	if r.Again != "" {
+		return r.Again
+	}
+	return "regghost members replace " + r.Member + " --confirm"
+}
+
+// membersTiming says how long a comparison of the members takes against
+// the time each step has: the one after the promotion reads as many keys.
+func membersTiming(t *members.Timing) string {
+	secs := func(s float64) string { return (time.Duration(math.Ceil(s)) * time.Second).String() }
+	// flag is a --command-timeout value as the refusal names it: "7m".
+	flag := func(s float64) string {
+		if d := time.Duration(math.Ceil(s)) * time.Second; d%time.Minute != 0 {
+			return d.String()
+		}
+		return fmt.Sprintf("%dm", int(math.Ceil(s))/60)
+	}
+	pace := fmt.Sprintf("at up to %d keys a second each (--max-keys-per-second)", t.PerSecond)
+	if t.PerSecond <= 0 {
+		pace = "unpaced (--max-keys-per-second 0)"
+	}
+	s := fmt.Sprintf("Time: the comparison after the promotion reads every member's keyspace again, as this one did (%s on one member, %s; it took %s): "+
+		"planned at %s with a quarter to spare, ", plural.Of(t.Keys, "key"), pace, secs(t.Took), secs(t.Needs))
+	if t.Fits {
+		return s + fmt.Sprintf("within the --command-timeout %s each step has.", flag(t.Timeout))
+	}
+	ways := fmt.Sprintf("--command-timeout %s", flag(t.FitTimeout))
+	if t.FitPerSecond > 0 {
+		ways += fmt.Sprintf(" or --max-keys-per-second %d", t.FitPerSecond)
+	}
+	return s + fmt.Sprintf("more than the --command-timeout %s each step has: DOES NOT FIT; %s would.", flag(t.Timeout), ways)
 }
 
 // membersDisk is the disk budget of a replacement: each filesystem it

@@ -47,6 +47,17 @@ import (
 // taken up by the next, from replace.json beside the evidence, which also
 // names the other members' client URLs: the next run reaches the cluster
 // through them when the member's own node names only its own etcd.
+//
+// Each step is bounded by StepTimeout (--command-timeout), and the
+// comparison after the promotion reads every member's keyspace again, as
+// the one before it did: the plan says how long that takes at the pace
+// (Timing) and is refused when it would not fit, before the first write,
+// so that the replacement never runs out of time once the member is out.
+// The writers' lock is held on an etcd lease from the evidence to the
+// end: when it is lost (the lease expired: etcd unreachable from here, or
+// this process paused, for over its TTL), the run stops at once, in the
+// wait for the learner too, and says where the replacement stands and how
+// to take it up (ErrLockLost).
 
 // ReplaceOptions say which member to replace and how.
 type ReplaceOptions struct {
@@ -77,6 +88,11 @@ type ReplaceOptions struct {
 	// own directories (moving what a mount point holds, not the mount
 	// point), and the disk budget counts the copy it takes.
 	Node *nodeconfig.EtcdMember
+	// Again is the command that takes this replacement up, as the
+	// operator runs it (with the --backup-dir the record is under):
+	// every way out that says to run it again names it. Empty:
+	// "regghost members replace MEMBER --confirm".
+	Again string
 }
 
 // Defaults of ReplaceOptions.
@@ -99,6 +115,14 @@ func (o *ReplaceOptions) stepTimeout() time.Duration {
 		return o.StepTimeout
 	}
 	return DefaultStepTimeout
+}
+
+// again is the command that takes the replacement up.
+func (o *ReplaceOptions) again() string {
+	if o.Again != "" {
+		return o.Again
+	}
+	return "regghost members replace " + o.Member + " --confirm"
 }
 
 // ReplaceStage is how far a replacement got.
@@ -154,6 +178,10 @@ type Replacement struct {
 	Steps []string `json:"steps"`
 	// Window is what the cluster survives while the member is out.
 	Window *Window `json:"window,omitempty"`
+	// Timing is how long a comparison of the members takes against the
+	// time each step has: the one after the promotion reads as many keys
+	// as the one that planned.
+	Timing *Timing `json:"timing,omitempty"`
 	// Disk is every byte the replacement writes on this machine, by
 	// filesystem, against what each has free, planned before the first
 	// write: the evidence, and on the member's own node the learner's
@@ -177,6 +205,9 @@ type Replacement struct {
 	Disarmed []string `json:"disarmed,omitempty"`
 	// Notes say what else the operator should know.
 	Notes []string `json:"notes,omitempty"`
+	// Again is the command that takes the replacement up when it is not
+	// done yet.
+	Again string `json:"again,omitempty"`
 }
 
 // ErrRefused is returned (wrapped) when Replace will not act; nothing was
@@ -191,6 +222,11 @@ var ErrLearnerWaiting = errors.New("the learner has not caught up yet")
 // ended a replacement after the member was removed: not done yet, and the
 // next run takes it up where it stopped.
 var ErrStoppedMidway = errors.New("stopped part way")
+
+// ErrLockLost is returned (wrapped) when regghost's writers' lock was
+// lost while held (its etcd lease expired): the run stopped at once, and
+// its error says where the replacement stands and how to take it up.
+var ErrLockLost = errors.New("regghost's etcd lock was lost")
 
 // Replace replaces o.Member, or plans it (see the steps above). Without
 // o.Confirm nothing is changed on any path, a replacement taken up again
@@ -208,6 +244,9 @@ func Replace(ctx context.Context, o ReplaceOptions) (*Replacement, error) {
 	}
 	defer r.close()
 	p, err := r.survey(ctx)
+	if p != nil {
+		p.res.Again = o.again()
+	}
 	switch {
 	case p == nil:
 		return nil, err

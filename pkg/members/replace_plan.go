@@ -40,6 +40,9 @@ type replaceRun struct {
 	list    []*pb.Member
 	cluster string
 	unlock  func()
+	// lost is closed when the writers' lock is lost while held (nil: it
+	// cannot be, or none is held: a dry run).
+	lost <-chan struct{}
 	// fs reads the filesystems written on (zero: this machine's).
 	fs disks
 }
@@ -86,12 +89,12 @@ func startReplace(ctx context.Context, o ReplaceOptions) (*replaceRun, error) {
 		return nil, fmt.Errorf("%w: the members other than %s do not answer at their client URLs (%s)", err, o.Member, strings.Join(write.Endpoints(), ","))
 	}
 	if o.Confirm {
-		unlock, err := lockWriters(ctx, o, write, r.cluster)
+		unlock, lost, err := lockWriters(ctx, o, write, r.cluster)
 		if err != nil {
 			write.Close()
 			return nil, fmt.Errorf("%w; nothing was changed", err)
 		}
-		r.unlock = unlock
+		r.unlock, r.lost = unlock, lost
 	}
 	return r, nil
 }
@@ -157,12 +160,19 @@ func (r *replaceRun) survey(ctx context.Context) (*replacePlan, error) {
 	copts := o.Compare
 	copts.Keys = KeysAlways
 	cctx, cancel := context.WithTimeout(ctx, o.stepTimeout())
+	began := o.Now()
 	before, err := Compare(cctx, copts)
+	took := o.Now().Sub(began)
+	ranOut := ranOutOf(cctx, ctx)
 	cancel()
 	if err != nil {
+		if ranOut {
+			return nil, r.ranOut(err)
+		}
 		return nil, err
 	}
 	p.res.Before = before
+	p.res.Timing = timing(maxKeysRead(before), o.Compare.Reads.MaxKeysPerSecond, took, o.stepTimeout())
 	why, refused := replaceable(before, o.Member, p.res.ID)
 	if refused != "" {
 		return p, fmt.Errorf("%w: %s; nothing was changed", ErrRefused, refused)
@@ -191,6 +201,9 @@ func (r *replaceRun) survey(ctx context.Context) (*replacePlan, error) {
 		}
 	}
 	if err := r.diskBudget(p, before); err != nil {
+		return p, err
+	}
+	if err := r.timeBudget(p); err != nil {
 		return p, err
 	}
 	p.res.Window = window(before, o.Member, p.down)

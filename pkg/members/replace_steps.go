@@ -23,7 +23,8 @@ import (
 // was changed before it and what to do next. A stop (ctx ends: SIGINT,
 // SIGTERM) is honoured between steps and in the waits for the learner,
 // never inside a change of the member list: the next run takes the
-// replacement up where it stopped.
+// replacement up where it stopped. So is the writers' lock lost (its
+// lease expired): no step starts without it, and the waits end at once.
 func (r *replaceRun) runSteps(stop context.Context, p *replacePlan) (*Replacement, error) {
 	ctx := context.WithoutCancel(stop)
 	for _, s := range p.steps {
@@ -34,7 +35,10 @@ func (r *replaceRun) runSteps(stop context.Context, p *replacePlan) (*Replacemen
 			if s == stepLeadership || s == stepCheck || s == stepRemove {
 				return p.res, r.abandon(p, fmt.Errorf("stopped (%v) before the removal; nothing was changed but the evidence in %s", err, p.dir))
 			}
-			return p.res, fmt.Errorf("%w (%v) before the step %q; run `regghost members replace %s --confirm` again to take it up", ErrStoppedMidway, err, s, r.o.Member)
+			return p.res, fmt.Errorf("%w (%v) before the step %q; run `%s` again to take it up", ErrStoppedMidway, err, s, r.o.again())
+		}
+		if r.lockLost() {
+			return p.res, r.lostAt(p, s)
 		}
 		var err error
 		switch s {
@@ -259,13 +263,13 @@ func (r *replaceRun) remove(ctx context.Context, p *replacePlan) error {
 		if now, lerr := memberList(context.WithoutCancel(ctx), r.write, o.Compare.timeout()); lerr == nil && findByName(now, o.Member) != nil {
 			return r.abandon(p, fmt.Errorf("remove member %s: %w; it is still a member, nothing else was changed; the evidence is in %s", o.Member, err, p.dir))
 		}
-		return fmt.Errorf("remove member %s: %w; it may have been removed: run `regghost members replace %s --confirm` again to take it up; the evidence is in %s",
-			o.Member, err, o.Member, p.dir)
+		return fmt.Errorf("remove member %s: %w; it may have been removed: run `%s` again to take it up; the evidence is in %s",
+			o.Member, err, o.again(), p.dir)
 	}
 	list, err := memberList(ctx, r.write, o.Compare.timeout())
 	if err != nil {
-		return fmt.Errorf("%w (after %s was removed: run `regghost members replace %s --confirm` again, or add it back with `etcdctl member add %s --learner --peer-urls=%s`)",
-			err, o.Member, o.Member, o.Member, strings.Join(p.res.PeerURLs, ","))
+		return fmt.Errorf("%w (after %s was removed: run `%s` again, or add it back with `etcdctl member add %s --learner --peer-urls=%s`)",
+			err, o.Member, o.again(), o.Member, strings.Join(p.res.PeerURLs, ","))
 	}
 	r.list = list
 	return nil
@@ -282,8 +286,8 @@ func (r *replaceRun) add(ctx context.Context, p *replacePlan) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("add %s back as a learner: %w; it is removed: run `regghost members replace %s --confirm` again, or `etcdctl member add %s --learner --peer-urls=%s`",
-			o.Member, err, o.Member, o.Member, strings.Join(p.res.PeerURLs, ","))
+		return fmt.Errorf("add %s back as a learner: %w; it is removed: run `%s` again, or `etcdctl member add %s --learner --peer-urls=%s`",
+			o.Member, err, o.again(), o.Member, strings.Join(p.res.PeerURLs, ","))
 	}
 	r.list = resp.Members
 	p.res.LearnerID = hexID(resp.Member.ID)
@@ -296,22 +300,27 @@ func (r *replaceRun) add(ctx context.Context, p *replacePlan) error {
 
 // promote promotes the learner once etcd says it has caught up, trying
 // every Poll for up to Wait. When the wait ends, or the run is stopped,
-// first, the member is left a learner and the next run takes it up.
+// first, the member is left a learner and the next run takes it up; so it
+// is when the writers' lock is lost, at once: no promotion is tried
+// without it.
 func (r *replaceRun) promote(ctx context.Context, p *replacePlan) error {
 	o := r.o
 	learner := findByPeers(r.list, p.res.PeerURLs)
 	if learner == nil {
-		return fmt.Errorf("no member is at %s's peer URLs %s: it was removed meanwhile; run `regghost members replace %s --confirm` again",
-			o.Member, strings.Join(p.res.PeerURLs, ","), o.Member)
+		return fmt.Errorf("no member is at %s's peer URLs %s: it was removed meanwhile; run `%s` again",
+			o.Member, strings.Join(p.res.PeerURLs, ","), o.again())
 	}
 	p.res.LearnerID = hexID(learner.ID)
 	waiting := func(cause string) error {
 		p.res.Stage = StageWaiting
-		return fmt.Errorf("%w: %s (%s) is a learner that has not started or caught up %s; once its etcd runs on its node as said, run `regghost members replace %s --confirm` again",
-			ErrLearnerWaiting, o.Member, p.res.LearnerID, cause, o.Member)
+		return fmt.Errorf("%w: %s (%s) is a learner that has not started or caught up %s; once its etcd runs on its node as said, run `%s` again",
+			ErrLearnerWaiting, o.Member, p.res.LearnerID, cause, o.again())
 	}
 	deadline := o.Now().Add(o.Wait)
 	for {
+		if ctx.Err() == nil && r.lockLost() {
+			return r.lostAt(p, stepPromote)
+		}
 		mctx, cancel := context.WithTimeout(ctx, o.Compare.timeout())
 		_, err := r.write.MemberPromote(mctx, learner.ID)
 		cancel()
@@ -327,7 +336,9 @@ func (r *replaceRun) promote(ctx context.Context, p *replacePlan) error {
 		if !o.Now().Before(deadline) {
 			return waiting(fmt.Sprintf("within %s", o.Wait))
 		}
-		if sleep(ctx, o.poll()) != nil {
+		if err := r.pause(ctx, o.poll()); errors.Is(err, ErrLockLost) {
+			return r.lostAt(p, stepPromote)
+		} else if err != nil {
 			return waiting("before this run was stopped")
 		}
 	}
@@ -338,20 +349,29 @@ func (r *replaceRun) promote(ctx context.Context, p *replacePlan) error {
 // compareAgain compares the members until they agree, for up to Wait: a
 // comparison (each member's keyspace read, paced) once the new member has
 // applied what the leader had when it was promoted, then again every
-// interval while they still differ.
+// interval while they still differ. A lost writers' lock ends it at once,
+// a comparison under way included.
 func (r *replaceRun) compareAgain(ctx context.Context, p *replacePlan) error {
 	o := r.o
 	deadline := o.Now().Add(o.Wait)
 	copts := o.Compare
 	copts.Keys = KeysAlways
 	for {
-		cctx, cancel := context.WithTimeout(ctx, o.stepTimeout())
+		cctx, cancel := r.whileLocked(ctx, o.stepTimeout())
 		after, err := Compare(cctx, copts)
+		ranOut := ranOutOf(cctx, ctx)
 		cancel()
+		if ctx.Err() == nil && r.lockLost() {
+			return r.lostAt(p, stepCompare)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				p.res.Stage = StageDiffers
-				return fmt.Errorf("%s was promoted; stopped before the members were compared again: run `regghost members replace %s --confirm` again", o.Member, o.Member)
+				return fmt.Errorf("%s was promoted; stopped before the members were compared again: run `%s` again", o.Member, o.again())
+			}
+			if ranOut {
+				return fmt.Errorf("%s was promoted; comparing the members again did not finish within the --command-timeout %s each step has (%w): "+
+					"run `%s` again with a longer --command-timeout to compare them and disarm CORRUPT", o.Member, flagDuration(o.stepTimeout()), err, o.again())
 			}
 			return fmt.Errorf("compare after the promotion: %w", err)
 		}
@@ -361,13 +381,15 @@ func (r *replaceRun) compareAgain(ctx context.Context, p *replacePlan) error {
 		}
 		if !o.Now().Before(deadline) || ctx.Err() != nil {
 			p.res.Stage = StageDiffers
-			return fmt.Errorf("%s was promoted, and the members do not agree yet: %s; run `regghost members replace %s --confirm` again to compare them and disarm CORRUPT",
-				o.Member, after.Verdict.Reason, o.Member)
+			return fmt.Errorf("%s was promoted, and the members do not agree yet: %s; run `%s` again to compare them and disarm CORRUPT",
+				o.Member, after.Verdict.Reason, o.again())
 		}
 		o.Compare.progress("the members do not agree yet (%s); comparing again in %s", after.Verdict.Reason, 5*o.Compare.interval())
-		if sleep(ctx, 5*o.Compare.interval()) != nil {
+		if err := r.pause(ctx, 5*o.Compare.interval()); errors.Is(err, ErrLockLost) {
+			return r.lostAt(p, stepCompare)
+		} else if err != nil {
 			p.res.Stage = StageDiffers
-			return fmt.Errorf("%s was promoted; stopped before the members were compared again: run `regghost members replace %s --confirm` again", o.Member, o.Member)
+			return fmt.Errorf("%s was promoted; stopped before the members were compared again: run `%s` again", o.Member, o.again())
 		}
 	}
 	p.res.Stage = StageReplaced
@@ -392,9 +414,96 @@ func (r *replaceRun) disarm(ctx context.Context, p *replacePlan) error {
 // cluster ID), then etcd's, through cli (the members that stay: the
 // lock's lease is kept alive there). Under an alarm (CORRUPT, NOSPACE)
 // etcd refuses the etcd lock's writes: then this node's lock alone, once
-// no regghost holds etcd's, and it says what that does not cover.
-func lockWriters(ctx context.Context, o ReplaceOptions, cli *clientv3.Client, cluster string) (func(), error) {
+// no regghost holds etcd's, and it says what that does not cover. lost is
+// closed when etcd's lock is lost while held.
+func lockWriters(ctx context.Context, o ReplaceOptions, cli *clientv3.Client, cluster string) (unlock func(), lost <-chan struct{}, err error) {
 	return lockBoth(ctx, o.Compare, cli, cluster, "regghost members replace "+o.Member)
+}
+
+// lockLost reports whether the writers' lock was lost while held.
+func (r *replaceRun) lockLost() bool {
+	select {
+	case <-r.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// pause waits d. It ends first when ctx ends (ctx's error: a stop, which
+// also ends the lock's lease, is said as a stop) or when the writers'
+// lock is lost (ErrLockLost).
+func (r *replaceRun) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+	case <-r.lost:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ErrLockLost
+}
+
+// whileLocked is a step's context, bounded by timeout, that also ends
+// when the writers' lock is lost.
+func (r *replaceRun) whileLocked(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if r.lost == nil {
+		return ctx, cancel
+	}
+	go func() {
+		select {
+		case <-r.lost:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// lockLostWhy says how a writers' lock is lost.
+const lockLostWhy = "its lease expired: etcd unreachable from here, or this process paused, for over its TTL; another regghost may take it now"
+
+// lostAt stops the run once the writers' lock is lost before or during
+// step s, and says where the replacement stands (what was removed, added,
+// promoted), the record it is taken up from, and the command that takes
+// it up. Before the removal nothing was changed but the evidence (and
+// the leadership moved): the record is ended, as for a stop.
+func (r *replaceRun) lostAt(p *replacePlan, s replaceStep) error {
+	o := r.o
+	switch s {
+	case stepEvidence, stepLeadership, stepCheck, stepRemove:
+		if p.dir == "" {
+			return fmt.Errorf("%w (%s), so this run stopped; nothing was changed", ErrLockLost, lockLostWhy)
+		}
+		moved := ""
+		if p.res.MovedLeaderTo != "" {
+			moved = fmt.Sprintf(" and the leadership, moved from %s to %s", p.res.MovedLeaderFrom, p.res.MovedLeaderTo)
+		}
+		return r.abandon(p, fmt.Errorf("%w (%s) before the removal, so this run stopped: nothing was changed but the evidence in %s%s; run `%s` to start again",
+			ErrLockLost, lockLostWhy, p.dir, moved, o.again()))
+	}
+	var where, then string
+	switch s {
+	case stepAdd:
+		where = fmt.Sprintf("%s (%s) is removed from etcd cluster %s and not added back yet; until it is added back and promoted the cluster runs with one voting member fewer",
+			o.Member, orDash(p.res.ID), r.cluster)
+		then = ": it adds it back as a learner"
+	case stepNode, stepPromote:
+		p.res.Stage = StageWaiting
+		where = fmt.Sprintf("%s (%s) is removed from etcd cluster %s and added back as learner %s, not promoted; until it is promoted the cluster runs with one voting member fewer",
+			o.Member, orDash(p.res.ID), r.cluster, orDash(p.res.LearnerID))
+		then = fmt.Sprintf(" once its etcd runs on its node as said: it promotes %s once it has caught up", orDash(p.res.LearnerID))
+	default:
+		where = fmt.Sprintf("%s was promoted (now %s); the members were not compared again and CORRUPT was not disarmed", o.Member, orDash(p.res.LearnerID))
+		then = ": it compares them and disarms CORRUPT"
+	}
+	return fmt.Errorf("%w: %w (%s): %s; %s records the replacement: run `%s` to take it up%s",
+		ErrStoppedMidway, ErrLockLost, lockLostWhy, where, filepath.Join(p.dir, recordFile), o.again(), then)
 }
 
 // reconfigure runs a change of the member list, trying again for up to

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -21,26 +22,32 @@ import (
 // lockBoth takes this node's lock (named after the etcd cluster ID), then
 // etcd's through cli. Under an alarm (CORRUPT, NOSPACE) etcd refuses the
 // etcd lock's writes: then this node's lock alone, once no regghost holds
-// etcd's, and it says what that does not cover.
-func lockBoth(ctx context.Context, o Options, cli *clientv3.Client, cluster, what string) (func(), error) {
+// etcd's, and it says what that does not cover. lost is closed when
+// etcd's lock is lost while held (its lease expired: etcd unreachable, or
+// this process paused, for over its TTL): another regghost may take it,
+// and the holder stops. It is nil (never closed) when only this node's
+// lock is held, which cannot be lost.
+func lockBoth(ctx context.Context, o Options, cli *clientv3.Client, cluster, what string) (unlock func(), lost <-chan struct{}, err error) {
 	nodeUnlock, path, err := etcdwrite.NodeLock(cluster, what)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	etcdUnlock, err := etcdwrite.Lock(ctx, cli, what)
+	gone := make(chan struct{})
+	var once sync.Once
+	etcdUnlock, err := etcdwrite.Lock(ctx, cli, what, etcdwrite.WithOnLost(func() { once.Do(func() { close(gone) }) }))
 	if err == nil {
-		return func() { etcdUnlock(); nodeUnlock() }, nil
+		return func() { etcdUnlock(); nodeUnlock() }, gone, nil
 	}
 	if !etcdwrite.IsNoSpace(err) && !strings.Contains(err.Error(), "corrupt cluster") {
 		nodeUnlock()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := etcdwrite.RefuseEtcdHolder(ctx, cli); err != nil {
 		nodeUnlock()
-		return nil, err
+		return nil, nil, err
 	}
 	o.progress("an alarm makes etcd refuse regghost's lock (%s): only this node's lock %s is held; it does not stop a regghost on another node", firstLine(err), path)
-	return nodeUnlock, nil
+	return nodeUnlock, nil, nil
 }
 
 // moveLeader moves the leadership from member (which leads) to to,
