@@ -50,7 +50,8 @@ compacting; reading it costs nothing), which etcd's own compaction hash check co
 commits no write meanwhile), sampled twice --interval apart when they disagree.
 
 The keys (--compare-keys auto: unless a full hash agrees) are read from every member on
-its own (serializable reads at one shared revision, paced by --max-keys-per-second) and
+its own (serializable reads at one shared revision, paced by each member's own latency up
+to --max-keys-per-second) and
 merged key by key: memory holds a hash of each value, never the values. Each differing
 key is named with the members that hold it, each copy's SHA-256, create and mod revision
 and version, and the object's kind; the differences are grouped by member and kind
@@ -180,7 +181,7 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 // default (members.DefaultMaxKeysPerSecond, from reads) and one help.
 func addMembersPace(f *pflag.FlagSet, reads *session.Reads) {
 	f.IntVar(&reads.MaxKeysPerSecond, "max-keys-per-second", reads.MaxKeysPerSecond,
-		"pace each member's reads, all read at once, to leave them room for the API server's writes (0: as fast as they serve)")
+		"the most keys a second each member is read at: each read starts slow and speeds up while a probe of that member stays within 1.5x its idle latency, to leave the API server's writes room (0: no ceiling)")
 }
 
 // validateMembersPace refuses a negative --max-keys-per-second.
