@@ -402,6 +402,7 @@ func TestDBListsAgreeWithTheCode(t *testing.T) {
 		"history":  {"/registry/pods/shop/web"},
 		"unstick":  {"namespace", "shop"},
 		"migrate":  {"configmaps"},
+		"leases":   nil,
 	}
 	// Commands that never read etcd's keyspace through --db: serve and
 	// members read the live cluster only and refuse --db; diff takes its two

@@ -129,3 +129,22 @@ func TestUnstickTakesDashN(t *testing.T) {
 		t.Errorf("unstick -n shop ns/shop: exit %d\n%s", code, errOut.String())
 	}
 }
+
+// TestLeasesOnTheGolden: leases reads a cluster whose events all carry a
+// lease and are young: nothing to say, exit 0; an event written back
+// without its lease is named, exit 3.
+func TestLeasesOnTheGolden(t *testing.T) {
+	cli, ep, _ := goldenSnapshot(t)
+	var out, errOut bytes.Buffer
+	if code := Run([]string{"leases", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut); code != ExitOK {
+		t.Errorf("leases: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+	if _, err := cli.Put(context.Background(), "/registry/events/shop/restored.1", "not an event"); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := Run([]string{"leases", "--endpoints", ep, "--no-api", "-o", "name"}, strings.NewReader(""), &out, &errOut); code != ExitGhosts ||
+		strings.TrimSpace(out.String()) != "/registry/events/shop/restored.1" {
+		t.Errorf("leases -o name: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}

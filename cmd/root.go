@@ -141,7 +141,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		g.Etcd.AskPassword = passwordAsker(in, errOut, g.Etcd.User)
 		return nil
 	}
-	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newMigrateCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newSpaceCmd(g), newMembersCmd(g), newVersionCmd(), help.OptionsCommand(), newOverridesCmd())
+	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newMigrateCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newSpaceCmd(g), newMembersCmd(g), newLeasesCmd(g), newVersionCmd(), help.OptionsCommand(), newOverridesCmd())
 	root.AddGroup(help.Groups...)
 	for name, group := range commandGroups {
 		for _, c := range root.Commands() {
@@ -163,7 +163,7 @@ var commandGroups = map[string]string{
 	"purge": "end", "unstick": "end", "dangling": "end",
 	"restore": "back", "recover": "back", "snapshot": "back", "backup": "back",
 	"versions": "migrate", "migrate": "migrate",
-	"space": "etcd", "members": "etcd",
+	"space": "etcd", "members": "etcd", "leases": "etcd",
 	"serve": "watch",
 }
 

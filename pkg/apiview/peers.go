@@ -37,18 +37,32 @@ func (v *View) Peers(ctx context.Context) ([]*View, error) {
 	}
 	var out []*View
 	for _, addr := range addrs {
-		cfg := rest.CopyConfig(v.Config)
-		cfg.Host = "https://" + addr
-		if cfg.TLSClientConfig.ServerName == "" && !cfg.TLSClientConfig.Insecure {
-			cfg.TLSClientConfig.ServerName = base.Hostname()
-		}
-		p, err := New(cfg)
+		p, err := v.at(base, addr)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// At is the kube-apiserver at addr (host:port), reached with this view's
+// credentials and TLS verified against the name the kubeconfig uses.
+func (v *View) At(addr string) (*View, error) {
+	base, err := url.Parse(v.Config.Host)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", v.Config.Host, err)
+	}
+	return v.at(base, addr)
+}
+
+func (v *View) at(base *url.URL, addr string) (*View, error) {
+	cfg := rest.CopyConfig(v.Config)
+	cfg.Host = "https://" + addr
+	if cfg.TLSClientConfig.ServerName == "" && !cfg.TLSClientConfig.Insecure {
+		cfg.TLSClientConfig.ServerName = base.Hostname()
+	}
+	return New(cfg)
 }
 
 // apiserverEndpoints lists host:port of each ready endpoint of the

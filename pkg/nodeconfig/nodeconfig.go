@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -30,6 +31,13 @@ type Found struct {
 	EncryptionConfig string
 	// Overrides is --etcd-servers-overrides: resources kept in other etcds.
 	Overrides []string
+	// EventTTL (--event-ttl), LeaseReuse (--lease-reuse-duration-seconds)
+	// and LeaseMaxObjectCount (--lease-max-object-count) say how
+	// kube-apiserver puts events under etcd leases; 0 when not set (its
+	// defaults apply) or not read.
+	EventTTL            time.Duration
+	LeaseReuse          time.Duration
+	LeaseMaxObjectCount int
 }
 
 // ErrNotFound means the node holds none of the known layouts.
@@ -116,6 +124,11 @@ func fromFlags(root string, flags map[string]string, source string) *Found {
 	if o := flags["etcd-servers-overrides"]; o != "" {
 		f.Overrides = strings.Split(o, ",")
 	}
+	f.EventTTL, _ = time.ParseDuration(flags["event-ttl"])
+	if n, err := strconv.Atoi(flags["lease-reuse-duration-seconds"]); err == nil {
+		f.LeaseReuse = time.Duration(n) * time.Second
+	}
+	f.LeaseMaxObjectCount, _ = strconv.Atoi(flags["lease-max-object-count"])
 	return f
 }
 

@@ -24,6 +24,9 @@ import (
 type Settings struct {
 	Etcd   etcdconn.Config
 	Prefix string
+	// Node is what this node's kube-apiserver configuration says, once
+	// Discover read it (nil before, offline, or when none was found).
+	Node *nodeconfig.Found
 	// Kubeconfig and Context choose the API server; NoAPI leaves it out.
 	Kubeconfig, Context string
 	NoAPI               bool
@@ -68,6 +71,7 @@ func (s *Settings) Discover() {
 			// What is used is said whatever gave it: flags, variables, defaults.
 			f = &nodeconfig.Found{}
 		}
+		s.Node = f
 		cur := nodeconfig.Settings{Endpoints: s.Etcd.Endpoints, CACert: s.Etcd.CACert, Cert: s.Etcd.Cert, Key: s.Etcd.Key,
 			Prefix: s.Prefix, EncryptionConfig: s.EncryptionConfig}
 		m := nodeconfig.Fill(cur, s.Given(), f)

@@ -1,0 +1,101 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/leases"
+	"github.com/regghost/regghost/pkg/session"
+)
+
+type leasesOptions struct {
+	namespace string
+	eventTTL  time.Duration
+	maxCount  int
+	print     *printFlags
+}
+
+func newLeasesCmd(g *globalOptions) *cobra.Command {
+	o := &leasesOptions{print: newPrintFlags(true, "table")}
+	c := &cobra.Command{
+		Use:   "leases [-n NAMESPACE]",
+		Short: "Audit etcd's leases: events past their TTL or with none, leases too big to revoke, stale masterleases (read-only)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := validateScanInput(o.namespace); err != nil {
+				return err
+			}
+			if err := o.print.validate(); err != nil {
+				return err
+			}
+			if o.eventTTL < 0 || o.maxCount < 0 {
+				return usageError("--event-ttl and --lease-max-object-count must be positive")
+			}
+			return o.run(c.Context(), g, c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "judge only this namespace's events (the leases are the whole keyspace's)")
+	f.DurationVar(&o.eventTTL, "event-ttl", 0, "kube-apiserver's --event-ttl (default: read from this node's kube-apiserver, else 1h)")
+	f.IntVar(&o.maxCount, "lease-max-object-count", 0, "kube-apiserver's --lease-max-object-count (default: read from this node's kube-apiserver, else 1000)")
+	o.print.addFlags(c)
+	return c
+}
+
+func (o *leasesOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	defer cancel()
+	rs, err := g.Open(ctx, session.ScanReads())
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: o.namespace, Now: clock},
+		leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}, g.Node)
+	if !rs.DB {
+		_, cli, done, err := g.Bounded(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		opts.Granted = func(ctx context.Context) ([]int64, error) {
+			r, err := cli.Leases(ctx)
+			if err != nil {
+				return nil, err
+			}
+			ids := make([]int64, len(r.Leases))
+			for i, l := range r.Leases {
+				ids[i] = int64(l.ID)
+			}
+			return ids, nil
+		}
+	}
+	if rs.API != nil {
+		opts.Serves = func(ctx context.Context, ip string, port int32) string {
+			v, err := rs.API.At(fmt.Sprintf("%s:%d", ip, port))
+			if err == nil {
+				_, err = v.Version()
+			}
+			if err != nil {
+				return oneLineOf(err.Error())
+			}
+			return ""
+		}
+	}
+	a, err := leases.Run(ctx, rs.Store, opts)
+	if err != nil {
+		return err
+	}
+	if err := o.print.print(out, render.Leases(a, settings)); err != nil {
+		return err
+	}
+	if a.Faults() > 0 {
+		return &exitError{code: ExitGhosts}
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+// Package leases audits what keeps etcd's keys alive: every etcd lease the
+// keyspace hangs on, read from the keys' own range responses (each key
+// carries its lease ID) instead of one request per lease, and judged in
+// exact classes: events older than the event TTL kube-apiserver runs with,
+// events with no lease (they never expire), leases holding more keys than
+// --lease-max-object-count (revoking one stalls etcd), keys under a lease
+// that are neither events nor masterleases, keyless leases (counted, not a
+// fault: a key overwritten without a lease leaves one), masterleases of
+// addresses no kube-apiserver answers at, and apiserver identity leases no
+// server renews. It reads and judges; it writes nothing.
+package leases
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Defaults are kube-apiserver's own.
+const (
+	// DefaultEventTTL is kube-apiserver's --event-ttl.
+	DefaultEventTTL = time.Hour
+	// DefaultLeaseReuse is --lease-reuse-duration-seconds: an event's
+	// lease may be granted that long before the event is written, with its
+	// TTL lengthened by as much.
+	DefaultLeaseReuse = 60 * time.Second
+	// DefaultMaxObjectCount is --lease-max-object-count.
+	DefaultMaxObjectCount = 1000
+	// identityRenewal is how often a kube-apiserver renews its identity
+	// lease; one not renewed for staleAfter renewals has no server.
+	identityRenewal = 10 * time.Second
+	staleAfter      = 6
+)
+
+// Options say what the audit judges against.
+type Options struct {
+	Registry string
+	// Namespace, when set, judges only the events of that namespace (the
+	// leases are the whole keyspace's).
+	Namespace string
+	// EventTTL, LeaseReuse and MaxObjectCount are kube-apiserver's
+	// settings (0: its defaults).
+	EventTTL, LeaseReuse time.Duration
+	MaxObjectCount       int
+	// Granted lists the lease IDs etcd holds (nil: not asked, offline).
+	Granted func(ctx context.Context) ([]int64, error)
+	// Serves says whether a kube-apiserver answers at a masterlease's
+	// address and port ("" yes; otherwise why not); nil: not asked.
+	Serves func(ctx context.Context, ip string, port int32) string
+	Now    func() time.Time
+}
+
+// Event is one event the audit names.
+type Event struct {
+	Key       string        `json:"key"`
+	Namespace string        `json:"namespace"`
+	Reason    string        `json:"reason"`
+	Age       time.Duration `json:"age"`
+	Lease     int64         `json:"lease,omitempty"`
+}
+
+// Lease is one etcd lease and the keys that hang on it.
+type Lease struct {
+	ID   int64 `json:"id"`
+	Keys int   `json:"keys"`
+	// ByResource counts its keys per resource prefix ("events").
+	ByResource map[string]int `json:"byResource"`
+}
+
+// Key is one key under a lease.
+type Key struct {
+	Key   string `json:"key"`
+	Lease int64  `json:"lease"`
+}
+
+// MasterLease is one /registry/masterleases/ entry: a kube-apiserver's
+// address the default/kubernetes Service sends traffic to.
+type MasterLease struct {
+	IP    string `json:"ip"`
+	Port  int32  `json:"port,omitempty"`
+	Lease int64  `json:"lease"`
+	// NotServed says why no kube-apiserver answers there ("" when one
+	// does, or when it was not asked: Asked).
+	NotServed string `json:"notServed,omitempty"`
+	Asked     bool   `json:"asked"`
+}
+
+// Identity is a kube-system/apiserver-* identity lease no server renews.
+type Identity struct {
+	Key    string        `json:"key"`
+	Holder string        `json:"holder"`
+	Since  time.Duration `json:"since"`
+	// Expired says its leaseDurationSeconds passed too: kube-apiserver
+	// should have deleted it.
+	Expired bool `json:"expired"`
+}
+
+// Audit is what the keyspace's leases hold, by class.
+type Audit struct {
+	Revision       int64         `json:"revision"`
+	EventTTL       time.Duration `json:"eventTTL"`
+	LeaseReuse     time.Duration `json:"leaseReuse"`
+	MaxObjectCount int           `json:"maxObjectCount"`
+	// Events counts every event; LeasedKeys every key under a lease.
+	Events     int `json:"events"`
+	LeasedKeys int `json:"leasedKeys"`
+	// Leases are the leases keys hang on, most keys first.
+	Leases []Lease `json:"leases"`
+	// Granted counts the leases etcd holds, Keyless those no key hangs
+	// on (-1 both: not asked, offline). Keyless is not a fault.
+	Granted int `json:"granted"`
+	Keyless int `json:"keyless"`
+	// The classes.
+	PastTTL      []Event       `json:"pastTTL"`
+	NoLease      []Event       `json:"noLease"`
+	Big          []Lease       `json:"big"`
+	Unexpected   []Key         `json:"unexpected"`
+	MasterLeases []MasterLease `json:"masterLeases"`
+	Identities   []Identity    `json:"identities"`
+	// Unread are events whose value did not decode (encrypted without the
+	// configuration, or damaged): their age is not known.
+	Unread []string `json:"unread"`
+}
+
+// Faults counts what the audit calls a fault (exit 3): every class but the
+// keyless leases, which are normal.
+func (a *Audit) Faults() int {
+	n := len(a.PastTTL) + len(a.NoLease) + len(a.Big) + len(a.Unexpected) + len(a.Identities)
+	for _, m := range a.MasterLeases {
+		if m.NotServed != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Run audits store's keyspace.
+func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
+	o = o.withDefaults()
+	a := &Audit{Revision: store.Revision(), EventTTL: o.EventTTL, LeaseReuse: o.LeaseReuse, MaxObjectCount: o.MaxObjectCount, Granted: -1, Keyless: -1,
+		PastTTL: []Event{}, NoLease: []Event{}, Big: []Lease{}, Unexpected: []Key{}, MasterLeases: []MasterLease{}, Identities: []Identity{}, Unread: []string{}}
+	now := o.Now()
+	byLease := map[int64]*Lease{}
+	events := o.Registry + "events/"
+	masters := o.Registry + "masterleases/"
+	identities := o.Registry + "leases/kube-system/apiserver-"
+	// One pass over every key with its value: a key's lease comes with it
+	// (an index-only read of keys does not carry it).
+	err := store.Range(ctx, o.Registry, etcdscan.PrefixEnd(o.Registry), false, func(kv *mvccpb.KeyValue) error {
+		key := string(kv.Key)
+		if kv.Lease != 0 {
+			a.LeasedKeys++
+			l := byLease[kv.Lease]
+			if l == nil {
+				l = &Lease{ID: kv.Lease, ByResource: map[string]int{}}
+				byLease[kv.Lease] = l
+			}
+			l.Keys++
+			res, _, _ := strings.Cut(strings.TrimPrefix(key, o.Registry), "/")
+			l.ByResource[res]++
+			if !strings.HasPrefix(key, events) && !strings.HasPrefix(key, masters) {
+				a.Unexpected = append(a.Unexpected, Key{Key: key, Lease: kv.Lease})
+			}
+		}
+		switch {
+		case strings.HasPrefix(key, events):
+			if o.Namespace == "" || strings.HasPrefix(key, events+o.Namespace+"/") {
+				a.event(kv, events, now, o)
+			}
+		case strings.HasPrefix(key, masters):
+			m := MasterLease{IP: strings.TrimPrefix(key, masters), Lease: kv.Lease, Port: portOf(kv.Value)}
+			if o.Serves != nil {
+				m.Asked, m.NotServed = true, o.Serves(ctx, m.IP, m.Port)
+			}
+			a.MasterLeases = append(a.MasterLeases, m)
+		case strings.HasPrefix(key, identities):
+			a.identity(kv, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the keys under %s at revision %d: %w", o.Registry, a.Revision, err)
+	}
+	for _, l := range byLease {
+		a.Leases = append(a.Leases, *l)
+		if l.Keys > o.MaxObjectCount {
+			a.Big = append(a.Big, *l)
+		}
+	}
+	sort.Slice(a.Leases, func(i, j int) bool {
+		if a.Leases[i].Keys != a.Leases[j].Keys {
+			return a.Leases[i].Keys > a.Leases[j].Keys
+		}
+		return a.Leases[i].ID < a.Leases[j].ID
+	})
+	sort.Slice(a.Big, func(i, j int) bool { return a.Big[i].Keys > a.Big[j].Keys })
+	if o.Granted != nil {
+		ids, err := o.Granted(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list etcd's leases: %w", err)
+		}
+		a.Granted, a.Keyless = len(ids), 0
+		for _, id := range ids {
+			if byLease[id] == nil {
+				a.Keyless++
+			}
+		}
+	}
+	return a, nil
+}
+
+// event judges one event: its age by its last write, and its lease.
+func (a *Audit) event(kv *mvccpb.KeyValue, prefix string, now time.Time, o Options) {
+	a.Events++
+	e := Event{Key: string(kv.Key), Lease: kv.Lease}
+	e.Namespace, _, _ = strings.Cut(strings.TrimPrefix(e.Key, prefix), "/")
+	if kv.Lease == 0 {
+		a.NoLease = append(a.NoLease, e)
+	}
+	obj, _, err := decode.Typed(kv.Value)
+	ev, ok := obj.(*corev1.Event)
+	if err != nil || !ok {
+		a.Unread = append(a.Unread, e.Key)
+		return
+	}
+	e.Reason, e.Age = ev.Reason, now.Sub(lastWritten(ev))
+	if kv.Lease == 0 {
+		a.NoLease[len(a.NoLease)-1] = e
+	}
+	if e.Age > o.EventTTL+o.LeaseReuse {
+		a.PastTTL = append(a.PastTTL, e)
+	}
+}
+
+// identity judges one apiserver identity lease: renewed lately, or by no
+// server.
+func (a *Audit) identity(kv *mvccpb.KeyValue, now time.Time) {
+	obj, _, err := decode.Typed(kv.Value)
+	l, ok := obj.(*coordinationv1.Lease)
+	if err != nil || !ok || l.Spec.RenewTime == nil {
+		return
+	}
+	since := now.Sub(l.Spec.RenewTime.Time)
+	if since <= staleAfter*identityRenewal {
+		return
+	}
+	id := Identity{Key: string(kv.Key), Since: since}
+	if l.Spec.HolderIdentity != nil {
+		id.Holder = *l.Spec.HolderIdentity
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		id.Expired = since > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+	}
+	a.Identities = append(a.Identities, id)
+}
+
+// portOf is the port a masterlease's Endpoints names (0 when it does not
+// read).
+func portOf(value []byte) int32 {
+	obj, _, err := decode.Typed(value)
+	ep, ok := obj.(*corev1.Endpoints)
+	if err != nil || !ok {
+		return 0
+	}
+	for _, s := range ep.Subsets {
+		for _, p := range s.Ports {
+			return p.Port
+		}
+	}
+	return 0
+}
+
+// lastWritten is when kube-apiserver last wrote ev, as the event says: its
+// TTL counts from that write.
+func lastWritten(ev *corev1.Event) time.Time {
+	t := ev.CreationTimestamp.Time
+	for _, c := range []time.Time{ev.LastTimestamp.Time, ev.FirstTimestamp.Time, ev.EventTime.Time} {
+		if c.After(t) {
+			t = c
+		}
+	}
+	if ev.Series != nil && ev.Series.LastObservedTime.After(t) {
+		t = ev.Series.LastObservedTime.Time
+	}
+	return t
+}
+
+func (o Options) withDefaults() Options {
+	if o.Registry == "" {
+		o.Registry = "/registry/"
+	}
+	if o.EventTTL <= 0 {
+		o.EventTTL = DefaultEventTTL
+	}
+	if o.LeaseReuse <= 0 {
+		o.LeaseReuse = DefaultLeaseReuse
+	}
+	if o.MaxObjectCount <= 0 {
+		o.MaxObjectCount = DefaultMaxObjectCount
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

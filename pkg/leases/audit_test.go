@@ -1,0 +1,158 @@
+package leases
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/nodeconfig"
+)
+
+var now = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+
+func event(t *testing.T, ns, name, reason string, last time.Time) string {
+	t.Helper()
+	return etcdtest.Encode(t, &corev1.Event{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(last.Add(-time.Minute))},
+		Reason:     reason, LastTimestamp: metav1.NewTime(last)})
+}
+
+func identity(t *testing.T, holder string, renewed time.Time) string {
+	t.Helper()
+	d := int32(3600)
+	return etcdtest.Encode(t, &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "apiserver-" + holder},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &d, RenewTime: &metav1.MicroTime{Time: renewed}}})
+}
+
+// TestAuditClasses: each class found exactly. Events past the TTL (plus
+// the lease reuse) by their last write; young events never; an event
+// without a lease; a lease holding more keys than the limit; a key under a
+// lease that is neither an event nor a masterlease; keyless leases counted
+// but no fault; a masterlease nobody answers at; an identity lease no
+// server renews.
+func TestAuditClasses(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	grant := func() clientv3.LeaseID {
+		l, err := cli.Grant(ctx, 3600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.ID
+	}
+	put := func(key, value string, lease clientv3.LeaseID) {
+		opts := []clientv3.OpOption{}
+		if lease != 0 {
+			opts = append(opts, clientv3.WithLease(lease))
+		}
+		if _, err := cli.Put(ctx, key, value, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, big, other, keyless := grant(), grant(), grant(), grant()
+	_ = keyless
+	put("/registry/events/shop/old.1", event(t, "shop", "old.1", "BackOff", now.Add(-3*time.Hour)), events)
+	put("/registry/events/shop/young.1", event(t, "shop", "young.1", "Pulled", now.Add(-30*time.Minute)), events)
+	put("/registry/events/shop/edge.1", event(t, "shop", "edge.1", "Pulled", now.Add(-time.Hour-30*time.Second)), events)
+	put("/registry/events/web/restored.1", event(t, "web", "restored.1", "Killing", now.Add(-10*time.Minute)), 0)
+	for i := range 12 {
+		put(fmt.Sprintf("/registry/events/load/e%02d", i), event(t, "load", fmt.Sprintf("e%02d", i), "Scheduled", now.Add(-time.Minute)), big)
+	}
+	put("/registry/configmaps/app/leased", "x", other)
+	put("/registry/masterleases/10.0.0.1", "ep", other)
+	put("/registry/masterleases/10.0.0.9", "ep", other)
+	put("/registry/leases/kube-system/apiserver-live", identity(t, "live", now.Add(-5*time.Second)), 0)
+	put("/registry/leases/kube-system/apiserver-gone", identity(t, "gone", now.Add(-2*time.Hour)), 0)
+	store, err := etcdscan.NewEtcdStore(ctx, cli, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Run(ctx, store, Options{MaxObjectCount: 10, Now: func() time.Time { return now },
+		Granted: func(ctx context.Context) ([]int64, error) {
+			r, err := cli.Leases(ctx)
+			if err != nil {
+				return nil, err
+			}
+			var ids []int64
+			for _, l := range r.Leases {
+				ids = append(ids, int64(l.ID))
+			}
+			return ids, nil
+		},
+		Serves: func(_ context.Context, ip string, _ int32) string {
+			if ip == "10.0.0.9" {
+				return "connection refused"
+			}
+			return ""
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(es []Event) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Key)
+		}
+		return out
+	}
+	if got := keys(a.PastTTL); !slices.Equal(got, []string{"/registry/events/shop/old.1"}) {
+		t.Errorf("past the TTL: %v", got)
+	}
+	if got := keys(a.NoLease); !slices.Equal(got, []string{"/registry/events/web/restored.1"}) {
+		t.Errorf("no lease: %v", got)
+	}
+	if len(a.Big) != 1 || a.Big[0].ID != int64(big) || a.Big[0].Keys != 12 {
+		t.Errorf("big leases: %+v", a.Big)
+	}
+	if len(a.Unexpected) != 1 || a.Unexpected[0].Key != "/registry/configmaps/app/leased" {
+		t.Errorf("unexpected: %+v", a.Unexpected)
+	}
+	if a.Granted != 4 || a.Keyless != 1 {
+		t.Errorf("granted %d, keyless %d", a.Granted, a.Keyless)
+	}
+	var notServed []string
+	for _, m := range a.MasterLeases {
+		if m.NotServed != "" {
+			notServed = append(notServed, m.IP)
+		}
+	}
+	if !slices.Equal(notServed, []string{"10.0.0.9"}) || len(a.MasterLeases) != 2 {
+		t.Errorf("masterleases: %+v", a.MasterLeases)
+	}
+	if len(a.Identities) != 1 || a.Identities[0].Holder != "gone" || !a.Identities[0].Expired {
+		t.Errorf("identities: %+v", a.Identities)
+	}
+	if a.Events != 16 || a.Faults() != 6 {
+		t.Errorf("events %d, faults %d", a.Events, a.Faults())
+	}
+}
+
+// TestJudgedSettings: a flag wins, then this node's kube-apiserver
+// manifest, then kube-apiserver's defaults; the line says which.
+func TestJudgedSettings(t *testing.T) {
+	node := &nodeconfig.Found{Source: "/etc/kubernetes/manifests/kube-apiserver.yaml", EventTTL: 3 * time.Hour, LeaseMaxObjectCount: 500}
+	o, said := Judged(Options{}, Given{}, node)
+	if o.EventTTL != 3*time.Hour || o.MaxObjectCount != 500 || o.LeaseReuse != DefaultLeaseReuse ||
+		!strings.Contains(said, "event TTL 3h0m0s (--event-ttl in /etc/kubernetes/manifests/kube-apiserver.yaml)") ||
+		!strings.Contains(said, "lease reuse 1m0s (kube-apiserver's default)") {
+		t.Errorf("from the manifest: %+v, %q", o, said)
+	}
+	o, said = Judged(Options{}, Given{EventTTL: time.Hour}, node)
+	if o.EventTTL != time.Hour || !strings.Contains(said, "event TTL 1h0m0s (--event-ttl)") {
+		t.Errorf("given: %+v, %q", o, said)
+	}
+	if o, _ := Judged(Options{}, Given{}, nil); o.EventTTL != DefaultEventTTL || o.MaxObjectCount != DefaultMaxObjectCount {
+		t.Errorf("defaults: %+v", o)
+	}
+}
