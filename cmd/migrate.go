@@ -150,6 +150,10 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		if err := o.print.print(out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
 			return err
 		}
+		if err := migrate.Servable(plan); err != nil {
+			// Its --confirm would be refused: the dry run says so.
+			return failed(err)
+		}
 		if plan.Left() > 0 {
 			return &exitError{code: ExitGhosts}
 		}

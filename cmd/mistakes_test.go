@@ -68,7 +68,7 @@ func TestUnstickWithoutTheAPIServer(t *testing.T) {
 	code := Run([]string{"unstick", "namespace", "shop", "--endpoints", ep, "--kubeconfig", kc, "--dial-timeout", "200ms"}, strings.NewReader(""), &out, &errOut)
 	first, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
 	if code != ExitError || !strings.HasPrefix(first, "The API server was not reached") || strings.Contains(out.String(), "--confirm") ||
-		!strings.Contains(errOut.String(), "refused: ") {
+		!strings.Contains(errOut.String(), "refused: unstick works through the API server, which was not reached") {
 		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
 	}
 }

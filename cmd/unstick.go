@@ -110,7 +110,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		if a.NoAPI != "" && !rs.DB && !g.NoAPI {
 			// The API server was expected and did not answer: the plan
 			// cannot be carried out as shown.
-			return failed(fmt.Errorf("refused: %s; nothing was changed", a.Refusal))
+			return failed(fmt.Errorf("refused: unstick works through the API server, which was not reached (%s); nothing was changed", a.NoAPI))
 		}
 		return nil
 	}

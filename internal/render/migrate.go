@@ -59,12 +59,16 @@ func MigrateResult(plan *migrate.Census, res *migrate.Result) Output {
 	return Output{Doc: map[string]any{"plan": plan, "result": res}, Rows: rows, Human: func(w io.Writer, _, _ bool) error {
 		fmt.Fprintln(w)
 		if res.Dir != "" {
-			what, it := "CustomResourceDefinition "+plan.Target.CRD.Name, "it"
+			what, how := "CustomResourceDefinition "+plan.Target.CRD.Name, "puts it back as it was before this run, while nobody changed it since."
 			if n := len(migrate.Converted(plan)); n > 0 {
-				what, it = fmt.Sprintf("%s and the %s a conversion rewrites, as etcd held them,", what, plural.Of(n, "object")), "each"
+				what = fmt.Sprintf("%s and the %s a conversion rewrites, as etcd held them,", what, plural.Of(n, "object"))
+				how = "puts the CRD back as it was before this run, and each object the API server rewrote from the value backed up, while nobody changed it since and its CRD lists the version it was stored at"
+				if s := migrate.Stranded(plan); len(s) > 0 {
+					how += fmt.Sprintf(" (the CRD as it was does not list %s: list it again first, and restore refuses those objects until then)", strings.Join(s, ", "))
+				}
+				how += "."
 			}
-			table.Para(w, "", "  ", fmt.Sprintf("Backed up %s in %s: `regghost restore %s` puts %s back as it was before this run, while nobody changed it since.",
-				what, res.Dir, res.Dir, it))
+			table.Para(w, "", "  ", fmt.Sprintf("Backed up %s in %s: `regghost restore %s` %s", what, res.Dir, res.Dir, how))
 		}
 		if len(res.ListedAgain) > 0 {
 			table.Para(w, "", "  ", fmt.Sprintf("Listed %s again in CustomResourceDefinition %s (served: false, storage: false).", strings.Join(res.ListedAgain, ", "), plan.Target.CRD.Name))
@@ -293,8 +297,8 @@ func pruneHow(asked bool) string {
 // storageOf is the group/version the resource is stored at now ("" when
 // not known: a built-in resource whose API server was not asked).
 func storageOf(c *migrate.Census) string {
-	if c.Target.StorageVersion() != "" {
-		return c.Target.GVR().GroupVersion().String()
+	if v := c.Target.StorageVersion(); v != "" {
+		return c.Target.Resource.WithVersion(v).GroupVersion().String()
 	}
 	if b := c.Target.Builtin; b != nil {
 		if b.Stored.Storage == "" && b.Stored.Hash != "" {

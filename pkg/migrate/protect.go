@@ -23,9 +23,12 @@ import (
 // `regghost restore` puts the CRD back as it was while nobody changed it
 // since. The objects a conversion rewrites (stored at a version other than
 // the storage version: a conversion webhook or a new schema may change
-// them) are backed up as etcd holds them too, and each rewrite is
-// journaled with the revision the API server left the object at, so
-// nothing a conversion loses is lost. Objects only written again under
+// them) are backed up as etcd holds them too, and a rewrite of exactly the
+// value backed up is journaled with the revision the API server left the
+// object at: restore puts such an object back while nobody changed it
+// since and its CRD lists the version it was stored at (for a stranded
+// version, only once the CRD lists it again). One someone else wrote after
+// the backup is journaled as changed, and never put back over their write. Objects only written again under
 // another key are not backed up: the API server writes them back
 // unchanged, and a backup of their values would keep the old key's
 // ciphertext on disk.
@@ -78,16 +81,15 @@ func (p *Protection) run(ctx context.Context, plan *Census, o Options) (*Result,
 			// A stop (a signal, the lock lost, an audit log that can no
 			// longer be written) ends the rewrite between objects.
 			o.Rewrite.Stop = w.Pacing.Stop
-			backedUp := map[string]bool{}
+			backedUp := map[string]int64{}
 			if w.Backup != nil {
 				for _, e := range w.Backup.Entries {
-					backedUp[e.Key] = true
+					backedUp[e.Key] = e.ModRevision
 				}
 			}
-			o.Rewrite.Rewrote = func(obj Object, rev int64) {
-				if backedUp[obj.Key] && rev != 0 {
-					w.Journal(etcdwrite.Result{Key: obj.Key, Outcome: etcdwrite.Rewritten, Revision: rev,
-						Detail: "converted from " + obj.StoredAs + " by the API server"})
+			o.Rewrite.Rewrote = func(out Outcome) {
+				if r, ok := rewriteJournal(backedUp, out); ok {
+					w.Journal(r)
 				}
 			}
 			_, runErr = run(ctx, plan, o, res)
@@ -133,4 +135,23 @@ func convertedWants(plan *Census) []protect.Want {
 			Reason: "stored at " + o.StoredAs + ", converted to " + plan.Target.Version + " by the rewrite: kept as etcd holds it"}})
 	}
 	return out
+}
+
+// rewriteJournal is the audit log's line for a rewrite of a backed-up
+// object (ok false: the object was not backed up): Rewritten, with the
+// revision the API server left it at, only when the API server rewrote
+// exactly the value backed up (read at its revision, no conflict, a new
+// revision), so restore never puts the backup back over another writer's
+// change; SkippedChanged otherwise.
+func rewriteJournal(backedUp map[string]int64, out Outcome) (etcdwrite.Result, bool) {
+	at, ok := backedUp[out.Key]
+	switch {
+	case !ok:
+		return etcdwrite.Result{}, false
+	case out.Read == at && out.Conflicts == 0 && out.Revision != at:
+		return etcdwrite.Result{Key: out.Key, Outcome: etcdwrite.Rewritten, Revision: out.Revision,
+			Detail: "converted from " + out.StoredAs + " by the API server"}, true
+	}
+	return etcdwrite.Result{Key: out.Key, Outcome: etcdwrite.SkippedChanged,
+		Detail: fmt.Sprintf("written by someone else after the backup (read at revision %d, backed up at %d), or left as it was: restore leaves it alone", out.Read, at)}, true
 }

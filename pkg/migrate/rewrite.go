@@ -47,10 +47,10 @@ type RewriteOptions struct {
 	// Stop, when closed, ends the rewrite after the updates in flight
 	// (an interrupt): a run again goes on.
 	Stop <-chan struct{}
-	// Rewrote, when set, is told of each object the API server took, with
-	// the revision it left the object at (its resourceVersion); calls do
-	// not overlap.
-	Rewrote func(obj Object, rev int64)
+	// Rewrote, when set, is told of each object the API server took: its
+	// outcome holds the revision it was read at and the one the update
+	// left it at; calls do not overlap.
+	Rewrote func(out Outcome)
 }
 
 // Outcome is what became of one object.
@@ -61,8 +61,10 @@ type Outcome struct {
 	Conflicts int    `json:"conflicts,omitempty"`
 	Error     string `json:"error,omitempty"`
 	// Revision is the resourceVersion the API server answered the update
-	// with (0 unless Rewritten).
+	// with, and Read the one the object was read at before it (0 unless
+	// Rewritten).
 	Revision int64 `json:"-"`
+	Read     int64 `json:"-"`
 }
 
 // Rewritten is what a rewrite did.
@@ -118,7 +120,7 @@ func Rewrite(ctx context.Context, c *Census, o RewriteOptions) *RewriteResult {
 					res.Failures = append(res.Failures, out)
 				}
 				if out.Outcome == Rewritten && o.Rewrote != nil {
-					o.Rewrote(out.Object, out.Revision)
+					o.Rewrote(out)
 				}
 				done++
 				if o.Progress != nil {
@@ -178,7 +180,7 @@ func rewriteOne(ctx context.Context, ri dynamic.NamespaceableResourceInterface, 
 		after, err := r.Update(ctx, cur, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
-			out.Outcome, out.Revision = Rewritten, revisionOf(after)
+			out.Outcome, out.Revision, out.Read = Rewritten, revisionOf(after), revisionOf(cur)
 			return out
 		case apierrors.IsConflict(err) && out.Conflicts < maxConflicts:
 			out.Conflicts++

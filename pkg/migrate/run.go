@@ -184,8 +184,8 @@ func run(ctx context.Context, plan *Census, o Options, res *Result) (*Result, er
 					if r.Address != "" {
 						err = fmt.Errorf("kube-apiserver %s: %w", r.Address, err)
 					}
-					return res, fmt.Errorf("%w; %s stays listed in CustomResourceDefinition %s (served: false) and no object was rewritten: run the same command again to finish, or `regghost restore %s` to put the CRD back as it was",
-						err, strings.Join(stranded, ", "), plan.Target.CRD.Name, backupOf(res))
+					return res, fmt.Errorf("%w; %s stays listed in CustomResourceDefinition %s (served: false) and no object was rewritten: once every kube-apiserver reads it, `regghost migrate %s --confirm --prune-stored-versions` rewrites the objects and narrows status.storedVersions, after which %s may leave spec.versions (kubectl edit crd %s); or `regghost restore %s` puts the CRD back as it was",
+						err, strings.Join(stranded, ", "), plan.Target.CRD.Name, plan.Resource, strings.Join(stranded, ", "), plan.Target.CRD.Name, backupOf(res))
 				}
 			}
 			break
@@ -224,8 +224,14 @@ func (res *Result) finish(ctx context.Context, plan *Census, o Options) error {
 		h, herr = o.History(ctx, proof)
 		res.Keys = Verdicts(plan, proof, h, herr)
 	}
+	// Backups are judged against the CRD as the run left it: without the
+	// versions it listed again and removed.
+	judged := *proof
+	if len(res.Unlisted) > 0 {
+		judged.Target.CRD = plan.Target.CRD
+	}
 	var err error
-	if res.Backups, err = ReadBackups(ctx, o.BackupRoot, proof, Rotated(plan, h), nil); err != nil {
+	if res.Backups, err = ReadBackups(ctx, o.BackupRoot, &judged, Rotated(plan, h), nil); err != nil {
 		res.BackupsUnread = err.Error()
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 )
 
 // storedCRD is widgets.example.com storing at v1 with a schema of its own
@@ -111,5 +112,33 @@ func TestStorageVersionNotServed(t *testing.T) {
 				t.Errorf("Servable: %v", err)
 			}
 		})
+	}
+}
+
+// TestRewriteJournal: a converted object's rewrite is journaled for
+// restore only when the API server rewrote exactly the value backed up; a
+// write by someone else in between (read at another revision, a conflict,
+// or an update the API server skipped) is journaled as changed, so restore
+// never puts the backup back over it.
+func TestRewriteJournal(t *testing.T) {
+	backedUp := map[string]int64{"/registry/example.com/gadgets/lab/g-1": 100}
+	obj := Object{Key: "/registry/example.com/gadgets/lab/g-1", StoredAs: "example.com/v1alpha1"}
+	for _, tc := range []struct {
+		name string
+		out  Outcome
+		want etcdwrite.Outcome
+	}{
+		{"the value backed up", Outcome{Object: obj, Read: 100, Revision: 180}, etcdwrite.Rewritten},
+		{"edited after the backup", Outcome{Object: obj, Read: 150, Revision: 150}, etcdwrite.SkippedChanged},
+		{"a conflict on the way", Outcome{Object: obj, Read: 100, Revision: 190, Conflicts: 1}, etcdwrite.SkippedChanged},
+		{"skipped by the API server", Outcome{Object: obj, Read: 100, Revision: 100}, etcdwrite.SkippedChanged},
+	} {
+		r, ok := rewriteJournal(backedUp, tc.out)
+		if !ok || r.Outcome != tc.want {
+			t.Errorf("%s: %v %+v, want %s", tc.name, ok, r, tc.want)
+		}
+	}
+	if _, ok := rewriteJournal(backedUp, Outcome{Object: Object{Key: "/registry/example.com/gadgets/lab/other"}, Read: 1, Revision: 2}); ok {
+		t.Error("an object not backed up was journaled")
 	}
 }

@@ -73,6 +73,11 @@ type crdRead struct {
 	modRev int64
 	// why says why it could not be read ("" when it was).
 	why string
+	// live is the CRD etcd holds now when crd is judged from this backup's
+	// bytes (nil: none, or not readable): the write of the CRD may fail
+	// (changed since), so an object is written back only at a version both
+	// list.
+	live *apiextensionsv1.CustomResourceDefinition
 }
 
 // pin is a compare a write makes on a key it was judged on.
@@ -178,6 +183,10 @@ func (c *restoreChecks) version(ctx context.Context, kv clientv3.KV, i int) (ref
 	if perr != nil {
 		return "", fmt.Sprintf("its apiVersion %q does not parse (%v): whether CustomResourceDefinition %s lists it is not known", apiVersion, perr, cr.name), nil
 	}
+	if cr.live != nil && !slices.Contains(listedVersions(cr.live), gv.Version) {
+		return fmt.Sprintf("stored at %s, which CustomResourceDefinition %s as etcd holds it now does not list in spec.versions (it lists %s): this restore writes the CRD back from the backup first, but that write is refused if the CRD changed since, and the object would be stranded; it stays in the backup: list %s in the CRD again (served: false), restore again, then run `regghost migrate %s --confirm`",
+			apiVersion, cr.name, strings.Join(listedVersions(cr.live), ", "), gv.Version, cr.name), "", nil
+	}
 	if !slices.Contains(listed, gv.Version) {
 		return fmt.Sprintf("stored at %s, which CustomResourceDefinition %s no longer lists in spec.versions (it lists %s): written back, it makes every list of %s fail (request to convert CR from an invalid group/version); it stays in the backup: list %s in the CRD's spec.versions again (served: false), restore again, then run `regghost migrate %s --confirm` to move it to the storage version; or leave it",
 			apiVersion, cr.name, strings.Join(listed, ", "), resource, gv.Version, cr.name), "", nil
@@ -209,6 +218,13 @@ func (c *restoreChecks) crd(ctx context.Context, kv clientv3.KV, key string) (*c
 	var value []byte
 	if j, ok := c.todo[key]; ok {
 		value = c.b.Entries[j].Value
+		resp, err := kv.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read CustomResourceDefinition %s: %w", cr.name, err)
+		}
+		if len(resp.Kvs) > 0 {
+			cr.live, _ = c.readCRD(ctx, key, resp.Kvs[0].Value)
+		}
 	} else {
 		resp, err := kv.Get(ctx, key)
 		if err != nil {
