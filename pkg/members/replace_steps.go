@@ -132,6 +132,14 @@ func (r *replaceRun) evidence(ctx context.Context, p *replacePlan) error {
 	}
 	b := &backup.Backup{Created: o.Now().UTC(), Scope: fmt.Sprintf("members replace %s: the evidence, each member's snapshot", o.Member),
 		Action: backup.ActionMembersReplace, Endpoint: snapFrom, ClusterID: r.cluster, Snapshot: snap}
+	// The kube-system UID groups it with this cluster's other backups, as
+	// backup prune keeps the newest of each cluster (not of the evidence
+	// alone); unread (encrypted, or no kube-system), the cluster ID does.
+	if r.write != nil {
+		if id, err := backup.ReadIdentity(ctx, r.write, o.Compare.Registry, nil); err == nil {
+			b.KubeSystemUID = id.KubeSystemUID
+		}
+	}
 	if snap != nil {
 		b.ScanRevision = snap.Revision
 	}
