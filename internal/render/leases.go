@@ -70,7 +70,7 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 	}
 	if len(a.Unexpected) > 0 {
 		fmt.Fprintln(w)
-		table.Para(w, "", "  ", fmt.Sprintf("%s under a lease that %s neither an event nor a masterlease (it expires with its lease):", plural.Of(len(a.Unexpected), "key"), plural.Be(len(a.Unexpected))))
+		table.Para(w, "", "  ", fmt.Sprintf("%s under a lease that %s neither an event nor kube-apiserver's own endpoint lease (it is deleted when its lease expires):", plural.Of(len(a.Unexpected), "key"), plural.Be(len(a.Unexpected))))
 		for i, k := range a.Unexpected {
 			if i == listedObjects {
 				fmt.Fprintf(w, "  … and %d more (-o name lists them all)\n", len(a.Unexpected)-i)

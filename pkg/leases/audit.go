@@ -5,7 +5,8 @@
 // events with no lease (they never expire), leases holding more keys than
 // --lease-max-object-count (revoking one stalls etcd), keys under a lease
 // that are neither events nor masterleases, keyless leases (counted, not a
-// fault: a key overwritten without a lease leaves one), masterleases of
+// fault: a key overwritten without a lease leaves one; kube-apiserver puts
+// only events, masterleases and peerserverleases under leases), masterleases of
 // addresses no kube-apiserver answers at, and apiserver identity leases no
 // server renews. It reads and judges; it writes nothing.
 package leases
@@ -152,6 +153,9 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 	byLease := map[int64]*Lease{}
 	events := o.Registry + "events/"
 	masters := o.Registry + "masterleases/"
+	// peers are kube-apiserver's peer endpoint leases (its mixed-version
+	// proxy), put under a lease as masterleases are.
+	peers := o.Registry + "peerserverleases/"
 	identities := o.Registry + "leases/kube-system/apiserver-"
 	// One pass over every key with its value: a key's lease comes with it
 	// (an index-only read of keys does not carry it).
@@ -167,7 +171,7 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 			l.Keys++
 			res, _, _ := strings.Cut(strings.TrimPrefix(key, o.Registry), "/")
 			l.ByResource[res]++
-			if !strings.HasPrefix(key, events) && !strings.HasPrefix(key, masters) {
+			if !strings.HasPrefix(key, events) && !strings.HasPrefix(key, masters) && !strings.HasPrefix(key, peers) {
 				a.Unexpected = append(a.Unexpected, Key{Key: key, Lease: kv.Lease})
 			}
 		}

@@ -71,6 +71,7 @@ func TestAuditClasses(t *testing.T) {
 	}
 	put("/registry/configmaps/app/leased", "x", other)
 	put("/registry/masterleases/10.0.0.1", "ep", other)
+	put("/registry/peerserverleases/apiserver-abc", "ep", other)
 	put("/registry/masterleases/10.0.0.9", "ep", other)
 	put("/registry/leases/kube-system/apiserver-live", identity(t, "live", now.Add(-5*time.Second)), 0)
 	put("/registry/leases/kube-system/apiserver-gone", identity(t, "gone", now.Add(-2*time.Hour)), 0)

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+)
+
+// leasesDoc is the part of `regghost leases -o json` the test reads.
+type leasesDoc struct {
+	Events     int                    `json:"events"`
+	Granted    int                    `json:"granted"`
+	Keyless    int                    `json:"keyless"`
+	PastTTL    []struct{ Key string } `json:"pastTTL"`
+	NoLease    []struct{ Key string } `json:"noLease"`
+	Big        []struct{ Keys int }   `json:"big"`
+	Unexpected []struct{ Key string } `json:"unexpected"`
+	Masters    []struct {
+		IP        string `json:"ip"`
+		NotServed string `json:"notServed"`
+	} `json:"masterLeases"`
+}
+
+// TestLeasesAudit: on a real kube-apiserver run with a short --event-ttl,
+// the events it writes itself (each under its lease) are no fault and the
+// audit exits 0; then each class is staged as it happens and found
+// exactly: an event kept alive past its TTL by a lease renewed (a leader
+// change restarts every TTL), events a restore wrote back without a lease,
+// one lease holding more keys than the limit, a key under a lease that is
+// neither an event nor a masterlease, keyless leases (counted, no fault),
+// a masterlease of an address no kube-apiserver answers at. The audit
+// writes nothing.
+func TestLeasesAudit(t *testing.T) {
+	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--event-ttl", "2m"}})
+	ctx := context.Background()
+	c.createNamespace(t, "shop")
+	for i := range 5 {
+		_, err := c.kube.CoreV1().Events("shop").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web.%d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web"}, Reason: "Pulled", Message: "pulled", Type: "Normal",
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now()}, metav1.CreateOptions{})
+		mustNoErr(t, "create event", err)
+	}
+	audit := func(args ...string) (leasesDoc, int, string) {
+		out, errOut, code := c.regghost(t, "", append([]string{"leases", "-o", "json"}, args...)...)
+		var doc leasesDoc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("leases -o json: exit %d: %v\n%s\n%s", code, err, errOut, out)
+		}
+		return doc, code, errOut
+	}
+	doc, code, errOut := audit("--event-ttl", "2m")
+	if code != 0 || doc.Events < 5 || len(doc.NoLease)+len(doc.PastTTL)+len(doc.Big)+len(doc.Unexpected) != 0 {
+		t.Fatalf("a healthy cluster: exit %d, %+v\n%s", code, doc, errOut)
+	}
+
+	old := time.Now().Add(-3 * time.Hour)
+	event := func(name string) string {
+		return etcdtest.Encode(t, &corev1.Event{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("u-" + name), CreationTimestamp: metav1.NewTime(old)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web"}, Reason: "BackOff", LastTimestamp: metav1.NewTime(old)})
+	}
+	grant := func() clientv3.LeaseID {
+		l, err := c.etcd.Grant(ctx, 3600)
+		mustNoErr(t, "grant a lease", err)
+		return l.ID
+	}
+	put := func(key, value string, lease clientv3.LeaseID) {
+		var opts []clientv3.OpOption
+		if lease != 0 {
+			opts = append(opts, clientv3.WithLease(lease))
+		}
+		_, err := c.etcd.Put(ctx, key, value, opts...)
+		mustNoErr(t, "put "+key, err)
+	}
+	kept := grant() // renewed: its TTL never runs out
+	put("/registry/events/shop/kept.1", event("kept.1"), kept)
+	put("/registry/events/shop/restored.1", event("restored.1"), 0)
+	put("/registry/events/shop/restored.2", event("restored.2"), 0)
+	big := grant()
+	for i := range 60 {
+		put(fmt.Sprintf("/registry/events/load/e%03d", i), event(fmt.Sprintf("e%03d", i)), big)
+	}
+	put("/registry/configmaps/shop/leased", "x", kept)
+	grant()
+	grant()
+	ep := etcdtest.Encode(t, &corev1.Endpoints{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Endpoints"},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.9"}}, Ports: []corev1.EndpointPort{{Port: int32(freePort(t))}}}}})
+	put("/registry/masterleases/127.0.0.9", ep, grant())
+
+	before := c.state(t)
+	doc, code, errOut = audit("--event-ttl", "2m", "--lease-max-object-count", "50")
+	keys := func(l []struct{ Key string }) string {
+		var out []string
+		for _, k := range l {
+			out = append(out, k.Key)
+		}
+		return strings.Join(out, " ")
+	}
+	if code != 3 {
+		t.Errorf("exit %d, want 3\n%s", code, errOut)
+	}
+	if got := keys(doc.NoLease); got != "/registry/events/shop/restored.1 /registry/events/shop/restored.2" {
+		t.Errorf("no lease: %s", got)
+	}
+	if got := keys(doc.PastTTL); !strings.Contains(got, "/registry/events/shop/kept.1") || strings.Contains(got, "/registry/events/shop/web.") {
+		t.Errorf("past the TTL: %s", got)
+	}
+	if len(doc.Big) != 1 || doc.Big[0].Keys != 60 {
+		t.Errorf("big leases: %+v", doc.Big)
+	}
+	if got := keys(doc.Unexpected); got != "/registry/configmaps/shop/leased" {
+		t.Errorf("unexpected: %s", got)
+	}
+	if doc.Keyless < 2 || doc.Granted < 5 {
+		t.Errorf("granted %d, keyless %d", doc.Granted, doc.Keyless)
+	}
+	if len(doc.Masters) != 1 || doc.Masters[0].IP != "127.0.0.9" || doc.Masters[0].NotServed == "" {
+		t.Errorf("masterleases: %+v", doc.Masters)
+	}
+	out, errOut, code := c.regghost(t, "", "leases", "--event-ttl", "2m", "--lease-max-object-count", "50")
+	checkCapture(t, "audit", code, "$ regghost leases --event-ttl 2m --lease-max-object-count 50", errOut, out)
+	if code != 3 || !strings.Contains(oneLine(out), "event TTL 2m0s (--event-ttl)") || !strings.Contains(oneLine(out), "127.0.0.9: NO kube-apiserver answers") {
+		t.Errorf("leases: exit %d\n%s\n%s", code, out, errOut)
+	}
+	c.assertChangedOnly(t, "leases", before, nil)
+}
