@@ -10,12 +10,12 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/session"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 type danglingOptions struct {

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/regghost/regghost/internal/etcdtest"
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/textsafe"
 )
 

@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/mvccpb"

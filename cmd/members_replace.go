@@ -15,10 +15,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/session"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 type membersReplaceOptions struct {

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/help"
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // newOverridesCmd prints what an override lets through and what it risks

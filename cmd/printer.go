@@ -16,7 +16,7 @@ import (
 	"k8s.io/kubectl/pkg/cmd/get"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // printFlags is the one output layer of every command: -o picks a printer

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -20,6 +19,7 @@ import (
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/session"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // defaultBackupRoot is where purge keeps snapshots and backups.

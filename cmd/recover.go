@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/recovery"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 type recoverOptions struct {

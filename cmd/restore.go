@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"path/filepath"
 	"strings"
@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 func newRestoreCmd(g *globalOptions) *cobra.Command {

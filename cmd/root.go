@@ -17,10 +17,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/regghost/regghost/internal/help"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/version"
 )
 

@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 	"time"
@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/reclaim"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 type spaceReclaimOptions struct {

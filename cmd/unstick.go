@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 	"time"
@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/session"
+	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/unstick"
 )
 

@@ -2,12 +2,12 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // BackupList is the backups of a directory in every form -o can ask for;

@@ -2,13 +2,13 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // Dangling writes the dangling references: one line each, then what

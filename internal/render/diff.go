@@ -2,11 +2,11 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // Diff is the differences between the db files a and b, named aName and

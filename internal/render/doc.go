@@ -4,6 +4,6 @@
 // Each command's results become an Output: the whole document (for json,
 // yaml and templates), its rows (for -o name and custom-columns) and the
 // human form (table and wide), which this package writes with
-// internal/table doing the layout. Which form is printed is the printer's
+// pkg/table doing the layout. Which form is printed is the printer's
 // choice, in cmd; what each form says is decided here.
 package render

@@ -2,13 +2,13 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/history"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // History is a history, read from etcd or from the db file info (nil for

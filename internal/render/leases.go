@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/internal/plural"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/leases"
+	"github.com/regghost/regghost/pkg/plural"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // Leases is the lease audit in every form -o can ask for; its rows are

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/internal/plural"
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/members"
+	"github.com/regghost/regghost/pkg/plural"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // Members is the comparison of etcd's members in every form -o can ask

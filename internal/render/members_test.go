@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/members"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // TestMembersReplaceDiskBudget: the plan says, per filesystem, what it has

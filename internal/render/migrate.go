@@ -2,17 +2,17 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/migrate"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // listedObjects is how many objects a human form names before it says how

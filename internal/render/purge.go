@@ -2,20 +2,20 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/snapshot"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // PurgePlan is a purge plan (a dry run) in every form -o can ask for;

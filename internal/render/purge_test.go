@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // refusedPlan is a purge plan whose claim's volume would be destroyed, and

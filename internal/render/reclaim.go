@@ -2,12 +2,12 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/reclaim"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // ReclaimPlan is space reclaim's plan (a dry run, or what --confirm is

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/reclaim"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 func reclaimPlan() *reclaim.Plan {

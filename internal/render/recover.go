@@ -2,16 +2,16 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"path/filepath"
 	"strings"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/recovery"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // RecoveryCounts are how many of objs recover writes, and how many it

@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"maps"
 	"slices"
@@ -14,10 +14,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/spill"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // Report is scan's report in every form -o can ask for; now is the time

@@ -5,11 +5,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // RestoreCounts are how many keys of a restore's plan would be written,

@@ -2,11 +2,11 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // Results writes the outcome of each key, in order. DETAIL is cut to fit;

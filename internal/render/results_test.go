@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // TestResultsKeepOrder: the outcome table keeps its rows in order (a

@@ -2,11 +2,11 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // describeSnapshot says what a verified snapshot holds, in two lines (its

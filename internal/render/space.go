@@ -2,12 +2,12 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/space"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // spaceRows is how many rows each table of space shows (all with -o wide).

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regghost/regghost/internal/table"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/space"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // spaceReport is a live report of an etcd out of space: three members (one

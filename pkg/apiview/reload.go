@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/regghost/regghost/internal/filesum"
+	"github.com/regghost/regghost/pkg/filesum"
 	"k8s.io/client-go/rest"
 )
 

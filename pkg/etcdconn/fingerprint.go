@@ -1,6 +1,6 @@
 package etcdconn
 
-import "github.com/regghost/regghost/internal/filesum"
+import "github.com/regghost/regghost/pkg/filesum"
 
 // TLSFingerprint is a digest of the names and content of the TLS files
 // (CA, client certificate and key): it changes when any is rewritten on

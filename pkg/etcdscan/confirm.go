@@ -3,7 +3,7 @@ package etcdscan
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 

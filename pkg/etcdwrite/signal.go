@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // StopOnSignal turns the first SIGINT or SIGTERM of a write phase into a

@@ -3,7 +3,7 @@ package impact
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 

@@ -10,10 +10,10 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"github.com/regghost/regghost/internal/plural"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/pace"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // recheckBatch is how many differing keys of a comparison of current

@@ -3,7 +3,7 @@ package members
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"path/filepath"
 	"slices"
 	"strings"

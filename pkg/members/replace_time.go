@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // Timing is how long a comparison of the members takes against the time

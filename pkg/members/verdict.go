@@ -2,7 +2,7 @@ package members
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"slices"
 	"strings"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/snapshot"
 
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // ErrRefused means Run did not start: the plan says why.

@@ -10,7 +10,7 @@ import (
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/session"
 
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 // Setup fills o with what s reaches: the etcd client and its configuration,

@@ -3,7 +3,7 @@ package repair
 import (
 	"errors"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regghost/regghost/internal/table"
+	"github.com/regghost/regghost/pkg/table"
 	"io"
 	"strings"
 	"sync"

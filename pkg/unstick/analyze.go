@@ -9,7 +9,7 @@ package unstick
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/internal/plural"
+	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 	"time"
