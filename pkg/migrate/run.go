@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // Options say how Run goes.
@@ -39,6 +40,9 @@ type Options struct {
 	// Protect runs a custom resource's migration as the protected write
 	// (nil: unprotected, for tests of the steps alone).
 	Protect *Protection
+	// AskServers lists and asks every kube-apiserver again, right before
+	// status.storedVersions is narrowed (nil: the plan's Target.Servers).
+	AskServers func(ctx context.Context) *Servers
 }
 
 // Reader is one kube-apiserver, by its address.
@@ -273,10 +277,24 @@ func (res *Result) narrow(ctx context.Context, plan *Census, o Options) error {
 		}
 		// Every kube-apiserver must store at the storage version now: one
 		// whose CRD cache still has the old one writes it after the count.
-		if err := plan.Target.Servers.StoreAt(ctx, plan.Target.Resource, plan.Target.Version, plan.Target.CRD.Spec.Names.Kind); err != nil {
+		// They are listed again (one may have joined during the run) and
+		// asked, then etcd is counted once more: a write of an old version
+		// between the count and their answers shows there.
+		servers := plan.Target.Servers
+		if o.AskServers != nil {
+			servers = o.AskServers(ctx)
+		}
+		if err := servers.StoreAt(ctx, plan.Target.Resource, plan.Target.Version, plan.Target.CRD.Spec.Names.Kind); err != nil {
 			return fmt.Errorf("status.storedVersions of CustomResourceDefinition %s was not narrowed: %w; run again once every kube-apiserver answers", plan.Target.CRD.Name, err)
 		}
-		rev, err := PruneStoredVersions(ctx, o.Dynamic, proof, ch)
+		last, err := o.Again(ctx)
+		if err != nil {
+			return fmt.Errorf("count again from etcd before narrowing: %w", err)
+		}
+		if last.Left() > 0 {
+			return fmt.Errorf("status.storedVersions of CustomResourceDefinition %s was not narrowed: %s stored at an old version again since the count (a kube-apiserver wrote it meanwhile): run again", plan.Target.CRD.Name, plural.Verb(last.Left(), "object", "is", "are"))
+		}
+		rev, err := PruneStoredVersions(ctx, o.Dynamic, last, ch)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -73,6 +74,45 @@ func TestStoredVersionsNarrowedOnlyWhenEveryServerStoresThere(t *testing.T) {
 			err := tc.servers(t).StoreAt(context.Background(), gr, "v1", "Widget")
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNarrowAsksAgainThenCountsAgain: right before status.storedVersions
+// is narrowed, the kube-apiservers are listed and asked again, and etcd is
+// counted once more: one that still stores the old version, or an object
+// written at it since the count, leaves status.storedVersions as it is.
+func TestNarrowAsksAgainThenCountsAgain(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	crd.Name, crd.Spec.Names.Kind = "widgets.example.com", "Widget"
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1", Served: true}, {Name: "v1", Served: true, Storage: true}}
+	crd.Status.StoredVersions = []string{"v1beta1", "v1"}
+	target := Target{Resource: schema.GroupResource{Group: "example.com", Resource: "widgets"}, Version: "v1", CRD: crd}
+	proof := &Census{Target: target, ByVersion: map[string]int{"example.com/v1": 3}}
+	written := &Census{Target: target, ByVersion: map[string]int{"example.com/v1": 2, "example.com/v1beta1": 1},
+		Rewrite: []Object{{Key: "/registry/example.com/widgets/ns/w", StoredAs: "example.com/v1beta1"}}}
+	for _, tc := range []struct {
+		name    string
+		servers func(t *testing.T) *Servers
+		again   *Census
+		want    string
+	}{
+		{"a server still at v1beta1", func(t *testing.T) *Servers {
+			return &Servers{Asked: []Server{{Address: "b", View: discovery(t, "v1beta1")}}}
+		}, proof, "kube-apiserver b still stores"},
+		{"an object written at v1beta1 since the count", func(t *testing.T) *Servers {
+			return &Servers{Asked: []Server{{Address: "a", View: discovery(t, "v1")}}}
+		}, written, "1 object is stored at an old version again since the count"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := &Census{Target: target, ByVersion: map[string]int{"example.com/v1beta1": 3}}
+			res := &Result{Proof: proof, edited: func(int64, string) {}}
+			err := res.narrow(context.Background(), plan, Options{PruneStoredVersions: true,
+				AskServers: func(context.Context) *Servers { return tc.servers(t) },
+				Again:      func(context.Context) (*Census, error) { return tc.again, nil }})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || res.Pruned {
+				t.Errorf("got %v (pruned %v), want %q", err, res.Pruned, tc.want)
 			}
 		})
 	}
