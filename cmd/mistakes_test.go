@@ -148,3 +148,29 @@ func TestLeasesOnTheGolden(t *testing.T) {
 		t.Errorf("leases -o name: exit %d\n%s%s", code, errOut.String(), out.String())
 	}
 }
+
+// TestEachWayBackRefusesTheOthersInput: restore, recover and snapshot
+// restore each take one kind of source and refuse another's with the
+// command that takes it.
+func TestEachWayBackRefusesTheOthersInput(t *testing.T) {
+	_, ep, db := goldenSnapshot(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "backup.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"restore", db}, "is an etcd snapshot, not a regghost backup: `regghost recover --snapshot " + db + "`"},
+		{[]string{"recover", "--snapshot", dir}, "is a regghost backup directory, not a snapshot: `regghost restore " + dir + "`"},
+		{[]string{"recover", "--db", db}, "recover takes its source as --snapshot FILE (or --rev N); --db is for the read-only commands"},
+		{[]string{"snapshot", "restore", dir}, "is a regghost backup directory, not a logical snapshot: `regghost restore " + dir + "`"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(append(tc.args, "--endpoints", ep, "--no-api"), strings.NewReader(""), &out, &errOut)
+		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d\n%s", tc.args, code, errOut.String())
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/regghost/regghost/pkg/backup"
 	"io"
 	"strings"
 	"time"
@@ -115,8 +116,14 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 	if err := o.print.validate(); err != nil {
 		return err
 	}
+	if g.DB != "" && o.snapshot == "" && o.rev == 0 {
+		return usageError("recover takes its source as --snapshot FILE (or --rev N); --db is for the read-only commands: regghost recover --snapshot %s", g.DB)
+	}
 	if (o.snapshot == "") == (o.rev == 0) {
 		return usageError("give exactly one source: --snapshot FILE or --rev N")
+	}
+	if backup.SourceOf(o.snapshot) == backup.SourceBackup {
+		return usageError("%s is a regghost backup directory, not a snapshot: `regghost restore %s` puts back what it holds", o.snapshot, o.snapshot)
 	}
 	if o.servedWait <= 0 {
 		return usageError("--wait-served must be positive, got %s", o.servedWait)

@@ -35,6 +35,9 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 			if err := refuseDB(g, "restore"); err != nil {
 				return err
 			}
+			if backup.SourceOf(args[0]) == backup.SourceSnapshot {
+				return usageError("%s is an etcd snapshot, not a regghost backup: `regghost recover --snapshot %s` brings chosen objects back from it (-n NAMESPACE, or their keys); restore takes a backup directory (backup ls lists them)", args[0], args[0])
+			}
 			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: other.cluster, otherClusterGrants: other.grants, intoRecreated: intoRecreated, print: p}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
