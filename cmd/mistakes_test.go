@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,6 +172,34 @@ func TestEachWayBackRefusesTheOthersInput(t *testing.T) {
 		code := Run(append(tc.args, "--endpoints", ep, "--no-api"), strings.NewReader(""), &out, &errOut)
 		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%v: exit %d\n%s", tc.args, code, errOut.String())
+		}
+	}
+}
+
+// TestCompletion: the shell completes -o's formats, -n's namespaces as
+// etcd holds them, and restore's backup directories.
+func TestCompletion(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "20261206T000000Z-namespace-shop"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("REGGHOST_BACKUP_DIR", root)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "scan", "-o", ""}, []string{"wide", "json", "jsonpath="}},
+		{[]string{"__complete", "purge", "--endpoints", ep, "-n", ""}, []string{"default", "kube-system", "shop"}},
+		{[]string{"__complete", "restore", ""}, []string{filepath.Join(root, "20261206T000000Z-namespace-shop")}},
+	} {
+		var out, errOut bytes.Buffer
+		Run(tc.args, strings.NewReader(""), &out, &errOut)
+		got := strings.Fields(out.String())
+		for _, w := range tc.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%v: %q not completed: %v", tc.args, w, got)
+			}
 		}
 	}
 }

@@ -152,6 +152,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	}
 	help.Set(root)
 	usageArgs(root)
+	completions(g, root)
 	return root
 }
 
