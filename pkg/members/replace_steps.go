@@ -120,7 +120,10 @@ func (r *replaceRun) evidence(ctx context.Context, p *replacePlan) error {
 		info, err := snapshot.SaveSnapshot(sctx, cfg, filepath.Join(dir, m.Name+".db"))
 		cancel()
 		if err != nil {
-			return fmt.Errorf("save %s's snapshot: %w; nothing was changed", m.Name, err)
+			// The snapshots saved so far go with it: a directory without a
+			// record or backup file is nothing backup prune could remove.
+			_ = os.RemoveAll(dir)
+			return fmt.Errorf("save %s's snapshot: %w; nothing was changed (the evidence saved so far is removed)", m.Name, err)
 		}
 		p.res.Evidence = append(p.res.Evidence, Evidence{Member: m.Name, Path: info.Path, Revision: info.Revision, Size: info.Size, SHA256: info.SHA256})
 		if m.Name == source || (snap == nil && slices.Contains(p.majority, m.Name)) {

@@ -119,6 +119,11 @@ func deleteDanglingAPIServices(ctx context.Context, a *Analysis, registry string
 		if a, err = o.Analyze(ctx); err != nil {
 			return res, fmt.Errorf("analyse again once the APIServices are gone: %w", err)
 		}
+		if shown.UID != "" && a.UID != shown.UID {
+			// Another object of that name: nothing of it was shown.
+			res.Recreated = true
+			return res, fmt.Errorf("%s was %w (uid %s, was %s); the APIServices are deleted (backed up in %s), and nothing was done to the new one", a.Target, ErrRecreated, a.UID, shown.UID, fixed.Dir)
+		}
 	}
 	if more := revealed(shown, a); len(more) > 0 {
 		// Only what the operator was shown was confirmed.
