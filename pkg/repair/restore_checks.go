@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"slices"
 	"strings"
 
@@ -314,6 +315,15 @@ func (c *restoreChecks) service(ctx context.Context, kv clientv3.KV, i int) (ref
 	if len(resp.Kvs) > 0 {
 		// There (this restore may put its backed-up bytes back over it).
 		c.pins[i] = append(c.pins[i], pin{key: svcKey, what: what})
+		ready, known, err := readyEndpoints(ctx, kv, c.prefix, ns, sname)
+		if err != nil {
+			return "", "", err
+		}
+		if known && !ready {
+			gv := svc.Spec.Group + "/" + svc.Spec.Version
+			return "", fmt.Sprintf("%s has no ready endpoint now: written back, the APIService is unavailable until its backend answers, and while it is, discovery of %s fails and every namespace deletion hangs again; bring its backend up first (kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s)",
+				what, gv, ns, sname), nil
+		}
 		return "", "", nil
 	}
 	if _, ours := c.todo[svcKey]; ours {
@@ -431,4 +441,29 @@ func (c *restoreChecks) changed(ctx context.Context, kv clientv3.KV, i int) (str
 		}
 	}
 	return "", nil
+}
+
+// readyEndpoints reports whether an EndpointSlice of service ns/name that
+// etcd holds lists a ready endpoint; known is false when none of them
+// decodes (encrypted at rest) or none is there to say.
+func readyEndpoints(ctx context.Context, kv clientv3.KV, prefix, ns, name string) (ready, known bool, err error) {
+	key := prefix + "endpointslices/" + ns + "/"
+	resp, err := kv.Get(ctx, key, clientv3.WithPrefix())
+	if err != nil {
+		return false, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	for _, item := range resp.Kvs {
+		obj, _, derr := decode.Typed(item.Value)
+		slice, ok := obj.(*discoveryv1.EndpointSlice)
+		if derr != nil || !ok || slice.Labels[discoveryv1.LabelServiceName] != name {
+			continue
+		}
+		known = true
+		for _, e := range slice.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				return true, true, nil
+			}
+		}
+	}
+	return false, known, nil
 }

@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"encoding/json"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +66,16 @@ func apiService(t *testing.T, service bool) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// notReadySlice is shop/adapter's EndpointSlice, its one endpoint not ready.
+func notReadySlice(t *testing.T) string {
+	t.Helper()
+	no := false
+	return etcdtest.Encode(t, &discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta:  metav1.ObjectMeta{Name: "adapter-x", Namespace: "shop", Labels: map[string]string{discoveryv1.LabelServiceName: "adapter"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &no}}}})
 }
 
 // TestRestoreChecksWhatTheBytesNeed: a custom resource is not written back
@@ -157,6 +168,12 @@ func TestRestoreChecksWhatTheBytesNeed(t *testing.T) {
 			live:    map[string]string{shopNS: "ns", adapterSvc: "svc"},
 			entries: []entry{{key: adapterAPI, value: apiService(t, true)}},
 			want:    map[string]etcdwrite.Outcome{adapterAPI: etcdwrite.WouldRestore}},
+		{name: "an APIService whose Service has no ready endpoint: restored, said",
+			live: map[string]string{shopNS: "ns", adapterSvc: "svc",
+				"/registry/endpointslices/shop/adapter-x": notReadySlice(t)},
+			entries: []entry{{key: adapterAPI, value: apiService(t, true)}},
+			want:    map[string]etcdwrite.Outcome{adapterAPI: etcdwrite.WouldRestore},
+			detail:  map[string][]string{adapterAPI: {"service shop/adapter has no ready endpoint now", "every namespace deletion hangs again"}}},
 		{name: "an APIService whose Service comes back with it",
 			live: map[string]string{shopNS: "ns"},
 			// the APIService first in the backup: written last all the same
