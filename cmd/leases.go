@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"io"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,7 +36,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if o.eventTTL < 0 || o.maxCount < 0 {
-				return usageError("--event-ttl and --lease-max-object-count must be positive")
+				return usageError("--event-ttl and --lease-max-object-count must not be negative (0: the default)")
 			}
 			return o.run(c.Context(), g, c.OutOrStdout())
 		},
@@ -42,7 +44,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "judge only this namespace's events (the leases are the whole keyspace's)")
 	f.DurationVar(&o.eventTTL, "event-ttl", 0, "kube-apiserver's --event-ttl (default: read from this node's kube-apiserver, else 1h)")
-	f.IntVar(&o.maxCount, "lease-max-object-count", 0, "kube-apiserver's --lease-max-object-count (default: read from this node's kube-apiserver, else 1000)")
+	f.IntVar(&o.maxCount, "lease-max-object-count", 0, "the most keys a lease may hold before it is too big to revoke safely (default 1000, the most kube-apiserver puts on one lease)")
 	o.print.addFlags(c)
 	return c
 }
@@ -75,9 +77,26 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, out io.Writer
 			return ids, nil
 		}
 	}
+	if rs.DB {
+		// A copy of etcd is not judged against today's clock.
+		opts.NoAges = true
+	}
+	if rs.Decrypter != nil {
+		opts.Open = func(ctx context.Context, key string, value []byte) ([]byte, error) {
+			plain, _, err := rs.Decrypter.Open(ctx, key, leases.GroupResourceOf(g.Prefix, key), value)
+			return plain, err
+		}
+	}
 	if rs.API != nil {
+		// A masterlease names an address, not a port (the lease
+		// reconciler writes none): kube-apiserver's own port is asked.
+		_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(rs.API.Address(), "https://"))
 		opts.Serves = func(ctx context.Context, ip string, port int32) string {
-			v, err := rs.API.At(fmt.Sprintf("%s:%d", ip, port))
+			p := apiPort
+			if port != 0 {
+				p = strconv.Itoa(int(port))
+			}
+			v, err := rs.API.At(net.JoinHostPort(ip, p))
 			if err == nil {
 				_, err = v.Version()
 			}

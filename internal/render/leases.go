@@ -16,7 +16,13 @@ import (
 // the keys of every fault class.
 func Leases(a *leases.Audit, settings string) Output {
 	var rows []Row
-	add := func(key string) { rows = append(rows, Row{Name: key}) }
+	seen := map[string]bool{}
+	add := func(key string) {
+		if !seen[key] {
+			seen[key] = true
+			rows = append(rows, Row{Name: key})
+		}
+	}
 	for _, e := range a.PastTTL {
 		add(e.Key)
 	}
@@ -26,6 +32,14 @@ func Leases(a *leases.Audit, settings string) Output {
 	for _, k := range a.Unexpected {
 		add(k.Key)
 	}
+	for _, m := range a.MasterLeases {
+		if m.Stale() {
+			add(a.Registry + "masterleases/" + m.IP)
+		}
+	}
+	for _, id := range a.Identities {
+		add(id.Key)
+	}
 	return Output{Doc: a, Rows: rows, Human: func(w io.Writer, _, _ bool) error { return writeLeases(w, a, settings) }}
 }
 
@@ -34,13 +48,20 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 	if a.Granted >= 0 {
 		held += fmt.Sprintf("; etcd holds %s, %d of them keyless (normal: a key overwritten without its lease leaves it)", plural.Of(a.Granted, "lease"), a.Keyless)
 	} else {
-		held += "; leases without keys are not counted offline"
+		held += "; leases without keys are not counted"
+		if a.GrantedUnread != "" {
+			held += " (" + a.GrantedUnread + ")"
+		}
 	}
 	table.Para(w, "", "  ", fmt.Sprintf("Leases at etcd revision %d: %s.", a.Revision, held))
 	table.Para(w, "", "  ", settings)
 	fmt.Fprintln(w)
-	table.Para(w, "", "  ", fmt.Sprintf("Events: %d; %d past their TTL (older than %s plus the %s lease reuse), %d with no lease (they never expire).",
-		a.Events, len(a.PastTTL), a.EventTTL, a.LeaseReuse, len(a.NoLease)))
+	if a.NoAges {
+		table.Para(w, "", "  ", fmt.Sprintf("Events: %d; their ages are not judged in a copy of etcd (not against today's clock); %d with no lease (they never expire).", a.Events, len(a.NoLease)))
+	} else {
+		table.Para(w, "", "  ", fmt.Sprintf("Events: %d; %d past their TTL (older than %s plus the %s lease reuse), %d with no lease (they never expire).",
+			a.Events, len(a.PastTTL), a.EventTTL, a.LeaseReuse, len(a.NoLease)))
+	}
 	for _, class := range []struct {
 		what   string
 		events []leases.Event
@@ -62,7 +83,7 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 	}
 	if len(a.Big) > 0 {
 		fmt.Fprintln(w)
-		table.Para(w, "", "  ", fmt.Sprintf("%s more than %d keys (--lease-max-object-count): revoking one deletes every key on it in one apply and stalls etcd; empty it in batches first:",
+		table.Para(w, "", "  ", fmt.Sprintf("%s more than %d keys (the most kube-apiserver puts on one; --lease-max-object-count): revoking one deletes every key on it in one apply and stalls etcd; empty it in batches first:",
 			plural.Verb(len(a.Big), "lease", "holds", "hold"), a.MaxObjectCount))
 		for _, l := range a.Big {
 			table.Para(w, "  ", "    ", fmt.Sprintf("lease %x: %s (%s)", l.ID, plural.Of(l.Keys, "key"), resources(l.ByResource)))
@@ -85,6 +106,8 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 		for _, m := range a.MasterLeases {
 			state := "a kube-apiserver answers"
 			switch {
+			case m.Lease == 0:
+				state = "UNDER NO LEASE: written back without it, it never expires"
 			case !m.Asked:
 				state = "not asked (the API server is not used)"
 			case m.NotServed != "":
@@ -106,7 +129,7 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 	}
 	if len(a.Unread) > 0 {
 		fmt.Fprintln(w)
-		table.Para(w, "", "  ", fmt.Sprintf("%s did not decode (encrypted without --encryption-provider-config, or damaged): their age is not known.", plural.Of(len(a.Unread), "event")))
+		table.Para(w, "", "  ", fmt.Sprintf("%s did not decode (encrypted with a key the EncryptionConfiguration given does not hold, or none given, or damaged): their age is not known.", plural.Of(len(a.Unread), "event")))
 	}
 	return nil
 }

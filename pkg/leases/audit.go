@@ -3,7 +3,7 @@
 // carries its lease ID) instead of one request per lease, and judged in
 // exact classes: events older than the event TTL kube-apiserver runs with,
 // events with no lease (they never expire), leases holding more keys than
-// --lease-max-object-count (revoking one stalls etcd), keys under a lease
+// kube-apiserver ever puts on one (1000; revoking one stalls etcd), keys under a lease
 // that are neither events nor masterleases, keyless leases (counted, not a
 // fault: a key overwritten without a lease leaves one; kube-apiserver puts
 // only events, masterleases and peerserverleases under leases), masterleases of
@@ -34,12 +34,14 @@ const (
 	// lease may be granted that long before the event is written, with its
 	// TTL lengthened by as much.
 	DefaultLeaseReuse = 60 * time.Second
-	// DefaultMaxObjectCount is --lease-max-object-count.
+	// DefaultMaxObjectCount is the most keys kube-apiserver puts on one
+	// lease (built in: it has no flag for it).
 	DefaultMaxObjectCount = 1000
 	// identityRenewal is how often a kube-apiserver renews its identity
 	// lease; one not renewed for staleAfter renewals has no server.
 	identityRenewal = 10 * time.Second
 	staleAfter      = 6
+	identityGC      = time.Hour
 )
 
 // Options say what the audit judges against.
@@ -48,6 +50,9 @@ type Options struct {
 	// Namespace, when set, judges only the events of that namespace (the
 	// leases are the whole keyspace's).
 	Namespace string
+	// NoAges leaves the events' ages unjudged (a copy of etcd is not
+	// judged against today's clock).
+	NoAges bool
 	// EventTTL, LeaseReuse and MaxObjectCount are kube-apiserver's
 	// settings (0: its defaults).
 	EventTTL, LeaseReuse time.Duration
@@ -57,7 +62,10 @@ type Options struct {
 	// Serves says whether a kube-apiserver answers at a masterlease's
 	// address and port ("" yes; otherwise why not); nil: not asked.
 	Serves func(ctx context.Context, ip string, port int32) string
-	Now    func() time.Time
+	// Open decrypts a value encrypted at rest (nil: such values are not
+	// read, and their events are named unread).
+	Open func(ctx context.Context, key string, value []byte) ([]byte, error)
+	Now  func() time.Time
 }
 
 // Event is one event the audit names.
@@ -95,6 +103,11 @@ type MasterLease struct {
 	Asked     bool   `json:"asked"`
 }
 
+// Stale says the masterlease is a fault: under no lease (written back by
+// a restore or another tool, it never expires), or at an address no
+// kube-apiserver answers at.
+func (m MasterLease) Stale() bool { return m.Lease == 0 || m.NotServed != "" }
+
 // Identity is a kube-system/apiserver-* identity lease no server renews.
 type Identity struct {
 	Key    string        `json:"key"`
@@ -107,7 +120,10 @@ type Identity struct {
 
 // Audit is what the keyspace's leases hold, by class.
 type Audit struct {
-	Revision       int64         `json:"revision"`
+	Registry string `json:"registry"`
+	Revision int64  `json:"revision"`
+	// NoAges says the events' ages were not judged (a copy of etcd).
+	NoAges         bool          `json:"noAges,omitempty"`
 	EventTTL       time.Duration `json:"eventTTL"`
 	LeaseReuse     time.Duration `json:"leaseReuse"`
 	MaxObjectCount int           `json:"maxObjectCount"`
@@ -120,6 +136,8 @@ type Audit struct {
 	// on (-1 both: not asked, offline). Keyless is not a fault.
 	Granted int `json:"granted"`
 	Keyless int `json:"keyless"`
+	// GrantedUnread says why Granted was not counted.
+	GrantedUnread string `json:"grantedUnread,omitempty"`
 	// The classes.
 	PastTTL      []Event       `json:"pastTTL"`
 	NoLease      []Event       `json:"noLease"`
@@ -137,7 +155,7 @@ type Audit struct {
 func (a *Audit) Faults() int {
 	n := len(a.PastTTL) + len(a.NoLease) + len(a.Big) + len(a.Unexpected) + len(a.Identities)
 	for _, m := range a.MasterLeases {
-		if m.NotServed != "" {
+		if m.Stale() {
 			n++
 		}
 	}
@@ -147,7 +165,7 @@ func (a *Audit) Faults() int {
 // Run audits store's keyspace.
 func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 	o = o.withDefaults()
-	a := &Audit{Revision: store.Revision(), EventTTL: o.EventTTL, LeaseReuse: o.LeaseReuse, MaxObjectCount: o.MaxObjectCount, Granted: -1, Keyless: -1,
+	a := &Audit{Registry: o.Registry, NoAges: o.NoAges, Revision: store.Revision(), EventTTL: o.EventTTL, LeaseReuse: o.LeaseReuse, MaxObjectCount: o.MaxObjectCount, Granted: -1, Keyless: -1,
 		PastTTL: []Event{}, NoLease: []Event{}, Big: []Lease{}, Unexpected: []Key{}, MasterLeases: []MasterLease{}, Identities: []Identity{}, Unread: []string{}}
 	now := o.Now()
 	byLease := map[int64]*Lease{}
@@ -178,7 +196,7 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 		switch {
 		case strings.HasPrefix(key, events):
 			if o.Namespace == "" || strings.HasPrefix(key, events+o.Namespace+"/") {
-				a.event(kv, events, now, o)
+				a.event(open(ctx, o, kv), events, now, o)
 			}
 		case strings.HasPrefix(key, masters):
 			m := MasterLease{IP: strings.TrimPrefix(key, masters), Lease: kv.Lease, Port: portOf(kv.Value)}
@@ -187,7 +205,7 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 			}
 			a.MasterLeases = append(a.MasterLeases, m)
 		case strings.HasPrefix(key, identities):
-			a.identity(kv, now)
+			a.identity(open(ctx, o, kv), now)
 		}
 		return nil
 	})
@@ -210,7 +228,9 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 	if o.Granted != nil {
 		ids, err := o.Granted(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("list etcd's leases: %w", err)
+			// kine does not list its leases: the count is left out, said.
+			a.GrantedUnread = "etcd's leases could not be listed: " + err.Error()
+			return a, nil
 		}
 		a.Granted, a.Keyless = len(ids), 0
 		for _, id := range ids {
@@ -240,7 +260,7 @@ func (a *Audit) event(kv *mvccpb.KeyValue, prefix string, now time.Time, o Optio
 	if kv.Lease == 0 {
 		a.NoLease[len(a.NoLease)-1] = e
 	}
-	if e.Age > o.EventTTL+o.LeaseReuse {
+	if !o.NoAges && e.Age > o.EventTTL+o.LeaseReuse {
 		a.PastTTL = append(a.PastTTL, e)
 	}
 }
@@ -257,14 +277,36 @@ func (a *Audit) identity(kv *mvccpb.KeyValue, now time.Time) {
 	if since <= staleAfter*identityRenewal {
 		return
 	}
+	if l.Labels["apiserver.kubernetes.io/identity"] != "kube-apiserver" {
+		return // not kube-apiserver's identity lease: named alike, not judged
+	}
 	id := Identity{Key: string(kv.Key), Since: since}
 	if l.Spec.HolderIdentity != nil {
 		id.Holder = *l.Spec.HolderIdentity
 	}
 	if l.Spec.LeaseDurationSeconds != nil {
-		id.Expired = since > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+		// kube-apiserver's garbage collector deletes an identity lease
+		// expired for its own period (an hour) or more: until then one
+		// not renewed is normal after a server left.
+		id.Expired = since > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second+identityGC
+	}
+	if !id.Expired {
+		return
 	}
 	a.Identities = append(a.Identities, id)
+}
+
+// open is kv with its value decrypted when it is encrypted at rest and
+// o can open it (as stored otherwise).
+func open(ctx context.Context, o Options, kv *mvccpb.KeyValue) *mvccpb.KeyValue {
+	if o.Open == nil || !strings.HasPrefix(string(kv.Value), "k8s:enc:") {
+		return kv
+	}
+	plain, err := o.Open(ctx, string(kv.Key), kv.Value)
+	if err != nil {
+		return kv
+	}
+	return &mvccpb.KeyValue{Key: kv.Key, Value: plain, Lease: kv.Lease, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Version: kv.Version}
 }
 
 // portOf is the port a masterlease's Endpoints names (0 when it does not

@@ -31,7 +31,7 @@ func identity(t *testing.T, holder string, renewed time.Time) string {
 	t.Helper()
 	d := int32(3600)
 	return etcdtest.Encode(t, &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "apiserver-" + holder},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "apiserver-" + holder, Labels: map[string]string{"apiserver.kubernetes.io/identity": "kube-apiserver"}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &d, RenewTime: &metav1.MicroTime{Time: renewed}}})
 }
 
@@ -73,8 +73,11 @@ func TestAuditClasses(t *testing.T) {
 	put("/registry/masterleases/10.0.0.1", "ep", other)
 	put("/registry/peerserverleases/apiserver-abc", "ep", other)
 	put("/registry/masterleases/10.0.0.9", "ep", other)
+	put("/registry/masterleases/10.0.0.7", "ep", 0) // written back without its lease: never expires
 	put("/registry/leases/kube-system/apiserver-live", identity(t, "live", now.Add(-5*time.Second)), 0)
-	put("/registry/leases/kube-system/apiserver-gone", identity(t, "gone", now.Add(-2*time.Hour)), 0)
+	put("/registry/leases/kube-system/apiserver-gone", identity(t, "gone", now.Add(-3*time.Hour)), 0)
+	// Gone 90 minutes: kube-apiserver's collector has not passed yet.
+	put("/registry/leases/kube-system/apiserver-leaving", identity(t, "leaving", now.Add(-90*time.Minute)), 0)
 	store, err := etcdscan.NewEtcdStore(ctx, cli, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -128,13 +131,19 @@ func TestAuditClasses(t *testing.T) {
 			notServed = append(notServed, m.IP)
 		}
 	}
-	if !slices.Equal(notServed, []string{"10.0.0.9"}) || len(a.MasterLeases) != 2 {
+	stale := 0
+	for _, m := range a.MasterLeases {
+		if m.Stale() {
+			stale++
+		}
+	}
+	if !slices.Equal(notServed, []string{"10.0.0.9"}) || len(a.MasterLeases) != 3 || stale != 2 {
 		t.Errorf("masterleases: %+v", a.MasterLeases)
 	}
 	if len(a.Identities) != 1 || a.Identities[0].Holder != "gone" || !a.Identities[0].Expired {
 		t.Errorf("identities: %+v", a.Identities)
 	}
-	if a.Events != 16 || a.Faults() != 6 {
+	if a.Events != 16 || a.Faults() != 7 {
 		t.Errorf("events %d, faults %d", a.Events, a.Faults())
 	}
 }
@@ -142,9 +151,9 @@ func TestAuditClasses(t *testing.T) {
 // TestJudgedSettings: a flag wins, then this node's kube-apiserver
 // manifest, then kube-apiserver's defaults; the line says which.
 func TestJudgedSettings(t *testing.T) {
-	node := &nodeconfig.Found{Source: "/etc/kubernetes/manifests/kube-apiserver.yaml", EventTTL: 3 * time.Hour, LeaseMaxObjectCount: 500}
+	node := &nodeconfig.Found{Source: "/etc/kubernetes/manifests/kube-apiserver.yaml", EventTTL: 3 * time.Hour}
 	o, said := Judged(Options{}, Given{}, node)
-	if o.EventTTL != 3*time.Hour || o.MaxObjectCount != 500 || o.LeaseReuse != DefaultLeaseReuse ||
+	if o.EventTTL != 3*time.Hour || o.MaxObjectCount != DefaultMaxObjectCount || o.LeaseReuse != DefaultLeaseReuse ||
 		!strings.Contains(said, "event TTL 3h0m0s (--event-ttl in /etc/kubernetes/manifests/kube-apiserver.yaml)") ||
 		!strings.Contains(said, "lease reuse 1m0s (kube-apiserver's default)") {
 		t.Errorf("from the manifest: %+v, %q", o, said)

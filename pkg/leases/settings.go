@@ -2,7 +2,10 @@ package leases
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/regghost/regghost/pkg/nodeconfig"
 )
@@ -41,17 +44,37 @@ func Judged(o Options, given Given, node *nodeconfig.Found) (Options, string) {
 	case n.EventTTL > 0:
 		o.EventTTL = n.EventTTL
 	}
-	switch {
-	case given.MaxObjectCount > 0:
+	if given.MaxObjectCount > 0 {
 		o.MaxObjectCount = given.MaxObjectCount
-	case n.LeaseMaxObjectCount > 0:
-		o.MaxObjectCount = n.LeaseMaxObjectCount
 	}
 	if n.LeaseReuse > 0 {
 		o.LeaseReuse = n.LeaseReuse
 	}
-	return o, fmt.Sprintf("Judged with event TTL %s (%s), lease reuse %s (%s), at most %d keys a lease (%s).",
+	if node == nil || node.Source == "" {
+		source = "no kube-apiserver configuration found on this node"
+	}
+	return o, fmt.Sprintf("Judged with event TTL %s (%s), lease reuse %s (%s), at most %d keys a lease (%s). Read from: %s.",
 		o.EventTTL, from(given.EventTTL > 0, n.EventTTL > 0, "event-ttl"),
 		o.LeaseReuse, from(false, n.LeaseReuse > 0, "lease-reuse-duration-seconds"),
-		o.MaxObjectCount, from(given.MaxObjectCount > 0, n.LeaseMaxObjectCount > 0, "lease-max-object-count"))
+		o.MaxObjectCount, maxFrom(given.MaxObjectCount > 0), source)
+}
+
+// maxFrom says where the keys-a-lease limit came from: kube-apiserver puts
+// at most 1000 keys on one lease (built in, no flag of its own).
+func maxFrom(given bool) string {
+	if given {
+		return "--lease-max-object-count"
+	}
+	return "the most kube-apiserver puts on one lease"
+}
+
+// GroupResourceOf is the resource a key under registry belongs to, for
+// the EncryptionConfiguration's lookup (events, leases.coordination.k8s.io).
+func GroupResourceOf(registry, key string) schema.GroupResource {
+	rest := strings.TrimPrefix(key, registry)
+	res, _, _ := strings.Cut(rest, "/")
+	if res == "leases" {
+		return schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	}
+	return schema.GroupResource{Resource: res}
 }

@@ -31,13 +31,11 @@ type Found struct {
 	EncryptionConfig string
 	// Overrides is --etcd-servers-overrides: resources kept in other etcds.
 	Overrides []string
-	// EventTTL (--event-ttl), LeaseReuse (--lease-reuse-duration-seconds)
-	// and LeaseMaxObjectCount (--lease-max-object-count) say how
-	// kube-apiserver puts events under etcd leases; 0 when not set (its
-	// defaults apply) or not read.
-	EventTTL            time.Duration
-	LeaseReuse          time.Duration
-	LeaseMaxObjectCount int
+	// EventTTL (--event-ttl) and LeaseReuse
+	// (--lease-reuse-duration-seconds) say how kube-apiserver puts events
+	// under etcd leases; 0 when not set (its defaults apply) or not read.
+	EventTTL   time.Duration
+	LeaseReuse time.Duration
 }
 
 // ErrNotFound means the node holds none of the known layouts.
@@ -128,7 +126,6 @@ func fromFlags(root string, flags map[string]string, source string) *Found {
 	if n, err := strconv.Atoi(flags["lease-reuse-duration-seconds"]); err == nil {
 		f.LeaseReuse = time.Duration(n) * time.Second
 	}
-	f.LeaseMaxObjectCount, _ = strconv.Atoi(flags["lease-max-object-count"])
 	return f
 }
 
