@@ -215,8 +215,10 @@ func TestRecoverBigEncryptedObjectsBesideTheControllers(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "backups")
 	out, errOut, code := c.regghost(t, "", "recover", "--snapshot", snap, "--encryption-provider-config", encPath, "-n", ns, "--with-namespace", "--backup-dir", root, "--confirm", "--yes")
 	t.Logf("recover: exit %d:\n%s\n%s", code, out, errOut)
-	if code != 0 {
-		t.Errorf("recover of big encrypted objects beside the controllers: exit %d, want 0", code)
+	// Its default ServiceAccount is refused (tokens issued to it would
+	// authenticate again): part of what was selected is not back, exit 1.
+	if code != 1 || !strings.Contains(errOut, "some objects are refused (/registry/serviceaccounts/"+ns+"/default:") {
+		t.Errorf("recover of big encrypted objects beside the controllers: exit %d, want 1 for the default ServiceAccount refused alone", code)
 	}
 	for _, k := range keys {
 		if !bytes.Equal(c.value(t, k), stored[k]) {

@@ -238,14 +238,11 @@ func (r *run) decodeFrom(ctx context.Context, mode string, d *KeyDiff, store *et
 }
 
 // paced says how one member's read was paced: what its probe answered
-// idle and at worst, and the paces the pacer set.
+// idle and at worst, and the paces the pacer set. Its shape is the same
+// whatever the pacer did (a guide quotes it; only its numbers vary).
 func paced(member string, keys int64, took time.Duration, s pace.Stats) string {
-	head := fmt.Sprintf("%s: %s read in %s; its probe answered in %s idle", member, plural.Of(keys, "key"), took.Round(10*time.Millisecond),
-		s.Idle.Round(10*time.Microsecond))
-	if s.Raised+s.BackedOff == 0 && s.Lowest == s.Highest {
-		return fmt.Sprintf("%s, read at %.0f keys a second", head, s.Pace)
-	}
-	return fmt.Sprintf("%s, %s at worst; paced between %.0f and %.0f keys a second, backed off %s", head, s.Worst.Round(10*time.Microsecond),
+	return fmt.Sprintf("%s: %s read in %s; its probe answered in %s idle, %s at worst; paced between %.0f and %.0f keys a second, backed off %s",
+		member, plural.Of(keys, "key"), took.Round(10*time.Millisecond), s.Idle.Round(10*time.Microsecond), s.Worst.Round(10*time.Microsecond),
 		s.Lowest, s.Highest, plural.Of(s.BackedOff, "time"))
 }
 
