@@ -241,9 +241,14 @@ func (r *run) decodeFrom(ctx context.Context, mode string, d *KeyDiff, store *et
 // idle and at worst, and the paces the pacer set. Its shape is the same
 // whatever the pacer did (a guide quotes it; only its numbers vary).
 func paced(member string, keys int64, took time.Duration, s pace.Stats) string {
-	return fmt.Sprintf("%s: %s read in %s; its probe answered in %s idle, %s at worst; paced between %.0f and %.0f keys a second, backed off %s",
-		member, plural.Of(keys, "key"), took.Round(10*time.Millisecond), s.Idle.Round(10*time.Microsecond), s.Worst.Round(10*time.Microsecond),
+	return fmt.Sprintf("%s: %s read in %dms; its probe answered in %s idle, %s at worst; paced between %.0f and %.0f keys a second, backed off %s",
+		member, plural.Of(keys, "key"), took.Round(10*time.Millisecond).Milliseconds(), millis(s.Idle), millis(max(s.Worst, s.Idle)),
 		s.Lowest, s.Highest, plural.Of(s.BackedOff, "time"))
+}
+
+// millis is d in milliseconds, two decimals: one unit whatever d is.
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 }
 
 // statsOf are the pacers' stats (nil for a read not paced).

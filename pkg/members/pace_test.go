@@ -82,8 +82,8 @@ func TestPacedSaid(t *testing.T) {
 		want string
 	}{
 		// One shape whatever the pacer did: a guide quotes it.
-		{steady, "m0: 30 keys read in 40ms; its probe answered in 310µs idle, 0s at worst; paced between 2500 and 2500 keys a second, backed off 0 times"},
-		{moved, "m0: 30 keys read in 40ms; its probe answered in 310µs idle, 4.12ms at worst; paced between 1000 and 9000 keys a second, backed off 3 times"},
+		{steady, "m0: 30 keys read in 40ms; its probe answered in 0.31ms idle, 0.31ms at worst; paced between 2500 and 2500 keys a second, backed off 0 times"},
+		{moved, "m0: 30 keys read in 40ms; its probe answered in 0.31ms idle, 4.12ms at worst; paced between 1000 and 9000 keys a second, backed off 3 times"},
 	} {
 		if got := paced("m0", 30, 41*time.Millisecond, tc.s); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)
