@@ -116,19 +116,29 @@ func (r *Read) NamespaceSomewhere(ctx context.Context, ns string) error {
 	if kv != nil {
 		return nil
 	}
+	c, err := ClosestUnder(ctx, r.Store, prefix, ns)
+	if err != nil {
+		return err
+	}
+	near := ""
+	if len(c) > 0 {
+		near = "; did you mean " + strings.Join(c, ", ") + "?"
+	}
+	return &NowhereError{Msg: fmt.Sprintf("namespace %s: nothing of it is in etcd, neither its namespace key nor any object in it nor anything referring to it (a namespace just purged or deleted leaves nothing either)%s", ns, near)}
+}
+
+// ClosestUnder are the names of the keys under prefix (a namespace's, a
+// CRD's) nearest to name: what a name that exists nowhere is named with.
+func ClosestUnder(ctx context.Context, store etcdscan.Store, prefix, name string) ([]string, error) {
 	var have []string
-	err = r.Store.Range(ctx, prefix, clientv3.GetPrefixRangeEnd(prefix), true, func(kv *mvccpb.KeyValue) error {
+	err := store.Range(ctx, prefix, clientv3.GetPrefixRangeEnd(prefix), true, func(kv *mvccpb.KeyValue) error {
 		have = append(have, strings.TrimPrefix(string(kv.Key), prefix))
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", prefix, err)
+		return nil, fmt.Errorf("read %s: %w", prefix, err)
 	}
-	near := ""
-	if c := names.Closest(have, ns, 3); len(c) > 0 {
-		near = "; did you mean " + strings.Join(c, ", ") + "?"
-	}
-	return &NowhereError{Msg: fmt.Sprintf("namespace %s: nothing of it is in etcd, neither its namespace key nor any object in it nor anything referring to it (a namespace just purged or deleted leaves nothing either)%s", ns, near)}
+	return names.Closest(have, name, 3), nil
 }
 
 // NowhereError is a target the user named of which etcd holds nothing.

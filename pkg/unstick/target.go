@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
-	"github.com/regghost/regghost/pkg/names"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -126,15 +124,7 @@ func (z *Analyzer) closest(ctx context.Context, store etcdscan.Store) ([]string,
 	if z.Target.CRD {
 		prefix = z.Read.Registry() + "apiextensions.k8s.io/customresourcedefinitions/"
 	}
-	var have []string
-	err := store.Range(ctx, prefix, clientv3.GetPrefixRangeEnd(prefix), true, func(kv *mvccpb.KeyValue) error {
-		have = append(have, strings.TrimPrefix(string(kv.Key), prefix))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", prefix, err)
-	}
-	return names.Closest(have, z.Target.Name, 3), nil
+	return session.ClosestUnder(ctx, store, prefix, z.Target.Name)
 }
 
 // Again is the analysis under the lock: a fresh read of the live etcd, and
