@@ -129,7 +129,7 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 	}
 	if len(a.Unread) > 0 {
 		fmt.Fprintln(w)
-		table.Para(w, "", "  ", fmt.Sprintf("%s did not decode (encrypted with a key the EncryptionConfiguration given does not hold, or none given, or damaged): their age is not known.", plural.Of(len(a.Unread), "event")))
+		table.Para(w, "", "  ", fmt.Sprintf("%s (events or apiserver identity leases) did not decode (encrypted with a key the EncryptionConfiguration given does not hold, or none given, or damaged): they are not judged.", plural.Of(len(a.Unread), "value")))
 	}
 	return nil
 }

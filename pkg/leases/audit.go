@@ -145,8 +145,8 @@ type Audit struct {
 	Unexpected   []Key         `json:"unexpected"`
 	MasterLeases []MasterLease `json:"masterLeases"`
 	Identities   []Identity    `json:"identities"`
-	// Unread are events whose value did not decode (encrypted without the
-	// configuration, or damaged): their age is not known.
+	// Unread are events and identity leases whose value did not decode
+	// (encrypted with a key not given, or damaged): they are not judged.
 	Unread []string `json:"unread"`
 }
 
@@ -270,7 +270,12 @@ func (a *Audit) event(kv *mvccpb.KeyValue, prefix string, now time.Time, o Optio
 func (a *Audit) identity(kv *mvccpb.KeyValue, now time.Time) {
 	obj, _, err := decode.Typed(kv.Value)
 	l, ok := obj.(*coordinationv1.Lease)
-	if err != nil || !ok || l.Spec.RenewTime == nil {
+	if err != nil || !ok {
+		// Named, never skipped: whether its server is gone is not known.
+		a.Unread = append(a.Unread, string(kv.Key))
+		return
+	}
+	if l.Spec.RenewTime == nil {
 		return
 	}
 	since := now.Sub(l.Spec.RenewTime.Time)

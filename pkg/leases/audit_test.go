@@ -75,6 +75,7 @@ func TestAuditClasses(t *testing.T) {
 	put("/registry/masterleases/10.0.0.9", "ep", other)
 	put("/registry/masterleases/10.0.0.7", "ep", 0) // written back without its lease: never expires
 	put("/registry/leases/kube-system/apiserver-live", identity(t, "live", now.Add(-5*time.Second)), 0)
+	put("/registry/leases/kube-system/apiserver-torn", "k8s\x00\xff", 0) // damaged: named, not skipped
 	put("/registry/leases/kube-system/apiserver-gone", identity(t, "gone", now.Add(-3*time.Hour)), 0)
 	// Gone 90 minutes: kube-apiserver's collector has not passed yet.
 	put("/registry/leases/kube-system/apiserver-leaving", identity(t, "leaving", now.Add(-90*time.Minute)), 0)
@@ -142,6 +143,9 @@ func TestAuditClasses(t *testing.T) {
 	}
 	if len(a.Identities) != 1 || a.Identities[0].Holder != "gone" || !a.Identities[0].Expired {
 		t.Errorf("identities: %+v", a.Identities)
+	}
+	if !slices.Equal(a.Unread, []string{"/registry/leases/kube-system/apiserver-torn"}) {
+		t.Errorf("unread: %v", a.Unread)
 	}
 	if a.Events != 16 || a.Faults() != 7 {
 		t.Errorf("events %d, faults %d", a.Events, a.Faults())
