@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -420,9 +421,16 @@ func writeMembersReplace(out io.Writer, r *members.Replacement, wide, dryRun boo
 	}
 	if len(r.Evidence) > 0 {
 		fmt.Fprintln(out)
-		table.Para(out, "", "", fmt.Sprintf("Evidence, saved and verified before anything was changed (%s):", r.Dir))
+		// The directory has a line of its own: a path is never broken, and
+		// the heading around it must not decide where a node's path wraps.
+		fmt.Fprintln(out, "Evidence, saved and verified before anything was changed, in")
+		table.Para(out, "  ", "  ", r.Dir+":")
 		for _, e := range r.Evidence {
-			table.Para(out, "  ", "    ", fmt.Sprintf("%s: %s (revision %d, %d bytes, sha256 %s)", e.Member, e.Path, e.Revision, e.Size, e.SHA256))
+			path := e.Path
+			if filepath.Dir(path) == filepath.Clean(r.Dir) {
+				path = filepath.Base(path)
+			}
+			table.Para(out, "  ", "    ", fmt.Sprintf("%s: %s (revision %d, %d bytes, sha256 %s)", e.Member, path, e.Revision, e.Size, e.SHA256))
 		}
 	}
 	if r.MovedLeaderTo != "" {
