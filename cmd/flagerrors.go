@@ -3,6 +3,8 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -12,6 +14,15 @@ import (
 // name to use: the same word with another meaning would look like success.
 var foreignFlags = map[string]string{
 	"prefix": "--prefix is not a regghost flag (etcdctl's --prefix is a switch): give kube-apiserver's key prefix as --etcd-prefix (default /registry/)",
+	// Renamed in 0.x: one name per kind of wait.
+	"wait-served": "--wait-served is now --wait (how long recover waits for a recovered CRD to be served)",
+	"member-wait": "--member-wait is now --wait (how long space reclaim waits for a defragmented member to come back healthy)",
+}
+
+// renamedCommands are commands renamed in 0.x, refused with the name to
+// use (never a hidden alias).
+var renamedCommands = map[string]string{
+	"versions": "versions is now stored-versions (objects per stored version and encryption key; version prints regghost's own)",
 }
 
 // valueShapes say what a flag of each type takes, for a value that does not
@@ -52,4 +63,25 @@ func flagError(c *cobra.Command, err error) error {
 		return usageError("%s: %q is not %s (see %s --help)", name, iv.GetValue(), shape, c.CommandPath())
 	}
 	return &exitError{code: ExitUsage, err: fmt.Errorf("%s (see %s --help)", oneLineOf(err.Error()), c.CommandPath())}
+}
+
+// checkDurations holds every duration flag given to one rule: a negative
+// duration is refused, and so is 0 unless the flag's help says what 0 means
+// ("0: never").
+func checkDurations(c *cobra.Command) error {
+	var err error
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || !f.Changed || f.Value.Type() != "duration" {
+			return
+		}
+		d, perr := time.ParseDuration(f.Value.String())
+		switch {
+		case perr != nil:
+		case d < 0:
+			err = usageError("--%s must not be negative, got %s", f.Name, d)
+		case d == 0 && !strings.Contains(f.Usage, "0:"):
+			err = usageError("--%s must be positive, got %s", f.Name, d)
+		}
+	})
+	return err
 }

@@ -169,3 +169,96 @@ func TestRootHelpPrintsTheExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// durationNames are the only names a duration flag has, each for one kind
+// of time: a wait for what the command changed to settle is --wait on
+// every command that has one, never a name of its own.
+var durationNames = map[string]string{
+	"wait":              "how long to wait",
+	"dial-timeout":      "",
+	"command-timeout":   "",
+	"interval":          "",
+	"members-interval":  "",
+	"terminating-after": "",
+	"older-than":        "",
+	"event-ttl":         "",
+}
+
+// TestOneNamePerKindOfWait walks the command tree: a duration flag has a
+// known name, and every --wait says what it waits for in the same words.
+func TestOneNamePerKindOfWait(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	for _, c := range commands(root) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			lead, ok := durationNames[f.Name]
+			if !ok {
+				t.Errorf("%s --%s: a duration with a name of its own (a wait is --wait)", c.CommandPath(), f.Name)
+			}
+			if !strings.HasPrefix(f.Usage, lead) {
+				t.Errorf("%s --%s: its help %q does not start %q", c.CommandPath(), f.Name, f.Usage, lead)
+			}
+		})
+	}
+}
+
+// TestOneDurationRule runs every command with each of its duration flags
+// negative and 0: a negative one is a usage error everywhere, and so is 0
+// unless the flag's help says what 0 means.
+func TestOneDurationRule(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	for _, c := range commands(root) {
+		if !c.Runnable() {
+			continue
+		}
+		path := strings.Fields(c.CommandPath())[1:]
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			for _, v := range []string{"-1s", "0"} {
+				args := append(append([]string{}, path...), "--"+f.Name, v, "--endpoints", "127.0.0.1:1", "--dial-timeout", "100ms")
+				if f.Name == "dial-timeout" {
+					args = append(append([]string{}, path...), "--endpoints", "127.0.0.1:1", "--"+f.Name, v)
+				}
+				if v == "0" && strings.Contains(f.Usage, "0:") {
+					// Accepted: checked without running the command (serve
+					// would serve).
+					fresh := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+					fc, _, err := fresh.Find(path)
+					if err == nil {
+						err = fc.ParseFlags([]string{"--" + f.Name, v})
+					}
+					if err == nil {
+						err = checkDurations(fc)
+					}
+					if err != nil {
+						t.Errorf("%v: 0 is refused though the help says what it means: %v", args, err)
+					}
+					continue
+				}
+				// A command's arguments are checked before its flags: give
+				// it as many as it takes.
+				var out, errOut bytes.Buffer
+				var code int
+				for _, pos := range [][]string{nil, {"x"}, {"x", "y"}} {
+					out.Reset()
+					errOut.Reset()
+					code = Run(append(append(append([]string{}, path...), pos...), args[len(path):]...), strings.NewReader(""), &out, &errOut)
+					if !strings.Contains(errOut.String(), "arg(s)") {
+						break
+					}
+				}
+				want := "--" + f.Name + " must be positive"
+				if v != "0" {
+					want = "--" + f.Name + " must not be negative"
+				}
+				if code != ExitUsage || !strings.Contains(errOut.String(), want) {
+					t.Errorf("%v: exit %d, want %d with %q:\n%s", args, code, ExitUsage, want, errOut.String())
+				}
+			}
+		})
+	}
+}

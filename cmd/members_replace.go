@@ -99,9 +99,6 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 			if g.DB != "" {
 				return usageError("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)
 			}
-			if o.wait < 0 {
-				return usageError("--wait must be 0 or more, got %s", o.wait)
-			}
 			if err := validateMembersPace(o.reads); err != nil {
 				return err
 			}
@@ -113,7 +110,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 	}
 	o.print.addFlags(c)
 	o.add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
-	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up")
+	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up (0: add it and stop; run the command again once it runs)")
 	addMembersPace(c.Flags(), &o.reads)
 	return c, o
 }

@@ -18,7 +18,7 @@ func TestMembersReplaceRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{"pace", []string{"--max-keys-per-second", "-1"}, "--max-keys-per-second must be 0 (no limit) or more, got -1"},
-		{"wait", []string{"--wait", "-1s"}, "--wait must be 0 or more"},
+		{"wait", []string{"--wait", "-1s"}, "--wait must not be negative"},
 		{"db", []string{"--db", "x.db"}, "drop --db"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

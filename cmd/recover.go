@@ -72,7 +72,7 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
 	o.writeFlags.add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
 	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
-	f.DurationVar(&o.servedWait, "wait-served", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
+	f.DurationVar(&o.servedWait, "wait", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
 	o.print.addFlags(c)
 	return c
 }
@@ -124,9 +124,6 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 	}
 	if backup.SourceOf(o.snapshot) == backup.SourceBackup {
 		return usageError("%s is a regghost backup directory, not a snapshot: `regghost restore %s` puts back what it holds", o.snapshot, o.snapshot)
-	}
-	if o.servedWait <= 0 {
-		return usageError("--wait-served must be positive, got %s", o.servedWait)
 	}
 	if o.rev < 0 {
 		return usageError("--rev must be positive, got %d", o.rev)

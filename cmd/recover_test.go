@@ -31,7 +31,7 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 		{"no source", []string{"-n", "kb-system"}, ExitUsage, "give exactly one source"},
 		{"two sources", []string{"--snapshot", db, "--rev", "3"}, ExitUsage, "give exactly one source"},
 		{"negative revision", []string{"--rev", "-3"}, ExitUsage, "--rev must be positive"},
-		{"no wait for CRDs", []string{"--snapshot", db, "--wait-served", "0s"}, ExitUsage, "--wait-served must be positive"},
+		{"no wait for CRDs", []string{"--snapshot", db, "--wait", "0s"}, ExitUsage, "--wait must be positive"},
 		{"manifests and confirm", []string{"--snapshot", db, "-o", "yaml", "--confirm"}, ExitUsage, "prints manifests and writes nothing"},
 		{"bad selector", []string{"--snapshot", db, "-l", "a in (b"}, ExitUsage, "--selector"},
 		{"unknown impact", []string{"--snapshot", db, "--accept-impact", "everything"}, ExitUsage, "is not an impact of recover"},

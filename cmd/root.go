@@ -123,6 +123,9 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		}
 		libraryLogs(g.verbosity, g.errOut)
 		g.SayDB = func(info dbfile.Info) { table.Wrapped(g.errOut, "regghost: "+info.String()) }
+		if err := checkDurations(c); err != nil {
+			return err
+		}
 		if g.Etcd.DialTimeout <= 0 {
 			return usageError("--dial-timeout must be positive, got %s", g.Etcd.DialTimeout)
 		}
@@ -163,7 +166,7 @@ var commandGroups = map[string]string{
 	"scan": "find", "get": "find", "ls": "find", "diff": "find", "history": "find",
 	"purge": "end", "unstick": "end", "dangling": "end",
 	"restore": "back", "recover": "back", "snapshot": "back", "backup": "back",
-	"versions": "migrate", "migrate": "migrate",
+	"stored-versions": "migrate", "migrate": "migrate",
 	"space": "etcd", "members": "etcd", "leases": "etcd",
 	"serve": "watch",
 }
@@ -231,6 +234,12 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 		return ee.code
 	}
 	if msg := err.Error(); strings.HasPrefix(msg, "unknown command ") {
+		for old, now := range renamedCommands {
+			if strings.HasPrefix(msg, fmt.Sprintf("unknown command %q ", old)) {
+				fmt.Fprintf(errOut, "regghost: %s\n", now)
+				return ExitUsage
+			}
+		}
 		// A mistyped command: a usage error, on one line.
 		fmt.Fprintf(errOut, "regghost: %s (see regghost --help)\n", oneLineOf(msg))
 		return ExitUsage

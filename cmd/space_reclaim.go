@@ -44,9 +44,6 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 			if o.quota == 0 {
 				return usageError("--quota-backend-bytes must not be 0 (negative: no quota)")
 			}
-			if o.memberWait <= 0 {
-				return usageError("--member-wait must be positive, got %s", o.memberWait)
-			}
 			return runSpaceReclaim(c.Context(), g, o, dirs, c.Flags().Changed("quota-backend-bytes"), c.InOrStdin(), c.OutOrStdout())
 		},
 	}
@@ -55,7 +52,7 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	f.StringArrayVar(&o.dataDirs, "data-dir", nil, "a member's data directory on this node, to check its disk holds the rewrite: NAME=DIR, or DIR for the member on this node")
 	o.quota = reclaim.DefaultQuota
 	f.Var(quantityFlag{&o.quota}, "quota-backend-bytes", "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics): bytes, or a quantity such as 8Gi")
-	f.DurationVar(&o.memberWait, "member-wait", time.Minute, "how long a defragmented member has to come back healthy before reclaim stops")
+	f.DurationVar(&o.memberWait, "wait", time.Minute, "how long to wait for a defragmented member to come back healthy before reclaim stops")
 	o.print.addFlags(c)
 	return c
 }

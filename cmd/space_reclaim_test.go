@@ -57,7 +57,7 @@ func TestSpaceReclaimRefusesBadInput(t *testing.T) {
 	}{
 		{"--db", []string{"--db", db, "--confirm", "--yes"}, "--db " + db + " reads a file offline, and space reclaim writes to the live cluster", ExitUsage},
 		{"a zero quota", []string{"--quota-backend-bytes", "0"}, "--quota-backend-bytes must not be 0", ExitUsage},
-		{"no wait", []string{"--member-wait", "0s"}, "--member-wait must be positive", ExitUsage},
+		{"no wait", []string{"--wait", "0s"}, "--wait must be positive", ExitUsage},
 		{"a bad --data-dir", []string{"--data-dir", "=/var/lib/etcd"}, `--data-dir "=/var/lib/etcd": want NAME=DIR or DIR`, ExitUsage},
 		{"an argument", []string{"now"}, `unknown command "now"`, ExitUsage},
 		{"a bad output", []string{"-o", "xml"}, `--output "xml"`, ExitUsage},

@@ -87,6 +87,9 @@ func TestFlagMistakesNameTheFlag(t *testing.T) {
 	}{
 		{[]string{"--prefix", "ls"}, "give kube-apiserver's key prefix as --etcd-prefix"},
 		{[]string{"scan", "--prefix", "/registry/pods/"}, "give kube-apiserver's key prefix as --etcd-prefix"},
+		{[]string{"versions", "-n", "lab"}, "versions is now stored-versions"},
+		{[]string{"recover", "--wait-served", "2m"}, "--wait-served is now --wait"},
+		{[]string{"space", "reclaim", "--member-wait", "2m"}, "--member-wait is now --wait"},
 		{[]string{"scan", "--prefix=/registry/pods/"}, "give kube-apiserver's key prefix as --etcd-prefix"},
 		{[]string{"-v", "scan"}, `-v: "scan" is not a whole number, the log level 0 to 7`},
 		{[]string{"scan", "--command-timeout", "5"}, `--command-timeout: "5" is not a duration such as 30s`},
