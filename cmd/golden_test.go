@@ -227,8 +227,8 @@ func testGolden(t *testing.T) {
 		{name: "get-json", args: []string{"get", "/registry/pods/shop/web", "-o", "json"}},
 		{name: "get-jsonpath", args: []string{"get", "/registry/pods/shop/stuck", "-o", "jsonpath={.metadata.finalizers[0]}"}},
 		{name: "get-bad-output", args: []string{"get", "/registry/pods/shop/web", "-o", "name"}},
-		{name: "versions", args: []string{"versions"}},
-		{name: "versions-json", args: []string{"versions", "-o", "json"}},
+		{name: "stored-versions", args: []string{"stored-versions"}},
+		{name: "stored-versions-json", args: []string{"stored-versions", "-o", "json"}},
 		{name: "version-bad-output", args: []string{"version", "-o", "wide"}},
 		// The screens of a purge and a restore that cut and wrap, kept at the
 		// end so that the steps above see the keyspace they always saw.

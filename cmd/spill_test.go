@@ -12,7 +12,7 @@ import (
 // findings stops every command that scans before it connects: one line,
 // exit 2, nothing on stdout.
 func TestSpillSettingRefused(t *testing.T) {
-	for _, cmd := range []string{"scan", "serve", "purge", "versions", "dangling"} {
+	for _, cmd := range []string{"scan", "serve", "purge", "stored-versions", "dangling"} {
 		for _, v := range []string{"abc", "0", "-3", "1.5"} {
 			t.Run(cmd+" "+v, func(t *testing.T) {
 				t.Setenv(session.SpillAfterEnv, v)

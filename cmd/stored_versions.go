@@ -19,7 +19,7 @@ type versionsOptions struct {
 func newVersionsCmd(g *globalOptions) *cobra.Command {
 	o := &versionsOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
-		Use:   "versions",
+		Use:   "stored-versions",
 		Short: "Count objects per stored version; find versions nobody can read",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

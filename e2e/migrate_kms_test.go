@@ -151,11 +151,11 @@ type secretCensus struct {
 	WriterKeyIDUnknown string         `json:"writerKeyIDUnknown"`
 }
 
-// secretKeys is regghost versions' count of Secrets by encryption key,
+// secretKeys is regghost stored-versions' count of Secrets by encryption key,
 // and the key that writes them, read with the configuration enc.
 func secretKeys(t *testing.T, c *cluster, enc string) secretCensus {
 	t.Helper()
-	out, errOut, code := c.regghost(t, "", "versions", "--encryption-provider-config", enc, "-o", "json")
+	out, errOut, code := c.regghost(t, "", "stored-versions", "--encryption-provider-config", enc, "-o", "json")
 	if code != 0 {
 		t.Fatalf("versions: exit %d\n%s", code, errOut)
 	}

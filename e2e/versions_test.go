@@ -57,7 +57,7 @@ func TestStoredVersionsNobodyCanRead(t *testing.T) {
 	})
 
 	key := "/registry/example.com/gadgets/lab/old"
-	out, errOut, code := c.regghost(t, "", "versions", "-n", "lab", "-o", "json")
+	out, errOut, code := c.regghost(t, "", "stored-versions", "-n", "lab", "-o", "json")
 	if code != 3 {
 		t.Fatalf("versions: exit %d: %s", code, errOut)
 	}
@@ -81,7 +81,7 @@ func TestStoredVersionsNobodyCanRead(t *testing.T) {
 	if !found {
 		t.Errorf("no census of gadgets: %+v", census.Versions)
 	}
-	out, errOut, code = c.regghost(t, "", "versions", "-n", "lab")
+	out, errOut, code = c.regghost(t, "", "stored-versions", "-n", "lab")
 	checkCapture(t, "versions", code, errOut, out)
 	for _, s := range []string{"STORED AS", "example.com/v1", "v2 (served, storage)", key} {
 		if !strings.Contains(out, s) {

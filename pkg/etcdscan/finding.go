@@ -62,7 +62,7 @@ var Meaning = map[Class]string{
 	ClassKeyMismatch:       "the key's namespace/name/kind disagrees with the object inside",
 	ClassDisputed:          "etcd says ghost, the API server contradicts it",
 	ClassUnservedNow:       "the type exists (CRD in etcd, compiled-in API) but is not served now",
-	ClassStoredVersion:     "stored at a version nobody can read any more (or soon): 'regghost versions' says the fix",
+	ClassStoredVersion:     "stored at a version nobody can read any more (or soon): 'regghost stored-versions' says the fix",
 	ClassResurrected:       "survived an earlier namespace of the same name, or was created since by such an object",
 	ClassStuckTerminating:  "deleted, but finalizers still present after --terminating-after",
 	ClassDanglingOwner:     "every ownerReference points at an object that is gone",
