@@ -48,7 +48,7 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&o.namespace, "namespace", "n", "", "only the references into this namespace")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "only the references this namespace holds or that point into it")
 	o.writeFlags.add(c, "really fix them (without it dangling only lists them)", "where the per-key backup goes")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also fix objects Helm, Argo CD or Flux track (they may put them back)")
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also fix references only etcd confirms (the API server could not be asked)")

@@ -43,7 +43,8 @@ type Getter interface {
 type Options struct {
 	// Registry is the registry prefix ("/registry/").
 	Registry string
-	// Namespace, when set, keeps only the references into it.
+	// Namespace, when set, keeps only the references it concerns: held by
+	// an object in it, or pointing into it.
 	Namespace string
 	// Reader reads the referring objects.
 	Reader Reader
@@ -368,19 +369,31 @@ func (f *finder) hasReadyEndpoint(ns, name string) (ready bool, unread int) {
 	return ready, unread
 }
 
+// concerns says whether a reference of obj pointing into target is one of
+// the namespace asked about: -n means what it means everywhere, the objects
+// of that namespace, so a reference is in scope when the object holding it
+// is in the namespace or when it points into it.
+func (f *finder) concerns(obj map[string]any, target string) bool {
+	if f.o.Namespace == "" || target == f.o.Namespace {
+		return true
+	}
+	ns, _, _ := unstructured.NestedString(obj, "metadata", "namespace")
+	return ns == f.o.Namespace
+}
+
 // whole says whether each of an object's n entries (webhooks, subjects) is
-// a gone reference in refs that points into the namespace asked about: only
+// a gone reference in refs that the namespace asked about concerns: only
 // then may the object be deleted whole.
-func (f *finder) whole(refs []etcdscan.DanglingRef, n int) bool {
+func (f *finder) whole(obj map[string]any, refs []etcdscan.DanglingRef, n int) bool {
 	for _, r := range refs {
-		if r.State != etcdscan.DanglingGone || (f.o.Namespace != "" && r.TargetNamespace != f.o.Namespace) {
+		if r.State != etcdscan.DanglingGone || !f.concerns(obj, r.TargetNamespace) {
 			return false
 		}
 	}
 	return n > 0 && len(refs) == n
 }
 
-// add records a reference when it points into the namespace asked about.
+// add records a reference when the namespace asked about concerns it.
 func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.DanglingRef) {
 	if !f.fill(kv, obj, &d) {
 		return
@@ -395,10 +408,10 @@ func (f *finder) add(kv *mvccpb.KeyValue, obj map[string]any, d etcdscan.Danglin
 	f.out = append(f.out, d)
 }
 
-// fill sets the referring object's fields of d; false when d points
-// outside the namespace asked about.
+// fill sets the referring object's fields of d; false when the namespace
+// asked about does not concern it.
 func (f *finder) fill(kv *mvccpb.KeyValue, obj map[string]any, d *etcdscan.DanglingRef) bool {
-	if f.o.Namespace != "" && d.TargetNamespace != f.o.Namespace {
+	if !f.concerns(obj, d.TargetNamespace) {
 		return false
 	}
 	d.Key, d.ModRevision = string(kv.Key), kv.ModRevision
@@ -506,7 +519,7 @@ func (f *finder) webhooks(kind string) func(kv *mvccpb.KeyValue, obj map[string]
 			refs = append(refs, etcdscan.DanglingRef{Kind: kind, Field: "webhooks[" + str(hm, "name") + "].clientConfig.service", Target: "service " + ns + "/" + name,
 				TargetNamespace: ns, State: state, Why: why, SingleWitness: single, Consequence: consequence})
 		}
-		whole := f.whole(refs, len(hooks))
+		whole := f.whole(obj, refs, len(hooks))
 		for _, r := range refs {
 			r.Entries = len(hooks)
 			r.Fix = "remove webhook " + strings.TrimSuffix(strings.TrimPrefix(r.Field, "webhooks["), "].clientConfig.service") + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server (it keeps its other webhooks)"
@@ -623,7 +636,7 @@ func (f *finder) binding(kind string) func(kv *mvccpb.KeyValue, obj map[string]a
 			dr.KeepObject = labelled
 			refs = append(refs, dr)
 		}
-		whole := !labelled && f.whole(refs, len(subjects))
+		whole := !labelled && f.whole(obj, refs, len(subjects))
 		for _, r := range refs {
 			r.Entries = len(subjects)
 			r.Fix = "remove subject " + r.Target + " from " + kind + " " + str(obj, "metadata", "name") + " through the API server"

@@ -48,6 +48,9 @@ func TestFind(t *testing.T) {
 		"/registry/mutatingwebhookconfigurations/inject": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":"inject"},"webhooks":[
 			{"name":"inject.example.com","failurePolicy":"Ignore","clientConfig":{"service":{"namespace":"kb-system","name":"inject"}},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
 		"/registry/clusterrolebindings/kb-admin": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kb-admin"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","namespace":"kb-system","name":"controller"},{"kind":"ServiceAccount","namespace":"ops","name":"runner"}]}`,
+		// A binding in ops to an account of the gone kb-system: both
+		// namespaces' business.
+		"/registry/rolebindings/ops/cross": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"cross","namespace":"ops"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","namespace":"kb-system","name":"controller"}]}`,
 		"/registry/rolebindings/ops/read":        `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"read","namespace":"ops"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","name":"deleted"}]}`,
 		// kube-apiserver's bootstrap policy: ServiceAccounts that do not exist
 		// by design (kube-controller-manager without
@@ -102,12 +105,13 @@ func TestFind(t *testing.T) {
 			"persistentvolumes/pv-data spec.claimRef gone none automatic",
 			"rolebindings/kube-system/backup-reader subjects[0] gone delete RoleBinding backup-reader",
 			"rolebindings/kube-system/system::leader-locking-kube-scheduler subjects[2] gone remove subject serviceaccount kube-system/leader-election-controller",
+			"rolebindings/ops/cross subjects[0] gone delete RoleBinding cross",
 			"rolebindings/ops/read subjects[0] gone delete RoleBinding read",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone remove webhook gone.example.com",
 			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
 			"validatingwebhookconfigurations/split webhooks[b.example.com].clientConfig.service gone delete ValidatingWebhookConfiguration split",
 		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject",
-			"rolebindings/kube-system/backup-reader", "rolebindings/ops/read", "validatingwebhookconfigurations/split"},
+			"rolebindings/kube-system/backup-reader", "rolebindings/ops/cross", "rolebindings/ops/read", "validatingwebhookconfigurations/split"},
 			[]string{
 				"clusterrolebindings/system:controller:attachdetach-controller subjects[0]",
 				"clusterrolebindings/system:kube-dns subjects[0]",
@@ -118,10 +122,20 @@ func TestFind(t *testing.T) {
 			"clusterrolebindings/kb-admin subjects[0] gone",
 			"mutatingwebhookconfigurations/inject webhooks[inject.example.com].clientConfig.service gone",
 			"persistentvolumes/pv-data spec.claimRef gone",
+			"rolebindings/ops/cross subjects[0] gone delete RoleBinding cross",
 			"validatingwebhookconfigurations/policy webhooks[gone.example.com].clientConfig.service gone",
 			// Its sibling into gone-2 is outside -n: it keeps it.
 			"validatingwebhookconfigurations/split webhooks[a.example.com].clientConfig.service gone remove webhook a.example.com",
-		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject"}, nil},
+		}, []string{"apiregistration.k8s.io/apiservices/v1beta1.webhook.cert-manager.io", "mutatingwebhookconfigurations/inject", "rolebindings/ops/cross"}, nil},
+		// -n ops: the references held in ops (its bindings, whatever they
+		// point at) and those pointing into it.
+		{"ops", []string{
+			"apiregistration.k8s.io/apiservices/v1beta1.custom.metrics.k8s.io spec.service down",
+			"apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io spec.service down",
+			"clusterrolebindings/system:kube-dns subjects[1] gone remove subject serviceaccount ops/dns-helper",
+			"rolebindings/ops/cross subjects[0] gone delete RoleBinding cross",
+			"rolebindings/ops/read subjects[0] gone delete RoleBinding read",
+		}, []string{"rolebindings/ops/cross", "rolebindings/ops/read"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run("namespace "+tt.namespace, func(t *testing.T) {
