@@ -2,8 +2,10 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
+	"strings"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/table"
@@ -12,16 +14,26 @@ import (
 // Results writes the outcome of each key, in order. DETAIL is cut to fit;
 // each detail cut is written whole below the table, on lines of its own
 // under its outcome and key (or how many keys share it), wrapped.
+//
+// A person reads a screenful: past ShownResults keys (and not -o wide) the
+// table keeps every key whose outcome is not the routine one, fills up to
+// ShownResults with the others, and ends on a line that counts what it
+// left out by outcome; -o wide and -o name list every key.
 func Results(out io.Writer, results []etcdwrite.Result) {
 	if len(results) == 0 {
 		return
 	}
+	shown, left := shownResults(out, results)
 	t := table.New(out, "KEY", "OUTCOME", "DETAIL")
 	t.Quiet = true
-	for _, r := range results {
+	for _, r := range shown {
 		_ = t.Append([]string{r.Key, string(r.Outcome), r.Detail})
 	}
 	_ = t.Render()
+	if left != "" {
+		table.Wrapped(out, left)
+	}
+	results = shown
 	if !t.WasCut() {
 		return
 	}
@@ -58,6 +70,60 @@ func Results(out io.Writer, results []etcdwrite.Result) {
 		table.Para(out, "", "  ", fmt.Sprintf("%s %s:", g.outcome, who))
 		table.Para(out, "  ", "  ", g.detail)
 	}
+}
+
+// ShownResults is how many keys a results table shows a person before it
+// counts the rest.
+const ShownResults = 20
+
+// routine are the outcomes a repair is for: a key that ended so needs no
+// reading, where one skipped, refused or failed does.
+var routine = map[etcdwrite.Outcome]bool{
+	etcdwrite.Deleted: true, etcdwrite.Restored: true, etcdwrite.Recovered: true, etcdwrite.Rewritten: true,
+	etcdwrite.FinalizersRemoved: true, etcdwrite.WouldDelete: true, etcdwrite.WouldRestore: true,
+}
+
+// shownResults picks the rows of a results table and the line counting
+// those left out ("" when every one is shown).
+func shownResults(out io.Writer, results []etcdwrite.Result) ([]etcdwrite.Result, string) {
+	if table.Full(out) || len(results) <= ShownResults {
+		return results, ""
+	}
+	keep := make([]bool, len(results))
+	n := 0
+	for i, r := range results {
+		if !routine[r.Outcome] {
+			keep[i] = true
+			n++
+		}
+	}
+	for i := range results {
+		if n >= ShownResults {
+			break
+		}
+		if !keep[i] {
+			keep[i] = true
+			n++
+		}
+	}
+	var shown []etcdwrite.Result
+	left := map[etcdwrite.Outcome]int{}
+	var order []etcdwrite.Outcome
+	for i, r := range results {
+		if keep[i] {
+			shown = append(shown, r)
+			continue
+		}
+		if left[r.Outcome] == 0 {
+			order = append(order, r.Outcome)
+		}
+		left[r.Outcome]++
+	}
+	var parts []string
+	for _, o := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", left[o], o))
+	}
+	return shown, fmt.Sprintf("… and %d more (%s): -o wide or -o name lists every key.", len(results)-len(shown), strings.Join(parts, ", "))
 }
 
 // ResultRows are the keys of a repair with their outcome.

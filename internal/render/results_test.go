@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,6 +69,43 @@ func TestResultErrors(t *testing.T) {
 			}
 			if got := msg(ConflictError(tt.results)); got != tt.confl {
 				t.Errorf("ConflictError = %q, want %q", got, tt.confl)
+			}
+		})
+	}
+}
+
+// TestResultsShowAScreenful: past ShownResults keys a person's table keeps
+// every key that did not end the routine way, fills the screenful with the
+// rest, and counts what it left out; -o wide lists them all.
+func TestResultsShowAScreenful(t *testing.T) {
+	var results []etcdwrite.Result
+	for i := range 1000 {
+		o := etcdwrite.Deleted
+		if i%400 == 7 {
+			o = etcdwrite.SkippedChanged
+		}
+		results = append(results, etcdwrite.Result{Key: fmt.Sprintf("/registry/configmaps/big/cm-%04d", i), Outcome: o})
+	}
+	for _, tt := range []struct {
+		name       string
+		full       bool
+		rows, tail int
+	}{
+		{"a person", false, ShownResults, 1},
+		{"-o wide", true, 1000, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			Results(&table.Layout{Writer: &b, Width: 120, Full: tt.full}, results)
+			out := b.String()
+			if n := strings.Count(out, "/registry/configmaps/big/"); n != tt.rows {
+				t.Errorf("%d keys listed, want %d:\n%s", n, tt.rows, out)
+			}
+			if n := strings.Count(out, "skipped-changed"); n != 3 {
+				t.Errorf("%d skipped keys listed, want all 3:\n%s", n, out)
+			}
+			if got := strings.Count(out, "… and 980 more (980 deleted)"); got != tt.tail {
+				t.Errorf("the count of what is left out appears %d times, want %d:\n%s", got, tt.tail, out)
 			}
 		})
 	}
