@@ -34,7 +34,7 @@ var valueShapes = map[string]string{
 	"float64":  "a number",
 	"duration": "a duration such as 30s, 5m or 1h",
 	"bool":     "true or false",
-	"quantity": "a size (bytes, or a quantity such as 8Gi)",
+	"quantity": "a size (a whole number of bytes, or a quantity such as 8Gi)",
 }
 
 // flagError makes a flag that cannot be used a usage error (exit 2) on one

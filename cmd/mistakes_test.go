@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/snapshot"
 )
 
 // TestUnstickATargetThatExistsNowhere: a namespace or CRD of which nothing
@@ -159,11 +160,16 @@ func TestEachWayBackRefusesTheOthersInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "backup.json"), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	logical := filepath.Join(t.TempDir(), snapshot.LogicalSnapshotFile)
+	if err := os.WriteFile(logical, []byte(`{"format":"`+snapshot.LogicalFormat+`"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"restore", db}, "is an etcd snapshot, not a regghost backup: `regghost recover --snapshot " + db + "`"},
+		{[]string{"restore", logical}, "is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore " + logical + "`"},
 		{[]string{"recover", "--snapshot", dir}, "is a regghost backup directory, not a snapshot: `regghost restore " + dir + "`"},
 		{[]string{"recover", "--db", db}, "recover takes its source as --snapshot FILE (or --rev N); --db is for the read-only commands"},
 		{[]string{"snapshot", "restore", dir}, "is a regghost backup directory, not a logical snapshot: `regghost restore " + dir + "`"},

@@ -23,7 +23,11 @@ func (q quantityFlag) Set(s string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a size (bytes, or a quantity such as 8Gi)", s)
 	}
-	*q.v = n.Value()
+	v, ok := n.AsInt64()
+	if !ok {
+		return fmt.Errorf("%q is not a whole number of bytes (a quantity such as 8Gi)", s)
+	}
+	*q.v = v
 	return nil
 }
 

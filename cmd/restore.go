@@ -17,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
+	"github.com/regghost/regghost/pkg/snapshot"
 	"github.com/regghost/regghost/pkg/table"
 )
 
@@ -34,6 +35,9 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 			}
 			if err := refuseDB(g, "restore"); err != nil {
 				return err
+			}
+			if snapshot.IsLogical(args[0]) {
+				return usageError("%s is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore %s` puts the whole datastore back, `regghost recover --snapshot %s` chosen objects; restore takes a backup directory (backup ls lists them)", args[0], args[0], args[0])
 			}
 			if backup.SourceOf(args[0]) == backup.SourceSnapshot {
 				return usageError("%s is an etcd snapshot, not a regghost backup: `regghost recover --snapshot %s` brings chosen objects back from it (-n NAMESPACE, or their keys); restore takes a backup directory (backup ls lists them)", args[0], args[0])

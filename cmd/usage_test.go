@@ -95,7 +95,9 @@ func TestFlagMistakesNameTheFlag(t *testing.T) {
 		{[]string{"scan", "--command-timeout", "5"}, `--command-timeout: "5" is not a duration such as 30s`},
 		{[]string{"unstick", "ns/x", "--command-timeout", "2s"}, "--command-timeout 2s leaves no time for the wait for the deletion (--wait, 2m0s by default)"},
 		{[]string{"unstick", "ns/x", "--wait", "10m"}, "--wait 10m0s must be shorter than --command-timeout (5m0s)"},
-		{[]string{"space", "reclaim", "--quota-backend-bytes", "8Gx"}, `--quota-backend-bytes: "8Gx" is not a size (bytes, or a quantity such as 8Gi)`},
+		{[]string{"space", "reclaim", "--quota-backend-bytes", "8Gx"}, `--quota-backend-bytes: "8Gx" is not a size (a whole number of bytes, or a quantity such as 8Gi)`},
+		{[]string{"space", "reclaim", "--quota-backend-bytes", "100m"}, `--quota-backend-bytes: "100m" is not a size (a whole number of bytes`},
+		{[]string{"space", "reclaim", "--quota-backend-bytes", "1.5"}, `--quota-backend-bytes: "1.5" is not a size (a whole number of bytes`},
 	} {
 		var out, errOut bytes.Buffer
 		code := Run(tc.args, strings.NewReader(""), &out, &errOut)
