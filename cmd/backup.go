@@ -78,8 +78,11 @@ stopped partway), and one a running restore holds. Any other may go, the undo of
 dangling fix or unstick among them: the plan says, for each, that it is the only undo of that
 write and how many keys no restore can put back once it is gone. Without --confirm it only says
 what would go and what that frees.`,
-		Example: "  regghost backup prune --keep 3 --older-than 168h\n  regghost backup prune --keep 3 --older-than 168h --confirm",
-		Args:    cobra.NoArgs,
+		Example: "  # say which backups a prune would remove: all but each cluster's newest 3, past a week old\n" +
+			"  regghost backup prune --keep 3 --older-than 168h\n\n" +
+			"  # remove them\n" +
+			"  regghost backup prune --keep 3 --older-than 168h --confirm",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.print.validate(); err != nil {
 				return err

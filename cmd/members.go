@@ -66,10 +66,19 @@ members differently at the two samples. It changes nothing.
 Exit codes: 0 every member agrees, 3 they differ, 1 error (or a member did not answer,
 or is behind), 2 bad input.`
 
-const membersExamples = `  regghost members
+const membersExamples = `  # compare the members: their hashes, then their keys when the hashes differ
+  regghost members
+
+  # the same, with every column whole
   regghost members -o wide
+
+  # the groups of keys that differ, for a script
   regghost members -o json | jq '.keys.groups'
+
+  # compare the keys one by one even when the hashes agree
   regghost members --compare-keys always
+
+  # keep every differing key of the current revision as evidence
   regghost members --current --max-keys 0 -o json > members.json`
 
 // newMembersCmd is `regghost members`: it compares the members of the

@@ -92,7 +92,10 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 		Use:   "replace MEMBER",
 		Short: "Replace a wrong or dead etcd member: evidence, remove, add back as a learner, promote, compare (a dry run without --confirm)",
 		Long:  membersReplaceLong,
-		Example: `  regghost members replace m1
+		Example: `  # say how m1 would be replaced: the evidence saved, the disk and time it takes, the steps
+  regghost members replace m1
+
+  # replace it, waiting up to 15 minutes for the learner to catch up
   regghost members replace m1 --confirm --wait 15m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

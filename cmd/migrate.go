@@ -47,7 +47,11 @@ served) for the run and removed again. Only a count with nothing left lets
 --prune-stored-versions narrow status.storedVersions; only no object and no old revision under a
 key says it may leave the EncryptionConfiguration. A run that stops is run again: the plan is read
 from etcd each time.`,
-		Example: "  regghost migrate widgets.example.com\n  regghost migrate widgets.example.com --confirm --prune-stored-versions\n" +
+		Example: "  # say which widgets are stored at an old version and what moving them takes\n" +
+			"  regghost migrate widgets.example.com\n\n" +
+			"  # move them, then drop the old version from the CRD's storedVersions\n" +
+			"  regghost migrate widgets.example.com --confirm --prune-stored-versions\n\n" +
+			"  # rewrite every Secret with the key the encryption configuration writes with\n" +
 			"  regghost migrate secrets --encryption-provider-config /etc/kubernetes/enc/enc.yaml --confirm",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

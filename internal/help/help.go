@@ -40,7 +40,15 @@ func helpName(c *cobra.Command) string {
 func Set(root *cobra.Command) {
 	cobra.AddTemplateFunc("wrappedFlags", func(f *pflag.FlagSet) string { return f.FlagUsagesWrapped(Width) })
 	cobra.AddTemplateFunc("commandLine", func(c *cobra.Command) string {
-		pad := c.Parent().CommandPathPadding() + 2
+		// Every name of the list and one blank more, so that the longest
+		// (stored-versions) never runs into its description.
+		pad := 0
+		for _, s := range c.Parent().Commands() {
+			if s.IsAvailableCommand() || s.Name() == "help" {
+				pad = max(pad, len(s.Name()))
+			}
+		}
+		pad++
 		return wrapText(fmt.Sprintf("  %-*s", pad, c.Name())+c.Short, pad+2)
 	})
 	root.SetUsageTemplate(usageTemplate)
