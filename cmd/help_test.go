@@ -262,3 +262,40 @@ func TestOneDurationRule(t *testing.T) {
 		})
 	}
 }
+
+// TestRootHelpNamesStandApart: in the root help's command lists every
+// command's name is followed by a blank, however long the longest name.
+func TestRootHelpNamesStandApart(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	if err := root.Help(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range root.Commands() {
+		if !c.IsAvailableCommand() {
+			continue
+		}
+		if !strings.Contains(out.String(), "\n  "+c.Name()+" ") {
+			t.Errorf("the root help does not list %q apart from its description:\n%s", c.Name(), out.String())
+		}
+	}
+}
+
+// TestEveryExampleSaysWhatItDoes walks the command tree (examples written
+// in Go as well as in internal/help's files): every example command is led
+// by a # line saying what it does, as kubectl's are.
+func TestEveryExampleSaysWhatItDoes(t *testing.T) {
+	root := NewRoot(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	for _, c := range commands(root) {
+		prev, cont := "", false
+		for _, l := range strings.Split(c.Example, "\n") {
+			l = strings.TrimSpace(l)
+			if strings.HasPrefix(l, "regghost ") && !cont && !strings.HasPrefix(prev, "# ") {
+				t.Errorf("%s: the example %q has no # line saying what it does", c.CommandPath(), l)
+			}
+			cont = strings.HasSuffix(l, `\`)
+			prev = l
+		}
+	}
+}

@@ -38,19 +38,29 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			render.Snapshot(c.OutOrStdout(), "Snapshot from "+ep+" saved at ", info)
 			return nil
 		},
-	}, &cobra.Command{
+	}, newSnapshotStatusCmd(), newSnapshotRestoreCmd(g))
+	return c
+}
+
+// newSnapshotStatusCmd verifies a snapshot file and says what it holds.
+func newSnapshotStatusCmd() *cobra.Command {
+	status := newPrintFlags(true, "table")
+	c := &cobra.Command{
 		Use:   "status FILE",
 		Short: "Verify a snapshot file: its sha256 and bbolt consistency",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := status.validate(); err != nil {
+				return err
+			}
 			info, err := snapshot.VerifySnapshot(args[0])
 			if err != nil {
 				return err
 			}
-			render.Snapshot(c.OutOrStdout(), "Snapshot ", info)
-			return nil
+			return status.print(c.OutOrStdout(), render.SnapshotOutput("Snapshot ", info))
 		},
-	}, newSnapshotRestoreCmd(g))
+	}
+	status.addFlags(c)
 	return c
 }
 

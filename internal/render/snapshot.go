@@ -21,6 +21,13 @@ func describeSnapshot(info *backup.SnapshotInfo) []string {
 		"sha256 " + info.SHA256}
 }
 
+// SnapshotOutput is a verified snapshot in every form -o can ask for; its
+// one row is the snapshot file.
+func SnapshotOutput(heading string, info *backup.SnapshotInfo) Output {
+	return Output{Doc: info, Rows: []Row{{Name: info.Path, Obj: info}},
+		Human: func(w io.Writer, _, _ bool) error { Snapshot(w, heading, info); return nil }}
+}
+
 // Snapshot writes heading followed by the snapshot's path (on the next
 // line when they do not fit together), then what it holds, indented.
 func Snapshot(out io.Writer, heading string, info *backup.SnapshotInfo) {
