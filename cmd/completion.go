@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,34 +43,133 @@ func completions(g *globalOptions, root *cobra.Command) {
 		}
 	}
 	walk(root)
-	for _, c := range root.Commands() {
-		if c.Name() == "restore" {
-			c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-				return completeBackups(), cobra.ShellCompDirectiveNoFileComp
+	none := cobra.ShellCompDirectiveNoFileComp
+	keys := func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, none
+		}
+		return completeKeys(c, g, toComplete), none | cobra.ShellCompDirectiveNoSpace
+	}
+	byPath := map[string]cobra.CompletionFunc{
+		"regghost restore": func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return completeBackups(), none
+		},
+		"regghost get":     keys,
+		"regghost history": keys,
+		"regghost ls":      keys,
+		"regghost members replace": func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, none
 			}
+			return completeMembers(c, g), none
+		},
+		"regghost migrate": func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, none
+			}
+			return completeUnder(c, g, "customresourcedefinitions/"), none
+		},
+		"regghost unstick": func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			switch {
+			case len(args) == 0:
+				return []string{"namespace", "crd"}, none
+			case len(args) == 1 && (args[0] == "namespace" || args[0] == "ns"):
+				return completeUnder(c, g, "namespaces/"), none
+			case len(args) == 1 && args[0] == "crd":
+				return completeUnder(c, g, "customresourcedefinitions/"), none
+			}
+			return nil, none
+		},
+	}
+	for _, c := range commands(root) {
+		if fn, ok := byPath[c.CommandPath()]; ok {
+			c.ValidArgsFunction = fn
 		}
 	}
 }
 
-// completeNamespaces lists the namespace keys etcd holds; nothing when etcd
-// does not answer within 2 seconds.
-func completeNamespaces(c *cobra.Command, g *globalOptions) []string {
+// commands lists every command of a tree.
+func commands(c *cobra.Command) []*cobra.Command {
+	out := []*cobra.Command{c}
+	for _, s := range c.Commands() {
+		out = append(out, commands(s)...)
+	}
+	return out
+}
+
+// completionBudget is how long a completion may read etcd: a shell waits
+// for it.
+const completionBudget = 2 * time.Second
+
+// completeKeys lists up to 100 keys starting with what was typed (the
+// registry prefix when nothing was); nothing when etcd does not answer in
+// time.
+func completeKeys(c *cobra.Command, g *globalOptions, typed string) []string {
+	if typed == "" {
+		return []string{g.Prefix}
+	}
+	return completeRange(c, g, typed, "", 100)
+}
+
+// completeUnder lists the names of the keys under the registry's dir/
+// (namespaces/, customresourcedefinitions/).
+func completeUnder(c *cobra.Command, g *globalOptions, dir string) []string {
+	return completeRange(c, g, g.Prefix+dir, g.Prefix+dir, 0)
+}
+
+// completeRange lists the keys starting with prefix, trim cut from each,
+// at most limit of them (0: all).
+func completeRange(c *cobra.Command, g *globalOptions, prefix, trim string, limit int) []string {
 	g.noteGiven(c.Root().PersistentFlags())
 	g.errOut = &strings.Builder{} // completion prints nothing but its words
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), completionBudget)
 	defer cancel()
 	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: etcdscan.DefaultPageSize})
 	if err != nil {
 		return nil
 	}
 	defer closeStore()
-	prefix := g.Prefix + "namespaces/"
 	var out []string
+	errEnough := errors.New("enough")
 	_ = store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), true, func(kv *mvccpb.KeyValue) error {
-		out = append(out, strings.TrimPrefix(string(kv.Key), prefix))
+		out = append(out, strings.TrimPrefix(string(kv.Key), trim))
+		if limit > 0 && len(out) >= limit {
+			return errEnough
+		}
 		return nil
 	})
 	return out
+}
+
+// completeMembers lists etcd's members by name; nothing when etcd does not
+// answer in time.
+func completeMembers(c *cobra.Command, g *globalOptions) []string {
+	g.noteGiven(c.Root().PersistentFlags())
+	g.errOut = &strings.Builder{}
+	ctx, cancel := context.WithTimeout(context.Background(), completionBudget)
+	defer cancel()
+	cli, err := g.Connect(ctx)
+	if err != nil {
+		return nil
+	}
+	defer cli.Close()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range resp.Members {
+		if m.Name != "" {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// completeNamespaces lists the namespace keys etcd holds; nothing when etcd
+// does not answer within completionBudget.
+func completeNamespaces(c *cobra.Command, g *globalOptions) []string {
+	return completeUnder(c, g, "namespaces/")
 }
 
 // completeBackups lists the backup directories under the backup root.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/regghost/regghost/internal/help"
@@ -16,14 +15,6 @@ import (
 	"github.com/regghost/regghost/pkg/recovery"
 )
 
-// commands lists every command of regghost's tree.
-func commands(root *cobra.Command) []*cobra.Command {
-	out := []*cobra.Command{root}
-	for _, c := range root.Commands() {
-		out = append(out, commands(c)...)
-	}
-	return out
-}
 
 // TestHelpFitsAndAgrees renders every command's help: no line is over
 // help.Width columns, every command a person runs has examples, and every

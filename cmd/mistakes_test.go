@@ -198,6 +198,10 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "scan", "-o", ""}, []string{"wide", "json", "jsonpath="}},
 		{[]string{"__complete", "purge", "--endpoints", ep, "-n", ""}, []string{"default", "kube-system", "shop"}},
 		{[]string{"__complete", "restore", ""}, []string{filepath.Join(root, "20261206T000000Z-namespace-shop")}},
+		{[]string{"__complete", "unstick", ""}, []string{"namespace", "crd"}},
+		{[]string{"__complete", "unstick", "--endpoints", ep, "namespace", ""}, []string{"kube-system", "shop"}},
+		{[]string{"__complete", "get", "--endpoints", ep, "/registry/namespaces/s"}, []string{"/registry/namespaces/shop"}},
+		{[]string{"__complete", "members", "replace", "--endpoints", ep, ""}, []string{"default"}},
 	} {
 		var out, errOut bytes.Buffer
 		Run(tc.args, strings.NewReader(""), &out, &errOut)
