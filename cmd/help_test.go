@@ -15,7 +15,6 @@ import (
 	"github.com/regghost/regghost/pkg/recovery"
 )
 
-
 // TestHelpFitsAndAgrees renders every command's help: no line is over
 // help.Width columns, every command a person runs has examples, and every
 // value an override flag's help offers is one its command accepts.

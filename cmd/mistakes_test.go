@@ -49,6 +49,20 @@ func TestNamespaceThatExistsNowhere(t *testing.T) {
 			t.Errorf("%s -n shpo: exit %d\n%s%s", cmd[0], code, msg, out.String())
 		}
 	}
+	// A namespace regghost purged (a backup named after it) existed: nothing
+	// of it left is no typo, exit 0, with where it went.
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "20261206T000000Z-namespace-shpo"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("REGGHOST_BACKUP_DIR", root)
+	for _, cmd := range [][]string{{"scan"}, {"purge"}} {
+		var out, errOut bytes.Buffer
+		code := Run(append(cmd, "-n", "shpo", "--endpoints", ep, "--no-api"), strings.NewReader(""), &out, &errOut)
+		if code != ExitOK || !strings.Contains(strings.Join(strings.Fields(errOut.String()), " "), "nothing of namespace shpo is in etcd; regghost's backup "+filepath.Join(root, "20261206T000000Z-namespace-shpo")) {
+			t.Errorf("%s -n shpo after a purge of it: exit %d\n%s%s", cmd[0], code, errOut.String(), out.String())
+		}
+	}
 	// A namespace force-deleted whose objects remain is what scan is for.
 	var out, errOut bytes.Buffer
 	if code := Run([]string{"scan", "-n", "kb-system", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut); code != ExitGhosts {

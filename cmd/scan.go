@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -9,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/session"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 type scanOptions struct {
@@ -148,6 +151,15 @@ func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace st
 	so := session.ScanOptions{Namespace: namespace, TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, SpillAfter: spill, Now: clock, KMSKeyIDs: keyIDs}
 	if !quiet {
 		so.Progress = func() (func(read, total int), func()) { return render.ScanProgress(g.errOut) }
+	}
+	so.Existed = func(ns string) bool {
+		dirs := backup.NamedAfter(envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "namespace "+ns)
+		if len(dirs) == 0 {
+			return false
+		}
+		last := dirs[len(dirs)-1]
+		table.Wrapped(g.errOut, fmt.Sprintf("regghost: note: nothing of namespace %s is in etcd; regghost's backup %s is named after it (what a purge of it took: `regghost restore %s` puts it back)", ns, last, last))
+		return true
 	}
 	return rs.Scan(ctx, so)
 }

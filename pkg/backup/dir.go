@@ -21,10 +21,7 @@ func NewBackupDir(root, scope string, now time.Time) (string, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", fmt.Errorf("create backup directory %s: %w", root, err)
 	}
-	slug := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(scope), "-"), "-")
-	if len(slug) > 60 {
-		slug = slug[:60]
-	}
+	slug := slugOf(scope)
 	base := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+slug)
 	dir := base
 	// Two runs of the same scope in one second get directories of their own.
@@ -45,4 +42,37 @@ func NewBackupDir(root, scope string, now time.Time) (string, error) {
 	}
 	os.Remove(probe)
 	return dir, nil
+}
+
+// slugOf is the part of a backup directory's name its scope gives.
+func slugOf(scope string) string {
+	slug := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(scope), "-"), "-")
+	if len(slug) > 60 {
+		slug = slug[:60]
+	}
+	return slug
+}
+
+// NamedAfter lists the backup directories under root named after scope
+// ("namespace shop"), oldest first: evidence that what scope names existed
+// and was written away by regghost, read from the names alone (no backup is
+// opened). None when root does not exist.
+func NamedAfter(root, scope string) []string {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	slug := slugOf(scope)
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		stamp, rest, ok := strings.Cut(name, "-")
+		if !e.IsDir() || !ok || len(stamp) != len("20060102T150405Z") {
+			continue
+		}
+		if rest == slug || strings.HasPrefix(rest, slug+"-") && strings.Trim(strings.TrimPrefix(rest, slug+"-"), "0123456789") == "" {
+			out = append(out, filepath.Join(root, name))
+		}
+	}
+	return out
 }

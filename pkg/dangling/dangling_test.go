@@ -51,7 +51,7 @@ func TestFind(t *testing.T) {
 		// A binding in ops to an account of the gone kb-system: both
 		// namespaces' business.
 		"/registry/rolebindings/ops/cross": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"cross","namespace":"ops"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","namespace":"kb-system","name":"controller"}]}`,
-		"/registry/rolebindings/ops/read":        `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"read","namespace":"ops"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","name":"deleted"}]}`,
+		"/registry/rolebindings/ops/read":  `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"read","namespace":"ops"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"ServiceAccount","name":"deleted"}]}`,
 		// kube-apiserver's bootstrap policy: ServiceAccounts that do not exist
 		// by design (kube-controller-manager without
 		// --use-service-account-credentials, CoreDNS as coredns) are no

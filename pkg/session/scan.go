@@ -30,6 +30,11 @@ type ScanOptions struct {
 	// KMSKeyIDs asks the KMS v2 plugins that write their key ID (not
 	// offline: the live plugin's key ID is not a snapshot's).
 	KMSKeyIDs bool
+	// Existed, if set, is asked about a namespace of which etcd holds
+	// nothing before that is refused as a typo: true when something else
+	// (a regghost backup named after it) shows it existed, and the scan
+	// then reports it empty.
+	Existed func(namespace string) bool
 	// Progress, if set, starts the progress display and returns the
 	// function the scan reports to and the one that ends the display.
 	Progress func() (report func(read, total int), done func())
@@ -94,7 +99,7 @@ func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, erro
 	}
 	// Nothing in the namespace and nothing referring into it: a name that
 	// exists nowhere (a namespace force-deleted still has what refers to it).
-	if so.Namespace != "" && rep.ScannedKeys == 0 && len(rep.Dangling) == 0 {
+	if so.Namespace != "" && rep.ScannedKeys == 0 && len(rep.Dangling) == 0 && (so.Existed == nil || !so.Existed(so.Namespace)) {
 		if err := r.NamespaceSomewhere(ctx, so.Namespace); err != nil {
 			return nil, err
 		}
