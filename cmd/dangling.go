@@ -14,6 +14,7 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/table"
 )
@@ -112,6 +113,14 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	err = o.print.printResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
 	if err == nil && len(refused) > 0 {
 		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
+	}
+	if n := dangling.Unfixed(rep.Dangling, fixes, refused); err == nil && n > 0 {
+		// Fixed what has a fix; the others are still there.
+		isAre := "are"
+		if n == 1 {
+			isAre = "is"
+		}
+		err = &exitError{code: ExitGhosts, err: fmt.Errorf("%s whose target is gone %s left: no automatic fix exists for %s (the FIX column says what does)", render.Plural(n, "reference"), isAre, plural.Them(n))}
 	}
 	return err
 }

@@ -202,5 +202,10 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 		return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
 	}
 	render.ManifestsLeftOut(errOut, left, o.withLive)
-	return o.print.print(out, render.Output{Doc: list})
+	if err := o.print.print(out, render.Output{Doc: list}); err != nil {
+		return err
+	}
+	// Part of what was selected cannot come back: the exit code says so,
+	// as the write's does.
+	return failed(render.ManifestsRefusedError(left))
 }

@@ -101,3 +101,27 @@ func TestRecoverThatLeavesPartExitsNonZero(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
 	}
 }
+
+// TestRecoverManifestsThatLeavePartExitNonZero: -o yaml that leaves out an
+// object recover refuses exits 1 as the write would, after printing the
+// rest; what it leaves out is said on stderr.
+func TestRecoverManifestsThatLeavePartExitNonZero(t *testing.T) {
+	cli, ep, db := goldenSnapshot(t)
+	ctx := context.Background()
+	resp, err := cli.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if strings.Contains(string(kv.Key), "/shop/") {
+			if _, err := cli.Delete(ctx, string(kv.Key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var out, errOut bytes.Buffer
+	code := Run([]string{"recover", "--snapshot", db, "-n", "shop", "-o", "yaml", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut)
+	if code != ExitError || !strings.Contains(errOut.String(), "refused and left out of the manifests") || !strings.Contains(out.String(), "kind: List") {
+		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}

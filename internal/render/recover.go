@@ -90,6 +90,26 @@ func RecoveryRefusedError(objs []*recovery.Object) error {
 	return nil
 }
 
+// ManifestsRefusedError says why manifests that leave refused objects out
+// fail the command (part of what was selected cannot come back); nil when
+// only objects already there were left out.
+func ManifestsRefusedError(left []recovery.Left) error {
+	n := 0
+	var first recovery.Left
+	for _, l := range left {
+		if l.Action == recovery.Refused {
+			if n == 0 {
+				first = l
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s refused and left out of the manifests (%s: %s)", plural.Of(n, "object"), table.Escape(first.Key), table.Escape(first.Reason))
+}
+
 // ManifestsLeftOut says on errOut which objects the manifests leave out,
 // and why; withLive is whether --with-live was given.
 func ManifestsLeftOut(errOut io.Writer, left []recovery.Left, withLive bool) {

@@ -629,3 +629,26 @@ func TestPolicyTableIsAsMakeCatalogWritesIt(t *testing.T) {
 		}
 	}
 }
+
+// TestUnfixed: the gone references no fix takes and no refusal names are
+// what a confirmed run leaves.
+func TestUnfixed(t *testing.T) {
+	gone := func(key string) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Key: key, State: etcdscan.DanglingGone}
+	}
+	refs := []etcdscan.DanglingRef{gone("a"), gone("b"), gone("pv"), {Key: "down", State: etcdscan.DanglingDown}}
+	for _, tt := range []struct {
+		name    string
+		fixes   []Fix
+		refused []Refusal
+		want    int
+	}{
+		{"every gone one fixed but the volume's", []Fix{{Refs: refs[:1]}, {Refs: refs[1:2]}}, nil, 1},
+		{"one refused", []Fix{{Refs: refs[:1]}}, []Refusal{{Ref: refs[1]}}, 1},
+		{"all taken", []Fix{{Refs: refs[:3]}}, nil, 0},
+	} {
+		if got := Unfixed(refs, tt.fixes, tt.refused); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -454,3 +454,20 @@ func firstLine(err error) string {
 	}
 	return s
 }
+
+// Unfixed counts the references whose target is gone that neither a fix
+// takes nor a refusal names: those no fix exists for (a volume's claim, a
+// ghost target whose purge is the fix). A run that leaves them has left
+// something, as its dry run found it.
+func Unfixed(refs []etcdscan.DanglingRef, fixes []Fix, refused []Refusal) int {
+	n := 0
+	for _, r := range refs {
+		if r.State == etcdscan.DanglingGone {
+			n++
+		}
+	}
+	for _, f := range fixes {
+		n -= len(f.Refs)
+	}
+	return max(n-len(refused), 0)
+}
