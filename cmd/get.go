@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -10,27 +11,30 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/resolve"
 	"github.com/regghost/regghost/pkg/session"
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
 	p := newPrintFlags(false, "yaml", "raw")
+	var namespace string
 	c := &cobra.Command{
-		Use:   "get KEY",
+		Use:   "get (KEY | TYPE/NAME | TYPE NAME)",
 		Short: "Decode the object stored under one etcd key",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := p.validate(); err != nil {
 				return err
 			}
-			return runGet(c.Context(), g, args[0], p, c.OutOrStdout())
+			return runGet(c.Context(), g, args, namespace, p, c.OutOrStdout())
 		},
 	}
+	c.Flags().StringVarP(&namespace, "namespace", "n", "", "the namespace of a TYPE/NAME (default: default, as kubectl's)")
 	p.addFlags(c)
 	return c
 }
 
-func runGet(ctx context.Context, g *globalOptions, key string, p *printFlags, out io.Writer) error {
+func runGet(ctx context.Context, g *globalOptions, args []string, namespace string, p *printFlags, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
@@ -38,6 +42,13 @@ func runGet(ctx context.Context, g *globalOptions, key string, p *printFlags, ou
 		return err
 	}
 	defer closeStore()
+	key, err := resolve.Target(ctx, store, g.Prefix, args, namespace)
+	if errors.Is(err, resolve.ErrTarget) {
+		return usageError("%v", err)
+	}
+	if err != nil {
+		return err
+	}
 	kv, err := etcdscan.GetCopy(ctx, store, key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)

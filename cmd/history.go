@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/history"
+	"github.com/regghost/regghost/pkg/resolve"
+	"github.com/regghost/regghost/pkg/session"
 )
 
 type historyOptions struct {
@@ -19,14 +22,17 @@ type historyOptions struct {
 	rev       int64
 	print     *printFlags
 	sel       history.Selection
+	// target is an object named as kubectl names one (TYPE/NAME, TYPE
+	// NAME), resolved to sel.Key in run.
+	target []string
 }
 
 func newHistoryCmd(g *globalOptions) *cobra.Command {
 	o := &historyOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
-		Use:   "history (KEY | PREFIX/ | -n NAMESPACE)",
+		Use:   "history (KEY | PREFIX/ | TYPE/NAME | TYPE NAME | -n NAMESPACE)",
 		Short: "Show the revisions etcd still holds of a key, a namespace or a prefix",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  cobra.MaximumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.complete(g, args); err != nil {
 				return err
@@ -37,7 +43,7 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 			return o.run(c.Context(), g, c.OutOrStdout())
 		},
 	}
-	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the history of this namespace: its key and every object in it")
+	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the history of this namespace: its key and every object in it (with TYPE/NAME: the object's namespace)")
 	c.Flags().Int64Var(&o.rev, "rev", 0, "report revisions from this one on (default: the earliest held)")
 	o.print.addFlags(c)
 	return c
@@ -47,6 +53,15 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 func (o *historyOptions) complete(g *globalOptions, args []string) error {
 	g.Discover()
 	o.sel = history.Selection{Registry: g.Prefix, Namespace: o.namespace}
+	if isObjectTarget(args) {
+		// kubectl's TYPE/NAME or TYPE NAME: resolved to its key once etcd
+		// (or the db file) can be read; -n is the object's namespace.
+		o.target, o.sel.Namespace = args, ""
+		return nil
+	}
+	if len(args) == 2 {
+		return usageError("%s: give an etcd key (/registry/...), TYPE/NAME or TYPE NAME", strings.Join(args, " "))
+	}
 	if len(args) == 1 {
 		arg := args[0]
 		if !strings.HasPrefix(arg, "/") {
@@ -61,7 +76,23 @@ func (o *historyOptions) complete(g *globalOptions, args []string) error {
 	return nil
 }
 
+// isObjectTarget says whether args name an object as kubectl does (TYPE
+// NAME, or TYPE/NAME: one slash, not a key), rather than a key or a prefix.
+func isObjectTarget(args []string) bool {
+	switch len(args) {
+	case 2:
+		return true
+	case 1:
+		a := args[0]
+		return !strings.HasPrefix(a, "/") && strings.Count(a, "/") == 1 && !strings.HasSuffix(a, "/")
+	}
+	return false
+}
+
 func (o *historyOptions) validate() error {
+	if o.target != nil {
+		return o.print.validate()
+	}
 	if err := o.sel.Validate(); err != nil {
 		return usageError("%v: history KEY, history PREFIX/ or history -n NAMESPACE", err)
 	}
@@ -84,6 +115,21 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	opts := history.Options{From: o.rev, Decode: func(ctx context.Context, key string, value []byte) (*decode.Object, error) {
 		return decrypt.DecodeMeta(ctx, dec, g.Prefix, key, value)
 	}}
+	if o.target != nil {
+		store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
+		if err != nil {
+			return err
+		}
+		key, err := resolve.Target(ctx, store, g.Prefix, o.target, o.namespace)
+		closeStore()
+		if errors.Is(err, resolve.ErrTarget) {
+			return usageError("%v", err)
+		}
+		if err != nil {
+			return err
+		}
+		o.sel = history.Selection{Registry: g.Prefix, Key: key}
+	}
 	var h *history.History
 	var info *dbfile.Info
 	if g.DB != "" {

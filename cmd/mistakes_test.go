@@ -227,3 +227,36 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestKubectlTargetForms: get and history take an object as kubectl names
+// it (TYPE/NAME, TYPE NAME, with -n) as well as its key, and the same
+// object comes out; a type nobody serves is a usage error naming the
+// nearest.
+func TestKubectlTargetForms(t *testing.T) {
+	_, ep, _ := goldenSnapshot(t)
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := Run(append(args, "--endpoints", ep, "--no-api"), strings.NewReader(""), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	_, want, _ := run("get", "/registry/pods/shop/web", "-o", "json")
+	for _, args := range [][]string{{"get", "pod/web", "-n", "shop"}, {"get", "po", "web", "-n", "shop"}} {
+		code, got, errOut := run(append(args, "-o", "json")...)
+		if code != ExitOK || got != want {
+			t.Errorf("%v: exit %d, %s\n%s", args, code, errOut, got)
+		}
+	}
+	if code, _, errOut := run("get", "widget/w1", "-n", "shop"); code != ExitOK && !strings.Contains(errOut, "names no resource") {
+		t.Errorf("get widget/w1: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := run("history", "pod/web", "-n", "shop")
+	if code != ExitOK || !strings.Contains(out, "/registry/pods/shop/web") {
+		t.Errorf("history pod/web -n shop: exit %d\n%s%s", code, errOut, out)
+	}
+	for _, args := range [][]string{{"get", "pdo/web", "-n", "shop"}, {"history", "pdo", "web"}, {"get", "/registry/pods/shop/web", "-n", "shop"}} {
+		code, _, errOut := run(args...)
+		if code != ExitUsage || !strings.Contains(errOut, "did you mean") && !strings.Contains(errOut, "does not apply to a key") {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, ExitUsage, errOut)
+		}
+	}
+}
