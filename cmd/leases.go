@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -11,14 +12,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/session"
+	"github.com/regghost/regghost/pkg/table"
 )
 
 type leasesOptions struct {
+	writeFlags
 	namespace string
 	eventTTL  time.Duration
 	maxCount  int
+	batchSize int
+	rate      float64
 	print     *printFlags
 }
 
@@ -26,7 +33,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 	o := &leasesOptions{print: newPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "leases [-n NAMESPACE]",
-		Short: "Audit etcd's leases: events past their TTL or with none, leases too big to revoke, stale masterleases (read-only)",
+		Short: "Audit etcd's leases (events past their TTL or with none, leases too big to revoke, stale masterleases) and remove what outlived its TTL",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := validateScanInput(o.namespace); err != nil {
@@ -38,18 +45,26 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 			if o.eventTTL < 0 || o.maxCount < 0 {
 				return usageError("--event-ttl and --lease-max-object-count must not be negative (0: the default)")
 			}
-			return o.run(c.Context(), g, c.OutOrStdout())
+			if o.confirm {
+				if err := refuseDB(g, "leases --confirm"); err != nil {
+					return err
+				}
+			}
+			return o.run(c.Context(), g, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "judge only this namespace's events (the leases are the whole keyspace's)")
 	f.DurationVar(&o.eventTTL, "event-ttl", 0, "kube-apiserver's --event-ttl (default: read from this node's kube-apiserver, else 1h)")
 	f.IntVar(&o.maxCount, "lease-max-object-count", 0, "the most keys a lease may hold before it is too big to revoke safely (default 1000, the most kube-apiserver puts on one lease)")
+	o.writeFlags.add(c, "really delete the events past their TTL and the stale masterleases (without it leases is read-only)", "where the removal's backup goes")
+	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
+	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
 	o.print.addFlags(c)
 	return c
 }
 
-func (o *leasesOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
+func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
@@ -110,9 +125,51 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, out io.Writer
 	if err != nil {
 		return err
 	}
-	if err := o.print.print(out, render.Leases(a, settings)); err != nil {
+	if rs.DB {
+		// A copy of etcd is audited, never removed from.
+		if err := o.print.print(out, render.Leases(a, settings)); err != nil {
+			return err
+		}
+		return foundFaults(a)
+	}
+	plan := leases.Plan(a, o.namespace)
+	if !o.confirm || plan.Keys() == 0 {
+		if err := o.print.print(out, render.LeasesPlan(a, settings, plan, !o.confirm)); err != nil {
+			return err
+		}
+		return foundFaults(a)
+	}
+	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.planWriter(out, g.errOut)), false, false); err != nil {
 		return err
 	}
+	if err := o.ask(in, g.errOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
+		return err
+	}
+	sctx, cli, done, err := g.Bounded(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
+	defer doneWriting()
+	res, err := leases.Remove(sctx, plan, leases.RemoveOptions{Client: cli, Prefix: g.Prefix, BackupRoot: o.backupDir, Notices: g.errOut, Now: clock,
+		Decrypt: decrypt.Namespaces(rs.Decrypter), Serves: opts.Serves,
+		Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}})
+	if res == nil {
+		return err
+	}
+	if err := o.print.printResult(out, render.LeasesRemoved(res), err); err != nil {
+		return err
+	}
+	if res.Deleted < res.Planned || len(plan.Left) > 0 {
+		// Left something: what the plan left as is, or a key changed since.
+		return &exitError{code: ExitGhosts}
+	}
+	return nil
+}
+
+// foundFaults is the exit of an audit: 3 when it found a fault.
+func foundFaults(a *leases.Audit) error {
 	if a.Faults() > 0 {
 		return &exitError{code: ExitGhosts}
 	}

@@ -133,4 +133,76 @@ func TestLeasesAudit(t *testing.T) {
 		t.Errorf("leases: exit %d\n%s\n%s", code, out, errOut)
 	}
 	c.assertChangedOnly(t, "leases", before, nil)
+
+	// The removal: what outlived its TTL goes, in batches, behind a backup;
+	// the young events kube-apiserver wrote, the key under a lease that is
+	// not an event, and everything else stay; /readyz answers 200 all along.
+	var gone []string
+	for i := range 60 {
+		gone = append(gone, fmt.Sprintf("/registry/events/load/e%03d", i))
+	}
+	gone = append(gone, "/registry/events/shop/kept.1", "/registry/events/shop/restored.1", "/registry/events/shop/restored.2", "/registry/masterleases/127.0.0.9")
+	before = c.state(t)
+	ready := watchReadyz(t, c)
+	root := t.TempDir()
+	out, errOut, code = c.regghost(t, "", "leases", "--event-ttl", "2m", "--lease-max-object-count", "50", "--confirm", "--yes", "--batch-size", "16", "--backup-dir", root)
+	if bad := ready(); bad != "" {
+		t.Errorf("kube-apiserver's /readyz during the removal: %s", bad)
+	}
+	checkCapture(t, "confirm", code, "$ regghost leases --event-ttl 2m --lease-max-object-count 50 --confirm", errOut, out)
+	// 3: the key under a lease that is not an event is left, said.
+	if code != 3 || !strings.Contains(oneLine(out), "Deleted 64 of 64 planned keys") {
+		t.Errorf("leases --confirm: exit %d\n%s\n%s", code, out, errOut)
+	}
+	c.assertChangedOnly(t, "leases --confirm", before, gone)
+	for _, k := range gone {
+		if c.value(t, k) != nil {
+			t.Errorf("%s is still there", k)
+		}
+	}
+	for _, k := range []string{"/registry/configmaps/shop/leased"} {
+		if c.value(t, k) == nil {
+			t.Errorf("%s was deleted", k)
+		}
+	}
+	web, err := c.kube.CoreV1().Events("shop").List(ctx, metav1.ListOptions{})
+	mustNoErr(t, "list events", err)
+	if n := len(web.Items); n < 5 {
+		t.Errorf("%d events left in shop, want the 5 young ones kube-apiserver wrote", n)
+	}
+
+	// restore puts every key back, the events under a lease again.
+	out, errOut, code = c.regghost(t, "", "restore", backupFrom(t, out), "--confirm", "--yes")
+	if code != 0 {
+		t.Fatalf("restore: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, k := range gone {
+		if c.value(t, k) == nil {
+			t.Errorf("restore did not put %s back", k)
+		}
+	}
+}
+
+// watchReadyz asks kube-apiserver's /readyz every 200ms until the returned
+// function is called, which says what was not 200 ("" when all were).
+func watchReadyz(t *testing.T, c *cluster) func() string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan string)
+	go func() {
+		var bad []string
+		for ctx.Err() == nil {
+			var code int
+			err := c.kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code).Error()
+			if ctx.Err() == nil && (err != nil || code != 200) {
+				bad = append(bad, fmt.Sprintf("%d %v", code, err))
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		done <- strings.Join(bad, "; ")
+	}()
+	return func() string { cancel(); return <-done }
 }

@@ -181,3 +181,63 @@ func ageOf(d time.Duration) string {
 	}
 	return d.Truncate(time.Second).String()
 }
+
+// LeasesPlan is the audit with what --confirm removes and leaves: its
+// document is the audit's (the removal is the human part), its rows the
+// keys of every fault class.
+func LeasesPlan(a *leases.Audit, settings string, r *leases.Removal, dryRun bool) Output {
+	o := Leases(a, settings)
+	o.Human = func(w io.Writer, _, _ bool) error {
+		if err := writeLeases(w, a, settings); err != nil {
+			return err
+		}
+		WriteLeasesRemoval(w, r, dryRun)
+		return nil
+	}
+	return o
+}
+
+// WriteLeasesRemoval writes what a removal deletes, what it leaves and
+// why, and for a dry run the command that does it.
+func WriteLeasesRemoval(w io.Writer, r *leases.Removal, dryRun bool) {
+	fmt.Fprintln(w)
+	what := []string{}
+	if n := len(r.Events); n > 0 {
+		what = append(what, plural.Of(n, "event")+" past the TTL")
+	}
+	if n := len(r.MasterLeases); n > 0 {
+		what = append(what, plural.Of(n, "masterlease")+" no kube-apiserver answers at")
+	}
+	switch {
+	case r.Keys() == 0:
+		table.Wrapped(w, "Nothing to remove: no event is past its TTL and no masterlease is stale.")
+	default:
+		table.Wrapped(w, fmt.Sprintf("Removal: %s (%s), each only while unchanged since this audit, in paced transactions that only delete, behind a verified per-key backup (restore puts them back); no full snapshot is taken, nothing else is written.",
+			plural.Of(r.Keys(), "key"), strings.Join(what, ", ")))
+	}
+	if len(r.Left) > 0 {
+		fmt.Fprintln(w, "Left as is:")
+		for _, l := range r.Left {
+			table.Para(w, "  - ", "    ", l+".")
+		}
+	}
+	if dryRun && r.Keys() > 0 {
+		fmt.Fprintln(w)
+		table.Wrapped(w, "Dry run: nothing was changed. Re-run with --confirm to back up and delete "+plural.Them(r.Keys())+".")
+	}
+}
+
+// LeasesRemoved is a finished removal; its rows are the keys with their
+// outcome.
+func LeasesRemoved(res *leases.Removed) Output {
+	return Output{Doc: res, Rows: ResultRows(res.Results), Human: func(w io.Writer, _, _ bool) error {
+		fmt.Fprintln(w)
+		table.Wrapped(w, "Backup   "+res.Backup+" (verified)")
+		fmt.Fprintln(w)
+		Results(w, res.Results)
+		fmt.Fprintln(w)
+		table.Wrapped(w, fmt.Sprintf("Deleted %d of %s.", res.Deleted, plural.Of(res.Planned, "planned key")))
+		table.LabeledCommand(w, "Undo these deletes:", "regghost restore "+res.Dir+" --confirm")
+		return nil
+	}}
+}

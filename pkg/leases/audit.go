@@ -75,6 +75,9 @@ type Event struct {
 	Reason    string        `json:"reason"`
 	Age       time.Duration `json:"age"`
 	Lease     int64         `json:"lease,omitempty"`
+	// ModRevision is the revision it was judged at: a removal deletes it
+	// only while it is unchanged.
+	ModRevision int64 `json:"modRevision"`
 }
 
 // Lease is one etcd lease and the keys that hang on it.
@@ -94,9 +97,12 @@ type Key struct {
 // MasterLease is one /registry/masterleases/ entry: a kube-apiserver's
 // address the default/kubernetes Service sends traffic to.
 type MasterLease struct {
-	IP    string `json:"ip"`
-	Port  int32  `json:"port,omitempty"`
-	Lease int64  `json:"lease"`
+	// Key and ModRevision are the key and the revision it was judged at.
+	Key         string `json:"key"`
+	ModRevision int64  `json:"modRevision"`
+	IP          string `json:"ip"`
+	Port        int32  `json:"port,omitempty"`
+	Lease       int64  `json:"lease"`
 	// NotServed says why no kube-apiserver answers there ("" when one
 	// does, or when it was not asked: Asked).
 	NotServed string `json:"notServed,omitempty"`
@@ -199,7 +205,7 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 				a.event(open(ctx, o, kv), events, now, o)
 			}
 		case strings.HasPrefix(key, masters):
-			m := MasterLease{IP: strings.TrimPrefix(key, masters), Lease: kv.Lease, Port: portOf(kv.Value)}
+			m := MasterLease{Key: key, ModRevision: kv.ModRevision, IP: strings.TrimPrefix(key, masters), Lease: kv.Lease, Port: portOf(kv.Value)}
 			if o.Serves != nil {
 				m.Asked, m.NotServed = true, o.Serves(ctx, m.IP, m.Port)
 			}
@@ -245,7 +251,7 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 // event judges one event: its age by its last write, and its lease.
 func (a *Audit) event(kv *mvccpb.KeyValue, prefix string, now time.Time, o Options) {
 	a.Events++
-	e := Event{Key: string(kv.Key), Lease: kv.Lease}
+	e := Event{Key: string(kv.Key), Lease: kv.Lease, ModRevision: kv.ModRevision}
 	e.Namespace, _, _ = strings.Cut(strings.TrimPrefix(e.Key, prefix), "/")
 	if kv.Lease == 0 {
 		a.NoLease = append(a.NoLease, e)

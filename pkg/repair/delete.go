@@ -37,6 +37,14 @@ type beforeDelete interface {
 	run(ctx context.Context, i int) error
 }
 
+// DeleteEntries deletes what a verified backup holds (entries), each key
+// compared on the revision it was judged at and on the absence of the keys
+// its verdict rests on, in paced, size-bounded transactions, each key read
+// back: the guarded delete every command that deletes keys shares.
+func DeleteEntries(ctx context.Context, kv clientv3.KV, entries []backup.Entry, pacing etcdwrite.Pacing, journal func(etcdwrite.Result)) ([]etcdwrite.Result, error) {
+	return guardedDelete(ctx, kv, entries, pacing, journal, nil)
+}
+
 // guardedDelete is GuardedDelete with before's work done right before the
 // transaction of each entry that needs it (deleteInSteps).
 func guardedDelete(ctx context.Context, kv clientv3.KV, entries []backup.Entry, pacing etcdwrite.Pacing, journal func(etcdwrite.Result), before beforeDelete) ([]etcdwrite.Result, error) {
@@ -45,7 +53,7 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []backup.Entry, 
 	}
 	results := make([]etcdwrite.Result, len(entries))
 	for i, e := range entries {
-		results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the purge stopped before it"}
+		results[i] = etcdwrite.Result{Key: e.Key, Outcome: etcdwrite.NotAttempted, Detail: "not attempted: the deletes stopped before it"}
 	}
 	// lost marks keys whose transaction was sent again after an error: the
 	// first try may have been applied with its reply lost.

@@ -1,0 +1,134 @@
+package leases
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
+)
+
+// TestRemoveOnlyWhatOutlivedItsTTL: the removal deletes the events past
+// their TTL (under a lease or none) and the masterleases nothing answers
+// at, behind a verified backup; an event written since the audit, an event
+// younger than the TTL, a masterlease whose server answers again at the
+// write, and every other key are left exactly as they were.
+func TestRemoveOnlyWhatOutlivedItsTTL(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	ks := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "uid-ks"}}
+	lease, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, value string, l clientv3.LeaseID) {
+		t.Helper()
+		var opts []clientv3.OpOption
+		if l != 0 {
+			opts = append(opts, clientv3.WithLease(l))
+		}
+		if _, err := cli.Put(ctx, key, value, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("/registry/namespaces/kube-system", etcdtest.Encode(t, ks), 0)
+	put("/registry/events/shop/old.1", event(t, "shop", "old.1", "BackOff", now.Add(-3*time.Hour)), lease.ID)
+	put("/registry/events/shop/old.2", event(t, "shop", "old.2", "BackOff", now.Add(-2*time.Hour)), lease.ID)
+	put("/registry/events/shop/young.1", event(t, "shop", "young.1", "Pulled", now.Add(-10*time.Minute)), lease.ID)
+	put("/registry/events/web/restored.old", event(t, "web", "restored.old", "Killing", now.Add(-5*time.Hour)), 0)
+	put("/registry/events/web/restored.young", event(t, "web", "restored.young", "Killing", now.Add(-5*time.Minute)), 0)
+	put("/registry/masterleases/10.0.0.9", "ep", lease.ID)
+	put("/registry/masterleases/10.0.0.8", "ep", lease.ID)
+	put("/registry/configmaps/app/settings", "x", 0)
+	answering := map[string]bool{}
+	serves := func(_ context.Context, ip string, _ int32) string {
+		if answering[ip] {
+			return ""
+		}
+		return "connection refused"
+	}
+	store, err := etcdscan.NewEtcdStore(ctx, cli, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Run(ctx, store, Options{Now: func() time.Time { return now }, Serves: serves})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan(a, "")
+	var planned []string
+	for _, e := range plan.Events {
+		planned = append(planned, e.Key)
+	}
+	for _, m := range plan.MasterLeases {
+		planned = append(planned, m.Key)
+	}
+	slices.Sort(planned)
+	want := []string{"/registry/events/shop/old.1", "/registry/events/shop/old.2", "/registry/events/web/restored.old", "/registry/masterleases/10.0.0.8", "/registry/masterleases/10.0.0.9"}
+	if !slices.Equal(planned, want) {
+		t.Fatalf("planned %v, want %v", planned, want)
+	}
+	if !slices.ContainsFunc(plan.Left, func(s string) bool { return strings.Contains(s, "1 event with no lease is not past the event TTL") }) {
+		t.Errorf("the plan does not say the young event with no lease is left: %v", plan.Left)
+	}
+	// Between the audit and the write: old.2 is written again, and a
+	// kube-apiserver answers at 10.0.0.8 once more.
+	put("/registry/events/shop/old.2", event(t, "shop", "old.2", "BackOff", now), lease.ID)
+	answering["10.0.0.8"] = true
+	before := dump(t, cli)
+	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
+	res, err := Remove(ctx, plan, RemoveOptions{Client: cli, Prefix: "/registry/", BackupRoot: t.TempDir(), Serves: serves,
+		Pacing: etcdwrite.Pacing{BatchSize: 2, PerSecond: 1000}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	after := dump(t, cli)
+	gone := []string{"/registry/events/shop/old.1", "/registry/events/web/restored.old", "/registry/masterleases/10.0.0.9"}
+	for k, v := range before {
+		_, still := after[k]
+		switch {
+		case slices.Contains(gone, k) && still:
+			t.Errorf("%s is still there", k)
+		case !slices.Contains(gone, k) && (!still || after[k] != v) && !strings.HasPrefix(k, "/regghost"):
+			t.Errorf("%s changed or went, though the removal did not plan it", k)
+		}
+	}
+	if res.Deleted != 3 {
+		t.Errorf("deleted %d, want 3: %+v", res.Deleted, res.Results)
+	}
+	b, err := backup.ReadBackup(res.Dir)
+	if err != nil {
+		t.Fatalf("the backup: %v", err)
+	}
+	var backedUp []string
+	for _, e := range b.Entries {
+		backedUp = append(backedUp, e.Key)
+	}
+	slices.Sort(backedUp)
+	if !slices.Equal(backedUp, gone) {
+		t.Errorf("backed up %v, want %v", backedUp, gone)
+	}
+}
+
+// dump is every key etcd holds with its value.
+func dump(t *testing.T, cli *clientv3.Client) map[string]string {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), "\x00", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, kv := range resp.Kvs {
+		out[string(kv.Key)] = string(kv.Value)
+	}
+	return out
+}
