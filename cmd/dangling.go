@@ -103,7 +103,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	defer done()
 	scope := "dangling references"
 	if o.namespace != "" {
-		scope += " into namespace " + o.namespace
+		scope += " of namespace " + o.namespace
 	}
 	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.Prefix, Scope: scope, Now: clock,
 		Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter)})
@@ -114,13 +114,13 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if err == nil && len(refused) > 0 {
 		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
 	}
-	if n := dangling.Unfixed(rep.Dangling, fixes, refused); err == nil && n > 0 {
+	if n := dangling.Unfixed(rep.Dangling, fixes, refused, res.Results); err == nil && n > 0 {
 		// Fixed what has a fix; the others are still there.
 		isAre := "are"
 		if n == 1 {
 			isAre = "is"
 		}
-		err = &exitError{code: ExitGhosts, err: fmt.Errorf("%s whose target is gone %s left: no automatic fix exists for %s (the FIX column says what does)", render.Plural(n, "reference"), isAre, plural.Them(n))}
+		err = &exitError{code: ExitGhosts, err: fmt.Errorf("%s whose target is gone %s left: no automatic fix exists for %s (each one's fix line says what does)", render.Plural(n, "reference"), isAre, plural.Them(n))}
 	}
 	return err
 }

@@ -14,9 +14,14 @@ import (
 // name to use: the same word with another meaning would look like success.
 var foreignFlags = map[string]string{
 	"prefix": "--prefix is not a regghost flag (etcdctl's --prefix is a switch): give kube-apiserver's key prefix as --etcd-prefix (default /registry/)",
-	// Renamed in 0.x: one name per kind of wait.
-	"wait-served": "--wait-served is now --wait (how long recover waits for a recovered CRD to be served)",
-	"member-wait": "--member-wait is now --wait (how long space reclaim waits for a defragmented member to come back healthy)",
+}
+
+// renamedFlags are flags renamed in 0.x, refused on the command that had
+// them with the name to use (never a hidden alias): one name per kind of
+// wait.
+var renamedFlags = map[string]struct{ command, hint string }{
+	"wait-served": {"regghost recover", "--wait-served is now --wait (how long recover waits for a recovered CRD to be served)"},
+	"member-wait": {"regghost space reclaim", "--member-wait is now --wait (how long space reclaim waits for a defragmented member to come back healthy)"},
 }
 
 // renamedCommands are commands renamed in 0.x, refused with the name to
@@ -44,6 +49,9 @@ func flagError(c *cobra.Command, err error) error {
 	if errors.As(err, &nx) {
 		if hint, ok := foreignFlags[nx.GetSpecifiedName()]; ok {
 			return usageError("%s", hint)
+		}
+		if r, ok := renamedFlags[nx.GetSpecifiedName()]; ok && r.command == c.CommandPath() {
+			return usageError("%s", r.hint)
 		}
 	}
 	var iv *pflag.InvalidValueError

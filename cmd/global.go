@@ -26,6 +26,9 @@ type globalOptions struct {
 	flags         flagSet
 	onCommandLine map[string]bool
 	errOut        io.Writer
+	// backupRoot is the --backup-dir of a command that writes (purge): a
+	// namespace that exists nowhere is looked for among its backups too.
+	backupRoot string
 }
 
 // flagSet is what discovery asks of the command's flags (a *pflag.FlagSet).

@@ -52,8 +52,13 @@ func TestNamespaceThatExistsNowhere(t *testing.T) {
 	// A namespace regghost purged (a backup named after it) existed: nothing
 	// of it left is no typo, exit 0, with where it went.
 	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, "20261206T000000Z-namespace-shpo"), 0o700); err != nil {
-		t.Fatal(err)
+	for dir, scope := range map[string]string{"20261206T000000Z-namespace-shpo": "namespace shpo", "20261206T000001Z-namespace-shpo-2": "namespace shpo-2"} {
+		if err := os.Mkdir(filepath.Join(root, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, dir, "backup.json"), []byte(`{"scope":"`+scope+`"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("REGGHOST_BACKUP_DIR", root)
 	for _, cmd := range [][]string{{"scan"}, {"purge"}} {
@@ -252,6 +257,14 @@ func TestKubectlTargetForms(t *testing.T) {
 	code, out, errOut := run("history", "pod/web", "-n", "shop")
 	if code != ExitOK || !strings.Contains(out, "/registry/pods/shop/web") {
 		t.Errorf("history pod/web -n shop: exit %d\n%s%s", code, errOut, out)
+	}
+	// A key under the registry with one slash is still a key.
+	if code, out, errOut := run("history", "namespaces/shop"); code != ExitOK || !strings.Contains(out, "/registry/namespaces/shop") {
+		t.Errorf("history namespaces/shop: exit %d\n%s%s", code, errOut, out)
+	}
+	// An object of which nothing is held is an error naming the nearest.
+	if code, _, errOut := run("history", "pod", "wbe", "-n", "shop"); code != ExitError || !strings.Contains(errOut, "did you mean web") {
+		t.Errorf("history pod wbe -n shop: exit %d\n%s", code, errOut)
 	}
 	for _, args := range [][]string{{"get", "pdo/web", "-n", "shop"}, {"history", "pdo", "web"}, {"get", "/registry/pods/shop/web", "-n", "shop"}} {
 		code, _, errOut := run(args...)

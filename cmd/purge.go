@@ -125,6 +125,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	defer rs.Close()
+	g.backupRoot = o.backupDir
 	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: impactOpts,
 		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
 		Scan: func(ctx context.Context) (*etcdscan.Report, error) {

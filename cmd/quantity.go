@@ -23,8 +23,9 @@ func (q quantityFlag) Set(s string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a size (bytes, or a quantity such as 8Gi)", s)
 	}
-	v, ok := n.AsInt64()
-	if !ok {
+	// Value rounds a fraction of a byte up: 1.5Gi is whole, 100m is not.
+	v := n.Value()
+	if n.Cmp(*resource.NewQuantity(v, n.Format)) != 0 {
 		return fmt.Errorf("%q is not a whole number of bytes (a quantity such as 8Gi)", s)
 	}
 	*q.v = v

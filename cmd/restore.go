@@ -37,7 +37,7 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if snapshot.IsLogical(args[0]) {
-				return usageError("%s is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore %s` puts the whole datastore back, `regghost recover --snapshot %s` chosen objects; restore takes a backup directory (backup ls lists them)", args[0], args[0], args[0])
+				return usageError("%s is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore %s` puts back what it holds, `regghost recover --snapshot %s` chosen objects; restore takes a backup directory (backup ls lists them)", args[0], args[0], args[0])
 			}
 			if backup.SourceOf(args[0]) == backup.SourceSnapshot {
 				return usageError("%s is an etcd snapshot, not a regghost backup: `regghost recover --snapshot %s` brings chosen objects back from it (-n NAMESPACE, or their keys); restore takes a backup directory (backup ls lists them)", args[0], args[0])

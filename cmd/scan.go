@@ -154,6 +154,9 @@ func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace st
 	}
 	so.Existed = func(ns string) bool {
 		dirs := backup.NamedAfter(envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "namespace "+ns)
+		if g.backupRoot != "" && g.backupRoot != envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot) {
+			dirs = append(dirs, backup.NamedAfter(g.backupRoot, "namespace "+ns)...)
+		}
 		if len(dirs) == 0 {
 			return false
 		}

@@ -98,6 +98,7 @@ func TestFlagMistakesNameTheFlag(t *testing.T) {
 		{[]string{"space", "reclaim", "--quota-backend-bytes", "8Gx"}, `--quota-backend-bytes: "8Gx" is not a size (a whole number of bytes, or a quantity such as 8Gi)`},
 		{[]string{"space", "reclaim", "--quota-backend-bytes", "100m"}, `--quota-backend-bytes: "100m" is not a size (a whole number of bytes`},
 		{[]string{"space", "reclaim", "--quota-backend-bytes", "1.5"}, `--quota-backend-bytes: "1.5" is not a size (a whole number of bytes`},
+		{[]string{"space", "reclaim", "--quota-backend-bytes", "1.5Gi", "--wait", "-1s"}, "--wait must not be negative"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Run(tc.args, strings.NewReader(""), &out, &errOut)

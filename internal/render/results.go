@@ -16,9 +16,9 @@ import (
 // under its outcome and key (or how many keys share it), wrapped.
 //
 // A person reads a screenful: past ShownResults keys (and not -o wide) the
-// table keeps every key whose outcome is not the routine one, fills up to
-// ShownResults with the others, and ends on a line that counts what it
-// left out by outcome; -o wide and -o name list every key.
+// table shows ShownResults of them, those whose outcome is not the routine
+// one first, and ends on a line that counts what it left out by outcome;
+// -o wide and -o json list every key.
 func Results(out io.Writer, results []etcdwrite.Result) {
 	if len(results) == 0 {
 		return
@@ -81,29 +81,25 @@ const ShownResults = 20
 var routine = map[etcdwrite.Outcome]bool{
 	etcdwrite.Deleted: true, etcdwrite.Restored: true, etcdwrite.Recovered: true, etcdwrite.Rewritten: true,
 	etcdwrite.FinalizersRemoved: true, etcdwrite.WouldDelete: true, etcdwrite.WouldRestore: true,
+	// A recovery's plan rows carry its action.
+	"recover": true,
 }
 
 // shownResults picks the rows of a results table and the line counting
-// those left out ("" when every one is shown).
+// those left out ("" when every one is shown): the keys that did not end
+// the routine way first, then the others, ShownResults in all.
 func shownResults(out io.Writer, results []etcdwrite.Result) ([]etcdwrite.Result, string) {
 	if table.Full(out) || len(results) <= ShownResults {
 		return results, ""
 	}
 	keep := make([]bool, len(results))
 	n := 0
-	for i, r := range results {
-		if !routine[r.Outcome] {
-			keep[i] = true
-			n++
-		}
-	}
-	for i := range results {
-		if n >= ShownResults {
-			break
-		}
-		if !keep[i] {
-			keep[i] = true
-			n++
+	for _, pass := range []bool{false, true} {
+		for i, r := range results {
+			if n < ShownResults && !keep[i] && routine[r.Outcome] == pass {
+				keep[i] = true
+				n++
+			}
 		}
 	}
 	var shown []etcdwrite.Result
@@ -123,7 +119,7 @@ func shownResults(out io.Writer, results []etcdwrite.Result) ([]etcdwrite.Result
 	for _, o := range order {
 		parts = append(parts, fmt.Sprintf("%d %s", left[o], o))
 	}
-	return shown, fmt.Sprintf("… and %d more (%s): -o wide or -o name lists every key.", len(results)-len(shown), strings.Join(parts, ", "))
+	return shown, fmt.Sprintf("… and %d more (%s): -o json lists every key.", len(results)-len(shown), strings.Join(parts, ", "))
 }
 
 // ResultRows are the keys of a repair with their outcome.

@@ -104,9 +104,29 @@ func TestResultsShowAScreenful(t *testing.T) {
 			if n := strings.Count(out, "skipped-changed"); n != 3 {
 				t.Errorf("%d skipped keys listed, want all 3:\n%s", n, out)
 			}
-			if got := strings.Count(out, "… and 980 more (980 deleted)"); got != tt.tail {
+			if got := strings.Count(out, "… and 980 more (980 deleted): -o json lists every key."); got != tt.tail {
 				t.Errorf("the count of what is left out appears %d times, want %d:\n%s", got, tt.tail, out)
 			}
 		})
+	}
+}
+
+// TestResultsCountOnlyWhatTheyLeaveOut: a screenful of unusual outcomes is
+// cut too, and a table that shows every key says nothing more.
+func TestResultsCountOnlyWhatTheyLeaveOut(t *testing.T) {
+	var many, few []etcdwrite.Result
+	for i := range 25 {
+		many = append(many, etcdwrite.Result{Key: fmt.Sprintf("/registry/configmaps/big/cm-%02d", i), Outcome: etcdwrite.AlreadyPresent})
+	}
+	few = many[:ShownResults]
+	var b bytes.Buffer
+	Results(&table.Layout{Writer: &b, Width: 120}, many)
+	if n := strings.Count(b.String(), "already-present"); n != ShownResults+1 || !strings.Contains(b.String(), "… and 5 more (5 already-present)") {
+		t.Errorf("25 unusual outcomes:\n%s", b.String())
+	}
+	b.Reset()
+	Results(&table.Layout{Writer: &b, Width: 120}, few)
+	if strings.Contains(b.String(), "more (") {
+		t.Errorf("every key shown, yet a count of what was left out:\n%s", b.String())
 	}
 }

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,10 +54,11 @@ func slugOf(scope string) string {
 	return slug
 }
 
-// NamedAfter lists the backup directories under root named after scope
-// ("namespace shop"), oldest first: evidence that what scope names existed
-// and was written away by regghost, read from the names alone (no backup is
-// opened). None when root does not exist.
+// NamedAfter lists the backup directories under root whose backup was
+// made for scope ("namespace shop"), oldest first: evidence that what scope
+// names existed and was written away by regghost. A directory is taken by
+// its name (a purge of "shop-2" makes one that starts alike), then by the
+// scope its backup.json records. None when root does not exist.
 func NamedAfter(root, scope string) []string {
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -67,12 +69,30 @@ func NamedAfter(root, scope string) []string {
 	for _, e := range entries {
 		name := e.Name()
 		stamp, rest, ok := strings.Cut(name, "-")
-		if !e.IsDir() || !ok || len(stamp) != len("20060102T150405Z") {
+		if !e.IsDir() || !ok || len(stamp) != len("20060102T150405Z") || (rest != slug && !strings.HasPrefix(rest, slug+"-")) {
 			continue
 		}
-		if rest == slug || strings.HasPrefix(rest, slug+"-") && strings.Trim(strings.TrimPrefix(rest, slug+"-"), "0123456789") == "" {
-			out = append(out, filepath.Join(root, name))
+		dir := filepath.Join(root, name)
+		if scopeOf(dir) == scope {
+			out = append(out, dir)
 		}
 	}
 	return out
+}
+
+// scopeOf is the scope a backup directory's backup.json records ("" when
+// it cannot be read).
+func scopeOf(dir string) string {
+	f, err := os.Open(filepath.Join(dir, BackupFile))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var head struct {
+		Scope string `json:"scope"`
+	}
+	if err := json.NewDecoder(f).Decode(&head); err != nil {
+		return ""
+	}
+	return head.Scope
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/objread"
 )
 
@@ -630,24 +631,29 @@ func TestPolicyTableIsAsMakeCatalogWritesIt(t *testing.T) {
 	}
 }
 
-// TestUnfixed: the gone references no fix takes and no refusal names are
-// what a confirmed run leaves.
+// TestUnfixed: the gone references no fix takes, no refusal names, or
+// whose fix did not end deleted or rewritten are what a confirmed run
+// leaves.
 func TestUnfixed(t *testing.T) {
-	gone := func(key string) etcdscan.DanglingRef {
-		return etcdscan.DanglingRef{Key: key, State: etcdscan.DanglingGone}
+	gone := func(key, field string) etcdscan.DanglingRef {
+		return etcdscan.DanglingRef{Key: key, Field: field, State: etcdscan.DanglingGone}
 	}
-	refs := []etcdscan.DanglingRef{gone("a"), gone("b"), gone("pv"), {Key: "down", State: etcdscan.DanglingDown}}
+	refs := []etcdscan.DanglingRef{gone("a", "x"), gone("b", "x"), gone("pv", "claimRef"), {Key: "down", Field: "spec.service", State: etcdscan.DanglingDown}}
+	fa, fb := Fix{Key: "a", Refs: refs[:1]}, Fix{Key: "b", Refs: refs[1:2]}
 	for _, tt := range []struct {
 		name    string
 		fixes   []Fix
 		refused []Refusal
+		results []etcdwrite.Result
 		want    int
 	}{
-		{"every gone one fixed but the volume's", []Fix{{Refs: refs[:1]}, {Refs: refs[1:2]}}, nil, 1},
-		{"one refused", []Fix{{Refs: refs[:1]}}, []Refusal{{Ref: refs[1]}}, 1},
-		{"all taken", []Fix{{Refs: refs[:3]}}, nil, 0},
+		{"every gone one planned but the volume's", []Fix{fa, fb}, nil, nil, 1},
+		{"one refused", []Fix{fa}, []Refusal{{Ref: refs[1]}}, nil, 1},
+		{"both fixed", []Fix{fa, fb}, nil, []etcdwrite.Result{{Key: "a", Outcome: etcdwrite.Deleted}, {Key: "b", Outcome: etcdwrite.Rewritten}}, 1},
+		{"one still present", []Fix{fa, fb}, nil, []etcdwrite.Result{{Key: "a", Outcome: etcdwrite.Deleted}, {Key: "b", Outcome: etcdwrite.StillPresent}}, 2},
+		{"a down one is never counted", []Fix{fa, fb, {Key: "down", Refs: refs[3:]}}, nil, nil, 1},
 	} {
-		if got := Unfixed(refs, tt.fixes, tt.refused); got != tt.want {
+		if got := Unfixed(refs, tt.fixes, tt.refused, tt.results); got != tt.want {
 			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
 		}
 	}

@@ -455,19 +455,36 @@ func firstLine(err error) string {
 	return s
 }
 
-// Unfixed counts the references whose target is gone that neither a fix
-// takes nor a refusal names: those no fix exists for (a volume's claim, a
-// ghost target whose purge is the fix). A run that leaves them has left
-// something, as its dry run found it.
-func Unfixed(refs []etcdscan.DanglingRef, fixes []Fix, refused []Refusal) int {
+// Unfixed counts the references whose target is gone that a run leaves:
+// those neither a fix takes nor a refusal names (no fix exists for a
+// volume's claim, nor here for a ghost target whose purge is the fix),
+// and those of a fix whose outcome (results, by key) is not deleted or
+// rewritten. A run that leaves them has left something, as its dry run
+// found it.
+func Unfixed(refs []etcdscan.DanglingRef, fixes []Fix, refused []Refusal, results []etcdwrite.Result) int {
+	taken := map[string]bool{}
+	for _, f := range fixes {
+		ok := results == nil
+		for _, r := range results {
+			if r.Key == f.Key && (r.Outcome == etcdwrite.Deleted || r.Outcome == etcdwrite.Rewritten) {
+				ok = true
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, r := range f.Refs {
+			taken[r.Key+"\x00"+r.Field] = true
+		}
+	}
+	for _, r := range refused {
+		taken[r.Ref.Key+"\x00"+r.Ref.Field] = true
+	}
 	n := 0
 	for _, r := range refs {
-		if r.State == etcdscan.DanglingGone {
+		if r.State == etcdscan.DanglingGone && !taken[r.Key+"\x00"+r.Field] {
 			n++
 		}
 	}
-	for _, f := range fixes {
-		n -= len(f.Refs)
-	}
-	return max(n-len(refused), 0)
+	return n
 }
