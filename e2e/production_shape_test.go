@@ -462,7 +462,7 @@ func TestProductionShapedClusterIsHealthy(t *testing.T) {
 			for _, args := range [][]string{
 				{"dangling", "-o", "json"},
 				{"space", "-o", "json"},
-				{"versions"},
+				{"stored-versions"},
 			} {
 				out, errOut, code := c.regghost(t, "", args...)
 				if code != 0 {
