@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
@@ -50,6 +52,12 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 					return err
 				}
 			}
+			if o.batchSize < 1 || o.batchSize > 128 {
+				return usageError("--batch-size must be between 1 and 128, got %d", o.batchSize)
+			}
+			if o.rate <= 0 {
+				return usageError("--rate must be positive, got %g", o.rate)
+			}
 			return o.run(c.Context(), g, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
@@ -74,12 +82,24 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	defer rs.Close()
 	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: o.namespace, Now: clock},
 		leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}, g.Node)
+	var oneKey bool
 	if !rs.DB {
 		_, cli, done, err := g.Bounded(ctx)
 		if err != nil {
 			return err
 		}
 		defer done()
+		// kine keeps no leases: a key's lease ID is its TTL.
+		if ds, err := etcdwrite.DetectDatastore(ctx, cli); err == nil && ds.Limited() {
+			opts.LeaseIsTTL, oneKey = true, true
+		}
+		opts.LeaseTTL = func(ctx context.Context, id int64) (int64, error) {
+			r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id))
+			if err != nil {
+				return 0, err
+			}
+			return r.GrantedTTL, nil
+		}
 		opts.Granted = func(ctx context.Context) ([]int64, error) {
 			r, err := cli.Leases(ctx)
 			if err != nil {
@@ -103,6 +123,12 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		}
 	}
 	if rs.API != nil {
+		// Ages are judged against the API server's clock, whose creation
+		// times bound the events' writes.
+		if now, err := rs.API.Now(ctx); err == nil {
+			offset := now.Sub(clock())
+			opts.Now = func() time.Time { return clock().Add(offset) }
+		}
 		// A masterlease names an address, not a port (the lease
 		// reconciler writes none): kube-apiserver's own port is asked.
 		_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(rs.API.Address(), "https://"))
@@ -142,6 +168,15 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.planWriter(out, g.errOut)), false, false); err != nil {
 		return err
 	}
+	pacing := etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}
+	if deadline, ok := ctx.Deadline(); ok {
+		// What the deletes need must fit in what --command-timeout leaves,
+		// with a quarter to spare: refused before anything is written.
+		if need := plan.Duration(pacing, oneKey); need > time.Until(deadline)*3/4 {
+			return usageError("the deletes take about %s at --rate %g with --batch-size %d, more than --command-timeout %s leaves: give a longer --command-timeout (or a higher --rate); nothing was changed",
+				need.Round(time.Second), o.rate, o.batchSize, g.Etcd.CommandTimeout)
+		}
+	}
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
 		return err
 	}
@@ -152,17 +187,20 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	defer done()
 	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
 	defer doneWriting()
+	pacing.Stop = stop
 	res, err := leases.Remove(sctx, plan, leases.RemoveOptions{Client: cli, Prefix: g.Prefix, BackupRoot: o.backupDir, Notices: g.errOut, Now: clock,
-		Decrypt: decrypt.Namespaces(rs.Decrypter), Serves: opts.Serves,
-		Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}})
+		Decrypt: decrypt.Namespaces(rs.Decrypter), Serves: opts.Serves, Pacing: pacing})
 	if res == nil {
 		return err
 	}
 	if err := o.print.printResult(out, render.LeasesRemoved(res), err); err != nil {
 		return err
 	}
-	if res.Deleted < res.Planned || len(plan.Left) > 0 {
-		// Left something: what the plan left as is, or a key changed since.
+	if len(plan.Left) > 0 || slices.ContainsFunc(res.Results, func(r etcdwrite.Result) bool {
+		return r.Outcome != etcdwrite.Deleted && r.Outcome != etcdwrite.SkippedGone
+	}) {
+		// Left something: what the plan left as is, or a key written
+		// again since (one gone by itself is not left).
 		return &exitError{code: ExitGhosts}
 	}
 	return nil

@@ -56,6 +56,9 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 	table.Para(w, "", "  ", fmt.Sprintf("Leases at etcd revision %d: %s.", a.Revision, held))
 	table.Para(w, "", "  ", settings)
 	fmt.Fprintln(w)
+	if a.LeaseIsTTL {
+		table.Para(w, "", "  ", "kine keeps no etcd leases: a key's lease is its TTL in seconds, and kine deletes a key once that passes (it has kept events 200+ days old: k3s#9743); a lease too big to revoke does not apply.")
+	}
 	if a.NoAges {
 		table.Para(w, "", "  ", fmt.Sprintf("Events: %d; their ages are not judged in a copy of etcd (not against today's clock); %d with no lease (they never expire).", a.Events, len(a.NoLease)))
 	} else {
@@ -232,6 +235,11 @@ func WriteLeasesRemoval(w io.Writer, r *leases.Removal, dryRun bool) {
 func LeasesRemoved(res *leases.Removed) Output {
 	return Output{Doc: res, Rows: ResultRows(res.Results), Human: func(w io.Writer, _, _ bool) error {
 		fmt.Fprintln(w)
+		if res.Backup == "" {
+			Results(w, res.Results)
+			table.Wrapped(w, "Nothing was deleted: every planned key was judged again under the lock and left (above); nothing was changed.")
+			return nil
+		}
 		table.Wrapped(w, "Backup   "+res.Backup+" (verified)")
 		fmt.Fprintln(w)
 		Results(w, res.Results)

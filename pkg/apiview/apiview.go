@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,4 +147,27 @@ func (v *View) Serves(ctx context.Context, r catalog.Resource) error {
 	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 	_, err := v.meta.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
 	return err
+}
+
+// Now is the API server's clock: the Date header of its answer to
+// /version (to the second).
+func (v *View) Now(ctx context.Context) (time.Time, error) {
+	hc, err := rest.HTTPClientFor(v.Config)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("api server %s: %w", v.Host, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(v.Config.Host, "/")+"/version", nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("api server %s: %w", v.Host, err)
+	}
+	resp.Body.Close()
+	t, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("api server %s sent no clock (Date %q): %w", v.Host, resp.Header.Get("Date"), err)
+	}
+	return t, nil
 }

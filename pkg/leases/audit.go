@@ -57,6 +57,14 @@ type Options struct {
 	// settings (0: its defaults).
 	EventTTL, LeaseReuse time.Duration
 	MaxObjectCount       int
+	// LeaseIsTTL says the datastore is kine: it keeps no etcd leases, and
+	// a key's lease ID is its TTL in seconds, so every key of one TTL
+	// shares an "ID" and no lease can be too big to revoke.
+	LeaseIsTTL bool
+	// LeaseTTL is the TTL a lease was granted with, in seconds (nil: not
+	// asked, offline): an event under a lease granted for longer than the
+	// event TTL is judged against its lease.
+	LeaseTTL func(ctx context.Context, id int64) (int64, error)
 	// Granted lists the lease IDs etcd holds (nil: not asked, offline).
 	Granted func(ctx context.Context) ([]int64, error)
 	// Serves says whether a kube-apiserver answers at a masterlease's
@@ -74,7 +82,11 @@ type Event struct {
 	Namespace string        `json:"namespace"`
 	Reason    string        `json:"reason"`
 	Age       time.Duration `json:"age"`
-	Lease     int64         `json:"lease,omitempty"`
+	// WrittenBefore bounds its last write by the servers' clock: an event
+	// kube-apiserver created after it (a later revision) was created then.
+	// Zero when no event was created after it.
+	WrittenBefore time.Time `json:"writtenBefore,omitzero"`
+	Lease         int64     `json:"lease,omitempty"`
 	// ModRevision is the revision it was judged at: a removal deletes it
 	// only while it is unchanged.
 	ModRevision int64 `json:"modRevision"`
@@ -129,7 +141,10 @@ type Audit struct {
 	Registry string `json:"registry"`
 	Revision int64  `json:"revision"`
 	// NoAges says the events' ages were not judged (a copy of etcd).
-	NoAges         bool          `json:"noAges,omitempty"`
+	NoAges bool `json:"noAges,omitempty"`
+	// LeaseIsTTL says the datastore is kine: a key's lease is its TTL in
+	// seconds, and the big-lease class does not apply.
+	LeaseIsTTL     bool          `json:"leaseIsTTL,omitempty"`
 	EventTTL       time.Duration `json:"eventTTL"`
 	LeaseReuse     time.Duration `json:"leaseReuse"`
 	MaxObjectCount int           `json:"maxObjectCount"`
@@ -154,6 +169,12 @@ type Audit struct {
 	// Unread are events and identity leases whose value did not decode
 	// (encrypted with a key not given, or damaged): they are not judged.
 	Unread []string `json:"unread"`
+
+	// candidates are the events whose own timestamps put them past the
+	// TTL, and created the events' create revisions and times, until
+	// judgePast.
+	candidates []Event
+	created    []created
 }
 
 // Faults counts what the audit calls a fault (exit 3): every class but the
@@ -171,7 +192,7 @@ func (a *Audit) Faults() int {
 // Run audits store's keyspace.
 func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 	o = o.withDefaults()
-	a := &Audit{Registry: o.Registry, NoAges: o.NoAges, Revision: store.Revision(), EventTTL: o.EventTTL, LeaseReuse: o.LeaseReuse, MaxObjectCount: o.MaxObjectCount, Granted: -1, Keyless: -1,
+	a := &Audit{Registry: o.Registry, NoAges: o.NoAges, LeaseIsTTL: o.LeaseIsTTL, Revision: store.Revision(), EventTTL: o.EventTTL, LeaseReuse: o.LeaseReuse, MaxObjectCount: o.MaxObjectCount, Granted: -1, Keyless: -1,
 		PastTTL: []Event{}, NoLease: []Event{}, Big: []Lease{}, Unexpected: []Key{}, MasterLeases: []MasterLease{}, Identities: []Identity{}, Unread: []string{}}
 	now := o.Now()
 	byLease := map[int64]*Lease{}
@@ -212,15 +233,19 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 			a.MasterLeases = append(a.MasterLeases, m)
 		case strings.HasPrefix(key, identities):
 			a.identity(open(ctx, o, kv), now)
+			a.creation(kv)
+		default:
+			a.creation(kv)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the keys under %s at revision %d: %w", o.Registry, a.Revision, err)
 	}
+	a.judgePast(ctx, now, o)
 	for _, l := range byLease {
 		a.Leases = append(a.Leases, *l)
-		if l.Keys > o.MaxObjectCount {
+		if l.Keys > o.MaxObjectCount && !o.LeaseIsTTL {
 			a.Big = append(a.Big, *l)
 		}
 	}
@@ -266,9 +291,84 @@ func (a *Audit) event(kv *mvccpb.KeyValue, prefix string, now time.Time, o Optio
 	if kv.Lease == 0 {
 		a.NoLease[len(a.NoLease)-1] = e
 	}
-	if !o.NoAges && e.Age > o.EventTTL+o.LeaseReuse {
-		a.PastTTL = append(a.PastTTL, e)
+	// Its creation time is kube-apiserver's clock at its create revision:
+	// a bound on the writes of every revision before it.
+	if !ev.CreationTimestamp.IsZero() {
+		a.created = append(a.created, created{rev: kv.CreateRevision, at: ev.CreationTimestamp.Time})
 	}
+	if !o.NoAges && e.Age > o.EventTTL+o.LeaseReuse {
+		a.candidates = append(a.candidates, e)
+	}
+}
+
+// creation notes when kube-apiserver created the object under kv, by its
+// clock (metadata.creationTimestamp), at kv's create revision: every
+// object's creation bounds the writes before it, not only an event's.
+func (a *Audit) creation(kv *mvccpb.KeyValue) {
+	obj, err := decode.Meta(kv.Value)
+	if err != nil || obj.Meta.CreationTimestamp.IsZero() {
+		return
+	}
+	a.created = append(a.created, created{rev: kv.CreateRevision, at: obj.Meta.CreationTimestamp.Time})
+}
+
+// created is an object's create revision and kube-apiserver's clock then.
+type created struct {
+	rev int64
+	at  time.Time
+}
+
+// clockSkew is how far kube-apiservers' clocks may disagree (NTP keeps
+// them within milliseconds; a server that drifts further is a fault of its
+// own): an event's
+// creation time bounds an earlier write within it.
+const clockSkew = 30 * time.Second
+
+// judgePast keeps, of the events whose own timestamps say they are past
+// the TTL, those the servers' clocks say so too (the reporting client's
+// clock, or an events.k8s.io series written late, never decides alone):
+// the event's last write (its mod revision) came before the next event
+// kube-apiserver created, whose creation time is the API server's clock.
+// A creation time earlier than the creations before it is not the API
+// server's clock then (an event written back by a restore keeps its old
+// one) and bounds nothing. An event under a lease granted for longer than
+// the event TTL is judged against its lease.
+func (a *Audit) judgePast(ctx context.Context, now time.Time, o Options) {
+	sort.Slice(a.created, func(i, j int) bool { return a.created[i].rev < a.created[j].rev })
+	var genuine []created
+	var latest time.Time
+	for _, c := range a.created {
+		if !latest.IsZero() && c.at.Before(latest.Add(-clockSkew)) {
+			continue
+		}
+		genuine = append(genuine, c)
+		if c.at.After(latest) {
+			latest = c.at
+		}
+	}
+	granted := map[int64]time.Duration{}
+	for _, e := range a.candidates {
+		i := sort.Search(len(genuine), func(i int) bool { return genuine[i].rev > e.ModRevision })
+		if i == len(genuine) {
+			continue // no event created since: nothing bounds its age
+		}
+		e.WrittenBefore = genuine[i].at.Add(clockSkew)
+		ttl := o.EventTTL
+		if e.Lease != 0 && o.LeaseTTL != nil {
+			g, ok := granted[e.Lease]
+			if !ok {
+				if s, err := o.LeaseTTL(ctx, e.Lease); err == nil {
+					g = time.Duration(s) * time.Second
+				}
+				granted[e.Lease] = g
+			}
+			ttl = max(ttl, g)
+		}
+		if now.Sub(e.WrittenBefore) > ttl+o.LeaseReuse {
+			a.PastTTL = append(a.PastTTL, e)
+		}
+	}
+	a.candidates, a.created = nil, nil
 }
 
 // identity judges one apiserver identity lease: renewed lately, or by no

@@ -27,6 +27,15 @@ func event(t *testing.T, ns, name, reason string, last time.Time) string {
 		Reason:     reason, LastTimestamp: metav1.NewTime(last)})
 }
 
+// eventAt is an event kube-apiserver created at created (its clock), last
+// reported at last (the reporting client's clock).
+func eventAt(t *testing.T, ns, name, reason string, created, last time.Time) string {
+	t.Helper()
+	return etcdtest.Encode(t, &corev1.Event{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(created)},
+		Reason:     reason, LastTimestamp: metav1.NewTime(last)})
+}
+
 func identity(t *testing.T, holder string, renewed time.Time) string {
 	t.Helper()
 	d := int32(3600)
@@ -63,7 +72,13 @@ func TestAuditClasses(t *testing.T) {
 	events, big, other, keyless := grant(), grant(), grant(), grant()
 	_ = keyless
 	put("/registry/events/shop/old.1", event(t, "shop", "old.1", "BackOff", now.Add(-3*time.Hour)), events)
+	// Created two hours ago, reported again five minutes ago: no fault, and
+	// its creation is the servers' clock after old.1's write.
+	put("/registry/events/shop/mid.1", eventAt(t, "shop", "mid.1", "Pulled", now.Add(-2*time.Hour), now.Add(-5*time.Minute)), events)
 	put("/registry/events/shop/young.1", event(t, "shop", "young.1", "Pulled", now.Add(-30*time.Minute)), events)
+	// Written now by a kubelet whose clock is three hours behind: its own
+	// timestamps say it is old, the servers' clocks say it is young.
+	put("/registry/events/shop/skewed.1", event(t, "shop", "skewed.1", "Pulled", now.Add(-3*time.Hour)), events)
 	put("/registry/events/shop/edge.1", event(t, "shop", "edge.1", "Pulled", now.Add(-time.Hour-30*time.Second)), events)
 	put("/registry/events/web/restored.1", event(t, "web", "restored.1", "Killing", now.Add(-10*time.Minute)), 0)
 	for i := range 12 {
@@ -147,7 +162,7 @@ func TestAuditClasses(t *testing.T) {
 	if !slices.Equal(a.Unread, []string{"/registry/leases/kube-system/apiserver-torn"}) {
 		t.Errorf("unread: %v", a.Unread)
 	}
-	if a.Events != 16 || a.Faults() != 7 {
+	if a.Events != 18 || a.Faults() != 7 {
 		t.Errorf("events %d, faults %d", a.Events, a.Faults())
 	}
 }

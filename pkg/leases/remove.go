@@ -43,7 +43,7 @@ func (r *Removal) Keys() int { return len(r.Events) + len(r.MasterLeases) }
 // not when the audit was of one namespace.
 func Plan(a *Audit, namespace string) *Removal {
 	r := &Removal{Revision: a.Revision, EventTTL: a.EventTTL, Events: []Event{}, MasterLeases: []MasterLease{}, Left: []string{}}
-	past := a.EventTTL + a.LeaseReuse
+	// Only what the audit judged past the TTL by the servers' clocks.
 	seen := map[string]bool{}
 	for _, e := range a.PastTTL {
 		seen[e.Key] = true
@@ -51,17 +51,12 @@ func Plan(a *Audit, namespace string) *Removal {
 	}
 	young := 0
 	for _, e := range a.NoLease {
-		switch {
-		case seen[e.Key]:
-		case e.Age > past && !a.NoAges:
-			seen[e.Key] = true
-			r.Events = append(r.Events, e)
-		default:
+		if !seen[e.Key] {
 			young++
 		}
 	}
 	if young > 0 {
-		r.Left = append(r.Left, fmt.Sprintf("%s with no lease %s not past the event TTL yet (or could not be read): left; they never expire, so run this again once they are", plural.Of(young, "event"), isAre(young)))
+		r.Left = append(r.Left, fmt.Sprintf("%s with no lease %s not past the event TTL by the servers' clocks yet (or could not be read): left; they never expire, so run this again once they are", plural.Of(young, "event"), isAre(young)))
 	}
 	for _, l := range a.Big {
 		gone := 0
@@ -70,7 +65,9 @@ func Plan(a *Audit, namespace string) *Removal {
 				gone++
 			}
 		}
-		r.Left = append(r.Left, fmt.Sprintf("lease %x holds %d keys, more than %d: %d of them past the TTL are deleted in batches, the lease is never revoked (a revoke deletes every key it holds in one apply); the %d younger ones go when it expires", l.ID, l.Keys, a.MaxObjectCount, gone, l.Keys-gone))
+		if left := l.Keys - gone; left > 0 {
+			r.Left = append(r.Left, fmt.Sprintf("lease %x holds %d keys, more than %d: the %d past the TTL are deleted in batches and the lease is never revoked, but the %d others (younger, or not events) go when it expires, in one apply as a revoke would, and etcd stalls meanwhile: regghost cannot split a lease", l.ID, l.Keys, a.MaxObjectCount, gone, left))
+		}
 	}
 	for _, m := range a.MasterLeases {
 		switch {
@@ -107,9 +104,22 @@ type RemoveOptions struct {
 	Decrypt    backup.Decrypter
 	Now        func() time.Time
 	// Serves asks again, under the lock, whether a kube-apiserver answers
-	// at a masterlease's address ("" yes); nil leaves masterleases alone.
+	// at a masterlease's address ("" yes); nil asks nothing (etcd's own
+	// evidence, RenewWait, still holds).
 	Serves func(ctx context.Context, ip string, port int32) string
+	// RenewWait is how long a planned masterlease must stay unwritten
+	// under the lock before it is deleted: kube-apiserver's lease
+	// reconciler writes its own every 10 seconds, so one unchanged for
+	// longer has nothing renewing it (DefaultRenewWait when 0).
+	RenewWait time.Duration
 }
+
+// DefaultRenewWait is RemoveOptions.RenewWait's default: one and a half
+// of kube-apiserver's endpoint reconcile intervals (10s).
+const DefaultRenewWait = 15 * time.Second
+
+// errAllAnswered stops a removal whose every key was left under the lock.
+var errAllAnswered = errors.New("every planned key is served or renewed now")
 
 // Removed is what a removal did.
 type Removed struct {
@@ -125,8 +135,8 @@ type Removed struct {
 var ErrNothingToRemove = errors.New("nothing to remove")
 
 // Remove deletes the plan's keys through the protected write: the lock; the
-// masterleases' addresses asked again (one a kube-apiserver answers at now
-// is left out); a verified per-key backup of every key as etcd holds it
+// masterleases judged again (one written again within RenewWait, or whose
+// address a kube-apiserver answers at now, is left out); a verified per-key backup of every key as etcd holds it
 // (restore puts them back, each under a lease of the TTL it had left); then
 // deletes, each compared on the revision the audit judged it at (an event
 // written since is left), in paced, size-bounded transactions that only
@@ -138,13 +148,19 @@ func Remove(ctx context.Context, r *Removal, o RemoveOptions) (*Removed, error) 
 	}
 	res := &Removed{Planned: r.Keys()}
 	var wants []protect.Want
-	for _, e := range r.Events {
-		wants = append(wants, protect.Want{ModRevision: e.ModRevision, Entry: backup.Entry{Key: e.Key,
-			Classes: []string{"event-past-ttl"}, Reason: fmt.Sprintf("an event last written %s ago, past kube-apiserver's --event-ttl %s", e.Age.Round(time.Second), r.EventTTL)}})
-	}
+	// The masterleases first: they are deleted right after they were
+	// judged again.
 	for _, m := range r.MasterLeases {
 		wants = append(wants, protect.Want{ModRevision: m.ModRevision, Entry: backup.Entry{Key: m.Key,
 			Classes: []string{"stale-masterlease"}, Reason: "no kube-apiserver answers at " + m.IP + ": " + m.NotServed}})
+	}
+	for _, e := range r.Events {
+		wants = append(wants, protect.Want{ModRevision: e.ModRevision, Entry: backup.Entry{Key: e.Key,
+			Classes: []string{"event-past-ttl"}, Reason: fmt.Sprintf("an event last written in etcd before %s, past the event TTL %s", e.WrittenBefore.UTC().Format(time.RFC3339), r.EventTTL)}})
+	}
+	wait := o.RenewWait
+	if wait <= 0 {
+		wait = DefaultRenewWait
 	}
 	record := &protect.Record{Root: o.BackupRoot, Scope: "events past their TTL and stale masterleases", Name: "leases", Keys: wants, ScanRevision: r.Revision, Now: o.Now}
 	var served []etcdwrite.Result
@@ -153,27 +169,44 @@ func Remove(ctx context.Context, r *Removal, o RemoveOptions) (*Removed, error) 
 		Decrypt: o.Decrypt, Action: "leases", DeletesOnly: true, Backup: record,
 		// A masterlease's address is asked again under the lock: one a
 		// kube-apiserver answers at now is no longer stale.
+		// A masterlease is judged again under the lock: from etcd (one its
+		// server renews is written again within RenewWait) and from its
+		// address (one a kube-apiserver answers at now is not stale).
 		Rejudge: func(ctx context.Context) error {
 			if len(r.MasterLeases) == 0 {
 				return nil
 			}
-			now := map[string]string{}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			left := map[string]string{}
 			for _, m := range r.MasterLeases {
-				why := "not asked again"
-				if o.Serves != nil {
-					why = o.Serves(ctx, m.IP, m.Port)
+				resp, err := o.Client.Get(ctx, m.Key)
+				switch {
+				case err != nil:
+					return fmt.Errorf("read %s again: %w", m.Key, err)
+				case len(resp.Kvs) == 0:
+					left[m.Key] = "gone since the audit"
+				case resp.Kvs[0].ModRevision != m.ModRevision:
+					left[m.Key] = fmt.Sprintf("written again since the audit (revision %d): something renews it; left", resp.Kvs[0].ModRevision)
+				case o.Serves != nil && o.Serves(ctx, m.IP, m.Port) == "":
+					left[m.Key] = "a kube-apiserver answers at its address now: left"
 				}
-				now[m.Key] = why
 			}
 			kept := record.Keys[:0:0]
 			for _, w := range record.Keys {
-				if why, ok := now[w.Entry.Key]; ok && why == "" {
-					served = append(served, etcdwrite.Result{Key: w.Entry.Key, Outcome: etcdwrite.SkippedChanged, Detail: "a kube-apiserver answers at its address now: left"})
+				if why, ok := left[w.Entry.Key]; ok {
+					served = append(served, etcdwrite.Result{Key: w.Entry.Key, Outcome: etcdwrite.SkippedChanged, Detail: why})
 					continue
 				}
 				kept = append(kept, w)
 			}
 			record.Keys = kept
+			if len(kept) == 0 {
+				return errAllAnswered
+			}
 			return nil
 		},
 		Write: func(ctx context.Context, w *protect.Writer) ([]etcdwrite.Result, error) {
@@ -187,6 +220,10 @@ func Remove(ctx context.Context, r *Removal, o RemoveOptions) (*Removed, error) 
 			return results, err
 		},
 	})
+	if errors.Is(err, errAllAnswered) {
+		res.Results = served
+		return res, nil
+	}
 	if out == nil {
 		return nil, err
 	}
@@ -201,4 +238,21 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
+}
+
+// Duration is about how long the deletes take at pacing (one key a
+// transaction where the datastore takes no more), with the masterleases'
+// wait: what --command-timeout must leave them.
+func (r *Removal) Duration(p etcdwrite.Pacing, oneKey bool) time.Duration {
+	p = p.Normalized()
+	per := p.BatchSize
+	if oneKey {
+		per = 1
+	}
+	txns := (r.Keys() + per - 1) / per
+	d := time.Duration(float64(txns) / p.PerSecond * float64(time.Second))
+	if len(r.MasterLeases) > 0 {
+		d += DefaultRenewWait
+	}
+	return d
 }

@@ -41,11 +41,18 @@ func TestRemoveOnlyWhatOutlivedItsTTL(t *testing.T) {
 		}
 	}
 	put("/registry/namespaces/kube-system", etcdtest.Encode(t, ks), 0)
-	put("/registry/events/shop/old.1", event(t, "shop", "old.1", "BackOff", now.Add(-3*time.Hour)), lease.ID)
-	put("/registry/events/shop/old.2", event(t, "shop", "old.2", "BackOff", now.Add(-2*time.Hour)), lease.ID)
+	// In revision order as kube-apiserver created them (its clock in each
+	// creationTimestamp): restored.old was written back without a lease
+	// five hours ago, and events were created after it.
+	put("/registry/events/shop/old.1", event(t, "shop", "old.1", "BackOff", now.Add(-6*time.Hour)), lease.ID)
+	put("/registry/events/web/restored.old", eventAt(t, "web", "restored.old", "Killing", now.Add(-9*time.Hour), now.Add(-9*time.Hour)), 0)
+	put("/registry/events/shop/old.2", event(t, "shop", "old.2", "BackOff", now.Add(-5*time.Hour)), lease.ID)
+	put("/registry/events/shop/mid.1", eventAt(t, "shop", "mid.1", "Pulled", now.Add(-4*time.Hour), now.Add(-time.Minute)), lease.ID)
 	put("/registry/events/shop/young.1", event(t, "shop", "young.1", "Pulled", now.Add(-10*time.Minute)), lease.ID)
-	put("/registry/events/web/restored.old", event(t, "web", "restored.old", "Killing", now.Add(-5*time.Hour)), 0)
-	put("/registry/events/web/restored.young", event(t, "web", "restored.young", "Killing", now.Add(-5*time.Minute)), 0)
+	// Written back without a lease just now: past the TTL by its own
+	// timestamps, young by etcd's write; left until it is old.
+	put("/registry/events/web/restored.young", eventAt(t, "web", "restored.young", "Killing", now.Add(-9*time.Hour), now.Add(-9*time.Hour)), 0)
+	put("/registry/events/shop/new.1", event(t, "shop", "new.1", "Pulled", now.Add(-time.Minute)), lease.ID)
 	put("/registry/masterleases/10.0.0.9", "ep", lease.ID)
 	put("/registry/masterleases/10.0.0.8", "ep", lease.ID)
 	put("/registry/configmaps/app/settings", "x", 0)
@@ -87,7 +94,7 @@ func TestRemoveOnlyWhatOutlivedItsTTL(t *testing.T) {
 	before := dump(t, cli)
 	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
 	res, err := Remove(ctx, plan, RemoveOptions{Client: cli, Prefix: "/registry/", BackupRoot: t.TempDir(), Serves: serves,
-		Pacing: etcdwrite.Pacing{BatchSize: 2, PerSecond: 1000}, Now: func() time.Time { return now }})
+		Pacing: etcdwrite.Pacing{BatchSize: 2, PerSecond: 1000}, Now: func() time.Time { return now }, RenewWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("remove: %v", err)
 	}

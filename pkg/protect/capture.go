@@ -18,6 +18,14 @@ import (
 func Capture(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, wants []Want) ([]backup.Entry, []etcdwrite.Result, error) {
 	var entries []backup.Entry
 	var skipped []etcdwrite.Result
+	// What a lease has left is asked once per lease, not once per key: a
+	// lease holds up to a thousand events, and each ask is forwarded to
+	// etcd's leader.
+	type left struct {
+		ttl     int64
+		unknown string
+	}
+	leases := map[int64]left{}
 	for _, w := range wants {
 		key := w.Entry.Key
 		resp, err := kv.Get(ctx, key)
@@ -47,7 +55,12 @@ func Capture(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, 
 			// kine has no lease API: a key's lease is its TTL in seconds.
 			e.LeaseTTL = cur.Lease
 		case cur.Lease != 0:
-			e.LeaseTTL, e.LeaseTTLUnknown = etcdwrite.LeaseTTL(ctx, kv, cur.Lease)
+			l, ok := leases[cur.Lease]
+			if !ok {
+				l.ttl, l.unknown = etcdwrite.LeaseTTL(ctx, kv, cur.Lease)
+				leases[cur.Lease] = l
+			}
+			e.LeaseTTL, e.LeaseTTLUnknown = l.ttl, l.unknown
 		}
 		entries = append(entries, e)
 	}

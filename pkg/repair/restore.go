@@ -131,7 +131,7 @@ func RestoreWith(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, o 
 		},
 		Op: func(j int) clientv3.Op {
 			e := b.Entries[todo[j]]
-			if id, ok := leases[e.Lease]; ok {
+			if id, ok := leases[todo[j]]; ok {
 				return clientv3.OpPut(e.Key, string(e.Value), clientv3.WithLease(id))
 			}
 			return clientv3.OpPut(e.Key, string(e.Value))
@@ -334,31 +334,53 @@ func checkClaims(ctx context.Context, kv clientv3.KV, b *backup.Backup, todo []i
 	return nil
 }
 
-// grantLeases grants one new lease per backed-up lease of the keys to
-// restore, with the shortest TTL its keys had left.
-func grantLeases(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, todo []int) (map[int64]clientv3.LeaseID, error) {
-	ttls := map[int64]int64{}
-	for _, i := range todo {
+// maxKeysPerLease is the most keys restore puts under one new lease:
+// kube-apiserver's own limit (--lease-max-object-count's 1000), so that
+// the lease's expiry never deletes more in one apply than it would.
+const maxKeysPerLease = 1000
+
+// grantLeases grants the keys to restore new leases, by entry index: the
+// keys of one backed-up lease share new ones, at most maxKeysPerLease a
+// lease, each with the shortest TTL its keys had left.
+func grantLeases(ctx context.Context, kv etcdwrite.KVLease, b *backup.Backup, todo []int) (map[int]clientv3.LeaseID, error) {
+	groups := map[int64][]int{}
+	var order []int64
+	ttlOf := func(i int) int64 {
 		e := b.Entries[i]
 		if e.Lease != 0 && e.LeaseTTL <= 0 && e.LeaseTTLUnknown != "" {
 			// Its TTL could not be read at the backup: it gets
 			// kube-apiserver's default event TTL, so it still expires.
-			e.LeaseTTL = etcdwrite.UnknownLeaseTTL
+			return etcdwrite.UnknownLeaseTTL
 		}
-		if e.Lease == 0 || e.LeaseTTL <= 0 {
+		return e.LeaseTTL
+	}
+	for _, i := range todo {
+		e := b.Entries[i]
+		if e.Lease == 0 || ttlOf(i) <= 0 {
 			continue
 		}
-		if t, ok := ttls[e.Lease]; !ok || e.LeaseTTL < t {
-			ttls[e.Lease] = e.LeaseTTL
+		if _, ok := groups[e.Lease]; !ok {
+			order = append(order, e.Lease)
 		}
+		groups[e.Lease] = append(groups[e.Lease], i)
 	}
-	out := map[int64]clientv3.LeaseID{}
-	for old, ttl := range ttls {
-		resp, err := kv.Grant(ctx, ttl)
-		if err != nil {
-			return nil, fmt.Errorf("grant a %ds lease for the keys of lease %x: %w", ttl, old, err)
+	out := map[int]clientv3.LeaseID{}
+	for _, old := range order {
+		keys := groups[old]
+		for start := 0; start < len(keys); start += maxKeysPerLease {
+			chunk := keys[start:min(start+maxKeysPerLease, len(keys))]
+			ttl := ttlOf(chunk[0])
+			for _, i := range chunk {
+				ttl = min(ttl, ttlOf(i))
+			}
+			resp, err := kv.Grant(ctx, ttl)
+			if err != nil {
+				return nil, fmt.Errorf("grant a %ds lease for the keys of lease %x: %w", ttl, old, err)
+			}
+			for _, i := range chunk {
+				out[i] = resp.ID
+			}
 		}
-		out[old] = resp.ID
 	}
 	return out, nil
 }
