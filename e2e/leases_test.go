@@ -69,9 +69,23 @@ func TestLeasesAudit(t *testing.T) {
 			ObjectMeta:     metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("u-" + name), CreationTimestamp: metav1.NewTime(old)},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web"}, Reason: "BackOff", LastTimestamp: metav1.NewTime(old)})
 	}
-	grant := func() clientv3.LeaseID {
-		l, err := c.etcd.Grant(ctx, 3600)
+	// The leases events hang on are granted for the event TTL regghost is
+	// told (30s) and kept alive, as leader changes keep them without
+	// lease checkpointing.
+	const ttl = 30
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	defer stopKeeping()
+	grant := func(seconds int64, keep bool) clientv3.LeaseID {
+		l, err := c.etcd.Grant(ctx, seconds)
 		mustNoErr(t, "grant a lease", err)
+		if keep {
+			ch, err := c.etcd.KeepAlive(keepCtx, l.ID)
+			mustNoErr(t, "keep a lease alive", err)
+			go func() {
+				for range ch {
+				}
+			}()
+		}
 		return l.ID
 	}
 	put := func(key, value string, lease clientv3.LeaseID) {
@@ -82,23 +96,35 @@ func TestLeasesAudit(t *testing.T) {
 		_, err := c.etcd.Put(ctx, key, value, opts...)
 		mustNoErr(t, "put "+key, err)
 	}
-	kept := grant() // renewed: its TTL never runs out
+	kept := grant(ttl, true) // renewed: its TTL never runs out
 	put("/registry/events/shop/kept.1", event("kept.1"), kept)
 	put("/registry/events/shop/restored.1", event("restored.1"), 0)
 	put("/registry/events/shop/restored.2", event("restored.2"), 0)
-	big := grant()
+	big := grant(ttl, true)
 	for i := range 60 {
 		put(fmt.Sprintf("/registry/events/load/e%03d", i), event(fmt.Sprintf("e%03d", i)), big)
 	}
 	put("/registry/configmaps/shop/leased", "x", kept)
-	grant()
-	grant()
+	grant(3600, false)
+	grant(3600, false)
 	ep := etcdtest.Encode(t, &corev1.Endpoints{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Endpoints"},
 		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.9"}}, Ports: []corev1.EndpointPort{{Port: int32(freePort(t))}}}}})
-	put("/registry/masterleases/127.0.0.9", ep, grant())
+	put("/registry/masterleases/127.0.0.9", ep, grant(3600, false))
+	// An object kube-apiserver creates after them: its creation time (the
+	// API server's clock) bounds their last writes. Their own timestamps
+	// say three hours; etcd's writes are judged once the marker is older
+	// than the TTL and the lease reuse (60s) and the clock skew allowed.
+	marker, err := c.kube.CoreV1().ConfigMaps("shop").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "marker"}}, metav1.CreateOptions{})
+	mustNoErr(t, "create the marker", err)
+	// Before then they are too young by etcd's writes: nothing is past.
+	doc, _, errOut = audit("--event-ttl", fmt.Sprint(ttl, "s"))
+	if len(doc.PastTTL) != 0 {
+		t.Errorf("events written to etcd moments ago judged past the TTL by their own timestamps: %+v\n%s", doc.PastTTL, errOut)
+	}
+	time.Sleep(time.Until(marker.CreationTimestamp.Add(ttl*time.Second + time.Minute + 30*time.Second + 15*time.Second)))
 
 	before := c.state(t)
-	doc, code, errOut = audit("--event-ttl", "2m", "--lease-max-object-count", "50")
+	doc, code, errOut = audit("--event-ttl", "30s", "--lease-max-object-count", "50")
 	keys := func(l []struct{ Key string }) string {
 		var out []string
 		for _, k := range l {
@@ -127,9 +153,9 @@ func TestLeasesAudit(t *testing.T) {
 	if len(doc.Masters) != 1 || doc.Masters[0].IP != "127.0.0.9" || doc.Masters[0].NotServed == "" {
 		t.Errorf("masterleases: %+v", doc.Masters)
 	}
-	out, errOut, code := c.regghost(t, "", "leases", "--event-ttl", "2m", "--lease-max-object-count", "50")
-	checkCapture(t, "audit", code, "$ regghost leases --event-ttl 2m --lease-max-object-count 50", errOut, out)
-	if code != 3 || !strings.Contains(oneLine(out), "event TTL 2m0s (--event-ttl)") || !strings.Contains(oneLine(out), "127.0.0.9: NO kube-apiserver answers") {
+	out, errOut, code := c.regghost(t, "", "leases", "--event-ttl", "30s", "--lease-max-object-count", "50")
+	checkCapture(t, "audit", code, "$ regghost leases --event-ttl 30s --lease-max-object-count 50", errOut, out)
+	if code != 3 || !strings.Contains(oneLine(out), "event TTL 30s (--event-ttl)") || !strings.Contains(oneLine(out), "127.0.0.9: NO kube-apiserver answers") {
 		t.Errorf("leases: exit %d\n%s\n%s", code, out, errOut)
 	}
 	c.assertChangedOnly(t, "leases", before, nil)
@@ -142,14 +168,21 @@ func TestLeasesAudit(t *testing.T) {
 		gone = append(gone, fmt.Sprintf("/registry/events/load/e%03d", i))
 	}
 	gone = append(gone, "/registry/events/shop/kept.1", "/registry/events/shop/restored.1", "/registry/events/shop/restored.2", "/registry/masterleases/127.0.0.9")
+	// Young events, written now: never removed.
+	for i := range 3 {
+		_, err := c.kube.CoreV1().Events("shop").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("young.%d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web"}, Reason: "Pulled", Message: "pulled", Type: "Normal",
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now()}, metav1.CreateOptions{})
+		mustNoErr(t, "create event", err)
+	}
 	before = c.state(t)
 	ready := watchReadyz(t, c)
 	root := t.TempDir()
-	out, errOut, code = c.regghost(t, "", "leases", "--event-ttl", "2m", "--lease-max-object-count", "50", "--confirm", "--yes", "--batch-size", "16", "--backup-dir", root)
+	out, errOut, code = c.regghost(t, "", "leases", "--event-ttl", "30s", "--lease-max-object-count", "50", "--confirm", "--yes", "--batch-size", "16", "--backup-dir", root)
 	if bad := ready(); bad != "" {
 		t.Errorf("kube-apiserver's /readyz during the removal: %s", bad)
 	}
-	checkCapture(t, "confirm", code, "$ regghost leases --event-ttl 2m --lease-max-object-count 50 --confirm", errOut, out)
+	checkCapture(t, "confirm", code, "$ regghost leases --event-ttl 30s --lease-max-object-count 50 --confirm", errOut, out)
 	// 3: the key under a lease that is not an event is left, said.
 	if code != 3 || !strings.Contains(oneLine(out), "Deleted 64 of 64 planned keys") {
 		t.Errorf("leases --confirm: exit %d\n%s\n%s", code, out, errOut)
@@ -165,10 +198,10 @@ func TestLeasesAudit(t *testing.T) {
 			t.Errorf("%s was deleted", k)
 		}
 	}
-	web, err := c.kube.CoreV1().Events("shop").List(ctx, metav1.ListOptions{})
-	mustNoErr(t, "list events", err)
-	if n := len(web.Items); n < 5 {
-		t.Errorf("%d events left in shop, want the 5 young ones kube-apiserver wrote", n)
+	for i := range 3 {
+		if _, err := c.kube.CoreV1().Events("shop").Get(ctx, fmt.Sprintf("young.%d", i), metav1.GetOptions{}); err != nil {
+			t.Errorf("young event young.%d: %v", i, err)
+		}
 	}
 
 	// restore puts every key back, the events under a lease again.
