@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -177,7 +178,7 @@ func TestLeasesAudit(t *testing.T) {
 	}
 	before = c.state(t)
 	ready := watchReadyz(t, c)
-	root := t.TempDir()
+	root := filepath.Join(t.TempDir(), "backups")
 	out, errOut, code = c.regghost(t, "", "leases", "--event-ttl", "30s", "--lease-max-object-count", "50", "--confirm", "--yes", "--batch-size", "16", "--backup-dir", root)
 	if bad := ready(); bad != "" {
 		t.Errorf("kube-apiserver's /readyz during the removal: %s", bad)
