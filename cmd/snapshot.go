@@ -87,7 +87,7 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 				return usageError("%s is a regghost backup directory, not a logical snapshot: `regghost restore %s` puts back what it holds", args[0], args[0])
 			}
 			if !snapshot.IsLogical(args[0]) {
-				return fmt.Errorf("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path), or bring chosen objects back from it with: regghost recover --snapshot %s", args[0], args[0], args[0])
+				return usageError("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path), or bring chosen objects back from it with: regghost recover --snapshot %s", args[0], args[0], args[0])
 			}
 			// Inside a backup directory, it journals there: a prune must
 			// not remove it meanwhile.

@@ -186,10 +186,15 @@ func ageOf(d time.Duration) string {
 }
 
 // LeasesPlan is the audit with what --confirm removes and leaves: its
-// document is the audit's (the removal is the human part), its rows the
-// keys of every fault class.
+// document is the audit's with the removal beside it, its rows the keys of
+// every fault class.
 func LeasesPlan(a *leases.Audit, settings string, r *leases.Removal, dryRun bool) Output {
 	o := Leases(a, settings)
+	// The audit's fields, and what --confirm removes and leaves.
+	o.Doc = struct {
+		*leases.Audit
+		Removal *leases.Removal `json:"removal"`
+	}{a, r}
 	o.Human = func(w io.Writer, _, _ bool) error {
 		if err := writeLeases(w, a, settings); err != nil {
 			return err
