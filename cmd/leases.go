@@ -80,8 +80,13 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		return err
 	}
 	defer rs.Close()
-	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: o.namespace, Now: clock},
-		leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}, g.Node)
+	given := leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}
+	if o.confirm {
+		if err := leases.ShorterThanConfigured(given, g.Node); err != nil {
+			return usageError("%v", err)
+		}
+	}
+	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: o.namespace, Now: clock}, given, g.Node)
 	var oneKey bool
 	if !rs.DB {
 		_, cli, done, err := g.Bounded(ctx)

@@ -185,3 +185,26 @@ func TestJudgedSettings(t *testing.T) {
 		t.Errorf("defaults: %+v", o)
 	}
 }
+
+// TestShorterThanConfigured: a removal refuses an --event-ttl shorter than
+// the one this node's kube-apiserver runs with; longer, equal or without a
+// configuration found, it goes on.
+func TestShorterThanConfigured(t *testing.T) {
+	node := &nodeconfig.Found{Source: "/etc/kubernetes/manifests/kube-apiserver.yaml", EventTTL: 3 * time.Hour}
+	for _, tt := range []struct {
+		given  time.Duration
+		node   *nodeconfig.Found
+		refuse bool
+	}{
+		{time.Hour, node, true},
+		{3 * time.Hour, node, false},
+		{4 * time.Hour, node, false},
+		{0, node, false},
+		{time.Hour, nil, false},
+	} {
+		err := ShorterThanConfigured(Given{EventTTL: tt.given}, tt.node)
+		if (err != nil) != tt.refuse {
+			t.Errorf("--event-ttl %s against %v: %v", tt.given, tt.node, err)
+		}
+	}
+}

@@ -78,3 +78,13 @@ func GroupResourceOf(registry, key string) schema.GroupResource {
 	}
 	return schema.GroupResource{Resource: res}
 }
+
+// ShorterThanConfigured refuses, for a removal, an --event-ttl given
+// shorter than the one this node's kube-apiserver runs with: the events
+// between the two are ones the API server still serves.
+func ShorterThanConfigured(given Given, node *nodeconfig.Found) error {
+	if given.EventTTL <= 0 || node == nil || node.EventTTL <= given.EventTTL {
+		return nil
+	}
+	return fmt.Errorf("--event-ttl %s is shorter than the --event-ttl %s in %s: the events between the two are ones kube-apiserver still serves; give %s or more", given.EventTTL, node.EventTTL, node.Source, node.EventTTL)
+}
