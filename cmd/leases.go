@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -136,21 +135,11 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		}
 		// A masterlease names an address, not a port (the lease
 		// reconciler writes none): kube-apiserver's own port is asked.
-		_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(rs.API.Address(), "https://"))
-		opts.Serves = func(ctx context.Context, ip string, port int32) string {
-			p := apiPort
-			if port != 0 {
-				p = strconv.Itoa(int(port))
-			}
-			v, err := rs.API.At(net.JoinHostPort(ip, p))
-			if err == nil {
-				_, err = v.Version()
-			}
-			if err != nil {
-				return oneLineOf(err.Error())
-			}
-			return ""
+		_, apiPort, err := net.SplitHostPort(strings.TrimPrefix(rs.API.Address(), "https://"))
+		if err != nil || apiPort == "" {
+			apiPort = "443"
 		}
+		opts.Serves = leases.Dialer(apiPort, 3*time.Second)
 	}
 	a, err := leases.Run(ctx, rs.Store, opts)
 	if err != nil {

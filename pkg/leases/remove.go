@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -255,4 +257,24 @@ func (r *Removal) Duration(p etcdwrite.Pacing, oneKey bool) time.Duration {
 		d += DefaultRenewWait
 	}
 	return d
+}
+
+// Dialer says whether anything listens at a masterlease's address: a TCP
+// connection within timeout is an answer (nothing is sent, no credential),
+// and only a refused, unreachable or silent address is not. port is used
+// where the masterlease names none (the API server's own, as reached).
+func Dialer(port string, timeout time.Duration) func(ctx context.Context, ip string, p int32) string {
+	return func(ctx context.Context, ip string, p int32) string {
+		at := port
+		if p != 0 {
+			at = strconv.Itoa(int(p))
+		}
+		d := net.Dialer{Timeout: timeout}
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, at))
+		if err != nil {
+			return err.Error()
+		}
+		conn.Close()
+		return ""
+	}
 }

@@ -2,6 +2,8 @@ package leases
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -138,4 +140,22 @@ func dump(t *testing.T, cli *clientv3.Client) map[string]string {
 		out[string(kv.Key)] = string(kv.Value)
 	}
 	return out
+}
+
+// TestDialer: an address where anything accepts a connection answers
+// (nothing is sent, no credential); a refused one does not.
+func TestDialer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, open, _ := net.SplitHostPort(l.Addr().String())
+	port, _ := strconv.Atoi(open)
+	if why := Dialer("1", time.Second)(context.Background(), "127.0.0.1", int32(port)); why != "" {
+		t.Errorf("a listening address: %s", why)
+	}
+	l.Close()
+	if why := Dialer(open, time.Second)(context.Background(), "127.0.0.1", 0); why == "" {
+		t.Error("a closed address answers")
+	}
 }
