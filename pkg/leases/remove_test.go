@@ -3,8 +3,8 @@ package leases
 import (
 	"context"
 	"net"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
