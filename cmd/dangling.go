@@ -116,11 +116,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	}
 	if n := dangling.Unfixed(rep.Dangling, fixes, refused, res.Results); err == nil && n > 0 {
 		// Fixed what has a fix; the others are still there.
-		isAre := "are"
-		if n == 1 {
-			isAre = "is"
-		}
-		err = &exitError{code: ExitGhosts, err: fmt.Errorf("%s whose target is gone %s left: no automatic fix exists for %s (each one's fix line says what does)", render.Plural(n, "reference"), isAre, plural.Them(n))}
+		err = &exitError{code: ExitGhosts, err: fmt.Errorf("%s whose target is gone %s left: no automatic fix exists for %s (each one's fix line says what does)", render.Plural(n, "reference"), plural.Be(n), plural.Them(n))}
 	}
 	return err
 }

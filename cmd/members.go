@@ -13,6 +13,7 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/members"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/table"
 )
@@ -177,10 +178,10 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	case rep.Differ():
 		return &exitError{code: ExitGhosts}
 	case len(rep.Verdict.NotCompared) > 0:
-		return failed(fmt.Errorf("%s did not answer and %s not compared", strings.Join(rep.Verdict.NotCompared, ", "), wasWere(len(rep.Verdict.NotCompared))))
+		return failed(fmt.Errorf("%s did not answer and %s not compared", strings.Join(rep.Verdict.NotCompared, ", "), plural.Pick(len(rep.Verdict.NotCompared), "was", "were")))
 	case len(rep.Verdict.Behind) > 0:
 		return failed(fmt.Errorf("%s %s behind and %s not compared: compare again once caught up", strings.Join(rep.Verdict.Behind, ", "),
-			isAre(len(rep.Verdict.Behind)), wasWere(len(rep.Verdict.Behind))))
+			plural.Be(len(rep.Verdict.Behind)), plural.Pick(len(rep.Verdict.Behind), "was", "were")))
 	}
 	return nil
 }
@@ -199,18 +200,4 @@ func validateMembersPace(reads session.Reads) error {
 		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
 	}
 	return nil
-}
-
-func isAre(n int) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
-}
-
-func wasWere(n int) string {
-	if n == 1 {
-		return "was"
-	}
-	return "were"
 }

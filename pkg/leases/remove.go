@@ -58,7 +58,7 @@ func Plan(a *Audit, namespace string) *Removal {
 		}
 	}
 	if young > 0 {
-		r.Left = append(r.Left, fmt.Sprintf("%s with no lease %s not past the event TTL by the servers' clocks yet (or could not be read): left; they never expire, so run this again once they are", plural.Of(young, "event"), isAre(young)))
+		r.Left = append(r.Left, fmt.Sprintf("%s with no lease %s not past the event TTL by the servers' clocks yet (or could not be read): left; they never expire, so run this again once they are", plural.Of(young, "event"), plural.Be(young)))
 	}
 	for _, l := range a.Big {
 		gone := 0
@@ -85,7 +85,7 @@ func Plan(a *Audit, namespace string) *Removal {
 		}
 	}
 	if n := len(a.Unexpected); n > 0 {
-		r.Left = append(r.Left, fmt.Sprintf("%s under a lease that %s neither an event nor a masterlease: left (whoever put them there owns them)", plural.Of(n, "key"), isAre(n)))
+		r.Left = append(r.Left, fmt.Sprintf("%s under a lease that %s neither an event nor a masterlease: left (whoever put them there owns them)", plural.Of(n, "key"), plural.Be(n)))
 	}
 	if n := len(a.Identities); n > 0 {
 		r.Left = append(r.Left, fmt.Sprintf("%s of servers gone: left to kube-apiserver's garbage collector (they are Lease objects, not etcd leases)", plural.Of(n, "apiserver identity lease")))
@@ -232,14 +232,6 @@ func Remove(ctx context.Context, r *Removal, o RemoveOptions) (*Removed, error) 
 	res.Dir, res.Backup, res.Warnings = out.Dir, out.Backup, out.Warnings
 	res.Results = append(served, out.Results...)
 	return res, err
-}
-
-// isAre is the verb's number for n things.
-func isAre(n int) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
 }
 
 // Duration is about how long the deletes take at pacing (one key a
