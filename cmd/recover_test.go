@@ -77,10 +77,10 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 	}
 }
 
-// TestRecoverThatLeavesPartExitsNonZero: a confirmed recover that writes
-// what it can and leaves what its plan refused exits 1, as its dry run
-// does: part of what was selected is not back.
-func TestRecoverThatLeavesPartExitsNonZero(t *testing.T) {
+// shopGoneSince is the golden cluster with every key of namespace shop
+// deleted since its snapshot db was taken: its endpoint and the snapshot.
+func shopGoneSince(t *testing.T) (ep, db string) {
+	t.Helper()
 	cli, ep, db := goldenSnapshot(t)
 	ctx := context.Background()
 	resp, err := cli.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
@@ -94,6 +94,14 @@ func TestRecoverThatLeavesPartExitsNonZero(t *testing.T) {
 			}
 		}
 	}
+	return ep, db
+}
+
+// TestRecoverThatLeavesPartExitsNonZero: a confirmed recover that writes
+// what it can and leaves what its plan refused exits 1, as its dry run
+// does: part of what was selected is not back.
+func TestRecoverThatLeavesPartExitsNonZero(t *testing.T) {
+	ep, db := shopGoneSince(t)
 	var out, errOut bytes.Buffer
 	args := []string{"recover", "--snapshot", db, "-n", "shop", "--accept-impact", "containers-started", "--confirm", "--yes", "--endpoints", ep, "--no-api", "--backup-dir", filepath.Join(t.TempDir(), "b")}
 	code := Run(args, strings.NewReader(""), &out, &errOut)
@@ -106,19 +114,7 @@ func TestRecoverThatLeavesPartExitsNonZero(t *testing.T) {
 // object recover refuses exits 1 as the write would, after printing the
 // rest; what it leaves out is said on stderr.
 func TestRecoverManifestsThatLeavePartExitNonZero(t *testing.T) {
-	cli, ep, db := goldenSnapshot(t)
-	ctx := context.Background()
-	resp, err := cli.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range resp.Kvs {
-		if strings.Contains(string(kv.Key), "/shop/") {
-			if _, err := cli.Delete(ctx, string(kv.Key)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	ep, db := shopGoneSince(t)
 	var out, errOut bytes.Buffer
 	code := Run([]string{"recover", "--snapshot", db, "-n", "shop", "-o", "yaml", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut)
 	if code != ExitError || !strings.Contains(errOut.String(), "refused and left out of the manifests") || !strings.Contains(out.String(), "kind: List") {

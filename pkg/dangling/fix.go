@@ -462,15 +462,15 @@ func firstLine(err error) string {
 // rewritten. A run that leaves them has left something, as its dry run
 // found it.
 func Unfixed(refs []etcdscan.DanglingRef, fixes []Fix, refused []Refusal, results []etcdwrite.Result) int {
+	done := map[string]bool{}
+	for _, r := range results {
+		if r.Outcome == etcdwrite.Deleted || r.Outcome == etcdwrite.Rewritten {
+			done[r.Key] = true
+		}
+	}
 	taken := map[string]bool{}
 	for _, f := range fixes {
-		ok := results == nil
-		for _, r := range results {
-			if r.Key == f.Key && (r.Outcome == etcdwrite.Deleted || r.Outcome == etcdwrite.Rewritten) {
-				ok = true
-			}
-		}
-		if !ok {
+		if results != nil && !done[f.Key] {
 			continue
 		}
 		for _, r := range f.Refs {
