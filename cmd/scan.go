@@ -153,8 +153,9 @@ func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace st
 		so.Progress = func() (func(read, total int), func()) { return render.ScanProgress(g.errOut) }
 	}
 	so.Existed = func(ns string) bool {
-		dirs := backup.NamedAfter(envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "namespace "+ns)
-		if g.backupRoot != "" && g.backupRoot != envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot) {
+		root := envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot)
+		dirs := backup.NamedAfter(root, "namespace "+ns)
+		if g.backupRoot != "" && g.backupRoot != root {
 			dirs = append(dirs, backup.NamedAfter(g.backupRoot, "namespace "+ns)...)
 		}
 		if len(dirs) == 0 {
