@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
@@ -85,62 +82,19 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 			return usageError("%v", err)
 		}
 	}
-	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: o.namespace, Now: clock}, given, g.Node)
-	var oneKey bool
+	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: o.namespace}, given, g.Node)
+	src := leases.Source{API: rs.API, Decrypter: rs.Decrypter, DB: rs.DB, Clock: clock}
 	if !rs.DB {
 		_, cli, done, err := g.Bounded(ctx)
 		if err != nil {
 			return err
 		}
 		defer done()
-		// kine keeps no leases: a key's lease ID is its TTL.
-		if ds, err := etcdwrite.DetectDatastore(ctx, cli); err == nil && ds.Limited() {
-			opts.LeaseIsTTL, oneKey = true, true
-		}
-		opts.LeaseTTL = func(ctx context.Context, id int64) (int64, error) {
-			r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id))
-			if err != nil {
-				return 0, err
-			}
-			return r.GrantedTTL, nil
-		}
-		opts.Granted = func(ctx context.Context) ([]int64, error) {
-			r, err := cli.Leases(ctx)
-			if err != nil {
-				return nil, err
-			}
-			ids := make([]int64, len(r.Leases))
-			for i, l := range r.Leases {
-				ids[i] = int64(l.ID)
-			}
-			return ids, nil
-		}
+		src.Client = cli
 	}
-	if rs.DB {
-		// A copy of etcd is not judged against today's clock.
-		opts.NoAges = true
-	}
-	if rs.Decrypter != nil {
-		opts.Open = func(ctx context.Context, key string, value []byte) ([]byte, error) {
-			plain, _, err := rs.Decrypter.Open(ctx, key, leases.GroupResourceOf(g.Prefix, key), value)
-			return plain, err
-		}
-	}
-	if rs.API != nil {
-		// Ages are judged against the API server's clock, whose creation
-		// times bound the events' writes.
-		if now, err := rs.API.Now(ctx); err == nil {
-			offset := now.Sub(clock())
-			opts.Now = func() time.Time { return clock().Add(offset) }
-		}
-		// A masterlease names an address, not a port (the lease
-		// reconciler writes none): kube-apiserver's own port is asked.
-		_, apiPort, err := net.SplitHostPort(strings.TrimPrefix(rs.API.Address(), "https://"))
-		if err != nil || apiPort == "" {
-			apiPort = "443"
-		}
-		opts.Serves = leases.Dialer(apiPort, 3*time.Second)
-	}
+	opts = opts.From(ctx, src)
+	// kine keeps no leases: a key's lease ID is its TTL, one key a txn.
+	oneKey := opts.LeaseIsTTL
 	a, err := leases.Run(ctx, rs.Store, opts)
 	if err != nil {
 		return err

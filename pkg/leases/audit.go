@@ -189,88 +189,18 @@ func (a *Audit) Faults() int {
 	return n
 }
 
-// Run audits store's keyspace.
+// Run audits store's keyspace: one pass over every key with its value (a
+// key's lease comes with it; an index-only read of keys does not carry it).
 func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
-	o = o.withDefaults()
-	a := &Audit{Registry: o.Registry, NoAges: o.NoAges, LeaseIsTTL: o.LeaseIsTTL, Revision: store.Revision(), EventTTL: o.EventTTL, LeaseReuse: o.LeaseReuse, MaxObjectCount: o.MaxObjectCount, Granted: -1, Keyless: -1,
-		PastTTL: []Event{}, NoLease: []Event{}, Big: []Lease{}, Unexpected: []Key{}, MasterLeases: []MasterLease{}, Identities: []Identity{}, Unread: []string{}}
-	now := o.Now()
-	byLease := map[int64]*Lease{}
-	events := o.Registry + "events/"
-	masters := o.Registry + "masterleases/"
-	// peers are kube-apiserver's peer endpoint leases (its mixed-version
-	// proxy), put under a lease as masterleases are.
-	peers := o.Registry + "peerserverleases/"
-	identities := o.Registry + "leases/kube-system/apiserver-"
-	// One pass over every key with its value: a key's lease comes with it
-	// (an index-only read of keys does not carry it).
-	err := store.Range(ctx, o.Registry, etcdscan.PrefixEnd(o.Registry), false, func(kv *mvccpb.KeyValue) error {
-		key := string(kv.Key)
-		if kv.Lease != 0 {
-			a.LeasedKeys++
-			l := byLease[kv.Lease]
-			if l == nil {
-				l = &Lease{ID: kv.Lease, ByResource: map[string]int{}}
-				byLease[kv.Lease] = l
-			}
-			l.Keys++
-			res, _, _ := strings.Cut(strings.TrimPrefix(key, o.Registry), "/")
-			l.ByResource[res]++
-			if !strings.HasPrefix(key, events) && !strings.HasPrefix(key, masters) && !strings.HasPrefix(key, peers) {
-				a.Unexpected = append(a.Unexpected, Key{Key: key, Lease: kv.Lease})
-			}
-		}
-		switch {
-		case strings.HasPrefix(key, events):
-			if o.Namespace == "" || strings.HasPrefix(key, events+o.Namespace+"/") {
-				a.event(open(ctx, o, kv), events, now, o)
-			}
-		case strings.HasPrefix(key, masters):
-			m := MasterLease{Key: key, ModRevision: kv.ModRevision, IP: strings.TrimPrefix(key, masters), Lease: kv.Lease, Port: portOf(kv.Value)}
-			if o.Serves != nil {
-				m.Asked, m.NotServed = true, o.Serves(ctx, m.IP, m.Port)
-			}
-			a.MasterLeases = append(a.MasterLeases, m)
-		case strings.HasPrefix(key, identities):
-			a.identity(open(ctx, o, kv), now)
-			a.creation(kv)
-		default:
-			a.creation(kv)
-		}
+	t := NewTally(o, store.Revision())
+	err := store.Range(ctx, t.o.Registry, etcdscan.PrefixEnd(t.o.Registry), false, func(kv *mvccpb.KeyValue) error {
+		t.Observe(ctx, kv)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the keys under %s at revision %d: %w", o.Registry, a.Revision, err)
+		return nil, fmt.Errorf("read the keys under %s at revision %d: %w", t.o.Registry, t.a.Revision, err)
 	}
-	a.judgePast(ctx, now, o)
-	for _, l := range byLease {
-		a.Leases = append(a.Leases, *l)
-		if l.Keys > o.MaxObjectCount && !o.LeaseIsTTL {
-			a.Big = append(a.Big, *l)
-		}
-	}
-	sort.Slice(a.Leases, func(i, j int) bool {
-		if a.Leases[i].Keys != a.Leases[j].Keys {
-			return a.Leases[i].Keys > a.Leases[j].Keys
-		}
-		return a.Leases[i].ID < a.Leases[j].ID
-	})
-	sort.Slice(a.Big, func(i, j int) bool { return a.Big[i].Keys > a.Big[j].Keys })
-	if o.Granted != nil {
-		ids, err := o.Granted(ctx)
-		if err != nil {
-			// kine does not list its leases: the count is left out, said.
-			a.GrantedUnread = "etcd's leases could not be listed: " + err.Error()
-			return a, nil
-		}
-		a.Granted, a.Keyless = len(ids), 0
-		for _, id := range ids {
-			if byLease[id] == nil {
-				a.Keyless++
-			}
-		}
-	}
-	return a, nil
+	return t.Finish(ctx), nil
 }
 
 // event judges one event: its age by its last write, and its lease.

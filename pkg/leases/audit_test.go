@@ -2,12 +2,15 @@ package leases
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +101,14 @@ func TestAuditClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Run(ctx, store, Options{MaxObjectCount: 10, Now: func() time.Time { return now },
+	// The masterleases are asked at once: each call waits until a second
+	// is under way (or gives up after a while, and the test says so).
+	var asking sync.WaitGroup
+	asking.Add(2)
+	together := make(chan struct{})
+	go func() { asking.Wait(); close(together) }()
+	var once sync.Map
+	opts := Options{MaxObjectCount: 10, Now: func() time.Time { return now },
 		Granted: func(ctx context.Context) ([]int64, error) {
 			r, err := cli.Leases(ctx)
 			if err != nil {
@@ -111,11 +121,20 @@ func TestAuditClasses(t *testing.T) {
 			return ids, nil
 		},
 		Serves: func(_ context.Context, ip string, _ int32) string {
+			if _, seen := once.LoadOrStore(ip, true); !seen && ip != "10.0.0.7" {
+				asking.Done()
+			}
+			select {
+			case <-together:
+			case <-time.After(20 * time.Second):
+				return "asked alone"
+			}
 			if ip == "10.0.0.9" {
 				return "connection refused"
 			}
 			return ""
-		}})
+		}}
+	a, err := Run(ctx, store, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +183,31 @@ func TestAuditClasses(t *testing.T) {
 	}
 	if a.Events != 18 || a.Faults() != 7 {
 		t.Errorf("events %d, faults %d", a.Events, a.Faults())
+	}
+
+	// The same audit from another reader's pass (the scan's, the
+	// exporter's): a range of part of the registry is not observed, the
+	// whole registry's is, key by key as the reader gets it.
+	tally := NewTally(opts, store.Revision())
+	w := tally.Wrap(store)
+	if _, ok := w.(etcdscan.Counter); !ok {
+		t.Error("the wrapped store lost its Counter")
+	}
+	if err := w.Range(ctx, "/registry/events/", etcdscan.PrefixEnd("/registry/events/"), false, func(*mvccpb.KeyValue) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if tally.Observed() {
+		t.Error("a range of the events alone was taken for the pass")
+	}
+	read := 0
+	if err := w.Range(ctx, "/registry/", etcdscan.PrefixEnd("/registry/"), false, func(*mvccpb.KeyValue) error { read++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b := tally.Finish(ctx)
+	want, _ := json.Marshal(a)
+	got, _ := json.Marshal(b)
+	if !tally.Observed() || read != 27 || string(got) != string(want) {
+		t.Errorf("from another pass (observed %v, %d keys read to the reader):\n%s\nwant\n%s", tally.Observed(), read, got, want)
 	}
 }
 

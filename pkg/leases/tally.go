@@ -1,0 +1,187 @@
+package leases
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/regghost/regghost/pkg/etcdscan"
+)
+
+// Tally is an audit built from a pass over the keyspace made by someone
+// else (the scan's, the exporter's): each key the pass reads is observed
+// once, and Finish judges what was seen. No key is read twice.
+type Tally struct {
+	o       Options
+	a       *Audit
+	now     time.Time
+	byLease map[int64]*Lease
+	// prefixes of the keys judged.
+	events, masters, peers, identities string
+
+	mu       sync.Mutex
+	observed bool
+}
+
+// NewTally starts an audit of the keyspace at revision.
+func NewTally(o Options, revision int64) *Tally {
+	o = o.withDefaults()
+	return &Tally{o: o, now: o.Now(), byLease: map[int64]*Lease{},
+		a: &Audit{Registry: o.Registry, NoAges: o.NoAges, LeaseIsTTL: o.LeaseIsTTL, Revision: revision, EventTTL: o.EventTTL, LeaseReuse: o.LeaseReuse, MaxObjectCount: o.MaxObjectCount, Granted: -1, Keyless: -1,
+			PastTTL: []Event{}, NoLease: []Event{}, Big: []Lease{}, Unexpected: []Key{}, MasterLeases: []MasterLease{}, Identities: []Identity{}, Unread: []string{}},
+		events: o.Registry + "events/", masters: o.Registry + "masterleases/",
+		// peers are kube-apiserver's peer endpoint leases (its
+		// mixed-version proxy), put under a lease as masterleases are.
+		peers: o.Registry + "peerserverleases/", identities: o.Registry + "leases/kube-system/apiserver-"}
+}
+
+// Observe judges one key of the pass, with its value.
+func (t *Tally) Observe(ctx context.Context, kv *mvccpb.KeyValue) {
+	a, o := t.a, t.o
+	key := string(kv.Key)
+	if kv.Lease != 0 {
+		a.LeasedKeys++
+		l := t.byLease[kv.Lease]
+		if l == nil {
+			l = &Lease{ID: kv.Lease, ByResource: map[string]int{}}
+			t.byLease[kv.Lease] = l
+		}
+		l.Keys++
+		res, _, _ := strings.Cut(strings.TrimPrefix(key, o.Registry), "/")
+		l.ByResource[res]++
+		if !strings.HasPrefix(key, t.events) && !strings.HasPrefix(key, t.masters) && !strings.HasPrefix(key, t.peers) {
+			a.Unexpected = append(a.Unexpected, Key{Key: key, Lease: kv.Lease})
+		}
+	}
+	switch {
+	case strings.HasPrefix(key, t.events):
+		if o.Namespace == "" || strings.HasPrefix(key, t.events+o.Namespace+"/") {
+			a.event(open(ctx, o, kv), t.events, t.now, o)
+		}
+	case strings.HasPrefix(key, t.masters):
+		a.MasterLeases = append(a.MasterLeases, MasterLease{Key: key, ModRevision: kv.ModRevision, IP: strings.TrimPrefix(key, t.masters), Lease: kv.Lease, Port: portOf(kv.Value)})
+	case strings.HasPrefix(key, t.identities):
+		a.identity(open(ctx, o, kv), t.now)
+		a.creation(kv)
+	default:
+		a.creation(kv)
+	}
+}
+
+// Finish judges what the pass saw: the events' ages by the servers'
+// clocks, the leases' sizes, the masterleases' addresses (asked at once,
+// not one after another) and the keyless leases.
+func (t *Tally) Finish(ctx context.Context) *Audit {
+	a, o := t.a, t.o
+	a.judgePast(ctx, t.now, o)
+	for _, l := range t.byLease {
+		a.Leases = append(a.Leases, *l)
+		if l.Keys > o.MaxObjectCount && !o.LeaseIsTTL {
+			a.Big = append(a.Big, *l)
+		}
+	}
+	sort.Slice(a.Leases, func(i, j int) bool {
+		if a.Leases[i].Keys != a.Leases[j].Keys {
+			return a.Leases[i].Keys > a.Leases[j].Keys
+		}
+		return a.Leases[i].ID < a.Leases[j].ID
+	})
+	sort.Slice(a.Big, func(i, j int) bool { return a.Big[i].Keys > a.Big[j].Keys })
+	if o.Serves != nil {
+		askMasterLeases(ctx, a.MasterLeases, o.Serves)
+	}
+	if o.Granted != nil {
+		ids, err := o.Granted(ctx)
+		if err != nil {
+			// kine does not list its leases: the count is left out, said.
+			a.GrantedUnread = "etcd's leases could not be listed: " + err.Error()
+			return a
+		}
+		a.Granted, a.Keyless = len(ids), 0
+		for _, id := range ids {
+			if t.byLease[id] == nil {
+				a.Keyless++
+			}
+		}
+	}
+	return a
+}
+
+// maxAsked is how many masterlease addresses are asked at once.
+const maxAsked = 8
+
+// askMasterLeases asks whether a kube-apiserver answers at each
+// masterlease's address, several at once: an address that does not
+// answer costs its timeout, not every other one's too.
+func askMasterLeases(ctx context.Context, ms []MasterLease, serves func(ctx context.Context, ip string, port int32) string) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxAsked)
+	for i := range ms {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(m *MasterLease) {
+			defer func() { <-slots; wg.Done() }()
+			m.Asked, m.NotServed = true, serves(ctx, m.IP, m.Port)
+		}(&ms[i])
+	}
+	wg.Wait()
+}
+
+// Wrap is store with the tally observing the pass over the whole
+// registry with values (the scan's, the exporter's): the keys come to the
+// tally as they come to the reader, with no second read of etcd. Any
+// other read goes by untouched.
+func (t *Tally) Wrap(store etcdscan.Store) etcdscan.Store {
+	if c, ok := store.(etcdscan.Counter); ok {
+		return &talliedCounter{tallied{store, t}, c}
+	}
+	return &tallied{store, t}
+}
+
+// Observed says whether the pass over the whole registry went through
+// the store Wrap returned: without it the tally saw nothing, and Finish
+// would judge an empty keyspace.
+func (t *Tally) Observed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.observed
+}
+
+// tallied is a store whose pass over the whole registry is observed.
+type tallied struct {
+	etcdscan.Store
+	t *Tally
+}
+
+// talliedCounter keeps a store's Counter (the scan's progress line).
+type talliedCounter struct {
+	tallied
+	etcdscan.Counter
+}
+
+// Range implements etcdscan.Store.
+func (s *talliedCounter) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
+	return s.tallied.Range(ctx, start, end, keysOnly, fn)
+}
+
+// Range implements etcdscan.Store.
+func (s *tallied) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
+	t := s.t
+	t.mu.Lock()
+	whole := !keysOnly && !t.observed && start == t.o.Registry && end == etcdscan.PrefixEnd(t.o.Registry)
+	if whole {
+		t.observed = true
+	}
+	t.mu.Unlock()
+	if !whole {
+		return s.Store.Range(ctx, start, end, keysOnly, fn)
+	}
+	return s.Store.Range(ctx, start, end, false, func(kv *mvccpb.KeyValue) error {
+		t.Observe(ctx, kv)
+		return fn(kv)
+	})
+}
