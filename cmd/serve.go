@@ -21,6 +21,7 @@ import (
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/exporter"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/metricsauth"
 	"github.com/regghost/regghost/pkg/session"
@@ -225,7 +226,10 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 	src := exporter.NewSource(exporter.SourceOptions{Connect: g.Connect, LoadDecrypter: g.Decrypter, OpenAPI: openAPI, Log: log,
 		TLSFiles:    func() string { g.Discover(); return g.Etcd.TLSFingerprint() },
 		DialTimeout: g.Etcd.DialTimeout, PageSize: o.reads.PageSize, Stream: o.reads.Stream, MaxKeysPerSecond: o.reads.MaxKeysPerSecond,
-		Scan: coll.MeasureSpace(exporter.SpaceOptions{Prefix: g.Prefix, NamespaceLimit: o.namespaceLimit, Members: space.MembersOf(&g.Settings, 0)}, func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
+		Scan: coll.MeasureSpace(exporter.SpaceOptions{Prefix: g.Prefix, NamespaceLimit: o.namespaceLimit, Members: space.MembersOf(&g.Settings, 0)}, coll.AuditLeases(o.namespaceLimit, func(ctx context.Context, in exporter.ScanInput) leases.Options {
+			opts, _ := leases.Judged(leases.Options{Registry: g.Prefix}, leases.Given{}, g.Node)
+			return opts.From(ctx, leases.Source{Client: in.Client, API: in.API, Decrypter: in.Decrypter, Clock: clock})
+		}, func(ctx context.Context, in exporter.ScanInput) (*etcdscan.Report, error) {
 			rs := session.Wrap(g.Prefix, in.Store, in.Decrypter, in.API, in.APIUnavailable)
 			rep, err := g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true, true)
 			var ae *session.APIError
@@ -233,7 +237,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 				return nil, &exporter.CycleError{Reason: exporter.ReasonAPI, Err: err}
 			}
 			return rep, err
-		})})
+		}))})
 	defer src.Close()
 	loop := &exporter.Loop{Scan: src.Scan, Interval: o.interval, Jitter: o.jitter, Timeout: g.Etcd.CommandTimeout,
 		NamespaceLimit: o.namespaceLimit, Collector: coll, Meter: meter, Log: log}

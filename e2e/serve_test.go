@@ -88,7 +88,7 @@ func TestServeExportsToPrometheus(t *testing.T) {
 				return err
 			}
 			for _, want := range []string{"RegghostGhostsFound", "RegghostNamespaceStuckTerminating", "RegghostDanglingAPIService", "RegghostScanFailing", "RegghostScanStale", "RegghostWitnessCheckMissing",
-				"RegghostObjectsUnderAnOldKey", "RegghostObjectsAtAnUnreadableVersion"} {
+				"RegghostObjectsUnderAnOldKey", "RegghostObjectsAtAnUnreadableVersion", "RegghostEventsPastTTL", "RegghostEtcdLeaseOverLimit", "RegghostStaleMasterLease"} {
 				h, ok := got[want]
 				if !ok {
 					return fmt.Errorf("rule %s not loaded (loaded: %v)", want, got)

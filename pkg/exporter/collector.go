@@ -107,6 +107,9 @@ type Collector struct {
 	errors      map[string]int
 	// space is where etcd's bytes were at the last good cycle (MeasureSpace).
 	space *SpaceSnapshot
+	// leases is what the leases audit found at the last good cycle
+	// (AuditLeases).
+	leases *LeasesSnapshot
 }
 
 // NewCollector returns a collector with nothing scanned yet. meter, when
@@ -155,6 +158,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range spaceDescs {
 		ch <- d
 	}
+	for _, d := range leasesDescs {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -186,6 +192,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descCycleReceived, float64(c.cycleCost.ReceivedBytes))
 	}
 	c.collectSpace(ch)
+	c.collectLeases(ch)
 	s := c.snap
 	if s == nil {
 		return

@@ -90,12 +90,16 @@ type Event struct {
 	// ModRevision is the revision it was judged at: a removal deletes it
 	// only while it is unchanged.
 	ModRevision int64 `json:"modRevision"`
+	// Bytes is its key's and stored value's length.
+	Bytes int64 `json:"bytes"`
 }
 
 // Lease is one etcd lease and the keys that hang on it.
 type Lease struct {
 	ID   int64 `json:"id"`
 	Keys int   `json:"keys"`
+	// Bytes is its keys' and stored values' length.
+	Bytes int64 `json:"bytes"`
 	// ByResource counts its keys per resource prefix ("events").
 	ByResource map[string]int `json:"byResource"`
 }
@@ -189,6 +193,59 @@ func (a *Audit) Faults() int {
 	return n
 }
 
+// The classes' names, as Counts and the exporter's series call them.
+const (
+	ClassPastTTL    = "events-past-ttl"
+	ClassNoLease    = "events-without-lease"
+	ClassBig        = "leases-over-limit"
+	ClassUnexpected = "leased-unexpected"
+	ClassMaster     = "masterleases-stale"
+	ClassIdentity   = "apiserver-identities-stale"
+	ClassKeyless    = "leases-keyless"
+)
+
+// Counts counts each class (the keyless leases only when they were
+// counted, and they are no fault).
+func (a *Audit) Counts() map[string]int {
+	c := map[string]int{ClassPastTTL: len(a.PastTTL), ClassNoLease: len(a.NoLease), ClassBig: len(a.Big),
+		ClassUnexpected: len(a.Unexpected), ClassIdentity: len(a.Identities), ClassMaster: 0}
+	for _, m := range a.MasterLeases {
+		if m.Stale() {
+			c[ClassMaster]++
+		}
+	}
+	if a.Keyless >= 0 {
+		c[ClassKeyless] = a.Keyless
+	}
+	return c
+}
+
+// Held is what one class holds in etcd: its keys and their bytes.
+type Held struct {
+	Class string `json:"class"`
+	Keys  int    `json:"keys"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Holding is the keys and bytes the classes that hold keys hold: the
+// events past their TTL, the events with no lease (one event may be
+// both: counted in each), and every key of the leases over the limit.
+func (a *Audit) Holding() []Held {
+	sum := func(class string, es []Event) Held {
+		h := Held{Class: class, Keys: len(es)}
+		for _, e := range es {
+			h.Bytes += e.Bytes
+		}
+		return h
+	}
+	big := Held{Class: ClassBig}
+	for _, l := range a.Big {
+		big.Keys += l.Keys
+		big.Bytes += l.Bytes
+	}
+	return []Held{sum(ClassPastTTL, a.PastTTL), sum(ClassNoLease, a.NoLease), big}
+}
+
 // Run audits store's keyspace: one pass over every key with its value (a
 // key's lease comes with it; an index-only read of keys does not carry it).
 func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
@@ -204,9 +261,9 @@ func Run(ctx context.Context, store etcdscan.Store, o Options) (*Audit, error) {
 }
 
 // event judges one event: its age by its last write, and its lease.
-func (a *Audit) event(kv *mvccpb.KeyValue, prefix string, now time.Time, o Options) {
+func (a *Audit) event(kv *mvccpb.KeyValue, size int64, prefix string, now time.Time, o Options) {
 	a.Events++
-	e := Event{Key: string(kv.Key), Lease: kv.Lease, ModRevision: kv.ModRevision}
+	e := Event{Key: string(kv.Key), Lease: kv.Lease, ModRevision: kv.ModRevision, Bytes: size}
 	e.Namespace, _, _ = strings.Cut(strings.TrimPrefix(e.Key, prefix), "/")
 	if kv.Lease == 0 {
 		a.NoLease = append(a.NoLease, e)

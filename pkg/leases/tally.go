@@ -43,6 +43,7 @@ func NewTally(o Options, revision int64) *Tally {
 func (t *Tally) Observe(ctx context.Context, kv *mvccpb.KeyValue) {
 	a, o := t.a, t.o
 	key := string(kv.Key)
+	size := int64(len(kv.Key) + len(kv.Value))
 	if kv.Lease != 0 {
 		a.LeasedKeys++
 		l := t.byLease[kv.Lease]
@@ -51,6 +52,7 @@ func (t *Tally) Observe(ctx context.Context, kv *mvccpb.KeyValue) {
 			t.byLease[kv.Lease] = l
 		}
 		l.Keys++
+		l.Bytes += size
 		res, _, _ := strings.Cut(strings.TrimPrefix(key, o.Registry), "/")
 		l.ByResource[res]++
 		if !strings.HasPrefix(key, t.events) && !strings.HasPrefix(key, t.masters) && !strings.HasPrefix(key, t.peers) {
@@ -60,7 +62,7 @@ func (t *Tally) Observe(ctx context.Context, kv *mvccpb.KeyValue) {
 	switch {
 	case strings.HasPrefix(key, t.events):
 		if o.Namespace == "" || strings.HasPrefix(key, t.events+o.Namespace+"/") {
-			a.event(open(ctx, o, kv), t.events, t.now, o)
+			a.event(open(ctx, o, kv), size, t.events, t.now, o)
 		}
 	case strings.HasPrefix(key, t.masters):
 		a.MasterLeases = append(a.MasterLeases, MasterLease{Key: key, ModRevision: kv.ModRevision, IP: strings.TrimPrefix(key, t.masters), Lease: kv.Lease, Port: portOf(kv.Value)})
