@@ -82,17 +82,11 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 			return usageError("%v", err)
 		}
 	}
-	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: o.namespace}, given, g.Node)
-	src := leases.Source{API: rs.API, Decrypter: rs.Decrypter, DB: rs.DB, Clock: clock}
-	if !rs.DB {
-		_, cli, done, err := g.Bounded(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
-		src.Client = cli
+	opts, settings, done, err := g.leasesOptions(ctx, rs, o.namespace, given)
+	if err != nil {
+		return err
 	}
-	opts = opts.From(ctx, src)
+	defer done()
 	// kine keeps no leases: a key's lease ID is its TTL, one key a txn.
 	oneKey := opts.LeaseIsTTL
 	a, err := leases.Run(ctx, rs.Store, opts)
@@ -160,4 +154,22 @@ func foundFaults(a *leases.Audit) error {
 		return &exitError{code: ExitGhosts}
 	}
 	return nil
+}
+
+// leasesOptions are the leases audit's options for what rs reads: the
+// kube-apiserver settings judged (and the line that says where each came
+// from), and what the live cluster answers (etcd's leases, the API
+// server's clock). done releases the etcd client it opened.
+func (g *globalOptions) leasesOptions(ctx context.Context, rs *session.Read, namespace string, given leases.Given) (leases.Options, string, func(), error) {
+	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: namespace}, given, g.Node)
+	src := leases.Source{API: rs.API, Decrypter: rs.Decrypter, DB: rs.DB, Clock: clock}
+	done := func() {}
+	if !rs.DB {
+		_, cli, release, err := g.Bounded(ctx)
+		if err != nil {
+			return opts, settings, nil, err
+		}
+		src.Client, done = cli, release
+	}
+	return opts.From(ctx, src), settings, done, nil
 }

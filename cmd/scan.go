@@ -12,6 +12,7 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/table"
 )
@@ -97,7 +98,7 @@ func validateNamespace(ns string) error {
 }
 
 func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut io.Writer) error {
-	rep, err := scanReport(ctx, g, o.namespace, o.reads, o.terminatingAfter, o.apiCheckLimit, false)
+	rep, err := scanReport(ctx, g, o.namespace, o.reads, o.terminatingAfter, o.apiCheckLimit, false, true)
 	if err != nil {
 		return err
 	}
@@ -112,8 +113,8 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 }
 
 // scanReport connects to etcd and the API server and runs one scan
-// (keyIDs: as g.scan).
-func scanReport(ctx context.Context, g *globalOptions, namespace string, reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int, keyIDs bool) (*etcdscan.Report, error) {
+// (keyIDs: as g.scan); auditLeases audits etcd's leases from the same pass.
+func scanReport(ctx context.Context, g *globalOptions, namespace string, reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int, keyIDs, auditLeases bool) (*etcdscan.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, reads)
@@ -121,7 +122,19 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads s
 		return nil, err
 	}
 	defer rs.Close()
-	return g.scan(ctx, rs, namespace, terminatingAfter, apiCheckLimit, false, keyIDs)
+	so, err := g.scanOptions(namespace, terminatingAfter, apiCheckLimit, false, keyIDs)
+	if err != nil {
+		return nil, err
+	}
+	if auditLeases {
+		lo, _, done, err := g.leasesOptions(ctx, rs, namespace, leases.Given{})
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		so.Leases = &lo
+	}
+	return rs.Scan(ctx, so)
 }
 
 // spillAfter, when set (the golden tests run every command spilled), is
@@ -144,9 +157,18 @@ func spillSetting() (int, error) {
 // quiet) and the spill setting; keyIDs asks the KMS v2 plugins that write
 // their key ID (versions, serve).
 func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace string, terminatingAfter time.Duration, apiCheckLimit int, quiet, keyIDs bool) (*etcdscan.Report, error) {
-	spill, err := spillSetting()
+	so, err := g.scanOptions(namespace, terminatingAfter, apiCheckLimit, quiet, keyIDs)
 	if err != nil {
 		return nil, err
+	}
+	return rs.Scan(ctx, so)
+}
+
+// scanOptions are the options of g.scan.
+func (g *globalOptions) scanOptions(namespace string, terminatingAfter time.Duration, apiCheckLimit int, quiet, keyIDs bool) (session.ScanOptions, error) {
+	spill, err := spillSetting()
+	if err != nil {
+		return session.ScanOptions{}, err
 	}
 	so := session.ScanOptions{Namespace: namespace, TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, SpillAfter: spill, Now: clock, KMSKeyIDs: keyIDs}
 	if !quiet {
@@ -165,5 +187,5 @@ func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace st
 		table.Wrapped(g.errOut, fmt.Sprintf("regghost: note: nothing of namespace %s is in etcd; regghost's backup %s is named after it (what a purge of it took: `regghost restore %s` puts it back)", ns, last, last))
 		return true
 	}
-	return rs.Scan(ctx, so)
+	return so, nil
 }

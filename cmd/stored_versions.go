@@ -38,7 +38,7 @@ func newVersionsCmd(g *globalOptions) *cobra.Command {
 }
 
 func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out io.Writer) error {
-	rep, err := scanReport(ctx, g, o.namespace, session.ScanReads(), etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, true)
+	rep, err := scanReport(ctx, g, o.namespace, session.ScanReads(), etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, true, false)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/spill"
 	"github.com/regghost/regghost/pkg/table"
@@ -139,6 +140,9 @@ func WriteReport(out io.Writer, rep *etcdscan.Report, now time.Time, wide, noHea
 		fmt.Fprintf(out, "  of which %d (marked *) rest on a single witness: purge refuses them without %s\n", single, flagnames.AcceptSingleWitness)
 	}
 	fmt.Fprintf(out, "Suspects: %d%s\n", suspects, classCounts(rep, false))
+	if line := leaseClasses(rep.Leases); line != "" {
+		table.Wrapped(out, line)
+	}
 	if len(rep.Encrypted) > 0 {
 		var keys []string
 		for _, k := range slices.Sorted(maps.Keys(rep.Encrypted)) {
@@ -314,4 +318,30 @@ func age(now time.Time, t *time.Time) string {
 		return "-"
 	}
 	return duration.HumanDuration(now.Sub(*t))
+}
+
+// leaseWords name the leases audit's fault classes in the scan's summary,
+// in the order they are named.
+var leaseWords = []struct{ class, one, many string }{
+	{leases.ClassPastTTL, "event past its TTL", "events past their TTL"},
+	{leases.ClassNoLease, "event under no lease (it never expires)", "events under no lease (they never expire)"},
+	{leases.ClassBig, "lease holding more keys than a revoke can take without stalling etcd", "leases holding more keys than a revoke can take without stalling etcd"},
+	{leases.ClassUnexpected, "key under a lease that is neither an event nor a masterlease", "keys under a lease that are neither events nor masterleases"},
+	{leases.ClassMaster, "masterlease no kube-apiserver answers at", "masterleases no kube-apiserver answers at"},
+	{leases.ClassIdentity, "apiserver identity lease of a server gone", "apiserver identity leases of servers gone"},
+}
+
+// leaseClasses is the summary line of what the leases audit found that is
+// a fault ("" when nothing, or when it was not audited).
+func leaseClasses(counts map[string]int) string {
+	var parts []string
+	for _, w := range leaseWords {
+		if n := counts[w.class]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, plural.Pick(n, w.one, w.many)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Leases: " + strings.Join(parts, ", ") + " (`regghost leases` names them and removes what outlived its TTL)"
 }

@@ -219,6 +219,10 @@ type Report struct {
 	// Terminating lists every namespace in Terminating at the scan's
 	// revision, stuck or not yet, with how long it has been.
 	Terminating []TerminatingNamespace `json:"terminating,omitempty"`
+	// Leases counts what keeps etcd's keys alive, by class (pkg/leases
+	// judges and names them; `regghost leases` lists and removes them):
+	// nil when the scan did not audit them.
+	Leases map[string]int `json:"leases,omitempty"`
 	// spilled holds the findings, spilledN of them, when they were too
 	// many to keep in memory; Findings is nil then.
 	spilled  *findingStore

@@ -15,6 +15,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/names"
 	"github.com/regghost/regghost/pkg/objread"
 )
@@ -38,6 +39,9 @@ type ScanOptions struct {
 	// Progress, if set, starts the progress display and returns the
 	// function the scan reports to and the one that ends the display.
 	Progress func() (report func(read, total int), done func())
+	// Leases, if set, audits etcd's leases from the scan's own pass (no
+	// second read): the report counts each class (Report.Leases).
+	Leases *leases.Options
 }
 
 // APIError is an error of the API server's discovery: the scan did not
@@ -81,7 +85,13 @@ func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, erro
 	if so.Progress != nil {
 		opts.Progress, done = so.Progress()
 	}
-	rep, err := etcdscan.Scan(ctx, r.Store, opts)
+	store := r.Store
+	var tally *leases.Tally
+	if so.Leases != nil {
+		tally = leases.NewTally(*so.Leases, store.Revision())
+		store = tally.Wrap(store)
+	}
+	rep, err := etcdscan.Scan(ctx, store, opts)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
@@ -94,6 +104,9 @@ func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, erro
 			rep.Close()
 		}
 	}()
+	if tally != nil && tally.Observed() {
+		rep.Leases = tally.Finish(ctx).Counts()
+	}
 	if err := r.findDangling(ctx, rep); err != nil {
 		return nil, err
 	}

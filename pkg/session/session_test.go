@@ -13,6 +13,7 @@ import (
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 )
 
@@ -23,6 +24,9 @@ func TestOpenAndScan(t *testing.T) {
 	etcdtest.Put(t, cli, "/registry/namespaces/default", etcdtest.Encode(t, ns))
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "gone", UID: "u2"}}
 	etcdtest.Put(t, cli, "/registry/configmaps/gone/c", etcdtest.Encode(t, cm))
+	// An event written back under no lease: the scan's own pass audits it.
+	ev := &corev1.Event{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"}, ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "default", UID: "u3"}, Reason: "Pulled"}
+	etcdtest.Put(t, cli, "/registry/events/default/e", etcdtest.Encode(t, ev))
 
 	for _, tc := range []struct {
 		name  string
@@ -44,7 +48,7 @@ func TestOpenAndScan(t *testing.T) {
 				t.Fatalf("API %v, why %q", r.API, r.Why)
 			}
 			ended := false
-			rep, err := r.Scan(ctx, ScanOptions{TerminatingAfter: time.Hour, APICheckLimit: 1, Now: time.Now,
+			rep, err := r.Scan(ctx, ScanOptions{TerminatingAfter: time.Hour, APICheckLimit: 1, Now: time.Now, Leases: &leases.Options{},
 				Progress: func() (func(int, int), func()) { return func(int, int) {}, func() { ended = true } }})
 			if err != nil {
 				t.Fatal(err)
@@ -62,6 +66,9 @@ func TestOpenAndScan(t *testing.T) {
 			}
 			if !ended {
 				t.Error("the progress display was not ended")
+			}
+			if rep.Leases[leases.ClassNoLease] != 1 || rep.Leases[leases.ClassPastTTL] != 0 {
+				t.Errorf("leases %v, want the event under no lease counted from the scan's pass", rep.Leases)
 			}
 			found := false
 			for _, c := range rep.Checks {
