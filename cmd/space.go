@@ -8,6 +8,7 @@ import (
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/space"
 )
@@ -80,7 +81,9 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer)
 	if top == 0 {
 		top = -1
 	}
-	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota, BackupRoot: o.backupDir,
+	// What outlives its lease is attributed from the same pass.
+	audit, _ := leases.Judged(leases.Options{Registry: g.Prefix, Now: clock}, leases.Given{}, g.Node)
+	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota, BackupRoot: o.backupDir, Leases: &audit,
 		Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
 			return g.scan(ctx, rs, "", etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
 		}})

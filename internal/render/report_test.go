@@ -25,3 +25,21 @@ func TestLeaseClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestLeasesHold: space's line names each class that holds keys, with its
+// share of the values' bytes; none holding any says nothing.
+func TestLeasesHold(t *testing.T) {
+	for _, tt := range []struct {
+		held []leases.Held
+		want string
+	}{
+		{nil, ""},
+		{[]leases.Held{{Class: leases.ClassPastTTL}}, ""},
+		{[]leases.Held{{Class: leases.ClassPastTTL, Keys: 1, Bytes: 2048}, {Class: leases.ClassNoLease}, {Class: leases.ClassBig, Keys: 1200, Bytes: 4096}},
+			"Leases hold 1 key of events past their TTL, 2.0 KiB (25%); 1200 keys on leases over the limit, 4.0 KiB (50%): regghost leases lists them and removes what is past its TTL."},
+	} {
+		if got := leasesHold(tt.held, 8192); got != tt.want {
+			t.Errorf("%v:\n got %q\nwant %q", tt.held, got, tt.want)
+		}
+	}
+}

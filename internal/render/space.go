@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/space"
 	"github.com/regghost/regghost/pkg/table"
 )
@@ -182,7 +183,31 @@ func writeTotals(out io.Writer, r *space.Report) {
 		table.Wrapped(out, fmt.Sprintf("Ghosts hold %s: %s of values (%s) and %s of history.",
 			plural.Of(int(g.Keys), "key"), Bytes(g.Bytes), percent(g.Bytes, t.Bytes), historyBytes(g, false)))
 	}
+	if line := leasesHold(r.Leases, t.Bytes); line != "" {
+		table.Wrapped(out, line)
+	}
 	table.Wrapped(out, "Bytes are each key's and value's length; etcd's and bbolt's own overhead is in the sizes in use.")
+}
+
+// leaseHoldWords name what the leases audit's classes hold in space's totals.
+var leaseHoldWords = map[string]string{
+	leases.ClassPastTTL: "of events past their TTL",
+	leases.ClassNoLease: "of events under no lease",
+	leases.ClassBig:     "on leases over the limit",
+}
+
+// leasesHold is the line saying what the classes that hold keys hold ("" when none holds any).
+func leasesHold(held []leases.Held, total int64) string {
+	var parts []string
+	for _, h := range held {
+		if h.Keys > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s, %s (%s)", plural.Of(h.Keys, "key"), leaseHoldWords[h.Class], Bytes(h.Bytes), percent(h.Bytes, total)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Leases hold " + strings.Join(parts, "; ") + ": regghost leases lists them and removes what is past its TTL."
 }
 
 // groupTable ranks resources or namespaces by their bytes.

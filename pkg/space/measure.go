@@ -8,6 +8,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -24,6 +25,26 @@ type MeasureOptions struct {
 	// BackupRoot is where regghost's backups are: what they hold is
 	// counted beside etcd's own bytes ("" leaves it out).
 	BackupRoot string
+	// Leases, if set, audits etcd's leases from the same pass: the report
+	// says what the classes that hold keys hold (Report.Leases).
+	Leases *leases.Options
+}
+
+// leasesOver is scan with the leases audit observing its pass (scan as it
+// is when o asks no audit), and what says the classes' holdings after it.
+func (o MeasureOptions) leasesOver(ctx context.Context, src leases.Source, revision int64, scan ScanFunc) (ScanFunc, func() []leases.Held) {
+	if o.Leases == nil {
+		return scan, func() []leases.Held { return nil }
+	}
+	t := leases.NewTally(o.Leases.From(ctx, src), revision)
+	return func(ctx context.Context, store etcdscan.Store) (*etcdscan.Report, error) {
+			return scan(ctx, t.Wrap(store))
+		}, func() []leases.Held {
+			if !t.Observed() {
+				return nil
+			}
+			return t.Finish(ctx).Holding()
+		}
 }
 
 // Measure opens what s reaches (a db file, or the live etcd and its
@@ -39,7 +60,13 @@ func Measure(ctx context.Context, s *session.Settings, o MeasureOptions) (*Repor
 		if !ok {
 			return nil, fmt.Errorf("--db %s did not open as a db file", s.DB)
 		}
-		return FromFile(ctx, st, scanOver(rs, o.Scan), Options{Prefix: s.Prefix, Top: o.Top})
+		scan, held := o.leasesOver(ctx, leases.Source{Decrypter: rs.Decrypter, DB: true}, st.Revision(), scanOver(rs, o.Scan))
+		r, err := FromFile(ctx, st, scan, Options{Prefix: s.Prefix, Top: o.Top})
+		if err != nil {
+			return nil, err
+		}
+		r.Leases = held()
+		return r, nil
 	}
 	cli, err := s.Connect(ctx)
 	if err != nil {
@@ -60,9 +87,14 @@ func Measure(ctx context.Context, s *session.Settings, o MeasureOptions) (*Repor
 	}
 	view, why := s.API()
 	rs := session.Wrap(s.Prefix, store, dec, view, why)
-	r, err := FromEtcd(ctx, cli, store, scanOver(rs, o.Scan), LiveOptions{Prefix: s.Prefix, Top: o.Top, Members: MembersOf(s, o.Quota)})
-	if err != nil || o.BackupRoot == "" {
-		return r, err
+	scan, held := o.leasesOver(ctx, leases.Source{Client: cli, API: view, Decrypter: dec}, store.Revision(), scanOver(rs, o.Scan))
+	r, err := FromEtcd(ctx, cli, store, scan, LiveOptions{Prefix: s.Prefix, Top: o.Top, Members: MembersOf(s, o.Quota)})
+	if err != nil {
+		return nil, err
+	}
+	r.Leases = held()
+	if o.BackupRoot == "" {
+		return r, nil
 	}
 	h, err := backup.HoldingsOf(o.BackupRoot)
 	if err != nil {

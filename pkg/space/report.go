@@ -4,6 +4,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/etcdmembers"
+	"github.com/regghost/regghost/pkg/leases"
 )
 
 // Report is where the bytes of an etcd keyspace are. Bytes are counted as
@@ -49,6 +50,10 @@ type Report struct {
 	Alarms []Alarm `json:"alarms,omitempty"`
 	// Pages is the db file's page use (a db file only).
 	Pages *Pages `json:"pages,omitempty"`
+	// Leases are the keys and bytes the leases audit's classes hold
+	// (events past their TTL, under no lease, leases over the limit); nil
+	// when not audited.
+	Leases []leases.Held `json:"leases,omitempty"`
 	// Estimates say what a purge of the ghosts and a compaction would free.
 	Estimates Estimates `json:"estimates"`
 	// NotEtcd is set when the members are not etcd's (kine): no quota, no
