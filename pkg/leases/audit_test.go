@@ -225,6 +225,10 @@ func TestJudgedSettings(t *testing.T) {
 	if o.EventTTL != time.Hour || !strings.Contains(said, "event TTL 1h0m0s (--event-ttl)") {
 		t.Errorf("given: %+v, %q", o, said)
 	}
+	k3s := &nodeconfig.Found{Source: "k3s embedded etcd (/var/lib/rancher/k3s/server/tls/etcd)", EventTTL: 2 * time.Hour, LeaseFlagsFrom: "k3s's kube-apiserver-arg in /etc/rancher/k3s/config.yaml(.d)"}
+	if o, said := Judged(Options{}, Given{}, k3s); o.EventTTL != 2*time.Hour || !strings.Contains(said, "(--event-ttl in k3s's kube-apiserver-arg in /etc/rancher/k3s/config.yaml(.d))") {
+		t.Errorf("k3s: %+v, %q", o, said)
+	}
 	if o, _ := Judged(Options{}, Given{}, nil); o.EventTTL != DefaultEventTTL || o.MaxObjectCount != DefaultMaxObjectCount {
 		t.Errorf("defaults: %+v", o)
 	}

@@ -24,6 +24,9 @@ func Judged(o Options, given Given, node *nodeconfig.Found) (Options, string) {
 	if node != nil && node.Source != "" {
 		source = node.Source
 	}
+	if node != nil && node.LeaseFlagsFrom != "" {
+		source = node.LeaseFlagsFrom
+	}
 	from := func(flag, manifest bool, name string) string {
 		switch {
 		case flag:
@@ -86,5 +89,9 @@ func ShorterThanConfigured(given Given, node *nodeconfig.Found) error {
 	if given.EventTTL <= 0 || node == nil || node.EventTTL <= given.EventTTL {
 		return nil
 	}
-	return fmt.Errorf("--event-ttl %s is shorter than the --event-ttl %s in %s: the events between the two are ones kube-apiserver still serves; give %s or more", given.EventTTL, node.EventTTL, node.Source, node.EventTTL)
+	source := node.Source
+	if node.LeaseFlagsFrom != "" {
+		source = node.LeaseFlagsFrom
+	}
+	return fmt.Errorf("--event-ttl %s is shorter than the --event-ttl %s in %s: the events between the two are ones kube-apiserver still serves; give %s or more", given.EventTTL, node.EventTTL, source, node.EventTTL)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type Found struct {
 	// under etcd leases; 0 when not set (its defaults apply) or not read.
 	EventTTL   time.Duration
 	LeaseReuse time.Duration
+	// LeaseFlagsFrom says where those were read when it is not Source
+	// (k3s's config.yaml).
+	LeaseFlagsFrom string
 }
 
 // ErrNotFound means the node holds none of the known layouts.
@@ -122,11 +126,20 @@ func fromFlags(root string, flags map[string]string, source string) *Found {
 	if o := flags["etcd-servers-overrides"]; o != "" {
 		f.Overrides = strings.Split(o, ",")
 	}
-	f.EventTTL, _ = time.ParseDuration(flags["event-ttl"])
+	f.leaseFlags(flags)
+	return f
+}
+
+// leaseFlags reads how kube-apiserver puts events under etcd leases
+// (--event-ttl, --lease-reuse-duration-seconds) from its flags; a flag
+// absent or not parsed leaves its default.
+func (f *Found) leaseFlags(flags map[string]string) {
+	if d, err := time.ParseDuration(flags["event-ttl"]); err == nil {
+		f.EventTTL = d
+	}
 	if n, err := strconv.Atoi(flags["lease-reuse-duration-seconds"]); err == nil {
 		f.LeaseReuse = time.Duration(n) * time.Second
 	}
-	return f
 }
 
 // registryPrefix turns kube-apiserver's --etcd-prefix ("/registry",
@@ -175,6 +188,13 @@ func fromOpenShift(root string) (*Found, error) {
 			if p := cfg.APIServerArguments["etcd-prefix"]; len(p) > 0 {
 				f.Prefix = registryPrefix(p[0])
 			}
+			flags := map[string]string{}
+			for name, values := range cfg.APIServerArguments {
+				if len(values) > 0 {
+					flags[name] = values[len(values)-1]
+				}
+			}
+			f.leaseFlags(flags)
 		}
 	}
 	if enc := filepath.Join(dir, "secrets/encryption-config/encryption-config"); exists(enc) {
@@ -191,6 +211,12 @@ func fromK3s(root string) (*Found, error) {
 		return nil, ErrNotFound
 	}
 	f := &Found{Prefix: "/registry/"}
+	if flags := k3sAPIServerArgs(root); len(flags) > 0 {
+		f.leaseFlags(flags)
+		if f.EventTTL > 0 || f.LeaseReuse > 0 {
+			f.LeaseFlagsFrom = "k3s's kube-apiserver-arg in /etc/rancher/k3s/config.yaml(.d)"
+		}
+	}
 	if enc := filepath.Join(server, "cred/encryption-config.json"); exists(enc) {
 		f.EncryptionConfig = enc
 	}
@@ -205,6 +231,59 @@ func fromK3s(root string) (*Found, error) {
 	f.Source = "k3s with kine (" + strings.TrimPrefix(sock, root) + ")"
 	f.Endpoints = []string{"unix://" + sock}
 	return f, nil
+}
+
+// k3sAPIServerArgs are the kube-apiserver-arg values of k3s's
+// configuration: /etc/rancher/k3s/config.yaml, then each file of
+// config.yaml.d in name order, where kube-apiserver-arg replaces what came
+// before and kube-apiserver-arg+ adds to it (k3s's own rule). Each value
+// is "name=value"; the last of a name wins, as on a command line.
+func k3sAPIServerArgs(root string) map[string]string {
+	dir := filepath.Join(root, "etc/rancher/k3s")
+	files := []string{filepath.Join(dir, "config.yaml")}
+	if drop, err := filepath.Glob(filepath.Join(dir, "config.yaml.d", "*.yaml")); err == nil {
+		sort.Strings(drop)
+		files = append(files, drop...)
+	}
+	var args []string
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		var cfg map[string]any
+		if yaml.Unmarshal(data, &cfg) != nil {
+			continue
+		}
+		if v, ok := cfg["kube-apiserver-arg"]; ok {
+			args = stringsOf(v)
+		}
+		args = append(args, stringsOf(cfg["kube-apiserver-arg+"])...)
+	}
+	flags := map[string]string{}
+	for _, a := range args {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok {
+			flags[name] = value
+		}
+	}
+	return flags
+}
+
+// stringsOf is a YAML value that is a string or a list of strings.
+func stringsOf(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func exists(path string) bool {

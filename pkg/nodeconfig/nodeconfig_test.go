@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The files as each distribution writes them (trimmed to what matters).
@@ -69,6 +70,8 @@ apiServerArguments:
   - https://localhost:2379
   etcd-prefix:
   - kubernetes.io
+  event-ttl:
+  - 3h
 `
 
 func write(t *testing.T, root string, files map[string]string) {
@@ -106,13 +109,22 @@ func TestDiscover(t *testing.T) {
 				CACert: r + "/var/lib/rancher/rke2/server/tls/etcd/server-ca.crt", Cert: r + "/var/lib/rancher/rke2/server/tls/etcd/client.crt", Key: r + "/var/lib/rancher/rke2/server/tls/etcd/client.key",
 				Prefix: "/registry/", EncryptionConfig: r + "/var/lib/rancher/rke2/server/cred/encryption-config.json"}
 		}},
-		{"k3s embedded etcd", map[string]string{"var/lib/rancher/k3s/server/tls/etcd/client.crt": "x", "var/lib/rancher/k3s/server/cred/encryption-config.json": "{}"}, func(r string) *Found {
+		// k3s's kube-apiserver-arg: config.yaml, then config.yaml.d in
+		// name order, "+" adding to what came before.
+		{"k3s embedded etcd", map[string]string{"var/lib/rancher/k3s/server/tls/etcd/client.crt": "x", "var/lib/rancher/k3s/server/cred/encryption-config.json": "{}",
+			"etc/rancher/k3s/config.yaml":                 "kube-apiserver-arg:\n- event-ttl=2h\n- lease-reuse-duration-seconds=30\n",
+			"etc/rancher/k3s/config.yaml.d/50-ttl.yaml":   "kube-apiserver-arg+:\n- --event-ttl=4h\n",
+			"etc/rancher/k3s/config.yaml.d/10-other.yaml": "write-kubeconfig-mode: \"0600\"\n"}, func(r string) *Found {
 			d := r + "/var/lib/rancher/k3s/server"
 			return &Found{Source: "k3s embedded etcd (/var/lib/rancher/k3s/server/tls/etcd)", Endpoints: []string{"https://127.0.0.1:2379"},
-				CACert: d + "/tls/etcd/server-ca.crt", Cert: d + "/tls/etcd/client.crt", Key: d + "/tls/etcd/client.key", Prefix: "/registry/", EncryptionConfig: d + "/cred/encryption-config.json"}
+				CACert: d + "/tls/etcd/server-ca.crt", Cert: d + "/tls/etcd/client.crt", Key: d + "/tls/etcd/client.key", Prefix: "/registry/", EncryptionConfig: d + "/cred/encryption-config.json",
+				EventTTL: 4 * time.Hour, LeaseReuse: 30 * time.Second, LeaseFlagsFrom: "k3s's kube-apiserver-arg in /etc/rancher/k3s/config.yaml(.d)"}
 		}},
-		{"k3s with kine", map[string]string{"var/lib/rancher/k3s/server/db/state.db": "x"}, func(r string) *Found {
-			return &Found{Source: "k3s with kine (/var/lib/rancher/k3s/server/kine.sock)", Endpoints: []string{"unix://" + r + "/var/lib/rancher/k3s/server/kine.sock"}, Prefix: "/registry/"}
+		{"k3s with kine", map[string]string{"var/lib/rancher/k3s/server/db/state.db": "x",
+			"etc/rancher/k3s/config.yaml":               "kube-apiserver-arg: event-ttl=2h\n",
+			"etc/rancher/k3s/config.yaml.d/90-ttl.yaml": "kube-apiserver-arg: [event-ttl=90m]\n"}, func(r string) *Found {
+			return &Found{Source: "k3s with kine (/var/lib/rancher/k3s/server/kine.sock)", Endpoints: []string{"unix://" + r + "/var/lib/rancher/k3s/server/kine.sock"}, Prefix: "/registry/",
+				EventTTL: 90 * time.Minute, LeaseFlagsFrom: "k3s's kube-apiserver-arg in /etc/rancher/k3s/config.yaml(.d)"}
 		}},
 		{"OpenShift, the newest revision", map[string]string{
 			"etc/kubernetes/static-pod-resources/kube-apiserver-pod-7/configmaps/config/config.yaml":                openshiftConfig,
@@ -123,7 +135,7 @@ func TestDiscover(t *testing.T) {
 			return &Found{Source: "OpenShift static pod resources /etc/kubernetes/static-pod-resources/kube-apiserver-pod-12",
 				Endpoints: []string{"https://10.0.0.5:2379", "https://localhost:2379"}, Prefix: "/kubernetes.io/",
 				CACert: d + "/configmaps/etcd-serving-ca/ca-bundle.crt", Cert: d + "/secrets/etcd-client/tls.crt", Key: d + "/secrets/etcd-client/tls.key",
-				EncryptionConfig: d + "/secrets/encryption-config/encryption-config"}
+				EncryptionConfig: d + "/secrets/encryption-config/encryption-config", EventTTL: 3 * time.Hour}
 		}},
 	}
 	for _, tt := range tests {
