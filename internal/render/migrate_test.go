@@ -40,3 +40,29 @@ func TestMigrateNamesWhatBackupsHold(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityMayGoSaysWhereThePlaintextIs: a verdict that identity
+// (plaintext) may leave the configuration says the plaintext is still on
+// each member's disk, where, and what removes it; another key's verdict
+// does not (issue 51 item 10).
+func TestIdentityMayGoSaysWhereThePlaintextIs(t *testing.T) {
+	c := &migrate.Census{Resource: "secrets", Writer: "aescbc/key2", Revision: 900}
+	for _, tc := range []struct {
+		verdict migrate.KeyVerdict
+		says    bool
+	}{
+		{migrate.KeyVerdict{Key: "identity", MayGo: true, PlaintextOnDisk: true}, true},
+		{migrate.KeyVerdict{Key: "aescbc/key1", MayGo: true}, false},
+	} {
+		var b bytes.Buffer
+		if err := writeKeyVerdicts(&b, c, []migrate.KeyVerdict{tc.verdict}); err != nil {
+			t.Fatal(err)
+		}
+		out := strings.Join(strings.Fields(b.String()), " ")
+		for _, want := range []string{"free pages until that member is defragmented (`regghost space reclaim`, one member at a time)", "in its WAL files until etcd purges them"} {
+			if strings.Contains(out, want) != tc.says {
+				t.Errorf("%s: says %q: %v, want %v\n%s", tc.verdict.Key, want, !tc.says, tc.says, b.String())
+			}
+		}
+	}
+}
