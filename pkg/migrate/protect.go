@@ -113,12 +113,14 @@ func (p *Protection) run(ctx context.Context, plan *Census, o Options) (*Result,
 // Converted are the objects of plan a rewrite converts: stored at a
 // version of the resource's group other than the storage version (or at no
 // version that reads), so a conversion webhook, or the storage version's
-// schema, decides what is written back.
+// schema, decides what is written back. A storage version not served is
+// read and written through another (Target.Through): then every object
+// goes through a conversion there and back.
 func Converted(plan *Census) []Object {
 	var out []Object
 	storage := plan.Target.Resource.WithVersion(plan.Target.Version).GroupVersion().String()
 	for _, o := range plan.Rewrite {
-		if o.StoredAs != storage {
+		if o.StoredAs != storage || plan.Target.Through != "" {
 			out = append(out, o)
 		}
 	}
@@ -131,8 +133,11 @@ func Converted(plan *Census) []Object {
 func convertedWants(plan *Census) []protect.Want {
 	var out []protect.Want
 	for _, o := range Converted(plan) {
-		out = append(out, protect.Want{ModRevision: o.ModRevision, Entry: backup.Entry{Key: o.Key,
-			Reason: "stored at " + o.StoredAs + ", converted to " + plan.Target.Version + " by the rewrite: kept as etcd holds it"}})
+		reason := "stored at " + o.StoredAs + ", converted to " + plan.Target.Version + " by the rewrite: kept as etcd holds it"
+		if plan.Target.Through != "" {
+			reason = "stored at " + o.StoredAs + ", converted to " + plan.Target.Through + " and back by the rewrite (" + plan.Target.Version + " is not served): kept as etcd holds it"
+		}
+		out = append(out, protect.Want{ModRevision: o.ModRevision, Entry: backup.Entry{Key: o.Key, Reason: reason}})
 	}
 	return out
 }

@@ -142,3 +142,31 @@ func TestRewriteJournal(t *testing.T) {
 		t.Error("an object not backed up was journaled")
 	}
 }
+
+// TestConvertedThroughAnotherVersion: the objects backed up before a
+// rewrite are those it converts: stored at another version; and, when the
+// storage version is not served and the rewrite reads and writes through
+// another, every one (each goes there and back through the conversion).
+func TestConvertedThroughAnotherVersion(t *testing.T) {
+	rewrite := []Object{{Key: reg + "example.com/widgets/ns/a", StoredAs: "example.com/v1"}, {Key: reg + "example.com/widgets/ns/b", StoredAs: "example.com/v1beta1"}}
+	for _, tc := range []struct {
+		through string
+		want    []string
+		reason  string
+	}{
+		{"", []string{reg + "example.com/widgets/ns/b"}, "converted to v1 by the rewrite"},
+		{"v2", []string{reg + "example.com/widgets/ns/a", reg + "example.com/widgets/ns/b"}, "converted to v2 and back by the rewrite (v1 is not served)"},
+	} {
+		plan := &Census{Rewrite: rewrite, Target: Target{Resource: schema.GroupResource{Group: "example.com", Resource: "widgets"}, Version: "v1", Through: tc.through}}
+		var got []string
+		for _, w := range convertedWants(plan) {
+			got = append(got, w.Entry.Key)
+			if !strings.Contains(w.Entry.Reason, tc.reason) {
+				t.Errorf("through %q: reason %q, want it to say %q", tc.through, w.Entry.Reason, tc.reason)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("through %q: backed up %v, want %v", tc.through, got, tc.want)
+		}
+	}
+}
