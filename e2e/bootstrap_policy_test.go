@@ -46,17 +46,23 @@ func TestBootstrapPolicyTable(t *testing.T) {
 	ctx := context.Background()
 	selector := metav1.ListOptions{LabelSelector: dangling.BootstrappingLabel + "=" + dangling.BootstrappingRBACDefaults}
 	var got []dangling.PolicyBinding
+	var principals []dangling.PolicyPrincipals
 	crbs, err := c.kube.RbacV1().ClusterRoleBindings().List(ctx, selector)
 	mustNoErr(t, "list ClusterRoleBindings", err)
 	for _, b := range crbs.Items {
 		got = appendPolicy(got, "ClusterRoleBinding", "", b.Name, b.RoleRef.Kind, b.RoleRef.Name, b.Subjects)
+		principals = appendPrincipals(principals, "ClusterRoleBinding", "", b.Name, b.RoleRef.Kind, b.RoleRef.Name, b.Subjects)
 	}
 	rbs, err := c.kube.RbacV1().RoleBindings("").List(ctx, selector)
 	mustNoErr(t, "list RoleBindings", err)
 	for _, b := range rbs.Items {
 		got = appendPolicy(got, "RoleBinding", b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name, b.Subjects)
+		principals = appendPrincipals(principals, "RoleBinding", b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name, b.Subjects)
 	}
 	slices.SortFunc(got, func(a, b dangling.PolicyBinding) int {
+		return strings.Compare(a.Kind+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Namespace+"/"+b.Name)
+	})
+	slices.SortFunc(principals, func(a, b dangling.PolicyPrincipals) int {
 		return strings.Compare(a.Kind+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Namespace+"/"+b.Name)
 	})
 	if len(got) < 20 {
@@ -73,6 +79,10 @@ func TestBootstrapPolicyTable(t *testing.T) {
 			table.Releases = map[string][]dangling.PolicyBinding{}
 		}
 		table.Releases[release] = got
+		if table.Principals == nil {
+			table.Principals = map[string][]dangling.PolicyPrincipals{}
+		}
+		table.Principals[release] = principals
 		b, err := json.MarshalIndent(table, "", "  ")
 		mustNoErr(t, "encode", err)
 		mustNoErr(t, "write", os.WriteFile(policyFile, append(b, '\n'), 0o644))
@@ -82,6 +92,31 @@ func TestBootstrapPolicyTable(t *testing.T) {
 		g, _ := json.Marshal(got)
 		t.Errorf("%s differs from kube-apiserver %s's bootstrap policy; run `make catalog`:\n%s", policyFile, release, g)
 	}
+	// The Users and Groups the policy names: a wrong entry would hide a
+	// grant (or report one that is by design).
+	if want := dangling.PolicyTable().Principals[release]; !reflect.DeepEqual(principals, want) {
+		g, _ := json.Marshal(principals)
+		t.Errorf("%s's principals differ from kube-apiserver %s's bootstrap policy; run `make catalog`:\n%s", policyFile, release, g)
+	}
+}
+
+// appendPrincipals adds a binding whose subjects name Users or Groups.
+func appendPrincipals(out []dangling.PolicyPrincipals, kind, ns, name, roleKind, role string, subjects []rbacv1.Subject) []dangling.PolicyPrincipals {
+	b := dangling.PolicyPrincipals{Kind: kind, Namespace: ns, Name: name, RoleKind: roleKind, Role: role}
+	for _, s := range subjects {
+		switch s.Kind {
+		case rbacv1.UserKind:
+			b.Users = append(b.Users, s.Name)
+		case rbacv1.GroupKind:
+			b.Groups = append(b.Groups, s.Name)
+		}
+	}
+	if len(b.Users)+len(b.Groups) == 0 {
+		return out
+	}
+	slices.Sort(b.Users)
+	slices.Sort(b.Groups)
+	return append(out, b)
 }
 
 // appendPolicy adds a binding whose subjects name ServiceAccounts.
