@@ -76,17 +76,34 @@ func (m *member) shutdown(t *testing.T) {
 }
 
 // restart starts a stopped member again on its data directory and waits
-// until it serves. t owns the new process.
+// until it serves. t owns the new process. A process that exits before it
+// serves (its peer port not yet free after the last one, on a loaded
+// machine) is started again, up to three times.
 func (m *member) restart(t *testing.T, c *cluster) {
 	t.Helper()
-	m.proc = startProcess(t, m.name+"-again", filepath.Join(c.dir, m.name+"-again.log"), c.etcdBin,
-		append(append([]string{}, m.args...), "--initial-cluster-state", "existing")...)
-	waitFor(t, 60*time.Second, m.name+" back", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, err := c.etcd.Status(ctx, m.url)
-		return err
-	})
+	for attempt := 1; ; attempt++ {
+		m.proc = startProcess(t, m.name+"-again", filepath.Join(c.dir, fmt.Sprintf("%s-again-%d.log", m.name, attempt)), c.etcdBin,
+			append(append([]string{}, m.args...), "--initial-cluster-state", "existing")...)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := c.etcd.Status(ctx, m.url)
+			cancel()
+			switch {
+			case err == nil:
+				return
+			case m.proc.exited() && attempt < 3:
+				t.Logf("%s exited before it served (attempt %d): starting it again", m.name, attempt)
+			case m.proc.exited(), time.Now().After(deadline):
+				t.Fatalf("%s back: %v (exited: %v)", m.name, err, m.proc.exited())
+			default:
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			break
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // leader returns the member that leads now.
