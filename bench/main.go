@@ -45,6 +45,9 @@ func main() {
 	flag.StringVar(&membersPaces, "members-paces", "", "further --max-keys-per-second of regghost members to measure beside another client's writes, comma-separated")
 	flag.StringVar(&membersBaseline, "members-baseline", "", "another regghost binary (one built before a change) whose members runs are measured beside this one's, in the same run")
 	flag.BoolVar(&membersLatencyOnly, "members-latency-only", false, "measure only another client's write latency in the members case, not the wall times beside etcdctl")
+	flag.IntVar(&leasesEvents, "leases-events", 0, "events of the leases case: the audit and the removal beside etcdctl lease list + timetolive --keys and etcdctl del --prefix (0: skip it)")
+	flag.IntVar(&leasesRate, "leases-rate", 20, "regghost leases --confirm --rate in the leases case")
+	flag.IntVar(&leasesBatch, "leases-batch", 64, "regghost leases --confirm --batch-size in the leases case")
 	servers := flag.String("etcd", "3.7,3.5", "etcd releases to measure side by side, each a server built from the module proxy: 3.7, 3.6, 3.5 (empty: none, the large file alone)")
 	flag.Parse()
 	if err := run(strings.Split(*servers, ","), *keys, *namespaces, *ghosts, *pageSize, *out); err != nil {
@@ -126,6 +129,13 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 		table, err := membersTable(context.Background(), t, membersKeys, namespaces)
 		if err != nil {
 			return fmt.Errorf("members: %w", err)
+		}
+		tables.WriteString(table)
+	}
+	if leasesEvents > 0 {
+		table, err := leasesTable(context.Background(), t, leasesEvents)
+		if err != nil {
+			return fmt.Errorf("leases: %w", err)
 		}
 		tables.WriteString(table)
 	}
