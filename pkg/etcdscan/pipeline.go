@@ -100,12 +100,33 @@ type faultGuard interface {
 	Guard(err *error) func()
 }
 
+// Wrapper is a Store that wraps another to see its pass (space's account,
+// the leases tally): what the store underneath can do, its fault guard, is
+// found through Unwrap.
+type Wrapper interface {
+	Unwrap() Store
+}
+
+// guardOf is the fault guard of store or of a store it wraps.
+func guardOf(store any) (faultGuard, bool) {
+	for {
+		if g, ok := store.(faultGuard); ok {
+			return g, true
+		}
+		w, ok := store.(Wrapper)
+		if !ok {
+			return nil, false
+		}
+		store = w.Unwrap()
+	}
+}
+
 // guarded runs fn, which reads key-values the store handed out, on the
 // calling goroutine; where the store's memory can fault, a fault is
 // returned as the store's error (naming the file and page), never a crash.
 // The goroutine goes on: the pipeline's channels are still drained.
 func (s *scan) guarded(fn func()) (err error) {
-	g, ok := s.store.(faultGuard)
+	g, ok := guardOf(s.store)
 	if !ok {
 		fn()
 		return nil

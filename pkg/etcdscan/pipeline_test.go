@@ -68,8 +68,19 @@ func TestDecodePipelineTurnsAFaultIntoAnError(t *testing.T) {
 		if !errors.Is(err, errFault) {
 			t.Errorf("%d workers: scan returned %v, want the store's fault", workers, err)
 		}
+		// Through a store that wraps it (space's account, the leases
+		// tally), the guard is found all the same.
+		_, err = Scan(context.Background(), wrapped{wrapped{store}}, Options{Prefix: "/registry/", DecodeWorkers: workers})
+		if !errors.Is(err, errFault) {
+			t.Errorf("%d workers, wrapped: scan returned %v, want the store's fault", workers, err)
+		}
 	}
 }
+
+// wrapped is a store that wraps another, as space's account does.
+type wrapped struct{ Store }
+
+func (w wrapped) Unwrap() Store { return w.Store }
 
 // gettingFaultyStore is a faultyStore whose Get hands out its key-values.
 type gettingFaultyStore struct{ faultyStore }

@@ -266,7 +266,7 @@ func GetCopy(ctx context.Context, store KeyGetter, key string) (kv *mvccpb.KeyVa
 	if err != nil || kv == nil {
 		return kv, err
 	}
-	if g, ok := store.(faultGuard); ok {
+	if g, ok := guardOf(store); ok {
 		defer g.Guard(&err)()
 	}
 	return &mvccpb.KeyValue{Key: bytes.Clone(kv.Key), Value: bytes.Clone(kv.Value), CreateRevision: kv.CreateRevision,

@@ -193,6 +193,9 @@ func TestAuditClasses(t *testing.T) {
 	if _, ok := w.(etcdscan.Counter); !ok {
 		t.Error("the wrapped store lost its Counter")
 	}
+	if u, ok := w.(etcdscan.Wrapper); !ok || u.Unwrap() != etcdscan.Store(store) {
+		t.Error("the wrapped store does not unwrap to the store (a db file's fault guard is lost)")
+	}
 	if err := w.Range(ctx, "/registry/events/", etcdscan.PrefixEnd("/registry/events/"), false, func(*mvccpb.KeyValue) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

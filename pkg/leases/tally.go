@@ -159,6 +159,10 @@ type tallied struct {
 	t *Tally
 }
 
+// Unwrap implements etcdscan.Wrapper: a db file's fault guard is found
+// through it.
+func (s *tallied) Unwrap() etcdscan.Store { return s.Store }
+
 // talliedCounter keeps a store's Counter (the scan's progress line).
 type talliedCounter struct {
 	tallied

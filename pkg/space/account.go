@@ -100,6 +100,10 @@ func (s *countedStore) Range(ctx context.Context, start, end string, keysOnly bo
 	})
 }
 
+// Unwrap implements etcdscan.Wrapper: a db file's fault guard is found
+// through it.
+func (s *countedStore) Unwrap() etcdscan.Store { return s.Store }
+
 // countedCounter keeps a store's Counter (the scan's progress line).
 type countedCounter struct {
 	countedStore

@@ -74,3 +74,17 @@ func TestMeasureSaysWhatOutlivesItsLease(t *testing.T) {
 		measure(t, s)
 	})
 }
+
+// TestAccountUnwraps: the account's store unwraps to the store it counts,
+// so a db file's fault guard is found through it.
+func TestAccountUnwraps(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	store, err := etcdscan.NewEtcdStore(context.Background(), cli, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewAccount(Options{Prefix: "/registry/"}).Wrap(store)
+	if u, ok := w.(etcdscan.Wrapper); !ok || u.Unwrap() != etcdscan.Store(store) {
+		t.Error("the account's store does not unwrap to the store it counts")
+	}
+}
