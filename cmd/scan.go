@@ -126,7 +126,9 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads s
 	if err != nil {
 		return nil, err
 	}
-	if auditLeases {
+	if auditLeases && namespace == "" {
+		// A scan of one namespace reads no pass over the whole registry:
+		// `regghost leases -n NAMESPACE` audits its events.
 		lo, _, done, err := g.leasesOptions(ctx, rs, namespace, leases.Given{})
 		if err != nil {
 			return nil, err

@@ -81,7 +81,9 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer)
 	if top == 0 {
 		top = -1
 	}
-	// What outlives its lease is attributed from the same pass.
+	// What outlives its lease is attributed from the same pass, judged by
+	// this node's kube-apiserver settings (discovered first).
+	g.Discover()
 	audit, _ := leases.Judged(leases.Options{Registry: g.Prefix, Now: clock}, leases.Given{}, g.Node)
 	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota, BackupRoot: o.backupDir, Leases: &audit,
 		Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {

@@ -111,6 +111,8 @@ func writeLeases(w io.Writer, a *leases.Audit, settings string) error {
 			switch {
 			case m.Lease == 0:
 				state = "UNDER NO LEASE: written back without it, it never expires"
+			case !m.Asked && m.Unasked != "":
+				state = "not judged: " + m.Unasked
 			case !m.Asked:
 				state = "not asked (the API server is not used)"
 			case m.NotServed != "":

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/flagnames"
+	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/spill"
 	"github.com/regghost/regghost/pkg/table"
 )
@@ -329,6 +329,7 @@ var leaseWords = []struct{ class, one, many string }{
 	{leases.ClassUnexpected, "key under a lease that is neither an event nor a masterlease", "keys under a lease that are neither events nor masterleases"},
 	{leases.ClassMaster, "masterlease no kube-apiserver answers at", "masterleases no kube-apiserver answers at"},
 	{leases.ClassIdentity, "apiserver identity lease of a server gone", "apiserver identity leases of servers gone"},
+	{leases.ClassUnread, "event or identity lease not judged (its value or its lease's TTL could not be read)", "events or identity leases not judged (their value or their lease's TTL could not be read)"},
 }
 
 // leaseClasses is the summary line of what the leases audit found that is
@@ -343,5 +344,5 @@ func leaseClasses(counts map[string]int) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "Leases: " + strings.Join(parts, ", ") + " (`regghost leases` names them and removes what outlived its TTL)"
+	return "Leases: " + strings.Join(parts, ", ") + "; regghost leases names each and removes what outlived its TTL."
 }

@@ -16,9 +16,9 @@ func TestLeaseClasses(t *testing.T) {
 	}{
 		{nil, ""},
 		{map[string]int{leases.ClassPastTTL: 0, leases.ClassKeyless: 40}, ""},
-		{map[string]int{leases.ClassPastTTL: 1}, "Leases: 1 event past its TTL (`regghost leases` names them and removes what outlived its TTL)"},
+		{map[string]int{leases.ClassPastTTL: 1}, "Leases: 1 event past its TTL; regghost leases names each and removes what outlived its TTL."},
 		{map[string]int{leases.ClassMaster: 1, leases.ClassPastTTL: 1200, leases.ClassBig: 2, leases.ClassKeyless: 3},
-			"Leases: 1200 events past their TTL, 2 leases holding more keys than a revoke can take without stalling etcd, 1 masterlease no kube-apiserver answers at (`regghost leases` names them and removes what outlived its TTL)"},
+			"Leases: 1200 events past their TTL, 2 leases holding more keys than a revoke can take without stalling etcd, 1 masterlease no kube-apiserver answers at; regghost leases names each and removes what outlived its TTL."},
 	} {
 		if got := leaseClasses(tt.counts); got != tt.want {
 			t.Errorf("%v:\n got %q\nwant %q", tt.counts, got, tt.want)

@@ -19,7 +19,7 @@ var (
 	descEventsNoLease = prometheus.NewDesc("regghost_events_without_lease",
 		"Events under no etcd lease (written back by a restore or another tool): they never expire.", []string{"namespace"}, nil)
 	descLeaseClass = prometheus.NewDesc("regghost_etcd_lease_findings",
-		"What the leases audit found, by class: events-past-ttl and events-without-lease (every namespace), leases-over-limit (more keys than --lease-max-object-count: a revoke stalls etcd), leased-unexpected (keys under a lease that are neither events nor masterleases), masterleases-stale (an address no kube-apiserver answers at, or under no lease), apiserver-identities-stale, leases-keyless (normal: counted, no fault; absent when etcd's leases could not be listed).",
+		"What the leases audit found, by class: events-past-ttl (absent when ages are not judged) and events-without-lease (every namespace), leases-over-limit (more keys than kube-apiserver puts on one, 1000: a revoke stalls etcd), leased-unexpected (keys under a lease that are neither events nor masterleases), masterleases-stale (an address no kube-apiserver answers at, or under no lease; absent when not every one could be asked), apiserver-identities-stale, leases-keyless (normal: counted, no fault; absent when etcd's leases could not be listed), values-not-judged (events or identity leases whose value or lease TTL could not be read).",
 		[]string{"class"}, nil)
 	descLeaseMaxKeys = prometheus.NewDesc("regghost_etcd_lease_max_keys",
 		"The most keys one etcd lease holds (revoking it deletes them in one apply).", nil, nil)

@@ -88,6 +88,7 @@ func TestAuditLeases(t *testing.T) {
 		"regghost_etcd_lease_findings{class=leases-keyless} 0",
 		"regghost_etcd_lease_findings{class=leases-over-limit} 1",
 		"regghost_etcd_lease_findings{class=masterleases-stale} 0",
+		"regghost_etcd_lease_findings{class=values-not-judged} 0",
 	}
 	for _, w := range want {
 		if !slices.Contains(got, w) {

@@ -123,6 +123,8 @@ type MasterLease struct {
 	// does, or when it was not asked: Asked).
 	NotServed string `json:"notServed,omitempty"`
 	Asked     bool   `json:"asked"`
+	// Unasked says why it was not asked, when a probe was meant to be.
+	Unasked string `json:"unasked,omitempty"`
 }
 
 // Stale says the masterlease is a fault: under no lease (written back by
@@ -202,17 +204,32 @@ const (
 	ClassMaster     = "masterleases-stale"
 	ClassIdentity   = "apiserver-identities-stale"
 	ClassKeyless    = "leases-keyless"
+	// ClassUnread counts the values not judged: events and identity
+	// leases that did not decode, events whose lease's TTL could not be
+	// read.
+	ClassUnread = "values-not-judged"
 )
 
-// Counts counts each class (the keyless leases only when they were
-// counted, and they are no fault).
+// Counts counts each class that was judged: the events past their TTL
+// only when ages were judged (not in a copy of etcd), the stale
+// masterleases only when every one under a lease was asked, the keyless
+// leases only when etcd's leases were listed (they are no fault); and the
+// values not judged.
 func (a *Audit) Counts() map[string]int {
-	c := map[string]int{ClassPastTTL: len(a.PastTTL), ClassNoLease: len(a.NoLease), ClassBig: len(a.Big),
-		ClassUnexpected: len(a.Unexpected), ClassIdentity: len(a.Identities), ClassMaster: 0}
+	c := map[string]int{ClassNoLease: len(a.NoLease), ClassBig: len(a.Big),
+		ClassUnexpected: len(a.Unexpected), ClassIdentity: len(a.Identities), ClassUnread: len(a.Unread)}
+	if !a.NoAges {
+		c[ClassPastTTL] = len(a.PastTTL)
+	}
+	stale, asked := 0, true
 	for _, m := range a.MasterLeases {
 		if m.Stale() {
-			c[ClassMaster]++
+			stale++
 		}
+		asked = asked && (m.Asked || m.Lease == 0)
+	}
+	if asked {
+		c[ClassMaster] = stale
 	}
 	if a.Keyless >= 0 {
 		c[ClassKeyless] = a.Keyless
@@ -291,7 +308,10 @@ func (a *Audit) event(kv *mvccpb.KeyValue, size int64, prefix string, now time.T
 // creation notes when kube-apiserver created the object under kv, by its
 // clock (metadata.creationTimestamp), at kv's create revision: every
 // object's creation bounds the writes before it, not only an event's.
-func (a *Audit) creation(kv *mvccpb.KeyValue) {
+func (a *Audit) creation(kv *mvccpb.KeyValue, o Options) {
+	if o.NoAges {
+		return // no age is judged: what bounds one is not needed
+	}
 	obj, err := decode.Meta(kv.Value)
 	if err != nil || obj.Meta.CreationTimestamp.IsZero() {
 		return
@@ -341,13 +361,23 @@ func (a *Audit) judgePast(ctx context.Context, now time.Time, o Options) {
 		}
 		e.WrittenBefore = genuine[i].at.Add(clockSkew)
 		ttl := o.EventTTL
-		if e.Lease != 0 && o.LeaseTTL != nil {
+		switch {
+		case e.Lease != 0 && o.LeaseIsTTL:
+			// kine: the "lease" is the TTL the key was put with.
+			ttl = max(ttl, time.Duration(e.Lease)*time.Second)
+		case e.Lease != 0 && o.LeaseTTL != nil:
 			g, ok := granted[e.Lease]
 			if !ok {
+				g = -1
 				if s, err := o.LeaseTTL(ctx, e.Lease); err == nil {
 					g = time.Duration(s) * time.Second
 				}
 				granted[e.Lease] = g
+			}
+			if g < 0 {
+				// Its lease's TTL could not be read: not judged.
+				a.Unread = append(a.Unread, e.Key)
+				continue
 			}
 			ttl = max(ttl, g)
 		}

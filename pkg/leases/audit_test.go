@@ -259,3 +259,142 @@ func TestShorterThanConfigured(t *testing.T) {
 		}
 	}
 }
+
+// TestMasterLeasesAsked: a masterlease names no port (the lease reconciler
+// writes none), so its address is asked at the port the default/kubernetes
+// Endpoints name; when no address answers although the API server did,
+// this machine cannot reach them and none is judged stale; one asked when
+// the command's time ran out is not judged either.
+func TestMasterLeasesAsked(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	kube := etcdtest.Encode(t, &corev1.Endpoints{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Endpoints"}, ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: 6443}}}}})
+	etcdtest.Put(t, cli, "/registry/services/endpoints/default/kubernetes", kube)
+	l, err := cli.Grant(ctx, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ip := range []string{"10.0.0.1", "10.0.0.9"} {
+		if _, err := cli.Put(ctx, "/registry/masterleases/"+ip, "ep", clientv3.WithLease(l.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := etcdscan.NewEtcdStore(ctx, cli, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		answers   map[string]bool
+		ctx       func() context.Context
+		stale     []string
+		notJudged int
+	}{
+		{"the port of the kubernetes Endpoints", map[string]bool{"10.0.0.1:6443": true}, context.Background, []string{"10.0.0.9"}, 0},
+		{"none answers from here", map[string]bool{}, context.Background, nil, 2},
+		{"time ran out", map[string]bool{"10.0.0.1:6443": true}, func() context.Context {
+			c, cancel := context.WithCancel(context.Background())
+			cancel()
+			return c
+		}, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := Run(ctx, store, Options{Now: func() time.Time { return now }, Serves: func(_ context.Context, ip string, port int32) string {
+				if tc.answers[fmt.Sprintf("%s:%d", ip, port)] {
+					return ""
+				}
+				if err := tc.ctx().Err(); err != nil {
+					return err.Error()
+				}
+				return "connection refused"
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Asked again with the test's context, as Finish is.
+			if tc.ctx != nil && tc.ctx() != context.Background() {
+				ms := slices.Clone(a.MasterLeases)
+				for i := range ms {
+					ms[i].Asked, ms[i].NotServed, ms[i].Unasked = false, "", ""
+				}
+				askMasterLeases(tc.ctx(), ms, func(c context.Context, ip string, port int32) string {
+					if tc.answers[fmt.Sprintf("%s:%d", ip, port)] {
+						return ""
+					}
+					return "dial: " + c.Err().Error()
+				})
+				a.MasterLeases = ms
+			}
+			var stale []string
+			notJudged := 0
+			for _, m := range a.MasterLeases {
+				if m.Stale() {
+					stale = append(stale, m.IP)
+				}
+				if !m.Asked && m.Unasked != "" {
+					notJudged++
+				}
+				if m.Port != 6443 {
+					t.Errorf("%s asked at port %d, want the kubernetes Endpoints' 6443", m.IP, m.Port)
+				}
+			}
+			if strings.Join(stale, " ") != strings.Join(tc.stale, " ") || notJudged != tc.notJudged {
+				t.Errorf("stale %v (want %v), not judged %d (want %d): %+v", stale, tc.stale, notJudged, tc.notJudged, a.MasterLeases)
+			}
+		})
+	}
+}
+
+// TestEventAgainstItsLease: an event is judged against its lease when the
+// lease was granted for longer than the event TTL; on kine the "lease" is
+// the TTL in seconds the key was put with; a lease whose TTL cannot be read
+// leaves its events not judged, never judged against the event TTL alone.
+func TestEventAgainstItsLease(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	// Written three hours ago by its timestamps; an object created two
+	// hours ago bounds its write in etcd.
+	const lease = 10800 // on kine: a TTL of three hours
+	if _, err := cli.Put(ctx, "/registry/events/shop/old.1", event(t, "shop", "old.1", "BackOff", now.Add(-3*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	etcdtest.Put(t, cli, "/registry/events/shop/later.1", eventAt(t, "shop", "later.1", "Pulled", now.Add(-2*time.Hour), now.Add(-2*time.Hour)))
+	store, err := etcdscan.NewEtcdStore(ctx, cli, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		o      Options
+		past   bool
+		unread bool
+	}{
+		{"etcd, the lease granted for the event TTL", Options{LeaseTTL: func(context.Context, int64) (int64, error) { return 3600, nil }}, true, false},
+		{"etcd, the lease granted for three hours", Options{LeaseTTL: func(context.Context, int64) (int64, error) { return lease, nil }}, false, false},
+		{"etcd, the lease's TTL not read", Options{LeaseTTL: func(context.Context, int64) (int64, error) { return 0, fmt.Errorf("unavailable") }}, false, true},
+		{"kine, a TTL of three hours", Options{LeaseIsTTL: true}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Now = func() time.Time { return now }
+			tally := NewTally(tc.o, store.Revision())
+			err := store.Range(ctx, "/registry/", etcdscan.PrefixEnd("/registry/"), false, func(kv *mvccpb.KeyValue) error {
+				if string(kv.Key) == "/registry/events/shop/old.1" {
+					kv = &mvccpb.KeyValue{Key: kv.Key, Value: kv.Value, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Lease: lease}
+				}
+				tally.Observe(ctx, kv)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := tally.Finish(ctx)
+			if past := len(a.PastTTL) == 1; past != tc.past {
+				t.Errorf("past the TTL: %+v, want %v", a.PastTTL, tc.past)
+			}
+			if unread := slices.Contains(a.Unread, "/registry/events/shop/old.1"); unread != tc.unread {
+				t.Errorf("not judged: %v, want %v", a.Unread, tc.unread)
+			}
+		})
+	}
+}

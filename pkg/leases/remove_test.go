@@ -57,8 +57,9 @@ func TestRemoveOnlyWhatOutlivedItsTTL(t *testing.T) {
 	put("/registry/events/shop/new.1", event(t, "shop", "new.1", "Pulled", now.Add(-time.Minute)), lease.ID)
 	put("/registry/masterleases/10.0.0.9", "ep", lease.ID)
 	put("/registry/masterleases/10.0.0.8", "ep", lease.ID)
+	put("/registry/masterleases/10.0.0.1", "ep", lease.ID) // the server running
 	put("/registry/configmaps/app/settings", "x", 0)
-	answering := map[string]bool{}
+	answering := map[string]bool{"10.0.0.1": true}
 	serves := func(_ context.Context, ip string, _ int32) string {
 		if answering[ip] {
 			return ""

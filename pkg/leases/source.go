@@ -54,12 +54,8 @@ func (o Options) From(ctx context.Context, s Source) Options {
 		if ds, err := etcdwrite.DetectDatastore(ctx, cli); err == nil && ds.Limited() {
 			o.LeaseIsTTL = true
 		}
-		o.LeaseTTL = func(ctx context.Context, id int64) (int64, error) {
-			r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id))
-			if err != nil {
-				return 0, err
-			}
-			return r.GrantedTTL, nil
+		if !o.LeaseIsTTL {
+			o.LeaseTTL = leaseTTL(cli)
 		}
 		o.Granted = func(ctx context.Context) ([]int64, error) {
 			r, err := cli.Leases(ctx)
@@ -94,4 +90,15 @@ func (o Options) From(ctx context.Context, s Source) Options {
 		o.Serves = Dialer(apiPort, probeTimeout)
 	}
 	return o
+}
+
+// leaseTTL asks etcd the TTL a lease was granted with.
+func leaseTTL(cli *clientv3.Client) func(ctx context.Context, id int64) (int64, error) {
+	return func(ctx context.Context, id int64) (int64, error) {
+		r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id))
+		if err != nil {
+			return 0, err
+		}
+		return r.GrantedTTL, nil
+	}
 }

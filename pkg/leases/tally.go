@@ -2,6 +2,7 @@ package leases
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,11 @@ type Tally struct {
 	byLease map[int64]*Lease
 	// prefixes of the keys judged.
 	events, masters, peers, identities string
+	// kubernetes is the default/kubernetes Service's Endpoints key, and
+	// kubePort the port it names: the one kube-apiservers serve at (a
+	// masterlease names only an address).
+	kubernetes string
+	kubePort   int32
 
 	mu       sync.Mutex
 	observed bool
@@ -36,7 +42,8 @@ func NewTally(o Options, revision int64) *Tally {
 		events: o.Registry + "events/", masters: o.Registry + "masterleases/",
 		// peers are kube-apiserver's peer endpoint leases (its
 		// mixed-version proxy), put under a lease as masterleases are.
-		peers: o.Registry + "peerserverleases/", identities: o.Registry + "leases/kube-system/apiserver-"}
+		peers: o.Registry + "peerserverleases/", identities: o.Registry + "leases/kube-system/apiserver-",
+		kubernetes: o.Registry + "services/endpoints/default/kubernetes"}
 }
 
 // Observe judges one key of the pass, with its value.
@@ -68,9 +75,12 @@ func (t *Tally) Observe(ctx context.Context, kv *mvccpb.KeyValue) {
 		a.MasterLeases = append(a.MasterLeases, MasterLease{Key: key, ModRevision: kv.ModRevision, IP: strings.TrimPrefix(key, t.masters), Lease: kv.Lease, Port: portOf(kv.Value)})
 	case strings.HasPrefix(key, t.identities):
 		a.identity(open(ctx, o, kv), t.now)
-		a.creation(kv)
+		a.creation(kv, o)
 	default:
-		a.creation(kv)
+		if key == t.kubernetes {
+			t.kubePort = portOf(open(ctx, o, kv).Value)
+		}
+		a.creation(kv, o)
 	}
 }
 
@@ -93,6 +103,13 @@ func (t *Tally) Finish(ctx context.Context) *Audit {
 		return a.Leases[i].ID < a.Leases[j].ID
 	})
 	sort.Slice(a.Big, func(i, j int) bool { return a.Big[i].Keys > a.Big[j].Keys })
+	for i := range a.MasterLeases {
+		if a.MasterLeases[i].Port == 0 {
+			// The lease reconciler writes no port: the one the
+			// default/kubernetes Endpoints name is every server's.
+			a.MasterLeases[i].Port = t.kubePort
+		}
+	}
 	if o.Serves != nil {
 		askMasterLeases(ctx, a.MasterLeases, o.Serves)
 	}
@@ -118,7 +135,11 @@ const maxAsked = 8
 
 // askMasterLeases asks whether a kube-apiserver answers at each
 // masterlease's address, several at once: an address that does not
-// answer costs its timeout, not every other one's too.
+// answer costs its timeout, not every other one's too. An address asked
+// when the command's time ran out is not asked, and when none answers
+// although the API server did (so one kube-apiserver runs), the probe
+// cannot reach them from here (a pod's network, a firewall): none is
+// judged.
 func askMasterLeases(ctx context.Context, ms []MasterLease, serves func(ctx context.Context, ip string, port int32) string) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, maxAsked)
@@ -128,9 +149,27 @@ func askMasterLeases(ctx context.Context, ms []MasterLease, serves func(ctx cont
 		go func(m *MasterLease) {
 			defer func() { <-slots; wg.Done() }()
 			m.Asked, m.NotServed = true, serves(ctx, m.IP, m.Port)
+			if m.NotServed != "" && ctx.Err() != nil {
+				m.Asked, m.NotServed, m.Unasked = false, "", "the command's time ran out while it was asked"
+			}
 		}(&ms[i])
 	}
 	wg.Wait()
+	answered := 0
+	for _, m := range ms {
+		if m.Asked && m.NotServed == "" {
+			answered++
+		}
+	}
+	if answered > 0 || len(ms) == 0 {
+		return
+	}
+	for i := range ms {
+		if ms[i].Asked {
+			ms[i].Asked, ms[i].NotServed = false, ""
+			ms[i].Unasked = fmt.Sprintf("none of the %d masterlease addresses answered from here although the API server did: this machine cannot reach them (a pod's network, a firewall), so none is judged", len(ms))
+		}
+	}
 }
 
 // Wrap is store with the tally observing the pass over the whole

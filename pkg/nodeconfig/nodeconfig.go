@@ -241,7 +241,14 @@ func fromK3s(root string) (*Found, error) {
 func k3sAPIServerArgs(root string) map[string]string {
 	dir := filepath.Join(root, "etc/rancher/k3s")
 	files := []string{filepath.Join(dir, "config.yaml")}
-	if drop, err := filepath.Glob(filepath.Join(dir, "config.yaml.d", "*.yaml")); err == nil {
+	// k3s reads every .yaml and .yml file of config.yaml.d, by name.
+	if entries, err := os.ReadDir(filepath.Join(dir, "config.yaml.d")); err == nil {
+		var drop []string
+		for _, e := range entries {
+			if ext := strings.ToLower(filepath.Ext(e.Name())); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+				drop = append(drop, filepath.Join(dir, "config.yaml.d", e.Name()))
+			}
+		}
 		sort.Strings(drop)
 		files = append(files, drop...)
 	}

@@ -113,7 +113,7 @@ func TestDiscover(t *testing.T) {
 		// name order, "+" adding to what came before.
 		{"k3s embedded etcd", map[string]string{"var/lib/rancher/k3s/server/tls/etcd/client.crt": "x", "var/lib/rancher/k3s/server/cred/encryption-config.json": "{}",
 			"etc/rancher/k3s/config.yaml":                 "kube-apiserver-arg:\n- event-ttl=2h\n- lease-reuse-duration-seconds=30\n",
-			"etc/rancher/k3s/config.yaml.d/50-ttl.yaml":   "kube-apiserver-arg+:\n- --event-ttl=4h\n",
+			"etc/rancher/k3s/config.yaml.d/50-ttl.YML":    "kube-apiserver-arg+:\n- --event-ttl=4h\n",
 			"etc/rancher/k3s/config.yaml.d/10-other.yaml": "write-kubeconfig-mode: \"0600\"\n"}, func(r string) *Found {
 			d := r + "/var/lib/rancher/k3s/server"
 			return &Found{Source: "k3s embedded etcd (/var/lib/rancher/k3s/server/tls/etcd)", Endpoints: []string{"https://127.0.0.1:2379"},
