@@ -166,8 +166,9 @@ func TestLeasesAudit(t *testing.T) {
 	put("/registry/events/shop/restored.1", event("restored.1"), 0)
 	put("/registry/events/shop/restored.2", event("restored.2"), 0)
 	big := grant(ttl, true)
-	for i := range 60 {
-		put(fmt.Sprintf("/registry/events/load/e%03d", i), event(fmt.Sprintf("e%03d", i)), big)
+	// One lease holding more keys than kube-apiserver ever puts on one.
+	for i := range bigKeys {
+		put(fmt.Sprintf("/registry/events/load/e%04d", i), event(fmt.Sprintf("e%04d", i)), big)
 	}
 	put("/registry/configmaps/shop/leased", "x", kept)
 	grant(3600, false)
@@ -189,7 +190,7 @@ func TestLeasesAudit(t *testing.T) {
 	time.Sleep(time.Until(marker.CreationTimestamp.Add(ttl*time.Second + time.Minute + 30*time.Second + 15*time.Second)))
 
 	before := c.state(t)
-	doc, code, errOut = audit("--event-ttl", "30s", "--lease-max-object-count", "50")
+	doc, code, errOut = audit("--event-ttl", "30s")
 	keys := func(l []struct{ Key string }) string {
 		var out []string
 		for _, k := range l {
@@ -206,7 +207,7 @@ func TestLeasesAudit(t *testing.T) {
 	if got := keys(doc.PastTTL); !strings.Contains(got, "/registry/events/shop/kept.1") || strings.Contains(got, "/registry/events/shop/web.") {
 		t.Errorf("past the TTL: %s", got)
 	}
-	if len(doc.Big) != 1 || doc.Big[0].Keys != 60 {
+	if len(doc.Big) != 1 || doc.Big[0].Keys != bigKeys {
 		t.Errorf("big leases: %+v", doc.Big)
 	}
 	if got := keys(doc.Unexpected); got != "/registry/configmaps/shop/leased" {
@@ -227,8 +228,8 @@ func TestLeasesAudit(t *testing.T) {
 	if strings.Join(served, " ") != self || strings.Join(notServed, " ") != "127.0.0.9" {
 		t.Errorf("masterleases: %+v", doc.Masters)
 	}
-	out, errOut, code := c.regghost(t, "", "leases", "--event-ttl", "30s", "--lease-max-object-count", "50")
-	checkCapture(t, "audit", code, "$ regghost leases --event-ttl 30s --lease-max-object-count 50", errOut, out)
+	out, errOut, code := c.regghost(t, "", "leases", "--event-ttl", "30s")
+	checkCapture(t, "audit", code, "$ regghost leases --event-ttl 30s", errOut, out)
 	if code != 3 || !strings.Contains(oneLine(out), "event TTL 30s (--event-ttl)") || !strings.Contains(oneLine(out), "127.0.0.9: NO kube-apiserver answers") {
 		t.Errorf("leases: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -245,8 +246,8 @@ func TestLeasesAudit(t *testing.T) {
 	// the young events kube-apiserver wrote, the key under a lease that is
 	// not an event, and everything else stay; /readyz answers 200 all along.
 	var gone []string
-	for i := range 60 {
-		gone = append(gone, fmt.Sprintf("/registry/events/load/e%03d", i))
+	for i := range bigKeys {
+		gone = append(gone, fmt.Sprintf("/registry/events/load/e%04d", i))
 	}
 	gone = append(gone, "/registry/events/shop/kept.1", "/registry/events/shop/restored.1", "/registry/events/shop/restored.2", "/registry/masterleases/127.0.0.9")
 	// Young events, written now: never removed.
@@ -259,13 +260,13 @@ func TestLeasesAudit(t *testing.T) {
 	before = c.state(t)
 	ready := watchReadyz(t, c)
 	root := filepath.Join(t.TempDir(), "backups")
-	out, errOut, code = c.regghost(t, "", "leases", "--event-ttl", "30s", "--lease-max-object-count", "50", "--confirm", "--yes", "--batch-size", "16", "--backup-dir", root)
+	out, errOut, code = c.regghost(t, "", "leases", "--event-ttl", "30s", "--confirm", "--yes", "--batch-size", "64", "--backup-dir", root)
 	if bad := ready(); bad != "" {
 		t.Errorf("kube-apiserver's /readyz during the removal: %s", bad)
 	}
-	checkCapture(t, "confirm", code, "$ regghost leases --event-ttl 30s --lease-max-object-count 50 --confirm", errOut, out)
+	checkCapture(t, "confirm", code, "$ regghost leases --event-ttl 30s --confirm", errOut, out)
 	// 3: the key under a lease that is not an event is left, said.
-	if code != 3 || !strings.Contains(oneLine(out), "Deleted 64 of 64 planned keys") {
+	if want := fmt.Sprintf("Deleted %d of %d planned keys", bigKeys+4, bigKeys+4); code != 3 || !strings.Contains(oneLine(out), want) {
 		t.Errorf("leases --confirm: exit %d\n%s\n%s", code, out, errOut)
 	}
 	c.assertChangedOnly(t, "leases --confirm", before, gone)
@@ -302,6 +303,10 @@ func TestLeasesAudit(t *testing.T) {
 		}
 	}
 }
+
+// bigKeys is how many events the big lease of TestLeasesAudit holds: more
+// than kube-apiserver's 1000 a lease.
+const bigKeys = 1001
 
 // watchReadyz asks kube-apiserver's /readyz every 200ms until the returned
 // function is called, which says what was not 200 ("" when all were).

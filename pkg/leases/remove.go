@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
 )
+
+// MaxRemoval is the most events one removal deletes.
+var MaxRemoval = 100_000
 
 // Removal is what `regghost leases --confirm` removes, and what it leaves
 // with why: only keys nothing else will remove and nothing serves.
@@ -45,11 +49,20 @@ func (r *Removal) Keys() int { return len(r.Events) + len(r.MasterLeases) }
 // not when the audit was of one namespace.
 func Plan(a *Audit, namespace string) *Removal {
 	r := &Removal{Revision: a.Revision, EventTTL: a.EventTTL, Events: []Event{}, MasterLeases: []MasterLease{}, Left: []string{}}
-	// Only what the audit judged past the TTL by the servers' clocks.
+	// Only what the audit judged past the TTL by the servers' clocks, the
+	// oldest first, at most MaxRemoval a run: each is backed up, and a
+	// run's backup is held whole in memory while it is written.
 	seen := map[string]bool{}
-	for _, e := range a.PastTTL {
+	past := slices.Clone(a.PastTTL)
+	slices.SortStableFunc(past, func(x, y Event) int { return x.WrittenBefore.Compare(y.WrittenBefore) })
+	for _, e := range past {
 		seen[e.Key] = true
-		r.Events = append(r.Events, e)
+		if len(r.Events) < MaxRemoval {
+			r.Events = append(r.Events, e)
+		}
+	}
+	if n := len(past) - len(r.Events); n > 0 {
+		r.Left = append(r.Left, fmt.Sprintf("%s past the TTL %s left for the next run: one run removes at most %d (the oldest first), each backed up, and a run's backup is held in memory while it is written; run this again for the rest", plural.Of(n, "more event"), plural.Be(n), MaxRemoval))
 	}
 	young := 0
 	for _, e := range a.NoLease {

@@ -2,6 +2,7 @@ package leases
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -158,5 +159,30 @@ func TestDialer(t *testing.T) {
 	l.Close()
 	if why := Dialer(open, time.Second)(context.Background(), "127.0.0.1", 0); why == "" {
 		t.Error("a closed address answers")
+	}
+}
+
+// TestPlanRemovesAtMostMaxRemoval: one run removes at most MaxRemoval
+// events past their TTL, the oldest first, and says how many it leaves for
+// the next run.
+func TestPlanRemovesAtMostMaxRemoval(t *testing.T) {
+	defer func(n int) { MaxRemoval = n }(MaxRemoval)
+	MaxRemoval = 2
+	a := &Audit{EventTTL: time.Hour}
+	for i, age := range []time.Duration{3, 9, 5, 7, 4} {
+		a.PastTTL = append(a.PastTTL, Event{Key: fmt.Sprintf("/registry/events/shop/e%d", i), WrittenBefore: now.Add(-age * time.Hour)})
+	}
+	r := Plan(a, "")
+	var got []string
+	for _, e := range r.Events {
+		got = append(got, e.Key)
+	}
+	if want := []string{"/registry/events/shop/e1", "/registry/events/shop/e3"}; !slices.Equal(got, want) {
+		t.Errorf("planned %v, want the two oldest %v", got, want)
+	}
+	if !slices.ContainsFunc(r.Left, func(s string) bool {
+		return strings.HasPrefix(s, "3 more events past the TTL are left for the next run")
+	}) {
+		t.Errorf("left %v", r.Left)
 	}
 }
