@@ -13,5 +13,12 @@
 // quorum of the members share are wrong; with no such quorum, or when the
 // hashes moved between the samples, it names none.
 //
-// It only reads: the repair is another step.
+// Compare only reads. Replace is the repair, one member at a time, in the
+// order its plan prints: the plan and its survey (plan.go), the refusals
+// (membership.go, record.go: what a run left), the disk budget
+// (diskbudget.go) and the time budget (timing.go), then the steps
+// (steps.go: evidence, leadership, check, remove, add, promote, compare
+// again, disarm), the node's own steps (nodesteps.go) and etcd's
+// cluster calls they make (etcdcalls.go: the lock, leader moves, member
+// lookups).
 package members
