@@ -116,12 +116,13 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []backup.Entry, 
 	// context: ctx may have run out, and a key that cannot be read back gets
 	// that as its outcome while the others are still read.
 	rb := &etcdwrite.ReadBacks{Ctx: ctx}
+	keys := make([]string, len(results))
 	for i, r := range results {
-		var resp *clientv3.GetResponse
-		verr := rb.Do(func(ctx context.Context) (err error) {
-			resp, err = kv.Get(ctx, r.Key)
-			return err
-		})
+		keys[i] = r.Key
+	}
+	got, errs := readBack(rb, kv, keys, pacing)
+	for i, r := range results {
+		resp, verr := got[i], errs[i]
 		switch {
 		case verr != nil:
 			if err == nil {
@@ -155,6 +156,65 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []backup.Entry, 
 		}
 	}
 	return results, err
+}
+
+// readBackRate is how many read-back transactions a second go for one
+// delete transaction a second: reads cost etcd less than writes, and the
+// read-back takes a quarter of the deletes' time.
+const readBackRate = 4
+
+// readBack reads each key back, keys only (an outcome needs the key's
+// presence and mod revision, never its value), in read-only transactions
+// of at most pacing's batch of keys, paced at readBackRate times the
+// deletes' rate: never one request per key as fast as etcd answers, which
+// other clients' writes would wait behind. kine serves one key a
+// transaction: one read each there. errs[i] is key i's read error.
+func readBack(rb *etcdwrite.ReadBacks, kv clientv3.KV, keys []string, pacing etcdwrite.Pacing) ([]*clientv3.GetResponse, []error) {
+	p := pacing.Normalized()
+	got, errs := make([]*clientv3.GetResponse, len(keys)), make([]error, len(keys))
+	batch := p.BatchSize
+	if p.OneKey {
+		batch = 1
+	}
+	interval := time.Duration(float64(time.Second) / (p.PerSecond * readBackRate))
+	for start := 0; start < len(keys); start += batch {
+		end := min(start+batch, len(keys))
+		if start > 0 {
+			time.Sleep(interval)
+		}
+		one := func(i int) {
+			errs[i] = rb.Do(func(ctx context.Context) (err error) {
+				got[i], err = kv.Get(ctx, keys[i], clientv3.WithKeysOnly())
+				return err
+			})
+		}
+		if end-start == 1 {
+			one(start)
+			continue
+		}
+		verr := rb.Do(func(ctx context.Context) error {
+			ops := make([]clientv3.Op, end-start)
+			for j := range ops {
+				ops[j] = clientv3.OpGet(keys[start+j], clientv3.WithKeysOnly())
+			}
+			resp, err := kv.Txn(ctx).Then(ops...).Commit()
+			if err != nil {
+				return err
+			}
+			for j, r := range resp.Responses {
+				got[start+j] = (*clientv3.GetResponse)(r.GetResponseRange())
+			}
+			return nil
+		})
+		if verr != nil {
+			// Each key on its own: one that cannot be read back gets
+			// that as its outcome, and the others are still read.
+			for j := start; j < end; j++ {
+				one(j)
+			}
+		}
+	}
+	return got, errs
 }
 
 // deleteInSteps sends the deletes in order, with before's work done right
