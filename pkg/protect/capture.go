@@ -26,9 +26,10 @@ func Capture(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, 
 		unknown string
 	}
 	leases := map[int64]left{}
-	for _, w := range wants {
+	read := batchedGets(ctx, kv, ds, wants)
+	for i, w := range wants {
 		key := w.Entry.Key
-		resp, err := kv.Get(ctx, key)
+		resp, err := read(i)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", key, err)
 		}
@@ -65,6 +66,40 @@ func Capture(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, 
 		entries = append(entries, e)
 	}
 	return entries, skipped, nil
+}
+
+// captureBatch is how many keys one read of the capture asks for.
+const captureBatch = 64
+
+// batchedGets reads the wanted keys in read-only transactions of
+// captureBatch keys, one request for each batch rather than one for each
+// key (kine serves one key a transaction: one read each there); read(i)
+// is want i's response, read in order, each batch when its first key is
+// asked for.
+func batchedGets(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datastore, wants []Want) (read func(i int) (*clientv3.GetResponse, error)) {
+	var got []*clientv3.GetResponse
+	var from int
+	return func(i int) (*clientv3.GetResponse, error) {
+		if ds.Limited() {
+			return kv.Get(ctx, wants[i].Entry.Key)
+		}
+		if i >= from+len(got) || i < from {
+			from, got = i, nil
+			end := min(i+captureBatch, len(wants))
+			ops := make([]clientv3.Op, 0, end-i)
+			for _, w := range wants[i:end] {
+				ops = append(ops, clientv3.OpGet(w.Entry.Key))
+			}
+			resp, err := kv.Txn(ctx).Then(ops...).Commit()
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range resp.Responses {
+				got = append(got, (*clientv3.GetResponse)(r.GetResponseRange()))
+			}
+		}
+		return got[i-from], nil
+	}
 }
 
 // recordNeeds sets each entry's Needs: the keys it rests on (its namespace,
