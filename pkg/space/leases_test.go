@@ -48,10 +48,12 @@ func TestMeasureSaysWhatOutlivesItsLease(t *testing.T) {
 		leases.ClassBig:     {Class: leases.ClassBig, Keys: 3, Bytes: bigBytes},
 		leases.ClassPastTTL: {Class: leases.ClassPastTTL},
 	}
-	settings := session.Settings{Etcd: etcdconn.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, CommandTimeout: time.Minute},
-		Prefix: "/registry/", NoAPI: true, Notices: io.Discard}
-	measure := func(t *testing.T, s session.Settings) {
-		r, err := Measure(ctx, &s, MeasureOptions{Reads: session.ScanReads(), Top: -1, Leases: &leases.Options{MaxObjectCount: 2},
+	settings := func(db string) *session.Settings {
+		return &session.Settings{Etcd: etcdconn.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, CommandTimeout: time.Minute},
+			Prefix: "/registry/", NoAPI: true, Notices: io.Discard, DB: db}
+	}
+	measure := func(t *testing.T, s *session.Settings) {
+		r, err := Measure(ctx, s, MeasureOptions{Reads: session.ScanReads(), Top: -1, Leases: &leases.Options{MaxObjectCount: 2},
 			Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
 				return rs.Scan(ctx, session.ScanOptions{TerminatingAfter: time.Hour, APICheckLimit: 1, Now: time.Now})
 			}})
@@ -67,12 +69,8 @@ func TestMeasureSaysWhatOutlivesItsLease(t *testing.T) {
 			}
 		}
 	}
-	t.Run("live", func(t *testing.T) { measure(t, settings) })
-	t.Run("db file", func(t *testing.T) {
-		s := settings
-		s.DB = saveSnapshot(t, ep)
-		measure(t, s)
-	})
+	t.Run("live", func(t *testing.T) { measure(t, settings("")) })
+	t.Run("db file", func(t *testing.T) { measure(t, settings(saveSnapshot(t, ep))) })
 }
 
 // TestAccountUnwraps: the account's store unwraps to the store it counts,
