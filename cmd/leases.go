@@ -71,7 +71,11 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	rs, err := g.Open(ctx, session.ScanReads())
+	// Read at the pace etcd's own latency allows (as members reads): the
+	// audit is the removal's first step, and both run beside writers.
+	reads := session.ScanReads()
+	reads.Adaptive = true
+	rs, err := g.Open(ctx, reads)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,13 @@ package session
 import (
 	"context"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/pace"
 )
 
 // Reads say how a command reads a live etcd.
@@ -17,6 +20,11 @@ type Reads struct {
 	Stream bool
 	// MaxKeysPerSecond paces reads (0: unpaced).
 	MaxKeysPerSecond int
+	// Adaptive paces a live read by etcd's own latency instead (pkg/pace,
+	// as members does: a probe read's latency against its idle median),
+	// up to MaxKeysPerSecond: the pace that keeps other clients' writes
+	// where they are idle, whatever the machine.
+	Adaptive bool
 }
 
 // ScanReads are the reads of a scan unless its flags say otherwise.
@@ -78,6 +86,21 @@ func (s *Settings) OpenStore(ctx context.Context, reads Reads) (store etcdscan.S
 		es.DisableStreaming()
 	}
 	es.SetMaxKeysPerSecond(reads.MaxKeysPerSecond)
+	if reads.Adaptive && reads.MaxKeysPerSecond > 0 {
+		p, err := pace.New(func(ctx context.Context) error {
+			_, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly(), clientv3.WithSerializable())
+			return err
+		}, pace.Config{Max: float64(reads.MaxKeysPerSecond)})
+		if err != nil {
+			cli.Close()
+			return nil, nil, err
+		}
+		es.SetPacer(p)
+		// The pacer probes for as long as the store is open.
+		pctx, stop := context.WithCancel(context.Background())
+		go func() { _ = p.Run(pctx) }()
+		return es, func() { stop(); cli.Close() }, nil
+	}
 	return es, func() { cli.Close() }, nil
 }
 

@@ -34,6 +34,7 @@ func TestOpenAndScan(t *testing.T) {
 	}{
 		{"streamed", ScanReads()},
 		{"paged", Reads{PageSize: 1}},
+		{"paced by etcd's latency", Reads{PageSize: 500, Stream: true, MaxKeysPerSecond: 100000, Adaptive: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var notices bytes.Buffer
