@@ -74,7 +74,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	// Read at the pace etcd's own latency allows (as members reads): the
 	// audit is the removal's first step, and both run beside writers.
 	reads := session.ScanReads()
-	reads.Adaptive = true
+	reads.Adaptive, reads.MinKeysPerSecond = true, 20000
 	rs, err := g.Open(ctx, reads)
 	if err != nil {
 		return err

@@ -22,9 +22,11 @@ type Reads struct {
 	MaxKeysPerSecond int
 	// Adaptive paces a live read by etcd's own latency instead (pkg/pace,
 	// as members does: a probe read's latency against its idle median),
-	// up to MaxKeysPerSecond: the pace that keeps other clients' writes
-	// where they are idle, whatever the machine.
-	Adaptive bool
+	// between MinKeysPerSecond and MaxKeysPerSecond: the pace that keeps
+	// other clients' writes where they are idle, whatever the machine,
+	// and never so slow that a million keys take more than a minute or so.
+	Adaptive         bool
+	MinKeysPerSecond int
 }
 
 // ScanReads are the reads of a scan unless its flags say otherwise.
@@ -90,7 +92,7 @@ func (s *Settings) OpenStore(ctx context.Context, reads Reads) (store etcdscan.S
 		p, err := pace.New(func(ctx context.Context) error {
 			_, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly(), clientv3.WithSerializable())
 			return err
-		}, pace.Config{Max: float64(reads.MaxKeysPerSecond)})
+		}, pace.Config{Max: float64(reads.MaxKeysPerSecond), Min: float64(min(reads.MinKeysPerSecond, reads.MaxKeysPerSecond))})
 		if err != nil {
 			cli.Close()
 			return nil, nil, err
