@@ -34,6 +34,10 @@ type ReadBacks struct {
 	lastErr error
 }
 
+// GaveUp says etcd did not answer the last read-backs: each one more fails
+// at once.
+func (r *ReadBacks) GaveUp() bool { return r.failed >= readBackFailLimit }
+
 // Do runs one key's read-back.
 func (r *ReadBacks) Do(read func(ctx context.Context) error) error {
 	if r.failed >= readBackFailLimit {

@@ -247,9 +247,9 @@ func Remove(ctx context.Context, r *Removal, o RemoveOptions) (*Removed, error) 
 	return res, err
 }
 
-// Duration is about how long the deletes take at pacing (one key a
-// transaction where the datastore takes no more), with the masterleases'
-// wait: what --command-timeout must leave them.
+// Duration is about how long the deletes and their read-back take at
+// pacing (one key a transaction where the datastore takes no more), with
+// the masterleases' wait: what --command-timeout must leave them.
 func (r *Removal) Duration(p etcdwrite.Pacing, oneKey bool) time.Duration {
 	p = p.Normalized()
 	per := p.BatchSize
@@ -258,6 +258,9 @@ func (r *Removal) Duration(p etcdwrite.Pacing, oneKey bool) time.Duration {
 	}
 	txns := (r.Keys() + per - 1) / per
 	d := time.Duration(float64(txns) / p.PerSecond * float64(time.Second))
+	// Every key is read back after, at repair's read-back pace (four
+	// transactions for each delete transaction's time).
+	d += d / 4
 	if len(r.MasterLeases) > 0 {
 		d += DefaultRenewWait
 	}

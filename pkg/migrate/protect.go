@@ -31,7 +31,9 @@ import (
 // the backup is journaled as changed, and never put back over their write. Objects only written again under
 // another key are not backed up: the API server writes them back
 // unchanged, and a backup of their values would keep the old key's
-// ciphertext on disk.
+// ciphertext on disk. Where the storage version is not served, every
+// object goes through a conversion there and back, and is backed up,
+// under whatever key etcd holds it.
 type Protection struct {
 	Client     *clientv3.Client
 	Prefix     string

@@ -116,12 +116,23 @@ func guardedDelete(ctx context.Context, kv clientv3.KV, entries []backup.Entry, 
 	// context: ctx may have run out, and a key that cannot be read back gets
 	// that as its outcome while the others are still read.
 	rb := &etcdwrite.ReadBacks{Ctx: ctx}
-	keys := make([]string, len(results))
+	// Only the keys sent can have been deleted: those attempted, and the
+	// transaction that was in flight when the deletes stopped (at most a
+	// batch past the last attempted). A key never sent stays as it is,
+	// not attempted, without a read.
+	sent := 0
 	for i, r := range results {
-		keys[i] = r.Key
+		if r.Outcome != etcdwrite.NotAttempted {
+			sent = i + 1
+		}
+	}
+	sent = min(len(results), sent+pacing.Normalized().BatchSize)
+	keys := make([]string, sent)
+	for i := range keys {
+		keys[i] = results[i].Key
 	}
 	got, errs := readBack(rb, kv, keys, pacing)
-	for i, r := range results {
+	for i, r := range results[:sent] {
 		resp, verr := got[i], errs[i]
 		switch {
 		case verr != nil:
@@ -179,7 +190,7 @@ func readBack(rb *etcdwrite.ReadBacks, kv clientv3.KV, keys []string, pacing etc
 	interval := time.Duration(float64(time.Second) / (p.PerSecond * readBackRate))
 	for start := 0; start < len(keys); start += batch {
 		end := min(start+batch, len(keys))
-		if start > 0 {
+		if start > 0 && !rb.GaveUp() {
 			time.Sleep(interval)
 		}
 		one := func(i int) {
@@ -201,8 +212,15 @@ func readBack(rb *etcdwrite.ReadBacks, kv clientv3.KV, keys []string, pacing etc
 			if err != nil {
 				return err
 			}
+			if len(resp.Responses) != len(ops) {
+				return fmt.Errorf("read back %d keys: %d answers", len(ops), len(resp.Responses))
+			}
 			for j, r := range resp.Responses {
-				got[start+j] = (*clientv3.GetResponse)(r.GetResponseRange())
+				rr := r.GetResponseRange()
+				if rr == nil {
+					return fmt.Errorf("read back %s: no range in the answer", keys[start+j])
+				}
+				got[start+j] = (*clientv3.GetResponse)(rr)
 			}
 			return nil
 		})

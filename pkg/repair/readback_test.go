@@ -160,3 +160,30 @@ func TestReadBackInTransactions(t *testing.T) {
 		t.Errorf("%d single reads and %d transactions, want 0 and 4", gets, txns)
 	}
 }
+
+// TestReadBackOnlyWhatWasSent: when the deletes stopped before a key was
+// sent, only the transaction that may have been in flight is read back;
+// keys never sent stay not attempted, unread (never a paced read of each).
+func TestReadBackOnlyWhatWasSent(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	var entries []backup.Entry
+	for i := range 10 {
+		entries = append(entries, backup.EntryOf(etcdtest.Put(t, cli, "/registry/pods/b/"+string(rune('a'+i)), "v")))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var gets, txns int
+	results, _ := GuardedDelete(ctx, countingKV{KV: cli, gets: &gets, txns: &txns}, entries, etcdwrite.Pacing{BatchSize: 2, PerSecond: 1000}, nil)
+	for i, r := range results {
+		want := "not attempted: the deletes stopped before it"
+		if i < 2 {
+			want = "still present when read back"
+		}
+		if r.Outcome != etcdwrite.NotAttempted || !strings.Contains(r.Detail, want) {
+			t.Errorf("%s: %s (%s), want not attempted (%s)", r.Key, r.Outcome, r.Detail, want)
+		}
+	}
+	if gets != 0 || txns != 1 {
+		t.Errorf("%d single reads and %d transactions, want the one batch that may have been in flight read back", gets, txns)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/time/rate"
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/dbfile"
@@ -89,15 +90,22 @@ func (s *Settings) OpenStore(ctx context.Context, reads Reads) (store etcdscan.S
 	}
 	es.SetMaxKeysPerSecond(reads.MaxKeysPerSecond)
 	if reads.Adaptive && reads.MaxKeysPerSecond > 0 {
+		// The probe counts one key inside the prefix: an etcd user allowed
+		// only the registry may ask it.
+		probeKey := s.Prefix
+		if probeKey == "" {
+			probeKey = "/registry/"
+		}
+		lowest := min(max(reads.MinKeysPerSecond, 1), reads.MaxKeysPerSecond)
 		p, err := pace.New(func(ctx context.Context) error {
-			_, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly(), clientv3.WithSerializable())
+			_, err := cli.Get(ctx, probeKey, clientv3.WithCountOnly(), clientv3.WithSerializable())
 			return err
-		}, pace.Config{Max: float64(reads.MaxKeysPerSecond), Min: float64(min(reads.MinKeysPerSecond, reads.MaxKeysPerSecond))})
+		}, pace.Config{Max: float64(reads.MaxKeysPerSecond), Min: float64(lowest)})
 		if err != nil {
 			cli.Close()
 			return nil, nil, err
 		}
-		es.SetPacer(p)
+		es.SetPacer(&orLowest{p: p, lowest: rate.NewLimiter(rate.Limit(lowest), max(lowest/10, 1))})
 		// The pacer probes for as long as the store is open.
 		pctx, stop := context.WithCancel(context.Background())
 		go func() { _ = p.Run(pctx) }()
@@ -129,3 +137,27 @@ func Wrap(prefix string, store etcdscan.Store, dec *decrypt.Decrypter, view *api
 
 // Registry is the prefix kube-apiserver stores under.
 func (r *Read) Registry() string { return r.prefix }
+
+// orLowest is a pacer that reads at its lowest pace when it could not
+// measure etcd's idle latency (no probe answered): the read goes on, at
+// the pace that costs etcd least, instead of failing.
+type orLowest struct {
+	p      *pace.Pacer
+	lowest *rate.Limiter
+}
+
+// Wait implements etcdscan.Pacer.
+func (o *orLowest) Wait(ctx context.Context, n int) error {
+	err := o.p.Wait(ctx, n)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	for n > 0 {
+		k := min(n, o.lowest.Burst())
+		if err := o.lowest.WaitN(ctx, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}

@@ -3,10 +3,12 @@ package session
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/pace"
 )
 
 func TestOpenAndScan(t *testing.T) {
@@ -118,5 +121,24 @@ func TestAPIWithoutServer(t *testing.T) {
 				t.Fatalf("view %v, why %q", view, why)
 			}
 		})
+	}
+}
+
+// TestAdaptivePaceWithoutProbe: when no probe answers (an etcd user who may
+// not read where the probe reads), the read goes on at the lowest pace
+// instead of failing.
+func TestAdaptivePaceWithoutProbe(t *testing.T) {
+	p, err := pace.New(func(context.Context) error { return errors.New("permission denied") }, pace.Config{Max: 100000, Min: 50000, Timeout: 10 * time.Millisecond, Every: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = p.Run(ctx) }()
+	o := &orLowest{p: p, lowest: rate.NewLimiter(50000, 5000)}
+	for range 3 {
+		if err := o.Wait(ctx, 1000); err != nil {
+			t.Fatalf("Wait: %v, want the lowest pace", err)
+		}
 	}
 }
