@@ -29,8 +29,8 @@ type Tally struct {
 	kubernetes string
 	kubePort   int32
 
-	mu       sync.Mutex
-	observed bool
+	mu   sync.Mutex
+	pass *etcdscan.Pass
 }
 
 // NewTally starts an audit of the keyspace at revision.
@@ -177,10 +177,11 @@ func askMasterLeases(ctx context.Context, ms []MasterLease, serves func(ctx cont
 // tally as they come to the reader, with no second read of etcd. Any
 // other read goes by untouched.
 func (t *Tally) Wrap(store etcdscan.Store) etcdscan.Store {
-	if c, ok := store.(etcdscan.Counter); ok {
-		return &talliedCounter{tallied{store, t}, c}
-	}
-	return &tallied{store, t}
+	w, pass := etcdscan.ObservePass(store, t.o.Registry, t.Observe)
+	t.mu.Lock()
+	t.pass = pass
+	t.mu.Unlock()
+	return w
 }
 
 // Observed says whether the pass over the whole registry went through
@@ -188,45 +189,7 @@ func (t *Tally) Wrap(store etcdscan.Store) etcdscan.Store {
 // would judge an empty keyspace.
 func (t *Tally) Observed() bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.observed
-}
-
-// tallied is a store whose pass over the whole registry is observed.
-type tallied struct {
-	etcdscan.Store
-	t *Tally
-}
-
-// Unwrap implements etcdscan.Wrapper: a db file's fault guard is found
-// through it.
-func (s *tallied) Unwrap() etcdscan.Store { return s.Store }
-
-// talliedCounter keeps a store's Counter (the scan's progress line).
-type talliedCounter struct {
-	tallied
-	etcdscan.Counter
-}
-
-// Range implements etcdscan.Store.
-func (s *talliedCounter) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
-	return s.tallied.Range(ctx, start, end, keysOnly, fn)
-}
-
-// Range implements etcdscan.Store.
-func (s *tallied) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
-	t := s.t
-	t.mu.Lock()
-	whole := !keysOnly && !t.observed && start == t.o.Registry && end == etcdscan.PrefixEnd(t.o.Registry)
-	if whole {
-		t.observed = true
-	}
+	pass := t.pass
 	t.mu.Unlock()
-	if !whole {
-		return s.Store.Range(ctx, start, end, keysOnly, fn)
-	}
-	return s.Store.Range(ctx, start, end, false, func(kv *mvccpb.KeyValue) error {
-		t.Observe(ctx, kv)
-		return fn(kv)
-	})
+	return pass != nil && pass.Seen()
 }

@@ -40,10 +40,10 @@ type Account struct {
 	keys    map[uint64]keyNow
 	largest topHeap
 	most    topHeap
-	// counted is set once the scan's walk of the whole prefix was counted.
-	counted bool
-	ghosts  *ghostTally
-	walk    *fileWalk
+	// pass is the scan's walk of the whole prefix Wrap observes.
+	pass   *etcdscan.Pass
+	ghosts *ghostTally
+	walk   *fileWalk
 }
 
 // keyNow is what the account keeps of each key that exists now.
@@ -71,48 +71,20 @@ func (a *Account) hash(key []byte) uint64 { return maphash.Bytes(a.seed, key) }
 // prefix counted as they are read (a walk of the keys alone, and every
 // other read, is not).
 func (a *Account) Wrap(store etcdscan.Store) etcdscan.Store {
-	if c, ok := store.(etcdscan.Counter); ok {
-		return &countedCounter{countedStore{Store: store, a: a}, c}
-	}
-	return &countedStore{Store: store, a: a}
-}
-
-type countedStore struct {
-	etcdscan.Store
-	a *Account
-}
-
-// Range implements etcdscan.Store.
-func (s *countedStore) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
-	a := s.a
+	w, pass := etcdscan.ObservePass(store, a.o.Prefix, func(_ context.Context, kv *mvccpb.KeyValue) { a.count(kv) })
 	a.mu.Lock()
-	whole := !keysOnly && !a.counted && start == a.o.Prefix && end == etcdscan.PrefixEnd(a.o.Prefix)
-	if whole {
-		a.counted = true
-	}
+	a.pass = pass
 	a.mu.Unlock()
-	if !whole {
-		return s.Store.Range(ctx, start, end, keysOnly, fn)
-	}
-	return s.Store.Range(ctx, start, end, false, func(kv *mvccpb.KeyValue) error {
-		a.count(kv)
-		return fn(kv)
-	})
+	return w
 }
 
-// Unwrap implements etcdscan.Wrapper: a db file's fault guard is found
-// through it.
-func (s *countedStore) Unwrap() etcdscan.Store { return s.Store }
-
-// countedCounter keeps a store's Counter (the scan's progress line).
-type countedCounter struct {
-	countedStore
-	etcdscan.Counter
-}
-
-// Range implements etcdscan.Store.
-func (s *countedCounter) Range(ctx context.Context, start, end string, keysOnly bool, fn func(*mvccpb.KeyValue) error) error {
-	return s.countedStore.Range(ctx, start, end, keysOnly, fn)
+// counted says the scan's walk of the whole prefix went through the store
+// Wrap returned.
+func (a *Account) counted() bool {
+	a.mu.Lock()
+	pass := a.pass
+	a.mu.Unlock()
+	return pass != nil && pass.Seen()
 }
 
 // CountOutside counts the keys of store outside the prefix: kube-apiserver

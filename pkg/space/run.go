@@ -102,7 +102,7 @@ func (a *Account) account(ctx context.Context, store etcdscan.Store, scan ScanFu
 		return err
 	}
 	defer rep.Close()
-	if !a.counted {
+	if !a.counted() {
 		return errNotCounted
 	}
 	if err := a.CountOutside(ctx, store); err != nil {
