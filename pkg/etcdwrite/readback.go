@@ -80,3 +80,30 @@ func GetRetrying(ctx context.Context, kv clientv3.KV, key string) (*clientv3.Get
 		backoff = min(backoff*2, 2*time.Second)
 	}
 }
+
+// GetAll reads keys in one read-only transaction, each Get with opts: one
+// request instead of one a key. It fails when etcd refuses the
+// transaction (a --max-txn-ops below len(keys)) or answers other than one
+// range for each key; kine serves no such transaction.
+func GetAll(ctx context.Context, kv clientv3.KV, keys []string, opts ...clientv3.OpOption) ([]*clientv3.GetResponse, error) {
+	ops := make([]clientv3.Op, len(keys))
+	for i, k := range keys {
+		ops[i] = clientv3.OpGet(k, opts...)
+	}
+	resp, err := kv.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Responses) != len(ops) {
+		return nil, fmt.Errorf("read %d keys: %d answers", len(ops), len(resp.Responses))
+	}
+	out := make([]*clientv3.GetResponse, len(ops))
+	for i, r := range resp.Responses {
+		rr := r.GetResponseRange()
+		if rr == nil {
+			return nil, fmt.Errorf("read %s: no range in the answer", keys[i])
+		}
+		out[i] = (*clientv3.GetResponse)(rr)
+	}
+	return out, nil
+}

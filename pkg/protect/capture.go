@@ -86,22 +86,18 @@ func batchedGets(ctx context.Context, kv etcdwrite.KVLease, ds etcdwrite.Datasto
 		if i >= from+len(got) || i < from {
 			from, got = i, nil
 			end := min(i+captureBatch, len(wants))
-			ops := make([]clientv3.Op, 0, end-i)
+			keys := make([]string, 0, end-i)
 			for _, w := range wants[i:end] {
-				ops = append(ops, clientv3.OpGet(w.Entry.Key))
+				keys = append(keys, w.Entry.Key)
 			}
-			resp, err := kv.Txn(ctx).Then(ops...).Commit()
-			if err == nil && len(resp.Responses) == len(ops) {
-				for _, r := range resp.Responses {
-					got = append(got, (*clientv3.GetResponse)(r.GetResponseRange()))
-				}
-			}
-			if err != nil || len(got) != len(ops) || slices.Contains(got, nil) {
+			var err error
+			got, err = etcdwrite.GetAll(ctx, kv, keys)
+			if err != nil {
 				// A transaction etcd refuses (a --max-txn-ops below the
 				// batch) or answers short: this batch a key at a time.
 				got = nil
-				for _, w := range wants[i:end] {
-					resp, err := kv.Get(ctx, w.Entry.Key)
+				for _, k := range keys {
+					resp, err := kv.Get(ctx, k)
 					if err != nil {
 						return nil, err
 					}

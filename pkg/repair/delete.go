@@ -204,25 +204,9 @@ func readBack(rb *etcdwrite.ReadBacks, kv clientv3.KV, keys []string, pacing etc
 			continue
 		}
 		verr := rb.Do(func(ctx context.Context) error {
-			ops := make([]clientv3.Op, end-start)
-			for j := range ops {
-				ops[j] = clientv3.OpGet(keys[start+j], clientv3.WithKeysOnly())
-			}
-			resp, err := kv.Txn(ctx).Then(ops...).Commit()
-			if err != nil {
-				return err
-			}
-			if len(resp.Responses) != len(ops) {
-				return fmt.Errorf("read back %d keys: %d answers", len(ops), len(resp.Responses))
-			}
-			for j, r := range resp.Responses {
-				rr := r.GetResponseRange()
-				if rr == nil {
-					return fmt.Errorf("read back %s: no range in the answer", keys[start+j])
-				}
-				got[start+j] = (*clientv3.GetResponse)(rr)
-			}
-			return nil
+			batch, err := etcdwrite.GetAll(ctx, kv, keys[start:end], clientv3.WithKeysOnly())
+			copy(got[start:end], batch)
+			return err
 		})
 		if verr != nil {
 			// Each key on its own: one that cannot be read back gets
