@@ -1,15 +1,12 @@
 package exporter
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/leases"
-	"github.com/regghost/regghost/pkg/textsafe"
 )
 
 var (
@@ -83,20 +80,10 @@ func byNamespace(es []leases.Event, limit int) map[string]int {
 	for _, e := range es {
 		counts[e.Namespace]++
 	}
-	names := make([]string, 0, len(counts))
-	for ns := range counts {
-		names = append(names, ns)
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
-	})
+	label := rankedLabels(counts, limit)
 	out := map[string]int{}
-	for i, ns := range names {
-		name := OtherNamespace
-		if i < limit {
-			name = textsafe.Escape(ns)
-		}
-		out[name] += counts[ns]
+	for ns, n := range counts {
+		out[label(ns)] += n
 	}
 	return out
 }

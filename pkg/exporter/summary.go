@@ -228,6 +228,14 @@ func namespaceLabels(rep *etcdscan.Report, weight map[string]int, limit int) fun
 	for _, t := range rep.Terminating {
 		weight[t.Name]++
 	}
+	return rankedLabels(weight, limit)
+}
+
+// rankedLabels returns the label value of each namespace: its name
+// (escaped) for the limit namespaces of the most weight, the first by name
+// among equals, "other" for the rest; the empty namespace (cluster-scoped)
+// is always itself.
+func rankedLabels(weight map[string]int, limit int) func(string) string {
 	names := make([]string, 0, len(weight))
 	for n := range weight {
 		names = append(names, n)
