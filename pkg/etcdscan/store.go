@@ -80,9 +80,15 @@ func (s *EtcdStore) pace(ctx context.Context, n int) error {
 	if s.limit == nil {
 		return nil
 	}
+	return WaitKeys(ctx, s.limit, n)
+}
+
+// WaitKeys waits until l allows n keys read, in steps of at most its
+// burst (a page may hold more keys than the burst).
+func WaitKeys(ctx context.Context, l *rate.Limiter, n int) error {
 	for n > 0 {
-		k := min(n, s.limit.Burst())
-		if err := s.limit.WaitN(ctx, k); err != nil {
+		k := min(n, l.Burst())
+		if err := l.WaitN(ctx, k); err != nil {
 			return err
 		}
 		n -= k

@@ -152,12 +152,5 @@ func (o *orLowest) Wait(ctx context.Context, n int) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	for n > 0 {
-		k := min(n, o.lowest.Burst())
-		if err := o.lowest.WaitN(ctx, k); err != nil {
-			return err
-		}
-		n -= k
-	}
-	return nil
+	return etcdscan.WaitKeys(ctx, o.lowest, n)
 }
