@@ -10,7 +10,7 @@ import (
 const module = "github.com/regghost/regghost/"
 
 // leaves import no package of regghost (docs/internals.md#layers).
-var leaves = []string{"pkg/plural", "pkg/filesum", "pkg/textsafe", "pkg/names", "pkg/flagnames", "pkg/version"}
+var leaves = []string{"pkg/plural", "pkg/filesum", "pkg/textsafe", "pkg/names", "pkg/flagnames", "pkg/version", "pkg/notice"}
 
 // TestImportsPointDown holds the layers docs/internals.md writes down:
 // pkg/ imports neither internal/ nor cmd/, internal/ does not import cmd/,
@@ -36,7 +36,22 @@ func TestImportsPointDown(t *testing.T) {
 				t.Errorf("%s imports %s, a layer above it", src, dst)
 			case strings.HasPrefix(src, "internal/") && strings.HasPrefix(dst, "cmd"):
 				t.Errorf("%s imports %s, a layer above it", src, dst)
+			case strings.HasPrefix(src, "pkg/") && src != "pkg/table" && dst == "pkg/table":
+				t.Errorf("%s imports pkg/table: a package below cmd/ hands what it says to a notice.Func and cmd/ lays it out", src)
 			}
 		}
+	}
+}
+
+// TestPkgPrintsNothing: no package below cmd/ writes to the terminal
+// itself (docs/internals.md#layers): it hands notices to the notice.Func
+// it was given.
+func TestPkgPrintsNothing(t *testing.T) {
+	out, err := exec.Command("git", "grep", "--untracked", "-n", "-E", `os\.(Stdout|Stderr)|fmt\.Print`, "--", "pkg/*.go", ":!*_test.go").Output()
+	if err != nil && len(out) > 0 {
+		t.Fatalf("git grep: %v", err)
+	}
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("pkg/ writes to the terminal:\n%s", s)
 	}
 }

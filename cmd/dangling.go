@@ -106,7 +106,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		scope += " of namespace " + o.namespace
 	}
 	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.Prefix, Scope: scope, Now: clock,
-		Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter)})
+		Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter)})
 	if res == nil && err != nil {
 		return err
 	}

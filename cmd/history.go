@@ -170,7 +170,7 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Write
 		defer f.Close()
 		i := f.Info()
 		info = &i
-		g.SayDB(i)
+		g.Notices.Info(i.String())
 		if h, err = history.FromFile(ctx, f, o.sel, opts); err != nil {
 			return err
 		}

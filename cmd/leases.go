@@ -131,10 +131,10 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		return err
 	}
 	defer done()
-	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
 	pacing.Stop = stop
-	res, err := leases.Remove(sctx, plan, leases.RemoveOptions{Client: cli, Prefix: g.Prefix, BackupRoot: o.backupDir, Notices: g.errOut, Now: clock,
+	res, err := leases.Remove(sctx, plan, leases.RemoveOptions{Client: cli, Prefix: g.Prefix, BackupRoot: o.backupDir, Notices: g.Notices, Now: clock,
 		Decrypt: decrypt.Namespaces(rs.Decrypter), Serves: opts.Serves, Pacing: pacing})
 	if res == nil {
 		return err

@@ -15,7 +15,6 @@ import (
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
-	"github.com/regghost/regghost/pkg/table"
 )
 
 type membersOptions struct {
@@ -159,7 +158,7 @@ func (o *membersOptions) validate(g *globalOptions) error {
 func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	o.opts.Progress = func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
+	o.opts.Notices = g.Notices
 	opts, done, err := members.Setup(ctx, &g.Settings, o.opts)
 	if err != nil {
 		return err

@@ -17,8 +17,8 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/session"
-	"github.com/regghost/regghost/pkg/table"
 )
 
 type membersReplaceOptions struct {
@@ -121,8 +121,8 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 // compareOptions are how the members are reached and compared, as the
 // flags say: every key (as regghost members --compare-keys always), at
 // --max-keys-per-second.
-func (o *membersReplaceOptions) compareOptions(member string, progress func(string)) members.Options {
-	return members.Options{Reads: o.reads, Keys: members.KeysAlways, Progress: progress, Fallback: members.RecordedFallback(o.backupDir, member)}
+func (o *membersReplaceOptions) compareOptions(member string, say notice.Func) members.Options {
+	return members.Options{Reads: o.reads, Keys: members.KeysAlways, Notices: say, Fallback: members.RecordedFallback(o.backupDir, member)}
 }
 
 // replaceAgain is the command that takes a replacement of member up, as
@@ -167,9 +167,8 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	// up by the next run), never a change of the member list half way.
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	progress := func(step string) { table.Wrapped(g.errOut, "regghost: "+step) }
 	sctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	opts, done, err := members.Setup(sctx, &g.Settings, o.compareOptions(member, progress))
+	opts, done, err := members.Setup(sctx, &g.Settings, o.compareOptions(member, g.Notices))
 	cancel()
 	if err != nil {
 		return err

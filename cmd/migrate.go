@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
@@ -210,7 +211,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return err
 	}
 	defer done()
-	protection := &migrate.Protection{Client: cli, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.backupDir, Notices: g.errOut}
+	protection := &migrate.Protection{Client: cli, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.backupDir, Notices: g.Notices}
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
 		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})

@@ -160,7 +160,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	defer cli.Close()
-	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.errOut,
+	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.Notices,
 		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
@@ -170,7 +170,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 			return fmt.Errorf("api server client: %w", err)
 		}
 	}
-	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
 	popts.Pacing.Stop = stop
 	res, err := repair.Purge(ctx, plan, popts)

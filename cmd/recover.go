@@ -3,10 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/backup"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/backup"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
@@ -151,7 +152,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	defer cancel()
 	rec, err := recovery.Prepare(ctx, &g.Settings, recovery.Request{Snapshot: o.snapshot, Rev: o.rev, SourceEncryptionConfig: o.sourceEncCfg,
 		Selection: o.sel, Accept: o.accept, IntoRecreated: o.intoRecreated, OtherCluster: o.other.cluster, OtherClusterGrants: o.other.grants,
-		BackupRoot: o.backupDir, Notices: g.errOut})
+		BackupRoot: o.backupDir, Notices: g.Notices})
 	if err != nil {
 		return err
 	}
@@ -171,7 +172,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Write %s into etcd?", render.Plural(todo, "object"))); err != nil {
 		return err
 	}
-	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
 	res, werr := rec.Write(ctx, etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}, o.servedWait)
 	if res == nil {

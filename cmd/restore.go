@@ -3,10 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"
 
@@ -130,7 +131,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
-	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
 	r.Pacing = etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}
 	results, err := r.Run(ctx)
@@ -167,7 +168,7 @@ func restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, aud
 		done()
 		return nil, nil, nil, err
 	}
-	r := &repair.Restorer{Client: cli, Backup: b, Path: path, AuditDir: auditDir, Notices: g.errOut, Decrypt: decrypt.Namespaces(dec),
+	r := &repair.Restorer{Client: cli, Backup: b, Path: path, AuditDir: auditDir, Notices: g.Notices, Decrypt: decrypt.Namespaces(dec),
 		OtherCluster: f.otherCluster, OtherClusterGrants: f.otherClusterGrants,
 		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.Prefix}}
 	if r.Options.Reader, err = g.ContentReader(ctx); err != nil {

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/regghost/regghost/internal/help"
-	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/table"
@@ -117,12 +117,11 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 			return usageError("%v", err)
 		}
 		g.errOut = c.ErrOrStderr()
-		g.Notices = g.errOut
+		g.Notices = render.Notices(g.errOut)
 		if g.verbosity < 0 || g.verbosity > 7 {
 			return usageError("-v must be 0 to 7, got %d: from 8 the libraries print request and response bodies (Secrets' data, bearer tokens)", g.verbosity)
 		}
 		libraryLogs(g.verbosity, g.errOut)
-		g.SayDB = func(info dbfile.Info) { table.Wrapped(g.errOut, "regghost: "+info.String()) }
 		if err := checkDurations(c); err != nil {
 			return err
 		}

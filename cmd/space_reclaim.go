@@ -3,10 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"
 
@@ -61,7 +62,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	ctx, cancel := context.WithTimeout(parent, g.Etcd.CommandTimeout)
 	defer cancel()
 	ro, done, err := reclaim.Setup(ctx, &g.Settings, reclaim.Options{DataDirs: dirs, Quota: o.quota, QuotaGiven: quotaGiven,
-		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock, Holder: "regghost space reclaim", Notices: g.errOut})
+		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock, Holder: "regghost space reclaim", Notices: g.Notices})
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,9 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
@@ -35,7 +36,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %s the recovery wrote?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
-	stop, doneWriting := etcdwrite.StopOnSignal(g.errOut)
+	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
 	r.Pacing = etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}
 	results, err := r.Run(ctx)

@@ -3,10 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
@@ -140,7 +141,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 			render.WriteRevealed(g.errOut, more)
 			return o.askAgain(in, g.errOut, fmt.Sprintf("Also remove the finalizers of %s, which the plan did not show?", plural.Of(len(more), "more object")))
 		},
-		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.errOut, Decrypt: decrypt.Namespaces(rs.Decrypter),
+		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter),
 			Analyze: z.Again(cli)}})
 	if res == nil && err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/protect"
 )
 
@@ -194,7 +194,7 @@ type FixOptions struct {
 	Now   func() time.Time
 	// Notices gets the lock's lines; Decrypt opens an encrypted
 	// kube-system namespace (the cluster's identity).
-	Notices io.Writer
+	Notices notice.Func
 	Decrypt backup.Decrypter
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/regghost/regghost/pkg/table"
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // LockPrefix is where writers of regghost take their etcd lock; it is
@@ -33,7 +32,7 @@ var ErrLocked = errors.New("another regghost is writing to this etcd")
 type LockOption func(*lockConfig)
 
 type lockConfig struct {
-	notices io.Writer
+	notices notice.Func
 	onLost  func()
 }
 
@@ -44,10 +43,10 @@ func WithOnLost(fn func()) LockOption {
 	return func(c *lockConfig) { c.onLost = fn }
 }
 
-// WithLockNotices sends the line saying why Lock waits for a crashed
-// writer's lease to expire to w (os.Stderr by default).
-func WithLockNotices(w io.Writer) LockOption {
-	return func(c *lockConfig) { c.notices = w }
+// WithLockNotices says why Lock waits for a crashed writer's lease to
+// expire to say (nil, the default: said nowhere).
+func WithLockNotices(say notice.Func) LockOption {
+	return func(c *lockConfig) { c.notices = say }
 }
 
 // ErrNoLock is returned (wrapped) when the lock could not be taken for
@@ -67,7 +66,7 @@ var ErrNoLock = errors.New("regghost's etcd lock could not be taken")
 // without leases (kine) cannot hold it at all: the caller decides that
 // before it asks (see Datastore.Limited).
 func Lock(ctx context.Context, cli *clientv3.Client, what string, opts ...LockOption) (unlock func(), err error) {
-	cfg := lockConfig{notices: os.Stderr}
+	cfg := lockConfig{}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -136,7 +135,7 @@ const lockPoll = 500 * time.Millisecond
 // holder that has not crashed is refused at once (ErrLocked, naming it),
 // and so is one that still holds the lock when the wait is over, or a live
 // one that took the lock in the meantime.
-func waitOut(ctx context.Context, cli *clientv3.Client, m *concurrency.Mutex, notices io.Writer) error {
+func waitOut(ctx context.Context, cli *clientv3.Client, m *concurrency.Mutex, notices notice.Func) error {
 	var waitingOn clientv3.LeaseID
 	var deadline time.Time
 	var bound time.Duration
@@ -157,7 +156,7 @@ func waitOut(ctx context.Context, cli *clientv3.Client, m *concurrency.Mutex, no
 					bound = time.Duration(st.ttl)*time.Second + lockMargin
 				}
 				deadline = time.Now().Add(bound)
-				table.Wrapped(notices, fmt.Sprintf("regghost: the lock is held by %s, %s; waiting up to %s for its lease to expire", st.describe(), why, bound.Round(time.Second)))
+				notices.Info(fmt.Sprintf("the lock is held by %s, %s; waiting up to %s for its lease to expire", st.describe(), why, bound.Round(time.Second)))
 			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("%w: %s still holds the lock after %s of waiting for its lease to expire; wait for it to finish and run again", ErrLocked, st.holderText(), bound.Round(time.Second))

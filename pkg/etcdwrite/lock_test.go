@@ -1,7 +1,6 @@
 package etcdwrite
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // holdLock takes the lock as another regghost would, on a session of ttl
@@ -84,28 +84,29 @@ func TestLockWaitsOutACrashedHolder(t *testing.T) {
 				crash()
 			}
 			time.Sleep(tt.age)
-			var notices bytes.Buffer
+			var said []notice.Notice
 			start := time.Now()
-			unlock, err := Lock(context.Background(), cli, "regghost restore b", WithLockNotices(&notices))
+			unlock, err := Lock(context.Background(), cli, "regghost restore b", WithLockNotices(notice.Collect(&said)))
 			took := time.Since(start)
 			if !tt.waits {
 				if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), h.String()) {
 					t.Fatalf("Lock: %v; want a refusal naming %q", err, h.String())
 				}
-				if took > 2*time.Second || notices.Len() > 0 {
-					t.Errorf("refused after %s, saying %q; want at once, silently", took, notices.String())
+				if took > 2*time.Second || len(said) > 0 {
+					t.Errorf("refused after %s, saying %q; want at once, silently", took, notice.Texts(said))
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Lock after %s: %v (notices %q)", took, err, notices.String())
+				t.Fatalf("Lock after %s: %v (notices %q)", took, err, notice.Texts(said))
 			}
 			defer unlock()
-			// One notice, wrapped to the screen: its continuation lines
-			// are indented.
-			raw := notices.String()
-			line := strings.Join(strings.Fields(raw), " ")
-			if strings.Count(raw, "\nregghost: ") != 0 || !strings.HasPrefix(raw, "regghost: ") || !strings.Contains(line, tt.notice) || !strings.Contains(line, "waiting up to") {
+			// One notice, said as it is (cmd lays it out).
+			if len(said) != 1 {
+				t.Fatalf("notices %q, want one", notice.Texts(said))
+			}
+			line := said[0].Text
+			if said[0].Kind != notice.Info || !strings.Contains(line, tt.notice) || !strings.Contains(line, "waiting up to") {
 				t.Errorf("notice %q", line)
 			}
 			if tt.holder.Host == host && !strings.Contains(line, "on this host), which is no longer running") {

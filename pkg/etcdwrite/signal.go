@@ -2,19 +2,18 @@ package etcdwrite
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/regghost/regghost/pkg/table"
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // StopOnSignal turns the first SIGINT or SIGTERM of a write phase into a
 // request to stop between transactions (Pacing.Stop): the one in flight
 // finishes, the rest are left and read back, and the command prints its
 // summary and how to undo it. done stops listening.
-func StopOnSignal(errOut io.Writer) (stop <-chan struct{}, done func()) {
+func StopOnSignal(say notice.Func) (stop <-chan struct{}, done func()) {
 	ch := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -22,7 +21,7 @@ func StopOnSignal(errOut io.Writer) (stop <-chan struct{}, done func()) {
 	go func() {
 		select {
 		case s := <-sigs:
-			table.Wrapped(errOut, fmt.Sprintf("regghost: %s: finishing the transaction in flight, then stopping (a second one kills regghost)", s))
+			say.Info(fmt.Sprintf("%s: finishing the transaction in flight, then stopping (a second one kills regghost)", s))
 			close(ch)
 			signal.Stop(sigs)
 		case <-quit:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
@@ -115,7 +115,7 @@ type RemoveOptions struct {
 	Prefix     string
 	BackupRoot string
 	Pacing     etcdwrite.Pacing
-	Notices    io.Writer
+	Notices    notice.Func
 	Decrypt    backup.Decrypter
 	Now        func() time.Time
 	// Serves asks again, under the lock, whether a kube-apiserver answers

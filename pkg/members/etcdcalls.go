@@ -34,7 +34,7 @@ func lockBoth(ctx context.Context, o Options, cli *clientv3.Client, cluster, wha
 	}
 	gone := make(chan struct{})
 	var once sync.Once
-	etcdUnlock, err := etcdwrite.Lock(ctx, cli, what, etcdwrite.WithOnLost(func() { once.Do(func() { close(gone) }) }))
+	etcdUnlock, err := etcdwrite.Lock(ctx, cli, what, etcdwrite.WithLockNotices(o.Notices), etcdwrite.WithOnLost(func() { once.Do(func() { close(gone) }) }))
 	if err == nil {
 		return func() { etcdUnlock(); nodeUnlock() }, gone, nil
 	}

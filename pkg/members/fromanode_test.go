@@ -15,6 +15,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -157,7 +158,8 @@ func TestReplaceADownMemberThatAnswersAgain(t *testing.T) {
 	o := c.options()
 	o.Timeout = 2 * time.Second
 	back := false
-	o.Progress = func(step string) {
+	o.Notices = func(n notice.Notice) {
+		step := n.Text
 		if strings.HasPrefix(step, "saving ") && !back {
 			back = true
 			c.Launch(t, w)

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/etcdmembers"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -113,8 +114,9 @@ type Options struct {
 	// MaxKeys is how many differing keys are listed one by one
 	// (DefaultMaxKeys when 0; -1: all).
 	MaxKeys int
-	// Progress, when set, is told each step in a few words.
-	Progress func(string)
+	// Notices, when set, is told each step in a few words, and why the
+	// lock is waited for.
+	Notices notice.Func
 	// Cluster is the cluster as Setup reached it: its ID, its member
 	// list, and which endpoint given answered as which member.
 	Cluster *etcdmembers.Cluster
@@ -157,9 +159,7 @@ func (o *Options) maxKeys() int {
 }
 
 func (o *Options) progress(format string, args ...any) {
-	if o.Progress != nil {
-		o.Progress(fmt.Sprintf(format, args...))
-	}
+	o.Notices.Info(fmt.Sprintf(format, args...))
 }
 
 // Validate checks the options a person gives.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/pace"
 )
 
@@ -25,7 +26,8 @@ func TestComparePacedByLatency(t *testing.T) {
 	o.Keys = KeysAlways
 	var mu sync.Mutex
 	var steps []string
-	o.Progress = func(s string) {
+	o.Notices = func(n notice.Notice) {
+		s := n.Text
 		mu.Lock()
 		defer mu.Unlock()
 		steps = append(steps, s)

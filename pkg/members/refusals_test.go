@@ -17,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdmembers"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // TestStanding: a record of a replacement under way is taken up only
@@ -183,7 +184,8 @@ func TestReplaceStoppedInTheWait(t *testing.T) {
 	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	o := c.options()
-	o.Progress = func(s string) {
+	o.Notices = func(n notice.Notice) {
+		s := n.Text
 		if strings.Contains(s, "is a learner") {
 			time.AfterFunc(500*time.Millisecond, cancel)
 		}
@@ -286,7 +288,8 @@ func TestReplaceStoppedAfterTheRemoval(t *testing.T) {
 	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	o := c.options()
-	o.Progress = func(s string) {
+	o.Notices = func(n notice.Notice) {
+		s := n.Text
 		if strings.HasPrefix(s, "removing ") {
 			cancel()
 		}
@@ -298,7 +301,7 @@ func TestReplaceStoppedAfterTheRemoval(t *testing.T) {
 	}
 	// Removed, its etcd is stopped, as the steps on its node say.
 	c.Stop(w)
-	o.Progress = nil
+	o.Notices = nil
 	plan, err := Replace(context.Background(), ReplaceOptions{Compare: o, Member: c.names[w], EvidenceRoot: root, Wait: time.Second, Poll: 100 * time.Millisecond})
 	if err != nil || len(plan.Steps) == 0 || !strings.Contains(plan.Steps[0], "take up the replacement") {
 		t.Fatalf("the next run does not take it up: %v (%+v)", err, plan)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/protect"
 )
 
@@ -39,7 +39,7 @@ type Protection struct {
 	Prefix     string
 	Decrypt    backup.Decrypter
 	BackupRoot string
-	Notices    io.Writer
+	Notices    notice.Func
 	Now        func() time.Time
 }
 

@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,7 +39,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/snapshot"
 
-	"github.com/regghost/regghost/pkg/table"
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // Job is one command's protected write.
@@ -50,8 +49,8 @@ type Job struct {
 	// Holder names the command for the lock ("regghost purge namespace x").
 	Holder string
 	// Notices gets the lines a person should read: a lock waited for, a
-	// lock that cannot be held.
-	Notices io.Writer
+	// lock that cannot be held, a warning (nil: said nowhere).
+	Notices notice.Func
 	// Pacing sets the batch size, rate and stop of the writes; Run adds
 	// the shapes the datastore serves.
 	Pacing etcdwrite.Pacing
@@ -217,9 +216,6 @@ func unchanged(err error) error {
 // An error wrapping ErrNothingChanged was returned before anything was
 // written; any other comes with the outcome of every key.
 func Run(ctx context.Context, job Job) (*Outcome, error) {
-	if job.Notices == nil {
-		job.Notices = io.Discard
-	}
 	ds, err := etcdwrite.DetectDatastore(ctx, job.Client)
 	if err != nil {
 		return nil, unchanged(fmt.Errorf("no etcd endpoint answers: %w", err))
@@ -300,7 +296,7 @@ func (out *Outcome) warn(job Job, warning string) {
 		return
 	}
 	out.Warnings = append(out.Warnings, warning)
-	table.Wrapped(job.Notices, "regghost: warning: "+warning)
+	job.Notices.Warn(warning)
 }
 
 // refuseNoSpace is the refusal of a job that puts under the alarm.

@@ -20,6 +20,7 @@ import (
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 const reg = "/registry/"
@@ -309,8 +310,8 @@ func TestDeletesUnderNoSpace(t *testing.T) {
 	t.Setenv(etcdwrite.LockDirEnv, t.TempDir())
 	cli := cluster(t, "here")
 	raiseNoSpace(t, cli)
-	var notices strings.Builder
-	out, err := Run(context.Background(), Job{Client: cli, Holder: "regghost test", Prefix: reg, Action: "test", DeletesOnly: true, Notices: &notices,
+	var notices []notice.Notice
+	out, err := Run(context.Background(), Job{Client: cli, Holder: "regghost test", Prefix: reg, Action: "test", DeletesOnly: true, Notices: notice.Collect(&notices),
 		Backup: &Record{Root: t.TempDir(), Scope: "test", Keys: []Want{{Entry: backup.Entry{Key: reg + "configmaps/a/x"}}}},
 		Write: func(ctx context.Context, w *Writer) ([]etcdwrite.Result, error) {
 			if _, err := backup.ReadBackup(w.Dir); err != nil {
@@ -326,8 +327,8 @@ func TestDeletesUnderNoSpace(t *testing.T) {
 	}
 	said := strings.Join(out.Warnings, "\n")
 	for _, want := range []string{"this node's lock", "not one on another node", "still raised", "regghost space reclaim"} {
-		if !strings.Contains(said, want) || !strings.Contains(strings.Join(strings.Fields(notices.String()), " "), want) {
-			t.Errorf("warnings %q (notices %q) do not say %q", said, notices.String(), want)
+		if !strings.Contains(said, want) || !strings.Contains(strings.Join(notice.Texts(notices), "\n"), "warning: ") || !strings.Contains(strings.Join(notice.Texts(notices), "\n"), want) {
+			t.Errorf("warnings %q (notices %q) do not say %q", said, notice.Texts(notices), want)
 		}
 	}
 }

@@ -64,7 +64,7 @@ func lockWriters(ctx context.Context, o Options) (*writersLock, error) {
 	if nospace, _ := etcdwrite.NoSpace(ctx, o.Client); !nospace {
 		lost := make(chan struct{})
 		onLost := sync.OnceFunc(func() { close(lost) })
-		etcdUnlock, err := etcdwrite.Lock(ctx, o.Client, holder, etcdwrite.WithLockNotices(o.notices()), etcdwrite.WithOnLost(onLost))
+		etcdUnlock, err := etcdwrite.Lock(ctx, o.Client, holder, etcdwrite.WithLockNotices(o.Notices), etcdwrite.WithOnLost(onLost))
 		if err == nil {
 			return &writersLock{unlock: func() { etcdUnlock(); nodeUnlock() }, lost: lost}, nil
 		}

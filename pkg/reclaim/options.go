@@ -1,13 +1,13 @@
 package reclaim
 
 import (
-	"io"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // DefaultQuota is etcd's quota when --quota-backend-bytes is not set.
@@ -52,7 +52,7 @@ type Options struct {
 	// Holder names the run in the locks ("regghost space reclaim").
 	Holder string
 	// Notices receives the lock's wait and warning lines; nil drops them.
-	Notices io.Writer
+	Notices notice.Func
 	// Warned are the plan's warnings (Plan.Warnings) the person was shown
 	// before confirming: Run keeps what they announced in its result but
 	// does not say it on Notices again.
@@ -85,13 +85,6 @@ func (o *Options) quota() int64 {
 		return o.Quota
 	}
 	return DefaultQuota
-}
-
-func (o *Options) notices() io.Writer {
-	if o.Notices != nil {
-		return o.Notices
-	}
-	return io.Discard
 }
 
 func (o *Options) progress(s Step) {

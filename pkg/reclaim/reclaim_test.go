@@ -20,6 +20,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -174,16 +175,16 @@ func TestRunBringsWritesBack(t *testing.T) {
 	if err != nil || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "only this node's lock will be held") || !strings.Contains(p.Warnings[0], "not one on another node") {
 		t.Fatalf("Survey under NOSPACE: %v, warnings %q", err, p.Warnings)
 	}
-	var notices strings.Builder
-	o.Warned, o.Notices = p.Warnings, &notices
+	var notices []notice.Notice
+	o.Warned, o.Notices = p.Warnings, notice.Collect(&notices)
 	var steps []string
 	o.Progress = func(s Step) { steps = append(steps, s.Kind) }
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if strings.Contains(notices.String(), "warning") {
-		t.Errorf("Run said again what the plan warned of: %q", notices.String())
+	if strings.Contains(strings.Join(notice.Texts(notices), "\n"), "warning") {
+		t.Errorf("Run said again what the plan warned of: %q", notice.Texts(notices))
 	}
 	if want := []string{StepSnapshot, StepCompacted, StepDefragmenting, StepDefragmented, StepDisarm}; strings.Join(steps, ",") != strings.Join(want, ",") {
 		t.Errorf("steps %v, want %v", steps, want)
@@ -284,8 +285,8 @@ func TestRunStops(t *testing.T) {
 			fill(t, m.cli)
 			o := m.options(t)
 			o.CheckTimeout = time.Second
-			var notices strings.Builder
-			o.Notices = &notices
+			var notices []notice.Notice
+			o.Notices = notice.Collect(&notices)
 			o.Progress = func(s Step) {
 				if s.Kind == tc.at {
 					m.stop()
@@ -310,8 +311,8 @@ func TestRunStops(t *testing.T) {
 				t.Errorf("snapshot: %v", err)
 			}
 			// No plan was shown (Options.Warned): Run says it.
-			if !strings.Contains(notices.String(), "regghost: warning: etcd's NOSPACE alarm is raised") {
-				t.Errorf("notices %q, want the warning that only this node's lock is held", notices.String())
+			if !strings.Contains(strings.Join(notice.Texts(notices), "\n"), "warning: etcd's NOSPACE alarm is raised") {
+				t.Errorf("notices %q, want the warning that only this node's lock is held", notice.Texts(notices))
 			}
 		})
 	}

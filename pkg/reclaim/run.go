@@ -14,8 +14,6 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/snapshot"
-
-	"github.com/regghost/regghost/pkg/table"
 )
 
 // ErrRefused means Run did not start: the plan says why.
@@ -44,7 +42,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Warnings = append(res.Warnings, lock.warning)
 		// The plan shown before the question announced it already.
 		if !slices.Contains(o.Warned, noSpaceWarning) {
-			table.Wrapped(o.notices(), "regghost: warning: "+lock.warning)
+			o.Notices.Warn(lock.warning)
 		}
 	}
 	if err := takeSnapshot(ctx, o, res); err != nil {
@@ -67,7 +65,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		w := fmt.Sprintf("regghost's etcd lock was lost before reclaim ended (its lease of %ds was not renewed in time: a defragmentation outlasted it, or etcd was unreachable): "+
 			"every member was defragmented, but another regghost may have written meanwhile", etcdwrite.LockTTL)
 		res.Warnings = append(res.Warnings, w)
-		table.Wrapped(o.notices(), "regghost: warning: "+w)
+		o.Notices.Warn(w)
 	}
 	return res, err
 }

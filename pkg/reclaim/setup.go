@@ -9,8 +9,6 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/session"
-
-	"github.com/regghost/regghost/pkg/table"
 )
 
 // Setup fills o with what s reaches: the etcd client and its configuration,
@@ -28,9 +26,9 @@ func Setup(ctx context.Context, s *session.Settings, o Options) (Options, func()
 		return o, nil, err
 	}
 	node, err := nodeconfig.DiscoverEtcd(s.NodeRoot)
-	if err != nil && !errors.Is(err, nodeconfig.ErrNotFound) && o.Notices != nil {
+	if err != nil && !errors.Is(err, nodeconfig.ErrNotFound) {
 		line, _, _ := strings.Cut(err.Error(), "\n")
-		table.Wrapped(o.Notices, fmt.Sprintf("regghost: could not read this node's etcd manifest (%s); no data directory or quota is taken from it", line))
+		o.Notices.Info(fmt.Sprintf("could not read this node's etcd manifest (%s); no data directory or quota is taken from it", line))
 	}
 	o.Client, o.Config, o.Node, o.Prefix, o.Decrypt = cli, cfg, node, s.Prefix, decrypt.Namespaces(dec)
 	// A member that does not answer costs this, once: etcd's client waits

@@ -3,13 +3,13 @@ package recovery
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -33,7 +33,7 @@ type Request struct {
 	OtherCluster, OtherClusterGrants bool
 	// BackupRoot is where the recovery's backup directory is made.
 	BackupRoot string
-	Notices    io.Writer
+	Notices    notice.Func
 }
 
 // Recovery is a judged recovery: Objects carry their verdicts, ready to be

@@ -3,7 +3,6 @@ package recovery
 import (
 	"context"
 	"fmt"
-	"io"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/protect"
 )
 
@@ -31,7 +31,7 @@ type RunOptions struct {
 	OtherCluster, OtherClusterGrants bool
 	// BackupRoot is where the recovery's backup directory is made.
 	BackupRoot string
-	Notices    io.Writer
+	Notices    notice.Func
 	Decrypt    backup.Decrypter
 	// Pacing carries the stop of the writes.
 	Pacing etcdwrite.Pacing

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/protect"
 )
 
@@ -36,7 +36,7 @@ type PurgeOptions struct {
 	// the datastore's shapes are added by the protected write.
 	Pacing etcdwrite.Pacing
 	// Notices gets the lock's lines and warnings.
-	Notices io.Writer
+	Notices notice.Func
 	// Decrypt opens an encrypted kube-system namespace (the identity).
 	Decrypt backup.Decrypter
 	// Now is the clock (time.Now when nil).

@@ -3,13 +3,13 @@ package repair
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/protect"
 )
 
@@ -28,7 +28,7 @@ type Restorer struct {
 	// OtherCluster and OtherClusterGrants write a backup of another
 	// cluster, and its grants (see protect.Job).
 	OtherCluster, OtherClusterGrants bool
-	Notices                          io.Writer
+	Notices                          notice.Func
 	// planned is what the dry run (Plan) said, for the judge under the lock.
 	planned []etcdwrite.Result
 	Decrypt backup.Decrypter

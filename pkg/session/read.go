@@ -58,11 +58,7 @@ func (s *Settings) OpenDB(path string) (*dbfile.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.SayDB != nil {
-		s.SayDB(info)
-	} else {
-		s.say("%s", info.String())
-	}
+	s.Notices.Info(info.String())
 	return st, nil
 }
 

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/pace"
 )
 
@@ -40,9 +40,9 @@ func TestOpenAndScan(t *testing.T) {
 		{"paced by etcd's latency", Reads{PageSize: 500, Stream: true, MaxKeysPerSecond: 100000, Adaptive: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var notices bytes.Buffer
+			var notices []notice.Notice
 			s := &Settings{Etcd: etcdconn.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, CommandTimeout: time.Minute},
-				Prefix: "/registry/", NoAPI: true, Notices: &notices}
+				Prefix: "/registry/", NoAPI: true, Notices: notice.Collect(&notices)}
 			r, err := s.Open(ctx, tc.reads)
 			if err != nil {
 				t.Fatal(err)
@@ -82,8 +82,8 @@ func TestOpenAndScan(t *testing.T) {
 				t.Errorf("no dangling references check in %+v", rep.Checks)
 			}
 			// Without Given, discovery takes nothing and says nothing.
-			if notices.Len() != 0 {
-				t.Errorf("notices %q", notices.String())
+			if len(notices) != 0 {
+				t.Errorf("notices %q", notice.Texts(notices))
 			}
 		})
 	}
@@ -92,17 +92,17 @@ func TestOpenAndScan(t *testing.T) {
 func TestDiscoverLeavesGivenSettings(t *testing.T) {
 	// A node root with no kube-apiserver manifest: nothing is found,
 	// nothing changes, and what is used is said with where it came from.
-	var notices bytes.Buffer
+	var notices []notice.Notice
 	s := &Settings{Etcd: etcdconn.Config{Endpoints: []string{"127.0.0.1:1"}}, Prefix: "/registry/", NodeRoot: t.TempDir(),
-		Notices: &notices, Given: func() nodeconfig.Given { return nodeconfig.Given{} }}
+		Notices: notice.Collect(&notices), Given: func() nodeconfig.Given { return nodeconfig.Given{} }}
 	s.Discover()
-	if notices.Len() != 0 {
-		t.Errorf("discovery alone said %q: a usage error found before connecting would not be one line", notices.String())
+	if len(notices) != 0 {
+		t.Errorf("discovery alone said %q: a usage error found before connecting would not be one line", notice.Texts(notices))
 	}
 	s.SayUsing()
 	s.SayUsing()
-	if s.Etcd.Endpoints[0] != "127.0.0.1:1" || s.Prefix != "/registry/" || notices.String() != "regghost: using etcd 127.0.0.1:1 (default), prefix /registry/ (default)\n" {
-		t.Fatalf("settings changed: %+v, notices %q", s.Etcd.Endpoints, notices.String())
+	if s.Etcd.Endpoints[0] != "127.0.0.1:1" || s.Prefix != "/registry/" || strings.Join(notice.Texts(notices), "\n") != "using etcd 127.0.0.1:1 (default), prefix /registry/ (default)" {
+		t.Fatalf("settings changed: %+v, notices %q", s.Etcd.Endpoints, notice.Texts(notices))
 	}
 }
 

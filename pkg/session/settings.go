@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regghost/regghost/pkg/table"
-	"io"
 	"strings"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/apiview"
-	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdconn"
 	"github.com/regghost/regghost/pkg/nodeconfig"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/objread"
 )
 
@@ -40,10 +38,9 @@ type Settings struct {
 	// it came from; discovery leaves those alone. Nil: discovery takes
 	// nothing (it cannot tell what was given).
 	Given func() nodeconfig.Given
-	// Notices receives what discovery took; SayDB, if set, says what a db
-	// file holds (else it goes to Notices).
-	Notices io.Writer
-	SayDB   func(dbfile.Info)
+	// Notices receives what discovery took and what a db file holds
+	// (nil: said nowhere).
+	Notices notice.Func
 
 	discovered sync.Once
 	// pending are the lines discovery has to say (what is used, notes),
@@ -91,17 +88,9 @@ func (s *Settings) SayUsing() {
 	s.Discover()
 	s.said.Do(func() {
 		for _, l := range s.pending {
-			s.say("%s", l)
+			s.Notices.Info(l)
 		}
 	})
-}
-
-// say writes a line to Notices, wrapped to the screen (120 columns off a
-// terminal), continuation lines indented.
-func (s *Settings) say(format string, args ...any) {
-	if s.Notices != nil {
-		table.Wrapped(s.Notices, "regghost: "+fmt.Sprintf(format, args...))
-	}
 }
 
 // Connect opens etcd, after discovery, having said what it uses.

@@ -3,7 +3,6 @@ package space
 import (
 	"context"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -50,7 +49,7 @@ func TestMeasureSaysWhatOutlivesItsLease(t *testing.T) {
 	}
 	settings := func(db string) *session.Settings {
 		return &session.Settings{Etcd: etcdconn.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, CommandTimeout: time.Minute},
-			Prefix: "/registry/", NoAPI: true, Notices: io.Discard, DB: db}
+			Prefix: "/registry/", NoAPI: true, DB: db}
 	}
 	measure := func(t *testing.T, s *session.Settings) {
 		r, err := Measure(ctx, s, MeasureOptions{Reads: session.ScanReads(), Top: -1, Leases: &leases.Options{MaxObjectCount: 2},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/protect"
 )
 
@@ -42,7 +42,7 @@ type Options struct {
 	Now  func() time.Time
 	// Notices gets the lock's lines; Decrypt opens an encrypted
 	// kube-system namespace (the cluster's identity).
-	Notices io.Writer
+	Notices notice.Func
 	Decrypt backup.Decrypter
 	// Analyze analyses the target again, against etcd and the API server
 	// as they are now: Run does it under the lock and stops when a
