@@ -16,41 +16,41 @@ import (
 func newBackupCmd() *cobra.Command {
 	var dir string
 	c := &cobra.Command{Use: "backup", Short: "List, show and prune the backups regghost's writes leave (purge, unstick, dangling, migrate, ...)"}
-	lsPrint := newPrintFlags(true, "table")
+	lsPrint := render.NewPrintFlags(true, "table")
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the backups in the backup directory, verifying each",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := lsPrint.validate(); err != nil {
+			if err := lsPrint.Validate(); err != nil {
 				return err
 			}
 			list, err := backup.ListBackups(dir)
 			if err != nil {
 				return err
 			}
-			return lsPrint.print(c.OutOrStdout(), render.BackupList(dir, list))
+			return lsPrint.Print(c.OutOrStdout(), render.BackupList(dir, list))
 		},
 	}
 	ls.Flags().StringVar(&dir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "backup directory (env REGGHOST_BACKUP_DIR)")
-	lsPrint.addFlags(ls)
-	showPrint := newPrintFlags(true, "table")
+	lsPrint.AddFlags(ls)
+	showPrint := render.NewPrintFlags(true, "table")
 	show := &cobra.Command{
 		Use:   "show BACKUP",
 		Short: "Show what a backup holds, verifying its checksum",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := showPrint.validate(); err != nil {
+			if err := showPrint.Validate(); err != nil {
 				return err
 			}
 			b, err := backup.ReadBackup(args[0])
 			if err != nil {
 				return err
 			}
-			return showPrint.print(c.OutOrStdout(), render.Backup(b))
+			return showPrint.Print(c.OutOrStdout(), render.Backup(b))
 		},
 	}
-	showPrint.addFlags(show)
+	showPrint.AddFlags(show)
 	c.AddCommand(ls, show, newBackupPruneCmd())
 	return c
 }
@@ -61,11 +61,11 @@ type backupPruneOptions struct {
 	dir       string
 	keep      int
 	olderThan time.Duration
-	print     *printFlags
+	print     *render.PrintFlags
 }
 
 func newBackupPruneCmd() *cobra.Command {
-	o := &backupPruneOptions{print: newPrintFlags(true, "table")}
+	o := &backupPruneOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "prune",
 		Short: "Remove old backups, keeping each cluster's newest and every one whose undo is under way (a dry run without --confirm)",
@@ -84,7 +84,7 @@ what would go and what that frees.`,
 			"  regghost backup prune --keep 3 --older-than 168h --confirm",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			if o.keep < 1 {
@@ -105,13 +105,13 @@ what would go and what that frees.`,
 			}
 			out := c.OutOrStdout()
 			if !o.confirm || n == 0 {
-				return o.print.print(out, render.BackupPrune(plan, true, 0))
+				return o.print.Print(out, render.BackupPrune(plan, true, 0))
 			}
 			if err := o.ask(c.InOrStdin(), c.ErrOrStderr(), fmt.Sprintf("Remove %s from %s?", render.Plural(n, "backup"), o.dir)); err != nil {
 				return err
 			}
 			freed, err := backup.Prune(plan)
-			if perr := o.print.print(out, render.BackupPrune(plan, false, freed)); perr != nil && err == nil {
+			if perr := o.print.Print(out, render.BackupPrune(plan, false, freed)); perr != nil && err == nil {
 				err = perr
 			}
 			return err
@@ -121,7 +121,7 @@ what would go and what that frees.`,
 	c.Flags().StringVar(&o.dir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "backup directory (env REGGHOST_BACKUP_DIR)")
 	c.Flags().IntVar(&o.keep, "keep", 3, "newest verified backups of each cluster to keep (at least 1)")
 	c.Flags().DurationVar(&o.olderThan, "older-than", 0, "remove only backups older than this (for instance 168h); 0: any age beyond --keep")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 

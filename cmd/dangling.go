@@ -24,11 +24,11 @@ type danglingOptions struct {
 	namespace     string
 	acceptManaged bool
 	singleWitness bool
-	print         *printFlags
+	print         *render.PrintFlags
 }
 
 func newDanglingCmd(g *globalOptions) *cobra.Command {
-	o := &danglingOptions{print: newPrintFlags(true, "table")}
+	o := &danglingOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "dangling",
 		Short: "List references into what is gone (webhooks, APIServices, bindings) and fix them",
@@ -37,7 +37,7 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 			if err := validateScanInput(o.namespace); err != nil {
 				return err
 			}
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			if o.confirm {
@@ -53,7 +53,7 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 	o.writeFlags.add(c, "really fix them (without it dangling only lists them)", "where the per-key backup goes")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also fix objects Helm, Argo CD or Flux track (they may put them back)")
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also fix references only etcd confirms (the API server could not be asked)")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -72,7 +72,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	rep.Close() // only its dangling references are read
 	fixes, refused := dangling.PlanFixes(rep.Dangling, dangling.PlanOptions{AcceptManaged: o.acceptManaged, AcceptSingleWitness: o.singleWitness})
 	if !o.confirm || len(fixes) == 0 {
-		if err := o.print.print(out, render.DanglingPlan(rep.Dangling, fixes, refused, o.confirm)); err != nil {
+		if err := o.print.Print(out, render.DanglingPlan(rep.Dangling, fixes, refused, o.confirm)); err != nil {
 			return err
 		}
 		if o.confirm && len(refused) > 0 {
@@ -84,7 +84,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		}
 		return nil
 	}
-	planOut := o.print.planWriter(out, g.errOut)
+	planOut := o.print.PlanWriter(out, g.errOut)
 	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
 	if rs.API == nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why)}
@@ -110,7 +110,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.printResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
+	err = o.print.PrintResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
 	if err == nil && len(refused) > 0 {
 		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
 	}

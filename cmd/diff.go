@@ -8,14 +8,14 @@ import (
 )
 
 func newDiffCmd(g *globalOptions) *cobra.Command {
-	p := newPrintFlags(true, "table")
+	p := render.NewPrintFlags(true, "table")
 	var values bool
 	c := &cobra.Command{
 		Use:   "diff A.db B.db",
 		Short: "Show keys that appeared, vanished or changed between two etcd db files",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := p.validate(); err != nil {
+			if err := p.Validate(); err != nil {
 				return err
 			}
 			a, err := g.OpenDB(args[0])
@@ -36,10 +36,10 @@ func newDiffCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return p.print(c.OutOrStdout(), render.Diff(args[0], args[1], a, b, changes, g.Prefix))
+			return p.Print(c.OutOrStdout(), render.Diff(args[0], args[1], a, b, changes, g.Prefix))
 		},
 	}
-	p.addFlags(c)
+	p.AddFlags(c)
 	c.Flags().BoolVar(&values, "values", false, "include both sides' stored bytes in -o json/yaml (default: their sha256)")
 	return c
 }

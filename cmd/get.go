@@ -16,25 +16,25 @@ import (
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
-	p := newPrintFlags(false, "yaml", "raw")
+	p := render.NewPrintFlags(false, "yaml", "raw")
 	var namespace string
 	c := &cobra.Command{
 		Use:   "get (KEY | TYPE/NAME | TYPE NAME)",
 		Short: "Decode the object stored under one etcd key",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := p.validate(); err != nil {
+			if err := p.Validate(); err != nil {
 				return err
 			}
 			return runGet(c.Context(), g, args, namespace, p, c.OutOrStdout())
 		},
 	}
 	c.Flags().StringVarP(&namespace, "namespace", "n", "", "the namespace of a TYPE/NAME (default: default, as kubectl's)")
-	p.addFlags(c)
+	p.AddFlags(c)
 	return c
 }
 
-func runGet(ctx context.Context, g *globalOptions, args []string, namespace string, p *printFlags, out io.Writer) error {
+func runGet(ctx context.Context, g *globalOptions, args []string, namespace string, p *render.PrintFlags, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
@@ -56,7 +56,7 @@ func runGet(ctx context.Context, g *globalOptions, args []string, namespace stri
 	if kv == nil {
 		return fmt.Errorf("key %s does not exist in etcd", key)
 	}
-	if p.output == "raw" {
+	if p.Output() == "raw" {
 		// The stored bytes, unescaped: for a file or a pipe.
 		_, err := out.Write(kv.Value)
 		return err
@@ -72,5 +72,5 @@ func runGet(ctx context.Context, g *globalOptions, args []string, namespace stri
 		}
 		return fmt.Errorf("decode %s: %w", key, err)
 	}
-	return p.print(out, render.Object(obj))
+	return p.Print(out, render.Object(obj))
 }

@@ -23,7 +23,7 @@ import (
 type historyOptions struct {
 	namespace string
 	rev       int64
-	print     *printFlags
+	print     *render.PrintFlags
 	sel       history.Selection
 	// target is an object named as kubectl names one (TYPE/NAME, TYPE
 	// NAME), resolved to sel.Key in run.
@@ -31,7 +31,7 @@ type historyOptions struct {
 }
 
 func newHistoryCmd(g *globalOptions) *cobra.Command {
-	o := &historyOptions{print: newPrintFlags(true, "table")}
+	o := &historyOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "history (KEY | PREFIX/ | TYPE/NAME | TYPE NAME | -n NAMESPACE)",
 		Short: "Show the revisions etcd still holds of a key, a namespace or a prefix",
@@ -48,7 +48,7 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the history of this namespace: its key and every object in it (with TYPE/NAME: the object's namespace)")
 	c.Flags().Int64Var(&o.rev, "rev", 0, "report revisions from this one on (default: the earliest held)")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -94,7 +94,7 @@ func isObjectTarget(args []string) bool {
 
 func (o *historyOptions) validate() error {
 	if o.target != nil {
-		return o.print.validate()
+		return o.print.Validate()
 	}
 	if err := o.sel.Validate(); err != nil {
 		return usageError("%v: history KEY, history PREFIX/ or history -n NAMESPACE", err)
@@ -105,7 +105,7 @@ func (o *historyOptions) validate() error {
 	if o.rev < 0 {
 		return usageError("--rev must not be negative, got %d", o.rev)
 	}
-	return o.print.validate()
+	return o.print.Validate()
 }
 
 func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
@@ -187,5 +187,5 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	if nearest != nil && len(h.Events) == 0 {
 		return nearest(o.sel.Key)
 	}
-	return o.print.print(out, render.History(h, info))
+	return o.print.Print(out, render.History(h, info))
 }

@@ -24,11 +24,11 @@ type leasesOptions struct {
 	maxCount  int
 	batchSize int
 	rate      float64
-	print     *printFlags
+	print     *render.PrintFlags
 }
 
 func newLeasesCmd(g *globalOptions) *cobra.Command {
-	o := &leasesOptions{print: newPrintFlags(true, "table")}
+	o := &leasesOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "leases [-n NAMESPACE]",
 		Short: "Audit etcd's leases (events past their TTL or with none, leases too big to revoke, stale masterleases) and remove what outlived its TTL",
@@ -37,7 +37,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 			if err := validateScanInput(o.namespace); err != nil {
 				return err
 			}
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			if o.eventTTL < 0 || o.maxCount < 0 {
@@ -64,7 +64,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 	o.writeFlags.add(c, "really delete the events past their TTL and the stale masterleases (without it leases is read-only)", "where the removal's backup goes")
 	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -99,19 +99,19 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	}
 	if rs.DB {
 		// A copy of etcd is audited, never removed from.
-		if err := o.print.print(out, render.Leases(a, settings)); err != nil {
+		if err := o.print.Print(out, render.Leases(a, settings)); err != nil {
 			return err
 		}
 		return foundFaults(a)
 	}
 	plan := leases.Plan(a, o.namespace)
 	if !o.confirm || plan.Keys() == 0 {
-		if err := o.print.print(out, render.LeasesPlan(a, settings, plan, !o.confirm)); err != nil {
+		if err := o.print.Print(out, render.LeasesPlan(a, settings, plan, !o.confirm)); err != nil {
 			return err
 		}
 		return foundFaults(a)
 	}
-	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.planWriter(out, g.errOut)), false, false); err != nil {
+	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.PlanWriter(out, g.errOut)), false, false); err != nil {
 		return err
 	}
 	pacing := etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}
@@ -139,7 +139,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	if res == nil {
 		return err
 	}
-	if err := o.print.printResult(out, render.LeasesRemoved(res), err); err != nil {
+	if err := o.print.PrintResult(out, render.LeasesRemoved(res), err); err != nil {
 		return err
 	}
 	if len(plan.Left) > 0 || slices.ContainsFunc(res.Results, func(r etcdwrite.Result) bool {

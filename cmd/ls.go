@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+
 	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"

@@ -18,7 +18,7 @@ import (
 )
 
 type membersOptions struct {
-	print   *printFlags
+	print   *render.PrintFlags
 	reads   session.Reads
 	keys    string
 	hash    string
@@ -84,7 +84,7 @@ const membersExamples = `  # compare the members: their hashes, then their keys 
 // newMembersCmd is `regghost members`: it compares the members of the
 // cluster and names the keys that differ and the member that is wrong.
 func newMembersCmd(g *globalOptions) *cobra.Command {
-	o := &membersOptions{reads: members.Reads(), print: newPrintFlags(false, "table", "wide")}
+	o := &membersOptions{reads: members.Reads(), print: render.NewPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:     "members",
 		Short:   "Compare etcd's members: the keys that differ and which member is wrong (read-only)",
@@ -100,7 +100,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	f.StringVar(&o.keys, "compare-keys", members.KeysAuto, "when to compare the keys one by one: "+strings.Join(members.KeysModes, ", ")+
 		" (auto: unless every member's full hash agrees; mismatch: unless the hashes agree)")
 	f.StringVar(&o.hash, "hash", members.HashCompaction, "which HashKV to compare: "+strings.Join(members.HashModes, ", ")+
@@ -152,7 +152,7 @@ func (o *membersOptions) validate(g *globalOptions) error {
 	if err := o.opts.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	return o.print.validate()
+	return o.print.Validate()
 }
 
 func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
@@ -168,7 +168,7 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	if err != nil {
 		return err
 	}
-	if err := o.print.print(out, render.Members(rep)); err != nil {
+	if err := o.print.Print(out, render.Members(rep)); err != nil {
 		return err
 	}
 	switch {

@@ -23,7 +23,7 @@ import (
 
 type membersReplaceOptions struct {
 	writeFlags
-	print *printFlags
+	print *render.PrintFlags
 	wait  time.Duration
 	// reads say how each member's keyspace is read: its pace
 	// (--max-keys-per-second, as members takes it).
@@ -87,7 +87,7 @@ func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 // newMembersReplace is `regghost members replace MEMBER` and the options
 // its flags fill.
 func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions) {
-	o := &membersReplaceOptions{print: newPrintFlags(false, "table", "wide"), reads: members.Reads()}
+	o := &membersReplaceOptions{print: render.NewPrintFlags(false, "table", "wide"), reads: members.Reads()}
 	c := &cobra.Command{
 		Use:   "replace MEMBER",
 		Short: "Replace a wrong or dead etcd member: evidence, remove, add back as a learner, promote, compare (a dry run without --confirm)",
@@ -105,13 +105,13 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 			if err := validateMembersPace(o.reads); err != nil {
 				return err
 			}
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			return o.run(c.Context(), g, args[0], replaceAgain(args[0], c.Flags()), c.InOrStdin(), c.OutOrStdout())
 		},
 	}
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	o.add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
 	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up (0: add it and stop; run the command again once it runs)")
 	addMembersPace(c.Flags(), &o.reads)
@@ -183,7 +183,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	if err != nil || !o.confirm || plan.Stage != members.StagePlanned {
 		return o.finish(out, plan, err)
 	}
-	if err := o.print.print(o.print.planWriter(out, g.errOut), render.MembersReplacePlan(plan)); err != nil {
+	if err := o.print.Print(o.print.PlanWriter(out, g.errOut), render.MembersReplacePlan(plan)); err != nil {
 		return err
 	}
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
@@ -197,7 +197,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 // finish prints what Replace did and turns its error into the exit code.
 func (o *membersReplaceOptions) finish(out io.Writer, res *members.Replacement, err error) error {
 	if res != nil {
-		if perr := o.print.print(out, render.MembersReplace(res)); perr != nil && err == nil {
+		if perr := o.print.Print(out, render.MembersReplace(res)); perr != nil && err == nil {
 			err = perr
 		}
 	}

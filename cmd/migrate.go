@@ -29,11 +29,11 @@ type migrateOptions struct {
 	prune     bool
 	perSecond int
 	target    string
-	print     *printFlags
+	print     *render.PrintFlags
 }
 
 func newMigrateCmd(g *globalOptions) *cobra.Command {
-	o := &migrateOptions{print: newPrintFlags(true, "table")}
+	o := &migrateOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "migrate RESOURCE",
 		Short: "Move a resource's objects to its storage version and encryption key, and prove it from etcd",
@@ -56,7 +56,7 @@ from etcd each time.`,
 			"  regghost migrate secrets --encryption-provider-config /etc/kubernetes/enc/enc.yaml --confirm",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
@@ -77,7 +77,7 @@ from etcd each time.`,
 	c.Flags().BoolVar(&o.prune, "prune-stored-versions", false, "once the count again leaves nothing at an old version, narrow the CRD's status.storedVersions to the versions still stored")
 	c.Flags().StringVar(&o.target, "target-release", "", "judge a built-in resource's objects against what this Kubernetes release decodes (v1.37), before upgrading to it")
 	c.Flags().IntVar(&o.perSecond, "max-objects-per-second", migrate.DefaultPerSecond, "pace of the rewrites through the API server")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -152,7 +152,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		if err != nil {
 			return err
 		}
-		if err := o.print.print(out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
+		if err := o.print.Print(out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
 			return err
 		}
 		if err := migrate.Servable(plan); err != nil {
@@ -164,7 +164,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		}
 		return nil
 	}
-	if err := render.MigrateSteps(o.print.planWriter(out, g.errOut), plan, o.prune, o.perSecond); err != nil {
+	if err := render.MigrateSteps(o.print.PlanWriter(out, g.errOut), plan, o.prune, o.perSecond); err != nil {
 		return err
 	}
 	if len(plan.Rewrite) == 0 && !pruneOnly {
@@ -215,7 +215,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
 		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
-	err = o.print.printResult(out, render.MigrateResult(plan, res), err)
+	err = o.print.PrintResult(out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err
 	}

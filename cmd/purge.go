@@ -34,7 +34,7 @@ type purgeOptions struct {
 	batchSize        int
 	rate             float64
 	terminatingAfter time.Duration
-	print            *printFlags
+	print            *render.PrintFlags
 	singleWitness    bool
 	retainVolumes    bool
 	acceptImpacts    []string
@@ -50,7 +50,7 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 			if err := validateScanInput(o.namespace); err != nil {
 				return err
 			}
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			return runPurge(c.Context(), g, o, c.InOrStdin(), c.OutOrStdout())
@@ -63,9 +63,9 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	o.writeFlags.add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
 	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
-	o.print = newPrintFlags(true, "table")
+	o.print = render.NewPrintFlags(true, "table")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	f.BoolVar(&o.retainVolumes, impact.RetainVolumesFlag[2:], false, "set each bound PersistentVolume whose reclaim policy would destroy its storage to Retain (through the API server, backed up) before deleting its claim")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: "+impact.Names(impact.Acceptable))
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
@@ -136,18 +136,18 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	}
 	view := rs.API
 	if !o.confirm {
-		return o.print.print(out, render.PurgePlan(plan, true))
+		return o.print.Print(out, render.PurgePlan(plan, true))
 	}
 	if len(plan.Targets) == 0 {
-		return o.print.print(out, render.PurgePlan(plan, false))
+		return o.print.Print(out, render.PurgePlan(plan, false))
 	}
 	if err := plan.Refusal(); err != nil {
-		if perr := o.print.print(out, render.PurgePlan(plan, true)); perr != nil {
+		if perr := o.print.Print(out, render.PurgePlan(plan, true)); perr != nil {
 			return perr
 		}
 		return err
 	}
-	planOut := o.print.planWriter(out, g.errOut)
+	planOut := o.print.PlanWriter(out, g.errOut)
 	if err := render.WritePurgePlan(table.NewSafeWriter(planOut), plan, false); err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.printResult(out, render.PurgeResult(res), err)
+	err = o.print.PrintResult(out, render.PurgeResult(res), err)
 	if err != nil {
 		return err
 	}

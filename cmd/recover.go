@@ -36,14 +36,14 @@ type recoverOptions struct {
 	sourceEncCfg  string
 	acceptImpacts []string
 	servedWait    time.Duration
-	print         *printFlags
+	print         *render.PrintFlags
 	// Completed:
 	sel    recovery.Selection
 	accept map[recovery.ImpactKind]bool
 }
 
 func newRecoverCmd(g *globalOptions) *cobra.Command {
-	o := &recoverOptions{print: newPrintFlags(false, "table", "wide")}
+	o := &recoverOptions{print: render.NewPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "recover (--snapshot FILE | --rev N) [KEY|PREFIX/ ...]",
 		Short: "Bring objects back from a snapshot or an older revision (dry run without --confirm)",
@@ -74,7 +74,7 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	o.writeFlags.add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
 	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
 	f.DurationVar(&o.servedWait, "wait", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -87,7 +87,7 @@ func recoveryKinds() string {
 }
 
 // manifests says whether -o asks for manifests instead of a recovery.
-func (o *recoverOptions) manifests() bool { return o.print.structured() }
+func (o *recoverOptions) manifests() bool { return o.print.Structured() }
 
 func (o *recoverOptions) complete(g *globalOptions) error {
 	o.sel = recovery.Selection{Registry: g.Prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
@@ -114,7 +114,7 @@ func (o *recoverOptions) complete(g *globalOptions) error {
 }
 
 func (o *recoverOptions) validate(g *globalOptions) error {
-	if err := o.print.validate(); err != nil {
+	if err := o.print.Validate(); err != nil {
 		return err
 	}
 	if g.DB != "" && o.snapshot == "" && o.rev == 0 {
@@ -138,7 +138,7 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 		}
 	}
 	if o.manifests() && o.confirm {
-		return usageError("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.print.output)
+		return usageError("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.print.Output())
 	}
 	// Even manifests are judged against the live cluster.
 	if err := refuseDB(g, "recover"); err != nil {
@@ -163,7 +163,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	}
 	todo, _ := render.RecoveryCounts(objs)
 	if !o.confirm || todo == 0 {
-		if err := o.print.print(out, render.RecoveryPlan(rec.From, objs, !o.confirm)); err != nil {
+		if err := o.print.Print(out, render.RecoveryPlan(rec.From, objs, !o.confirm)); err != nil {
 			return err
 		}
 		return failed(render.RecoveryRefusedError(objs))
@@ -203,7 +203,7 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 		return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
 	}
 	render.ManifestsLeftOut(errOut, left, o.withLive)
-	if err := o.print.print(out, render.Output{Doc: list}); err != nil {
+	if err := o.print.Print(out, render.Output{Doc: list}); err != nil {
 		return err
 	}
 	// Part of what was selected cannot come back: the exit code says so,

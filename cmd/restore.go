@@ -25,13 +25,13 @@ import (
 func newRestoreCmd(g *globalOptions) *cobra.Command {
 	var confirm, yes, intoRecreated bool
 	var other otherClusterFlags
-	p := newPrintFlags(true, "table")
+	p := render.NewPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Put back what a backup holds, or undo a recovery (dry run without --confirm)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := p.validate(); err != nil {
+			if err := p.Validate(); err != nil {
 				return err
 			}
 			if err := refuseDB(g, "restore"); err != nil {
@@ -50,7 +50,7 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 	c.Flags().BoolVar(&yes, "yes", false, yesHelp)
 	other.add(c, "backup")
 	addIntoRecreatedFlag(c, &intoRecreated)
-	p.addFlags(c)
+	p.AddFlags(c)
 	return c
 }
 
@@ -82,7 +82,7 @@ type restoreFlags struct {
 	// intoRecreated writes keys into a namespace or CRD created again
 	// since the purge.
 	intoRecreated bool
-	print         *printFlags
+	print         *render.PrintFlags
 	// summary prints only the keys restore writes (or would), with the
 	// others counted: a whole snapshot holds many keys that are present.
 	summary bool
@@ -118,7 +118,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	}
 	todo, _ := render.RestoreCounts(plan)
 	if !f.confirm || todo == 0 {
-		if err := f.print.print(out, render.RestorePlan(path, len(b.Entries), plan, !f.confirm, f.summary)); err != nil {
+		if err := f.print.Print(out, render.RestorePlan(path, len(b.Entries), plan, !f.confirm, f.summary)); err != nil {
 			return err
 		}
 		if f.summary {
@@ -126,7 +126,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 		}
 		return failed(render.ConflictError(plan))
 	}
-	planOut := f.print.planWriter(out, g.errOut)
+	planOut := f.print.PlanWriter(out, g.errOut)
 	render.WriteRestoreResults(table.NewSafeWriter(planOut), plan, f.summary)
 	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
 		return err
@@ -138,7 +138,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if results == nil {
 		return err
 	}
-	if perr := f.print.print(out, render.RestoreResult(results, f.summary)); perr != nil {
+	if perr := f.print.Print(out, render.RestoreResult(results, f.summary)); perr != nil {
 		return perr
 	}
 	if err != nil {

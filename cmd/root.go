@@ -219,6 +219,10 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
+	var ue render.UsageError
+	if errors.As(err, &ue) {
+		err = &exitError{code: ExitUsage, err: err}
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {

@@ -19,14 +19,14 @@ import (
 
 type scanOptions struct {
 	namespace        string
-	print            *printFlags
+	print            *render.PrintFlags
 	reads            session.Reads
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 }
 
 func newScanCmd(g *globalOptions) *cobra.Command {
-	o := &scanOptions{reads: session.ScanReads(), print: newPrintFlags(true, "table", "wide")}
+	o := &scanOptions{reads: session.ScanReads(), print: render.NewPrintFlags(true, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "scan",
 		Short: "List ghosts: objects in etcd that Kubernetes can no longer manage (read-only)",
@@ -40,7 +40,7 @@ func newScanCmd(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
 	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
 	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
@@ -53,7 +53,7 @@ func (o *scanOptions) validate() error {
 	if err := validateScanInput(o.namespace); err != nil {
 		return err
 	}
-	if err := o.print.validate(); err != nil {
+	if err := o.print.Validate(); err != nil {
 		return err
 	}
 	return validateScanSettings(o.reads, o.terminatingAfter, o.apiCheckLimit)
@@ -103,7 +103,7 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 		return err
 	}
 	defer rep.Close()
-	if err := o.print.print(out, render.Report(rep, clock)); err != nil {
+	if err := o.print.Print(out, render.Report(rep, clock)); err != nil {
 		return err
 	}
 	if rep.Ghosts() > 0 || rep.DanglingGoneCount() > 0 {

@@ -3,10 +3,11 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"github.com/regghost/regghost/pkg/backup"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/backup"
 
 	"github.com/spf13/cobra"
 
@@ -44,23 +45,23 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 
 // newSnapshotStatusCmd verifies a snapshot file and says what it holds.
 func newSnapshotStatusCmd() *cobra.Command {
-	status := newPrintFlags(true, "table")
+	status := render.NewPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "status FILE",
 		Short: "Verify a snapshot file: its sha256 and bbolt consistency",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := status.validate(); err != nil {
+			if err := status.Validate(); err != nil {
 				return err
 			}
 			info, err := snapshot.VerifySnapshot(args[0])
 			if err != nil {
 				return err
 			}
-			return status.print(c.OutOrStdout(), render.SnapshotOutput("Snapshot ", info))
+			return status.Print(c.OutOrStdout(), render.SnapshotOutput("Snapshot ", info))
 		},
 	}
-	status.addFlags(c)
+	status.AddFlags(c)
 	return c
 }
 
@@ -68,13 +69,13 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 	var confirm, yes, allAbsent, intoRecreated bool
 	var prefix string
 	var other otherClusterFlags
-	p := newPrintFlags(true, "table")
+	p := render.NewPrintFlags(true, "table")
 	c := &cobra.Command{
 		Use:   "restore FILE",
 		Short: "Write back from a logical snapshot the keys a purge deleted (dry run without --confirm)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := p.validate(); err != nil {
+			if err := p.Validate(); err != nil {
 				return err
 			}
 			if err := refuseDB(g, "snapshot restore"); err != nil {
@@ -122,6 +123,6 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")
 	addIntoRecreatedFlag(c, &intoRecreated)
 	other.add(c, "snapshot")
-	p.addFlags(c)
+	p.AddFlags(c)
 	return c
 }

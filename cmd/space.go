@@ -14,7 +14,7 @@ import (
 )
 
 type spaceOptions struct {
-	print *printFlags
+	print *render.PrintFlags
 	reads session.Reads
 	top   int
 	// quota is --quota-backend-bytes (0: not given).
@@ -26,7 +26,7 @@ type spaceOptions struct {
 // newSpaceCmd is `regghost space`: it reports where etcd's bytes are, and
 // is the parent of the commands that free them.
 func newSpaceCmd(g *globalOptions) *cobra.Command {
-	o := &spaceOptions{reads: session.ScanReads(), print: newPrintFlags(false, "table", "wide")}
+	o := &spaceOptions{reads: session.ScanReads(), print: render.NewPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "space",
 		Short: "Show where etcd's bytes are, what fills it and what would free it (read-only)",
@@ -43,7 +43,7 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where regghost's backups are: what they hold on that filesystem is shown (env REGGHOST_BACKUP_DIR)")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	f.IntVar(&o.top, "top", space.DefaultTop, "how many keys the largest and most-revisions lists keep")
 	f.Var(quantityFlag{&o.quota}, "quota-backend-bytes", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
@@ -71,7 +71,7 @@ func (o *spaceOptions) validate() error {
 	if err := validateScanSettings(o.reads, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit); err != nil {
 		return err
 	}
-	return o.print.validate()
+	return o.print.Validate()
 }
 
 func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
@@ -92,5 +92,5 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer)
 	if err != nil {
 		return err
 	}
-	return o.print.print(out, render.Space(r))
+	return o.print.Print(out, render.Space(r))
 }

@@ -21,18 +21,18 @@ type spaceReclaimOptions struct {
 	dataDirs   []string
 	quota      int64
 	memberWait time.Duration
-	print      *printFlags
+	print      *render.PrintFlags
 }
 
 // newSpaceReclaimCmd is `regghost space reclaim`.
 func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
-	o := &spaceReclaimOptions{print: newPrintFlags(true, "table")}
+	o := &spaceReclaimOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "reclaim",
 		Short: "Give etcd its space back: snapshot, compact, defragment, disarm (dry run without --confirm)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			if err := refuseDB(g, "space reclaim"); err != nil {
@@ -54,7 +54,7 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	o.quota = reclaim.DefaultQuota
 	f.Var(quantityFlag{&o.quota}, "quota-backend-bytes", "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics): bytes, or a quantity such as 8Gi")
 	f.DurationVar(&o.memberWait, "wait", time.Minute, "how long to wait for a defragmented member to come back healthy before reclaim stops")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -72,19 +72,19 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 		return err
 	}
 	if !o.confirm {
-		if err := o.print.print(out, render.ReclaimPlan(plan, true)); err != nil {
+		if err := o.print.Print(out, render.ReclaimPlan(plan, true)); err != nil {
 			return err
 		}
 		warnReclaim(g.errOut, plan.Warnings)
 		return nil
 	}
 	if len(plan.Refusals) > 0 {
-		if err := o.print.print(out, render.ReclaimPlan(plan, false)); err != nil {
+		if err := o.print.Print(out, render.ReclaimPlan(plan, false)); err != nil {
 			return err
 		}
 		return failed(fmt.Errorf("refused: %s; nothing was changed", strings.Join(plan.Refusals, "; ")))
 	}
-	planOut := table.NewSafeWriter(o.print.planWriter(out, g.errOut))
+	planOut := table.NewSafeWriter(o.print.PlanWriter(out, g.errOut))
 	render.WriteReclaimPlan(planOut, plan)
 	if err := planOut.Flush(); err != nil {
 		return err
@@ -108,7 +108,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	if res == nil {
 		return err
 	}
-	return failed(o.print.printResult(out, render.ReclaimResult(res), err))
+	return failed(o.print.PrintResult(out, render.ReclaimResult(res), err))
 }
 
 // reclaimDataDirs reads --data-dir (reclaim.ParseDataDirs) as a usage error.

@@ -13,11 +13,11 @@ import (
 
 type versionsOptions struct {
 	namespace string
-	print     *printFlags
+	print     *render.PrintFlags
 }
 
 func newVersionsCmd(g *globalOptions) *cobra.Command {
-	o := &versionsOptions{print: newPrintFlags(true, "table")}
+	o := &versionsOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "stored-versions",
 		Short: "Count objects per stored version; find versions nobody can read",
@@ -26,14 +26,14 @@ func newVersionsCmd(g *globalOptions) *cobra.Command {
 			if err := validateScanInput(o.namespace); err != nil {
 				return err
 			}
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			return runVersions(c.Context(), g, o, c.OutOrStdout())
 		},
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "count only this namespace's objects")
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -53,7 +53,7 @@ func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out 
 	if err != nil {
 		return err
 	}
-	if err := o.print.print(out, render.Versions(rep, findings)); err != nil {
+	if err := o.print.Print(out, render.Versions(rep, findings)); err != nil {
 		return err
 	}
 	if len(findings) > 0 {

@@ -27,7 +27,7 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	}
 	todo := render.UndoRecoveryCount(plan)
 	if !f.confirm || todo == 0 {
-		if err := f.print.print(out, render.UndoRecoveryPlan(path, len(b.Entries), plan, !f.confirm)); err != nil {
+		if err := f.print.Print(out, render.UndoRecoveryPlan(path, len(b.Entries), plan, !f.confirm)); err != nil {
 			return err
 		}
 		return failed(render.RefusedError(plan))

@@ -26,7 +26,7 @@ type unstickOptions struct {
 	// namespace is -n, the namespace as every other command takes it.
 	namespace string
 	wait      time.Duration
-	print     *printFlags
+	print     *render.PrintFlags
 	// acceptManaged deletes a dangling APIService Helm, Argo CD or Flux tracks.
 	acceptManaged bool
 	// acceptImpacts are --accept-impact's words; accept the kinds they name.
@@ -37,7 +37,7 @@ type unstickOptions struct {
 }
 
 func newUnstickCmd(g *globalOptions) *cobra.Command {
-	o := &unstickOptions{print: newPrintFlags(true, "table")}
+	o := &unstickOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "unstick namespace|crd NAME | ns/NAME | crd/NAME | -n NAME",
 		Short: "Explain why a namespace or CRD is stuck terminating, and finish it",
@@ -56,7 +56,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return usageError("%v", err)
 			}
-			if err := o.print.validate(); err != nil {
+			if err := o.print.Validate(); err != nil {
 				return err
 			}
 			for _, s := range o.acceptImpacts {
@@ -84,7 +84,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
 	f.StringArrayVar(&o.deleteUnavailable, unstick.DeleteUnavailableFlag[2:], nil, "delete this APIService although its Service is only down (metrics-server without endpoints), backed up: the namespace deletion goes on, its clients (kubectl top, HorizontalPodAutoscalers) stop until 'regghost restore' puts it back (repeatable)")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+impact.Names(impact.StripAcceptable()))
-	o.print.addFlags(c)
+	o.print.AddFlags(c)
 	return c
 }
 
@@ -105,7 +105,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return failed(a.NowhereError())
 	}
 	if !o.confirm {
-		if err := o.print.print(out, render.UnstickPlan(a)); err != nil {
+		if err := o.print.Print(out, render.UnstickPlan(a)); err != nil {
 			return err
 		}
 		if a.NoAPI != "" && !rs.DB && !g.NoAPI {
@@ -115,7 +115,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		}
 		return nil
 	}
-	analysisOut := o.print.planWriter(out, g.errOut)
+	analysisOut := o.print.PlanWriter(out, g.errOut)
 	render.UnstickAnalysis(table.NewSafeWriter(analysisOut), a)
 	if a.Refusal != "" {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
@@ -146,7 +146,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.printResult(out, render.UnstickResult(a, res, o.wait), err)
+	err = o.print.PrintResult(out, render.UnstickResult(a, res, o.wait), err)
 	if err != nil {
 		return err
 	}

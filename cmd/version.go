@@ -8,19 +8,19 @@ import (
 )
 
 func newVersionCmd() *cobra.Command {
-	p := newPrintFlags(false, "table")
+	p := render.NewPrintFlags(false, "table")
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print regghost's version and the library versions it was built with",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := p.validate(); err != nil {
+			if err := p.Validate(); err != nil {
 				return err
 			}
 			info := version.Get()
-			return p.print(c.OutOrStdout(), render.Version(info))
+			return p.Print(c.OutOrStdout(), render.Version(info))
 		},
 	}
-	p.addFlags(c)
+	p.AddFlags(c)
 	return c
 }

@@ -2,9 +2,10 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/etcdscan"

@@ -2,11 +2,12 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"

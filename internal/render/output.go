@@ -3,8 +3,9 @@ package render
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"sigs.k8s.io/yaml"
 )

@@ -5,12 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"k8s.io/apimachinery/pkg/util/duration"
 

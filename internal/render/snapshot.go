@@ -2,8 +2,9 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/table"

@@ -2,10 +2,11 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/unstick"

@@ -2,12 +2,13 @@ package render
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"io"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/table"

@@ -1,11 +1,10 @@
-package cmd
+package render
 
 import (
 	"bytes"
 	"testing"
 	"time"
 
-	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
 )
 
@@ -34,15 +33,15 @@ func TestReportJSONStreamedAsPrinted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPrintFlags(true, "table", "wide")
+			p := NewPrintFlags(true, "table", "wide")
 			p.output = "json"
-			o := render.Report(tt.rep, time.Now)
+			o := Report(tt.rep, time.Now)
 			var streamed, printed bytes.Buffer
-			if err := p.print(&streamed, o); err != nil {
+			if err := p.Print(&streamed, o); err != nil {
 				t.Fatal(err)
 			}
 			o.JSON = nil
-			if err := p.print(&printed, o); err != nil {
+			if err := p.Print(&printed, o); err != nil {
 				t.Fatal(err)
 			}
 			if streamed.String() != printed.String() {

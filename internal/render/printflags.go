@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"bytes"
@@ -15,16 +15,15 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/kubectl/pkg/cmd/get"
 
-	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/table"
 )
 
-// printFlags is the one output layer of every command: -o picks a printer
+// PrintFlags is the one output layer of every command: -o picks a printer
 // once, as in kubectl. json, yaml, jsonpath and go-template print the
 // command's whole document through k8s.io/cli-runtime's printers; name and
 // custom-columns print its rows (kubectl's custom-columns printer); table and
 // wide are the command's own human output.
-type printFlags struct {
+type PrintFlags struct {
 	output    string
 	noHeaders bool
 	// human are the human formats the command offers ("table", "wide");
@@ -36,21 +35,22 @@ type printFlags struct {
 	columns  *get.CustomColumnsPrintFlags
 }
 
-// newPrintFlags offers the given human formats (the first is the default)
+// NewPrintFlags offers the given human formats (the first is the default)
 // besides json, yaml, jsonpath and go-template; rows adds name and
 // custom-columns. A command that prints tables (rows and table) offers wide
 // too: its tables with every cell whole, where table cuts the longest cells
 // to fit the screen.
-func newPrintFlags(rows bool, human ...string) *printFlags {
+func NewPrintFlags(rows bool, human ...string) *PrintFlags {
 	if rows && slices.Contains(human, "table") && !slices.Contains(human, "wide") {
 		human = append(human, "wide")
 	}
-	return &printFlags{human: human, rows: rows, output: human[0],
+	return &PrintFlags{human: human, rows: rows, output: human[0],
 		jsonYaml: genericclioptions.NewJSONYamlPrintFlags(), template: genericclioptions.NewKubeTemplatePrintFlags(),
 		columns: get.NewCustomColumnsPrintFlags()}
 }
 
-func (p *printFlags) addFlags(c *cobra.Command) {
+// AddFlags adds -o, --no-headers and --template to c.
+func (p *PrintFlags) AddFlags(c *cobra.Command) {
 	c.Flags().StringVarP(&p.output, "output", "o", p.output, "output format: "+strings.Join(p.allowed(), ", "))
 	c.Flags().BoolVar(&p.noHeaders, "no-headers", false, "print tables and custom columns without their header")
 	p.template.AddFlags(c)
@@ -60,7 +60,10 @@ func (p *printFlags) addFlags(c *cobra.Command) {
 	}
 }
 
-func (p *printFlags) allowed() []string {
+// Output is the format -o names.
+func (p *PrintFlags) Output() string { return p.output }
+
+func (p *PrintFlags) allowed() []string {
 	out := append([]string{}, p.human...)
 	for _, f := range []string{"json", "yaml", "jsonpath=…", "jsonpath-file=…", "go-template=…", "go-template-file=…"} {
 		if !slices.Contains(out, f) {
@@ -75,7 +78,7 @@ func (p *printFlags) allowed() []string {
 
 // humanFormat reports whether -o asks for the command's own output, and
 // whether wide.
-func (p *printFlags) humanFormat() (ok, wide bool) {
+func (p *PrintFlags) humanFormat() (ok, wide bool) {
 	for _, h := range p.human {
 		if p.output == h {
 			return true, h == "wide"
@@ -84,33 +87,33 @@ func (p *printFlags) humanFormat() (ok, wide bool) {
 	return false, false
 }
 
-// structured reports whether -o asks for a machine format (json, yaml, a
+// Structured reports whether -o asks for a machine format (json, yaml, a
 // template, name or columns): the command then prints nothing else on stdout.
-func (p *printFlags) structured() bool {
+func (p *PrintFlags) Structured() bool {
 	ok, _ := p.humanFormat()
 	return !ok
 }
 
-// planWriter is where a write command shows its plan before the question:
+// PlanWriter is where a write command shows its plan before the question:
 // stdout, or in a machine format (stdout then holds the result alone) errOut.
-func (p *printFlags) planWriter(out, errOut io.Writer) io.Writer {
-	if p.structured() {
+func (p *PrintFlags) PlanWriter(out, errOut io.Writer) io.Writer {
+	if p.Structured() {
 		return errOut
 	}
 	return out
 }
 
-// printResult prints a write's result, o, and returns the write's error,
+// PrintResult prints a write's result, o, and returns the write's error,
 // werr, or else the printer's.
-func (p *printFlags) printResult(w io.Writer, o render.Output, werr error) error {
-	if err := p.print(w, o); err != nil && werr == nil {
+func (p *PrintFlags) PrintResult(w io.Writer, o Output, werr error) error {
+	if err := p.Print(w, o); err != nil && werr == nil {
 		return err
 	}
 	return werr
 }
 
-// validate checks -o once, before anything runs.
-func (p *printFlags) validate() error {
+// Validate checks -o once, before anything runs.
+func (p *PrintFlags) Validate() error {
 	if ok, _ := p.humanFormat(); ok {
 		return nil
 	}
@@ -118,13 +121,13 @@ func (p *printFlags) validate() error {
 		return nil
 	}
 	if _, err := p.printer(); err != nil {
-		return usageError("--output %q: %s", p.output, strings.Join(strings.Fields(err.Error()), " "))
+		return UsageError{fmt.Errorf("--output %q: %s", p.output, strings.Join(strings.Fields(err.Error()), " "))}
 	}
 	return nil
 }
 
 // printer returns the cli-runtime (or kubectl custom-columns) printer for -o.
-func (p *printFlags) printer() (printers.ResourcePrinter, error) {
+func (p *PrintFlags) printer() (printers.ResourcePrinter, error) {
 	if pr, err := p.jsonYaml.ToPrinter(p.output); !genericclioptions.IsNoCompatiblePrinterError(err) {
 		return pr, err
 	}
@@ -140,10 +143,10 @@ func (p *printFlags) printer() (printers.ResourcePrinter, error) {
 	return nil, fmt.Errorf("not one of %s", strings.Join(p.allowed(), ", "))
 }
 
-// print writes o in the format -o chose. Everything goes through a writer
+// Print writes o in the format -o chose. Everything goes through a writer
 // that escapes terminal control characters: names and values come from
 // etcd, and a name holding an escape sequence must not reach the terminal.
-func (p *printFlags) print(w io.Writer, o render.Output) error {
+func (p *PrintFlags) Print(w io.Writer, o Output) error {
 	sw := table.NewSafeWriter(w)
 	if ok, wide := p.humanFormat(); ok {
 		// Laid out for the terminal's width (at most 120 columns); -o wide
@@ -154,7 +157,7 @@ func (p *printFlags) print(w io.Writer, o render.Output) error {
 		return sw.Flush()
 	}
 	if p.output == "name" {
-		err := o.Each(func(r render.Row) error {
+		err := o.Each(func(r Row) error {
 			_, err := fmt.Fprintln(sw, table.Escape(r.Name))
 			return err
 		})
@@ -171,12 +174,12 @@ func (p *printFlags) print(w io.Writer, o render.Output) error {
 	}
 	pr, err := p.printer()
 	if err != nil {
-		return usageError("--output %q: %v", p.output, err)
+		return UsageError{fmt.Errorf("--output %q: %v", p.output, err)}
 	}
 	var obj runtime.Object
 	if strings.HasPrefix(p.output, "custom-columns") {
 		list := &unstructured.UnstructuredList{Object: map[string]any{}}
-		err := o.Each(func(r render.Row) error {
+		err := o.Each(func(r Row) error {
 			m, err := toMap(r.Obj)
 			if err != nil {
 				return err
@@ -216,3 +219,12 @@ func toMap(v any) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// UsageError is an error in what the person typed (-o naming no format):
+// the command exits 2, as for any flag given wrong.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap is the error it carries.
+func (e UsageError) Unwrap() error { return e.Err }
