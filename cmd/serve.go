@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
@@ -52,15 +51,9 @@ type serveOptions struct {
 	metricsAuth      string
 	certDir          string
 	insecureHTTP     bool
-	// web is what validate read of --web-config-file.
-	web metricsauth.WebConfig
+	// serving is how the endpoint is reached, checked by validate.
+	serving metricsauth.Serving
 }
-
-// The values of --metrics-auth.
-const (
-	metricsAuthNone      = "none"
-	metricsAuthDelegated = "delegated"
-)
 
 func newServeCmd(g *globalOptions) *cobra.Command {
 	o := &serveOptions{reads: session.ScanReads()}
@@ -81,7 +74,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.listen, "listen-address", DefaultListenAddress, "address to serve /metrics, /healthz and /readyz on")
 	f.StringVar(&o.backupDir, "backup-dir", "", "export what regghost's backups under this directory hold and the room left on its filesystem (mount it read-only into the pod); none when empty")
 	f.StringVar(&o.webConfig, "web-config-file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth for the endpoint")
-	f.StringVar(&o.metricsAuth, "metrics-auth", metricsAuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics; over TLS only) or "none"`)
+	f.StringVar(&o.metricsAuth, "metrics-auth", metricsauth.AuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics; over TLS only) or "none"`)
 	f.StringVar(&o.certDir, "cert-dir", "", "serve over TLS with a self-signed certificate kept in this directory ("+metricsauth.CertFile+", "+metricsauth.KeyFile+"): made when missing, made anew before it expires, served without a restart; --web-config-file's other settings still apply (for a certificate of your own, give the file a tls_server_config instead)")
 	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "let credentials (--metrics-auth=delegated's bearer tokens, basic_auth_users' passwords) travel over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
@@ -123,66 +116,9 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	if err := validateScanSettings(o.reads, o.terminatingAfter, o.apiCheckLimit); err != nil {
 		return err
 	}
-	if o.webConfig != "" {
-		if err := web.Validate(o.webConfig); err != nil {
-			return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
-		}
-		var err error
-		if o.web, err = metricsauth.ReadWebConfig(o.webConfig); err != nil {
-			return usageError("--web-config-file %s: %s", o.webConfig, oneLine(err))
-		}
-	}
-	switch o.metricsAuth {
-	case metricsAuthNone:
-	case metricsAuthDelegated:
-		if g.NoAPI {
-			return usageError("--metrics-auth=delegated asks the API server to review each scrape; it cannot go with --no-api (use --metrics-auth=none, with --web-config-file)")
-		}
-		if o.web.BasicAuth {
-			return usageError("--web-config-file %s sets basic_auth_users and --metrics-auth=delegated asks for a bearer token: a scraper sends one Authorization header, so none could pass both (keep the file's TLS, drop its users, or use --metrics-auth=none)", o.webConfig)
-		}
-	default:
-		return usageError("--metrics-auth must be %q or %q, got %q", metricsAuthDelegated, metricsAuthNone, o.metricsAuth)
-	}
-	return o.validateTLS()
-}
-
-// validateTLS: no credential crosses the network in clear. Whenever the
-// endpoint takes one (a bearer token under delegated auth, or the web
-// configuration's basic_auth_users under either mode) it speaks TLS
-// (--cert-dir, or the web configuration's tls_server_config), or plain
-// HTTP on loopback when --insecure-http says so.
-func (o *serveOptions) validateTLS() error {
-	if o.certDir != "" && o.web.TLS {
-		return usageError("--cert-dir serves a certificate of its own and --web-config-file %s has a tls_server_config: give TLS one way (drop --cert-dir, or the file's tls_server_config)", o.webConfig)
-	}
-	tlsOn := ""
-	switch {
-	case o.certDir != "":
-		tlsOn = "--cert-dir"
-	case o.web.TLS:
-		tlsOn = "--web-config-file's tls_server_config"
-	}
-	credential := ""
-	switch {
-	case o.metricsAuth == metricsAuthDelegated:
-		credential = "--metrics-auth=delegated takes bearer tokens, which"
-	case o.web.BasicAuth:
-		credential = "--web-config-file " + o.webConfig + " sets basic_auth_users: their passwords"
-	}
-	if o.insecureHTTP {
-		switch {
-		case !metricsauth.Loopback(o.listen):
-			return usageError("--insecure-http needs a loopback --listen-address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), got %q: elsewhere credentials would cross the network in clear; serve TLS with --cert-dir DIR instead", o.listen)
-		case credential == "":
-			return usageError("--insecure-http only goes with credentials (--metrics-auth=delegated, or a --web-config-file with basic_auth_users): nothing is sent in clear without them, drop it")
-		case tlsOn != "":
-			return usageError("--insecure-http asks for plain HTTP and %s turns TLS on: drop one", tlsOn)
-		}
-		return nil
-	}
-	if credential != "" && tlsOn == "" {
-		return usageError("%s must not cross the network in clear: serve TLS with --cert-dir DIR (a self-signed certificate, made and renewed there) or a --web-config-file with tls_server_config (or, on a loopback --listen-address only, add --insecure-http)", credential)
+	o.serving = metricsauth.Serving{Listen: o.listen, WebConfigFile: o.webConfig, Auth: o.metricsAuth, CertDir: o.certDir, InsecureHTTP: o.insecureHTTP, NoAPI: g.NoAPI}
+	if err := o.serving.Check(); err != nil {
+		return usageError("%v", err)
 	}
 	return nil
 }
@@ -196,7 +132,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		log.Info("the kubeconfig changed on disk; API clients rebuilt", "files", strings.Join(files, ","))
 	}
 	var guard exporter.Guard
-	if o.metricsAuth == metricsAuthDelegated {
+	if o.metricsAuth == metricsauth.AuthDelegated {
 		d, err := metricsauth.New(kube, log)
 		if err != nil {
 			return fmt.Errorf("--metrics-auth=delegated: %w", err)
@@ -204,7 +140,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		guard = d.Wrap
 	}
 	webConfig, tlsMode := o.webConfig, "off"
-	if o.web.TLS {
+	if o.serving.Web.TLS {
 		tlsMode = "web-config-file"
 	}
 	if o.certDir != "" {
