@@ -11,11 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/catalog"
@@ -89,66 +88,25 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return err
 	}
 	defer rs.Close()
-	var builtin *migrate.Builtin
-	// Every kube-apiserver is asked once; those that cannot be are named.
-	var servers *migrate.Servers
-	if rs.API != nil {
-		servers = migrate.AskServers(ctx, rs.API)
-	}
-	again := func(ctx context.Context) (*migrate.Census, error) {
-		store, closeStore, err := g.OpenStore(ctx, session.ScanReads())
-		if err != nil {
-			return nil, err
-		}
-		defer closeStore()
-		t, err := migrate.Resolve(ctx, store, g.Prefix, rs.Decrypter, name)
-		if err != nil {
-			return nil, err
-		}
-		t.Servers = servers
-		if t.CRD == nil {
-			t.Builtin = builtin
-		}
-		return migrate.Take(ctx, store, g.Prefix, t, rs.Decrypter)
-	}
-	t, err := migrate.Resolve(ctx, rs.Store, g.Prefix, rs.Decrypter, name)
-	if err != nil {
-		return err
-	}
-	t.Servers = servers
-	if err := migrate.JudgeBuiltin(ctx, &t, rs.API, rs.Why, o.target); err != nil {
-		if u := (*migrate.UsageError)(nil); errors.As(err, &u) {
-			return usageError("%s", u.Msg)
-		}
-		return err
-	}
-	builtin = t.Builtin
-	plan, err := migrate.Take(ctx, rs.Store, g.Prefix, t, rs.Decrypter)
-	if err != nil {
-		return err
-	}
-	var history func(ctx context.Context, c *migrate.Census) (*migrate.History, error)
+	src := migrate.Source{Store: rs.Store, Prefix: g.Prefix, Decrypter: rs.Decrypter, API: rs.API, Why: rs.Why,
+		OpenStore: func(ctx context.Context) (etcdscan.Store, func(), error) {
+			return g.OpenStore(ctx, session.ScanReads())
+		}}
 	if !rs.DB {
-		history = func(ctx context.Context, c *migrate.Census) (*migrate.History, error) {
-			hctx, cli, done, err := g.Bounded(ctx)
-			if err != nil {
-				return nil, err
-			}
-			defer done()
-			return migrate.OldRevisions(hctx, cli, g.Prefix, c)
-		}
+		src.Connect = g.Bounded
 	}
+	prep, err := migrate.Prepare(ctx, src, name, o.target)
+	if u := (*migrate.UsageError)(nil); errors.As(err, &u) {
+		return usageError("%s", u.Msg)
+	}
+	if err != nil {
+		return err
+	}
+	plan := prep.Plan
 	narrow, nerr := migrate.StoredVersionsProven(plan)
 	pruneOnly := plan.Left() == 0 && o.prune && nerr == nil && narrow.Needed()
 	if !o.confirm || (plan.Left() == 0 && !pruneOnly) {
-		var keys []migrate.KeyVerdict
-		var h *migrate.History
-		if history != nil && plan.Writer != "" {
-			var herr error
-			h, herr = history(ctx, plan)
-			keys = migrate.Verdicts(plan, plan, h, herr)
-		}
-		held, err := migrate.ReadBackups(ctx, o.backupDir, plan, migrate.Rotated(plan, h), rs.Decrypter)
+		keys, held, err := prep.Evidence(ctx, o.backupDir)
 		if err != nil {
 			return err
 		}
@@ -173,23 +131,9 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if rs.API == nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("refused: migrate writes through the API server (%s); nothing was changed", rs.Why)}
 	}
-	// Two requests per object (a read, the write): the client's own limit
-	// must not be the pace.
-	cfg := rest.CopyConfig(rs.API.Config)
-	cfg.QPS, cfg.Burst = float32(2*o.perSecond+10), 2*o.perSecond+10
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, readers, err := prep.Clients(o.perSecond)
 	if err != nil {
-		return fmt.Errorf("api server client: %w", err)
-	}
-	// A version listed again is waited for on every kube-apiserver: any of
-	// them may take a rewrite.
-	var readers []migrate.Reader
-	for _, p := range servers.Views() {
-		d, err := dynamic.NewForConfig(p.Config)
-		if err != nil {
-			return fmt.Errorf("api server client for %s: %w", p.Address(), err)
-		}
-		readers = append(readers, migrate.Reader{Address: p.Address(), Dynamic: d})
+		return err
 	}
 	question := migrateQuestion(plan)
 	if pruneOnly {
@@ -212,7 +156,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	}
 	defer done()
 	protection := &migrate.Protection{Client: cli, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.backupDir, Notices: g.Notices}
-	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: again, History: history, PruneStoredVersions: o.prune, Protect: protection,
+	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: prep.Again, History: prep.History, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
 		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
 	err = o.print.PrintResult(out, render.MigrateResult(plan, res), err)
