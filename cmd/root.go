@@ -125,49 +125,18 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		if err := checkDurations(c); err != nil {
 			return err
 		}
-		if g.Etcd.DialTimeout <= 0 {
-			return usageError("--dial-timeout must be positive, got %s", g.Etcd.DialTimeout)
-		}
-		if g.Etcd.CommandTimeout <= 0 {
-			return usageError("--command-timeout must be positive, got %s", g.Etcd.CommandTimeout)
-		}
-		if g.Etcd.MaxRequestBytes < 64<<10 {
-			return usageError("--max-request-bytes must be at least 65536 (etcd's default is %d), got %d", etcdwrite.DefaultMaxRequestBytes, g.Etcd.MaxRequestBytes)
-		}
-		if len(g.Prefix) == 0 || g.Prefix[0] != '/' || g.Prefix[len(g.Prefix)-1] != '/' {
-			return usageError("--etcd-prefix %q must start and end with /", g.Prefix)
-		}
-		if err := g.CheckAPIFlags(); err != nil {
+		if err := g.CheckFlags(); err != nil {
 			return usageError("%v", err)
 		}
 		g.Etcd.AskPassword = passwordAsker(in, errOut, g.Etcd.User)
 		return nil
 	}
 	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newMigrateCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newSpaceCmd(g), newMembersCmd(g), newLeasesCmd(g), newVersionCmd(), help.OptionsCommand(), newOverridesCmd())
-	root.AddGroup(help.Groups...)
-	for name, group := range commandGroups {
-		for _, c := range root.Commands() {
-			if c.Name() == name {
-				c.GroupID = group
-			}
-		}
-	}
+	help.Group(root)
 	help.Set(root)
 	usageArgs(root)
 	completions(g, root)
 	return root
-}
-
-// commandGroups puts each command under its incident in the root help
-// (help.Groups); the others (version, options, overrides, help, completion)
-// are listed last.
-var commandGroups = map[string]string{
-	"scan": "find", "get": "find", "ls": "find", "diff": "find", "history": "find",
-	"purge": "end", "unstick": "end", "dangling": "end",
-	"restore": "back", "recover": "back", "snapshot": "back", "backup": "back",
-	"stored-versions": "migrate", "migrate": "migrate",
-	"space": "etcd", "members": "etcd", "leases": "etcd",
-	"serve": "watch",
 }
 
 // usageArgs makes every command's wrong count of arguments a usage error

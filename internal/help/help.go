@@ -128,6 +128,29 @@ var Groups = []*cobra.Group{
 	{ID: "watch", Title: "Watch a cluster:"},
 }
 
+// commandGroups puts each command under its incident in the root help
+// (Groups); the others (version, options, overrides, help, completion)
+// are listed last.
+var commandGroups = map[string]string{
+	"scan": "find", "get": "find", "ls": "find", "diff": "find", "history": "find",
+	"purge": "end", "unstick": "end", "dangling": "end",
+	"restore": "back", "recover": "back", "snapshot": "back", "backup": "back",
+	"stored-versions": "migrate", "migrate": "migrate",
+	"space": "etcd", "members": "etcd", "leases": "etcd",
+	"serve": "watch",
+}
+
+// Group adds Groups to root's help and puts each of its commands under
+// its own.
+func Group(root *cobra.Command) {
+	root.AddGroup(Groups...)
+	for _, c := range root.Commands() {
+		if group, ok := commandGroups[c.Name()]; ok {
+			c.GroupID = group
+		}
+	}
+}
+
 // usageTemplate is cobra's, with flags wrapped to Width, commands'
 // summaries wrapped, and the global flags named once: in the root's help
 // and in 'regghost options'.

@@ -12,6 +12,7 @@ import (
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdconn"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/objread"
@@ -138,6 +139,26 @@ func (s *Settings) Decrypter(ctx context.Context) (*decrypt.Decrypter, error) {
 	}
 	d.Root = s.NodeRoot
 	return d, nil
+}
+
+// CheckFlags refuses settings given that cannot be used, before anything
+// is read: timeouts that are not positive, a --max-request-bytes below
+// 64 KiB, a prefix that does not start and end with /, and what
+// CheckAPIFlags refuses. Its errors name the flags.
+func (s *Settings) CheckFlags() error {
+	if s.Etcd.DialTimeout <= 0 {
+		return fmt.Errorf("--dial-timeout must be positive, got %s", s.Etcd.DialTimeout)
+	}
+	if s.Etcd.CommandTimeout <= 0 {
+		return fmt.Errorf("--command-timeout must be positive, got %s", s.Etcd.CommandTimeout)
+	}
+	if s.Etcd.MaxRequestBytes < 64<<10 {
+		return fmt.Errorf("--max-request-bytes must be at least 65536 (etcd's default is %d), got %d", etcdwrite.DefaultMaxRequestBytes, s.Etcd.MaxRequestBytes)
+	}
+	if len(s.Prefix) == 0 || s.Prefix[0] != '/' || s.Prefix[len(s.Prefix)-1] != '/' {
+		return fmt.Errorf("--etcd-prefix %q must start and end with /", s.Prefix)
+	}
+	return s.CheckAPIFlags()
 }
 
 // CheckAPIFlags refuses a --kubeconfig or --context the user gave that
