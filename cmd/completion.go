@@ -2,17 +2,11 @@ package cmd
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/spf13/cobra"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-
-	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/session"
 )
 
 // completions registers what the shell completes, on every command of the
@@ -52,7 +46,7 @@ func completions(g *globalOptions, root *cobra.Command) {
 	}
 	byPath := map[string]cobra.CompletionFunc{
 		"regghost restore": func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return completeBackups(), none
+			return backup.Dirs(envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot)), none
 		},
 		"regghost get":     keys,
 		"regghost history": keys,
@@ -120,70 +114,27 @@ func completeUnder(c *cobra.Command, g *globalOptions, dir string) []string {
 // completeRange lists the keys starting with prefix, trim cut from each,
 // at most limit of them (0: all).
 func completeRange(c *cobra.Command, g *globalOptions, prefix, trim string, limit int) []string {
-	g.noteGiven(c.Root().PersistentFlags())
-	g.errOut = &strings.Builder{} // completion prints nothing but its words
-	ctx, cancel := context.WithTimeout(context.Background(), completionBudget)
+	ctx, cancel := completing(c, g)
 	defer cancel()
-	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: etcdscan.DefaultPageSize})
-	if err != nil {
-		return nil
-	}
-	defer closeStore()
-	var out []string
-	errEnough := errors.New("enough")
-	_ = store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), true, func(kv *mvccpb.KeyValue) error {
-		out = append(out, strings.TrimPrefix(string(kv.Key), trim))
-		if limit > 0 && len(out) >= limit {
-			return errEnough
-		}
-		return nil
-	})
-	return out
+	return g.KeysFrom(ctx, prefix, trim, limit)
 }
 
-// completeMembers lists etcd's members by name; nothing when etcd does not
-// answer in time.
+// completing readies g for a completion, which prints nothing but its
+// words and reads etcd for completionBudget at most.
+func completing(c *cobra.Command, g *globalOptions) (context.Context, context.CancelFunc) {
+	g.noteGiven(c.Root().PersistentFlags())
+	g.errOut, g.Notices = &strings.Builder{}, nil
+	return context.WithTimeout(context.Background(), completionBudget)
+}
+
+// completeMembers lists etcd's members by name.
 func completeMembers(c *cobra.Command, g *globalOptions) []string {
-	g.noteGiven(c.Root().PersistentFlags())
-	g.errOut = &strings.Builder{}
-	ctx, cancel := context.WithTimeout(context.Background(), completionBudget)
+	ctx, cancel := completing(c, g)
 	defer cancel()
-	cli, err := g.Connect(ctx)
-	if err != nil {
-		return nil
-	}
-	defer cli.Close()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, m := range resp.Members {
-		if m.Name != "" {
-			out = append(out, m.Name)
-		}
-	}
-	return out
+	return g.MemberNames(ctx)
 }
 
-// completeNamespaces lists the namespace keys etcd holds; nothing when etcd
-// does not answer within completionBudget.
+// completeNamespaces lists the namespace keys etcd holds.
 func completeNamespaces(c *cobra.Command, g *globalOptions) []string {
 	return completeUnder(c, g, "namespaces/")
-}
-
-// completeBackups lists the backup directories under the backup root.
-func completeBackups() []string {
-	root := envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot)
-	dirs, err := os.ReadDir(root)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, d := range dirs {
-		if d.IsDir() {
-			out = append(out, filepath.Join(root, d.Name()))
-		}
-	}
-	return out
 }

@@ -83,3 +83,19 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// Dirs lists the directories under root (the backups a shell completes);
+// nothing when root cannot be read.
+func Dirs(root string) []string {
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range dirs {
+		if d.IsDir() {
+			out = append(out, filepath.Join(root, d.Name()))
+		}
+	}
+	return out
+}
