@@ -13,6 +13,7 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/leases"
+	"github.com/regghost/regghost/pkg/pace"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/table"
 )
@@ -71,6 +72,11 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
+	// On a node whose cores are all busy, etcd's and kube-apiserver's
+	// threads run before the audit's decoding and the removal's.
+	if err := pace.Yield(leases.Nice); err != nil {
+		g.Notices.Warn(err.Error())
+	}
 	// Read at the pace etcd's own latency allows (as members reads): the
 	// audit is the removal's first step, and both run beside writers.
 	reads := session.ScanReads()

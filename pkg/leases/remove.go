@@ -19,6 +19,11 @@ import (
 	"github.com/regghost/regghost/pkg/repair"
 )
 
+// Nice is the CPU priority regghost leases runs at (pace.Yield): its
+// audit decodes every event it reads, and on a control-plane node the
+// cores it would take are etcd's.
+const Nice = 10
+
 // MaxRemoval is the most events one removal deletes.
 var MaxRemoval = 100_000
 
