@@ -153,6 +153,9 @@ func run(servers []string, keys, namespaces, ghosts, pageSize int, outFile strin
 		}
 		tables.WriteString(table)
 	}
+	// The tables are printed whatever -out says: a run of several minutes
+	// is never lost to a missing flag.
+	fmt.Print(tables.String())
 	if outFile != "" {
 		return os.WriteFile(outFile, []byte(tables.String()), 0o644)
 	}

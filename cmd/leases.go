@@ -80,16 +80,23 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	// Read at the pace etcd's own latency allows (as members reads): the
 	// audit is the removal's first step, and both run beside writers.
 	reads := session.ScanReads()
-	reads.Adaptive, reads.MinKeysPerSecond = true, 20000
+	reads.Adaptive, reads.MinKeysPerSecond = true, leases.AuditFloor
+	if o.confirm {
+		reads.MinKeysPerSecond = leases.RemovalFloor
+	}
 	rs, err := g.Open(ctx, reads)
 	if err != nil {
 		return err
 	}
 	defer rs.Close()
 	given := leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}
+	pacing := etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}
 	if o.confirm {
 		if err := leases.ShorterThanConfigured(given, g.Node); err != nil {
 			return usageError("%v", err)
+		}
+		if err := o.fits(ctx, g, pacing); err != nil {
+			return err
 		}
 	}
 	opts, settings, done, err := g.leasesOptions(ctx, rs, o.namespace, given)
@@ -120,7 +127,6 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.PlanWriter(out, g.errOut)), false, false); err != nil {
 		return err
 	}
-	pacing := etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}
 	if deadline, ok := ctx.Deadline(); ok {
 		// What the deletes need must fit in what --command-timeout leaves,
 		// with a quarter to spare: refused before anything is written.
@@ -182,4 +188,26 @@ func (g *globalOptions) leasesOptions(ctx context.Context, rs *session.Read, nam
 		src.Client, done = cli, release
 	}
 	return opts.From(ctx, src), settings, done, nil
+}
+
+// fits refuses, before the audit reads anything, a removal whose slowest
+// run does not fit in what --command-timeout leaves (leases.Budget.Fits).
+func (o *leasesOptions) fits(ctx context.Context, g *globalOptions, pacing etcdwrite.Pacing) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	cctx, cli, done, err := g.Bounded(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	b, err := leases.RemovalBudget(cctx, cli, g.Prefix, pacing, false)
+	if err != nil {
+		return err
+	}
+	if err := b.Fits(time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
+		return usageError("%v", err)
+	}
+	return nil
 }

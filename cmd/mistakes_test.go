@@ -11,6 +11,7 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/snapshot"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestUnstickATargetThatExistsNowhere: a namespace or CRD of which nothing
@@ -167,6 +168,33 @@ func TestLeasesOnTheGolden(t *testing.T) {
 	if code := Run([]string{"leases", "--endpoints", ep, "--no-api", "-o", "name"}, strings.NewReader(""), &out, &errOut); code != ExitGhosts ||
 		strings.TrimSpace(out.String()) != "/registry/events/shop/restored.1" {
 		t.Errorf("leases -o name: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}
+
+// TestLeasesRemovalThatCannotFitIsRefusedFirst: a removal whose slowest
+// run (its audit at the removal's lowest pace, then its deletes) cannot
+// fit in --command-timeout is refused before the audit, with the timeout
+// that would do; nothing is written.
+func TestLeasesRemovalThatCannotFitIsRefusedFirst(t *testing.T) {
+	cli, ep, _ := goldenSnapshot(t)
+	if _, err := cli.Put(context.Background(), "/registry/events/shop/restored.1", "not an event"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := cli.Get(context.Background(), "", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Run([]string{"leases", "--confirm", "--yes", "--rate", "0.01", "--command-timeout", "30s", "--backup-dir", t.TempDir(), "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut)
+	if code != ExitUsage || !strings.Contains(errOut.String(), "give --command-timeout") || strings.Contains(out.String(), "Events past") {
+		t.Errorf("leases --confirm at --rate 0.01 in 30s: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+	after, err := cli.Get(context.Background(), "", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Header.Revision != before.Header.Revision {
+		t.Errorf("the refused removal wrote: revision %d, then %d", before.Header.Revision, after.Header.Revision)
 	}
 }
 

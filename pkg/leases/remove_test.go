@@ -186,3 +186,51 @@ func TestPlanRemovesAtMostMaxRemoval(t *testing.T) {
 		t.Errorf("left %v", r.Left)
 	}
 }
+
+// TestRemovalBudget: a removal's slowest time is its audit of every key at
+// RemovalFloor and the deletes of at most MaxRemoval events with their
+// read-back, known from two counts before anything is read.
+func TestRemovalBudget(t *testing.T) {
+	cli, _ := etcdtest.Start(t)
+	ctx := context.Background()
+	for i := range 30 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/registry/events/ns/e%d", i), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/registry/pods/ns/p%d", i), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.Put(ctx, "/other/x", "x"); err != nil {
+		t.Fatal(err)
+	}
+	p := etcdwrite.Pacing{BatchSize: 10, PerSecond: 1}
+	b, err := RemovalBudget(ctx, cli, "/registry/", p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAudit := time.Duration(float64(50) / RemovalFloor * float64(time.Second))
+	// 30 events: 3 transactions at 1 a second, and a quarter more read back.
+	if b.Keys != 50 || b.Events != 30 || b.Audit != wantAudit || b.Deletes != 3*time.Second+750*time.Millisecond || b.Total() != b.Audit+b.Deletes {
+		t.Errorf("budget %+v", b)
+	}
+	// It fits in a quarter more than it takes, and names the timeout that
+	// would do when it does not.
+	if err := b.Fits(b.Total()*4/3, time.Minute); err != nil {
+		t.Errorf("a budget that fits: %v", err)
+	}
+	err = b.Fits(b.Total(), time.Minute)
+	for _, want := range []string{"50 keys", "30 of them events", "--command-timeout 1m0s leaves", "give --command-timeout 1m0s or more", "nothing was changed"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a budget that does not fit: %v, want %q", err, want)
+		}
+	}
+	// No more than MaxRemoval events are counted for the deletes.
+	defer func(n int) { MaxRemoval = n }(MaxRemoval)
+	MaxRemoval = 10
+	if b, _ = RemovalBudget(ctx, cli, "/registry/", p, false); b.Deletes != time.Second+250*time.Millisecond {
+		t.Errorf("budget past MaxRemoval %+v", b)
+	}
+}
