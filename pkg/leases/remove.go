@@ -20,8 +20,8 @@ import (
 )
 
 // Nice is the CPU priority regghost leases runs at (pace.Yield): its
-// audit decodes every event it reads, and on a control-plane node the
-// cores it would take are etcd's.
+// audit decodes every event it reads, and the processes of its CPU group
+// run before it where the cores are all busy.
 const Nice = 10
 
 // AuditFloor is the lowest pace, keys a second, the audit reads at when
@@ -30,8 +30,9 @@ const Nice = 10
 const AuditFloor = 20_000
 
 // RemovalFloor is AuditFloor when the audit is a removal's first step: a
-// removal runs beside the writers for minutes anyway, and its audit at the
-// audit's floor put another client's put p99 at 2.5x idle in the bench.
+// removal runs beside the writers for minutes anyway; with its audit at
+// the audit's floor another client's put p99 was 2.0x idle in the bench,
+// at this one 1.3x (bench/results.md).
 const RemovalFloor = 5_000
 
 // MaxRemoval is the most events one removal deletes.

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -8,21 +9,38 @@ import (
 )
 
 // Yield lowers this process's CPU priority to nice (0 to 19; a value at
-// or below the present one changes nothing), so that on a node whose
-// cores are all busy etcd's and kube-apiserver's threads are run before
-// regghost's: a read or delete paced by etcd's latency still costs the
-// CPU that decodes and judges what it read, and on a control-plane node
-// that CPU is etcd's too. Linux keeps a nice value per thread, so every
-// thread the Go runtime started so far is set; a thread started later
-// inherits it from the one that starts it.
+// or below the present one changes nothing), so that where its cores are
+// all busy the other processes of its CPU group run before regghost's
+// decoding and judging. Linux weighs nice only among the tasks of one
+// cgroup (or one session's autogroup): etcd and kube-apiserver in a
+// cgroup of their own (kubepods.slice, a systemd unit) are shared with
+// by cgroup weight, which nice does not change; there an operator gives
+// regghost a lower weight with `systemd-run --scope -p CPUWeight=20`.
+// Linux keeps a nice value per thread, so every thread the Go runtime
+// started so far is set; a thread started later inherits it from the one
+// that starts it.
 func Yield(nice int) error {
 	if nice <= 0 {
 		return nil
 	}
 	nice = min(nice, 19)
+	// A thread the runtime starts while the list is read may come from
+	// one not lowered yet: the list is read again until a pass changes
+	// nothing.
+	for pass := 0; pass < 10; pass++ {
+		changed, err := yieldOnce(nice)
+		if err != nil || !changed {
+			return err
+		}
+	}
+	return nil
+}
+
+// yieldOnce lowers every thread listed now; changed says whether any was.
+func yieldOnce(nice int) (changed bool, err error) {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
-		return fmt.Errorf("list this process's threads: %w", err)
+		return false, fmt.Errorf("list this process's threads: %w", err)
 	}
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
@@ -39,8 +57,12 @@ func Yield(nice int) error {
 			continue
 		}
 		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
-			return fmt.Errorf("lower thread %d's CPU priority to nice %d: %w", tid, nice, err)
+			if errors.Is(err, syscall.ESRCH) {
+				continue
+			}
+			return changed, fmt.Errorf("lower thread %d's CPU priority to nice %d: %w", tid, nice, err)
 		}
+		changed = true
 	}
-	return nil
+	return changed, nil
 }
