@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 )
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/plural"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/migrate"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 )
 

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/render"
@@ -16,6 +14,7 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/snapshot"

@@ -7,11 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/reclaim"
 	"github.com/regghost/regghost/pkg/table"
 )

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/table"
 )
 

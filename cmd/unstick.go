@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/unstick"

@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/backup"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/table"
 )
 

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/dbfile"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/table"
 )
 

@@ -5,10 +5,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/history"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/table"
 )
 

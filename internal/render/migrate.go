@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/migrate"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/table"
 )
 

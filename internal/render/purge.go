@@ -8,12 +8,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/snapshot"
 	"github.com/regghost/regghost/pkg/table"

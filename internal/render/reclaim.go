@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/reclaim"
 	"github.com/regghost/regghost/pkg/table"
 )

@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/recovery"
 	"github.com/regghost/regghost/pkg/table"

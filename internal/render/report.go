@@ -11,13 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/leases"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/spill"
 	"github.com/regghost/regghost/pkg/table"
 )

@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/table"
 )
 

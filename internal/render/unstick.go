@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/regghost/regghost/pkg/plural"
-
 	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/unstick"
 )

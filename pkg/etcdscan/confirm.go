@@ -3,7 +3,6 @@ package etcdscan
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decode"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // confirmation is one object the API server is asked to read: the second

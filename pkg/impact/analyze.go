@@ -3,7 +3,6 @@ package impact
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/resolve"
 )
 

@@ -39,8 +39,8 @@ type Prepared struct {
 	Again func(ctx context.Context) (*Census, error)
 	// History reads a census's old revisions (nil: a db file).
 	History func(ctx context.Context, c *Census) (*History, error)
-	api *apiview.View
-	dec *decrypt.Decrypter
+	api     *apiview.View
+	dec     *decrypt.Decrypter
 }
 
 // Prepare resolves name (plural.group), judges a built-in resource

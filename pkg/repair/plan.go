@@ -3,7 +3,6 @@ package repair
 import (
 	"errors"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // Selector says what a purge may remove.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -12,6 +11,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // WriteRecovered creates each entry's key only while it is absent, with its

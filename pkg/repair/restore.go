@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -14,6 +13,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decode"
 	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // Restore writes back each backed-up key that is absent now; see

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"os"
 	"runtime"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/names"
 	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // ScanOptions are the settings of one scan over a Read.

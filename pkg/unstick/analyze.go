@@ -9,7 +9,6 @@ package unstick
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/objread"
+	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/resolve"
 )
 
