@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: all build test lint unit e2e demo catalog bench tools release image clean runtime docs
+.PHONY: all build test test-fast lint unit e2e demo catalog bench tools release image clean runtime docs
 
 all: build
 
@@ -49,6 +49,11 @@ lint:
 
 unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/... ./internal/...
+
+# test-fast is the inner loop: lint, and every test but the e2e package (no
+# server built, a few minutes); CI runs `make test`.
+test-fast: lint
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
 
 e2e: tools runtime
 	$(GO) test -count=1 -timeout 70m ./e2e/...

@@ -40,6 +40,7 @@ func (c *cluster) assertChangedOnly(t *testing.T, what string, before etcdState,
 // snapshot, namespace and all; the undo of that recovery deletes it again.
 // Each write changes exactly the keys its plan named.
 func TestBigObjectsSurviveEveryWrite(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	const ns = "dashboards"
@@ -166,6 +167,7 @@ func newestBackup(t *testing.T, root string) string {
 // makes in the new namespace before the recovery's copy lands, is said to
 // be the controller's (left as is), and is no failure: exit 0.
 func TestRecoverBigEncryptedObjectsBesideTheControllers(t *testing.T) {
+	parallel(t)
 	encPath := filepath.Join(t.TempDir(), "encryption.yaml")
 	mustNoErr(t, "write encryption config", os.WriteFile(encPath, []byte(encryptionConfig), 0o600))
 	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--encryption-provider-config", encPath}})

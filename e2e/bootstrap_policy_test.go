@@ -40,6 +40,7 @@ func releaseInUse(t *testing.T) string {
 // not in the table is judged as any. REGGHOST_UPDATE_CATALOG=1 (make
 // catalog) rewrites the release's entry instead.
 func TestBootstrapPolicyTable(t *testing.T) {
+	parallel(t)
 	// Every API and feature gate on: the policy a release can write (its
 	// feature-gated controllers' bindings included), not only its defaults.
 	c := startCluster(t, clusterOptions{unseeded: true, apiserverArgs: allAPIs})

@@ -180,6 +180,7 @@ func asShown(stdout, stderr string, code int) []string {
 // TestCapturesHaveASource: every capture mark of the guides names a test
 // that checks it, so none is left unchecked.
 func TestCapturesHaveASource(t *testing.T) {
+	parallel(t)
 	all, err := captures()
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ var allAPIs = []string{"--runtime-config", "api/all=true", "--feature-gates", "A
 // kube-apiserver with every API on and one with the defaults.
 // REGGHOST_UPDATE_CATALOG=1 (make catalog) rewrites it instead.
 func TestBuiltinCatalogMatchesAPIServer(t *testing.T) {
+	parallel(t)
 	discover := func(args []string) []catalog.Resource {
 		c := startCluster(t, clusterOptions{apiserverArgs: args})
 		view, err := apiview.New(c.rest)

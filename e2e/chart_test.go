@@ -99,6 +99,7 @@ func renderChart(t *testing.T, args ...string) (map[string]renderedObject, strin
 // the self-signed certificate only. Every flag the Deployment passes is
 // one serve takes. Values that cannot work together are refused.
 func TestChartLintsAndRenders(t *testing.T) {
+	parallel(t)
 	helm(t, "lint", "--strict", chartDir)
 	helm(t, "lint", "--strict", chartDir, "--set-string", "webConfig=basic_auth_users: {}")
 	rules, err := os.ReadFile(rulesFile)
@@ -415,6 +416,7 @@ func staticPodRBAC(t *testing.T) map[string]renderedObject {
 // a certificate serve makes in --cert-dir, an emptyDir in memory (the root
 // file system is read-only), and probes speaking HTTPS.
 func TestStaticPodManifest(t *testing.T) {
+	parallel(t)
 	b, err := os.ReadFile("../deploy/static-pod/regghost.yaml")
 	mustNoErr(t, "read static pod", err)
 	var pod corev1.Pod

@@ -17,6 +17,7 @@ import (
 // created again: the "yes" given to the plan no longer holds, and the
 // binding, which grants the new account, is left alone.
 func TestDanglingActsOnlyOnWhatItShowed(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	_, err := c.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
@@ -63,6 +64,7 @@ func TestDanglingActsOnlyOnWhatItShowed(t *testing.T) {
 // server: the plan the operator confirmed no longer holds, and nothing is
 // written (no object is overwritten, no namespace written over the new one).
 func TestRecoverActsOnlyOnWhatItShowed(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.createNamespace(t, "shop")
 	c.createConfigMap(t, "shop", "settings")

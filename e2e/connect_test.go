@@ -13,6 +13,7 @@ import (
 // unreachable endpoint fail with one clear line and exit code 1, and that
 // the ETCDCTL_* variables incident runbooks export are honoured.
 func TestConnectionErrors(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{noAPIServer: true})
 	other := newPKI(t, t.TempDir())
 	tests := []struct {

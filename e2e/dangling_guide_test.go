@@ -39,6 +39,7 @@ func (c *cluster) kubectlShown(t *testing.T, args ...string) (string, int) {
 // dangling --confirm on a terminal makes them behind a backup, changing
 // only those two keys; the create then works. Each output is the guide's.
 func TestDanglingReferencesGuide(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()

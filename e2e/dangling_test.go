@@ -228,6 +228,7 @@ func backupEntry(b *backup.Backup, key string) *backup.Entry {
 // backup and waits for the namespace to go; restore puts the APIService
 // back.
 func TestDanglingAPIServiceUnsticksANamespace(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()
@@ -317,6 +318,7 @@ func TestDanglingAPIServiceUnsticksANamespace(t *testing.T) {
 // PersistentVolume whose claim is gone: report only) untouched; unstick
 // refuses a namespace stuck on it and changes nothing.
 func TestDownAPIServiceIsNeverDeleted(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()
@@ -406,6 +408,7 @@ func TestDownAPIServiceIsNeverDeleted(t *testing.T) {
 // dangling webhook of one whose other webhook is live; the create then
 // succeeds, and restore puts both configurations back as they were.
 func TestDanglingWebhookBlocksACreate(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	vwc := c.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
@@ -598,6 +601,7 @@ func (c *cluster) canIListPods(t *testing.T, user, ns string) string {
 // the RoleBinding (no subject left) is gone, and the account created again
 // holds nothing.
 func TestDanglingBindingSubjectComesBack(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	const builder, runner = "system:serviceaccount:ci:builder", "system:serviceaccount:ops:runner"
@@ -714,6 +718,7 @@ func TestDanglingBindingSubjectComesBack(t *testing.T) {
 // next helm upgrade would re-create it), and changes nothing; with
 // --accept-managed it is deleted.
 func TestDanglingManagedAPIServiceIsRefused(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	const apiName = "v1alpha1.acme.example.com"
@@ -777,6 +782,7 @@ func TestDanglingManagedAPIServiceIsRefused(t *testing.T) {
 // targets ghosts, never gone, and `dangling --confirm` changes neither
 // (their fix is the purge of the ghost namespace) and writes no backup.
 func TestDanglingServiceInAGhostNamespaceIsNotGone(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	const ns = "ghost-ns"

@@ -68,6 +68,7 @@ func (s *demoStep) text(withCmd bool) string {
 // the exporter's series, and the backup list. The demo's directory is
 // shown as a node's.
 func TestDemo(t *testing.T) {
+	parallel(t)
 	// The demo's directory is as long as /var/lib/regghost, so its
 	// backups' tables are laid out as on a node.
 	dir := "/tmp/rgdemo" + fmt.Sprintf("%06x", rand.Uint32()>>8)

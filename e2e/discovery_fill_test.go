@@ -64,6 +64,7 @@ func runWithEnv(t *testing.T, env []string, args ...string) (stdout, stderr stri
 // node's kube-apiserver for the prefix and the encryption config, says in
 // one line where each setting came from, and decrypts Secrets locally.
 func TestDiscoveryFillsWhatEnvLeavesOut(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	encPath := filepath.Join(dir, "enc.yaml")
 	mustNoErr(t, "write", os.WriteFile(encPath, []byte(encryptionConfig), 0o600))

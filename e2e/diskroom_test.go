@@ -33,6 +33,7 @@ func smallDisk(t *testing.T) string {
 // dangling fix (backup only) are refused before anything is written:
 // nothing in etcd changes, nothing is left in the directory.
 func TestBackupsKeepTheDiskReserve(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	small := smallDisk(t)

@@ -22,6 +22,7 @@ import (
 // ghosts the live etcd holds, and without the refusal purge would delete
 // live keys on the file's verdict.
 func TestWritersRefuseADBFile(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	plantGhosts(t, c)
 	db := filepath.Join(t.TempDir(), "snapshot.db")
@@ -55,6 +56,7 @@ func TestWritersRefuseADBFile(t *testing.T) {
 // again to the end, it sets the volume to Retain right before the claim's
 // delete.
 func TestRetainVolumesOnlyForClaimsThatGo(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	c.createNamespace(t, "vols")

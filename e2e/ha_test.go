@@ -20,6 +20,7 @@ import (
 // two-witness ghost only when every kube-apiserver (the endpoints of the
 // default/kubernetes Service) fails to read it.
 func TestHAControlPlaneStaleEncryptionConfig(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	current := filepath.Join(dir, "current.yaml")
 	mustNoErr(t, "write", os.WriteFile(current, []byte(encryptionConfig), 0o600))

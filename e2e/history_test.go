@@ -58,6 +58,7 @@ func eventSet(h *history.History) map[string]bool {
 // included; a key never written has no history; and once etcd is compacted
 // past the delete, the live history says so while the file still has it.
 func TestHistoryOfTheNamespaceDeleteThatMadeGhosts(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller")
 	want := plantGhosts(t, c)

@@ -63,6 +63,7 @@ func (b builtImage) binary(arch string) string {
 //   - where a container runtime runs (podman, or docker with a daemon),
 //     the docker archive is loaded and run there the same way.
 func TestImage(t *testing.T) {
+	parallel(t)
 	b := makeImage(t)
 
 	lp, err := layout.FromPath(filepath.Join(b.dist, "image", image.LayoutDir))

@@ -23,6 +23,7 @@ import (
 // volume whose reclaim policy is Delete, with data in it; the namespace is
 // force-deleted; purge must not let the PV controller destroy the data.
 func TestPurgeKnowsWhatDeletionsSetInMotion(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "persistentvolume-binder-controller", "garbage-collector-controller")
 	ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 // shows the purge as unfinished. A second writer is refused with who holds
 // the etcd lock.
 func TestInterruptedPurgeAndConcurrentWriters(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.createNamespace(t, "big")
 	for i := 0; i < 6; i++ {

@@ -40,6 +40,7 @@ func (c *cluster) startKine(t *testing.T) {
 // transactions kine serves, restore puts every key back byte-identical, and
 // the logical snapshot verifies and restores a key on its own.
 func TestKine(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{kine: true})
 	want := plantGhosts(t, c)
 	rep, code := c.scanJSON(t, "--terminating-after", "1ns")

@@ -47,6 +47,7 @@ type leasesDoc struct {
 // a masterlease of an address no kube-apiserver answers at. The audit
 // writes nothing.
 func TestLeasesAudit(t *testing.T) {
+	parallel(t)
 	// kube-apiserver writes its own masterlease (the lease endpoint
 	// reconciler, kubeadm's default); kube-controller-manager's ReplicaSet
 	// controller writes events of its own, as in production. Its event TTL

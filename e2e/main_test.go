@@ -84,3 +84,17 @@ func goCmd(dir string, args ...string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// parallel runs t beside the other parallel tests: most wait on their own
+// servers (kube-apiserver's start, a controller, a TTL) more than they use
+// the CPU, and each starts its own cluster in its own directories. A test
+// run as a flow of another (TestKubernetesReleases runs flows under one
+// release's binaries, one after the other) stays in its parent's order.
+// The tests that stay serial (they run first, alone) change the package's
+// binaries or environment, restart etcd members on their freed ports, or
+// bound a wait by wall time that another test's load would stretch.
+func parallel(t *testing.T) {
+	if !strings.Contains(t.Name(), "/") {
+		t.Parallel()
+	}
+}

@@ -262,6 +262,7 @@ func (c *cluster) scanVerdicts(t *testing.T, kubeconfig string) (string, bool) {
 //     a restart: once the first identity is deleted, scrapes are still
 //     reviewed and the witness still answers.
 func TestServeDelegatedMetricsAuth(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	dir := t.TempDir()
 
@@ -596,6 +597,7 @@ scrape_configs:
 // a connection made with the old certificate would be refused. Every later
 // cycle succeeds: none failed, none was counted under etcd.
 func TestServeTakesRotatedEtcdCertificate(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{noAPIServer: true})
 	ctx := context.Background()
 	c.put(t, "/registry/namespaces/default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"5b0c7f36-6a2b-4c1e-9d3e-1f2a3b4c5d6e"}}`))

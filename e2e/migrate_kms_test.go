@@ -28,6 +28,7 @@ import (
 // compacted past them. With the plugin failing, it says the key IDs were
 // not judged.
 func TestMigrateSecretsToANewKMSKeyID(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "kms") // a unix socket's path is short
 	mustNoErr(t, "socket dir", err)

@@ -21,6 +21,7 @@ import (
 // the server that was not asked may still write the old version; and only
 // the widgets changed in etcd.
 func TestMigrateWithAnAPIServerThatCannotBeAsked(t *testing.T) {
+	parallel(t)
 	port := freePort(t)
 	c := startCluster(t, clusterOptions{apiserverIP: "127.0.0.2", apiserverPort: port, apiserverName: "apiserver-a"})
 	c.registerAPIServers(t, port, "127.0.0.2", "127.0.0.3")

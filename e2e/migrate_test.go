@@ -128,6 +128,7 @@ func keysUnderPrefix(t *testing.T, c *cluster, prefix string) []string {
 // narrows status.storedVersions to [v1]; no update of the client is lost,
 // and only the widgets and the CRD changed in etcd.
 func TestMigrateStoredVersionsWhileAClientWrites(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	const group, plural, kind, objects, busy = "example.com", "gadgets", "Gadget", 1000, 50
@@ -322,6 +323,7 @@ func crdManifest(t *testing.T, u *unstructured.Unstructured) string {
 // again by listing v1beta1 for the run, rewritten, and the CRD is left
 // listing v1 alone, with every object readable.
 func TestMigrateStrandedVersion(t *testing.T) {
+	parallel(t)
 	// Two kube-apiservers, as on an HA control plane: the version listed
 	// again is waited for on each, since either may take a rewrite.
 	port := freePort(t)
@@ -474,6 +476,7 @@ resources:
 // under key1 live, names the old revisions still holding key1 and keeps
 // key1; once etcd is compacted past them the verdict is "may go".
 func TestMigrateSecretsToANewKey(t *testing.T) {
+	parallel(t)
 	enc := filepath.Join(t.TempDir(), "enc.yaml")
 	mustNoErr(t, "write", os.WriteFile(enc, []byte(encryptionConfig), 0o600))
 	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--encryption-provider-config", enc, "--encryption-provider-config-automatic-reload=true"}})

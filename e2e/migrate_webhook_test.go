@@ -123,6 +123,7 @@ func webhookCRD(wh *conversionWebhook, storage string) *unstructured.Unstructure
 // spec.bar at v1 afterwards; the run's backup holds each converted
 // gadget as etcd held it, and only the gadgets and the CRD changed.
 func TestMigrateStrandedVersionThroughAConversionWebhook(t *testing.T) {
+	parallel(t)
 	wh := startConversionWebhook(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()

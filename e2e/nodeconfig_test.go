@@ -23,6 +23,7 @@ func copyFile(t *testing.T, src, root, dst string) {
 // and OpenShift write it, says what it used in one line, and reaches etcd;
 // explicit flags win.
 func TestNodeConfigDiscovery(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{noAPIServer: true})
 	c.put(t, "/kubernetes.io/configmaps/openshift-config/c1", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"openshift-config"}}`))
 

@@ -33,6 +33,7 @@ resources:
 // TestOfflineForensics reads a real snapshot of a cluster that encrypts
 // Secrets with aescbc: scan, get and diff work on the file alone.
 func TestOfflineForensics(t *testing.T) {
+	parallel(t)
 	encPath := filepath.Join(t.TempDir(), "encryption.yaml")
 	mustNoErr(t, "write encryption config", os.WriteFile(encPath, []byte(encryptionConfig), 0o600))
 	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--encryption-provider-config", encPath}})

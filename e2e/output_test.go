@@ -15,6 +15,7 @@ import (
 // as `kubectl regghost …` under a real kubectl built from k8s.io/kubernetes,
 // with its arguments and exit code passed through.
 func TestKubectlPlugin(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	want := plantGhosts(t, c)
 	dir := t.TempDir()
@@ -52,6 +53,7 @@ func TestKubectlPlugin(t *testing.T) {
 // asks on the terminal and keeps stdout one valid JSON document, with the
 // plan and the question nowhere in it.
 func TestPurgeJSONOnATerminal(t *testing.T) {
+	parallel(t)
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Skip("script (util-linux) is not installed")
 	}

@@ -40,6 +40,7 @@ func onTerminal(t *testing.T, answer string, args ...string) (string, int) {
 // TestPurgePromptsOnATerminal: on a terminal purge asks, and only "yes" goes
 // on; --yes answers yes there too, as the question and its answer say.
 func TestPurgePromptsOnATerminal(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	want := plantGhosts(t, c)
 	ghosts := ghostKeys(want, "kb-system")
@@ -212,6 +213,7 @@ func (r *terminalRun) wait(t *testing.T) (string, int) {
 // exported ETCDCTL_USER) asks for the password only when etcd is connected
 // to: version and backup ls never ask.
 func TestUserPasswordAskedOnlyWhenConnecting(t *testing.T) {
+	parallel(t)
 	for _, args := range [][]string{{"version", "--user", "root"}, {"backup", "ls", "--user", "root", "--backup-dir", t.TempDir()}} {
 		out, code := onTerminal(t, "", args...)
 		if code != 0 || strings.Contains(out, "Password for etcd user") {
@@ -229,6 +231,7 @@ func TestUserPasswordAskedOnlyWhenConnecting(t *testing.T) {
 // (a stop never changes the member list half way), so it asks the password
 // before it does: Ctrl-C at the prompt ends it.
 func TestInterruptAtThePasswordPrompt(t *testing.T) {
+	parallel(t)
 	r := onTerminalInteractive(t, "members", "replace", "8e9e05c52164694d", "--user", "root", "--endpoints", "127.0.0.1:1",
 		"--node-root", t.TempDir(), "--dial-timeout", "1s")
 	waitFor(t, time.Minute, "the password prompt", func() error {
@@ -257,6 +260,7 @@ func TestInterruptAtThePasswordPrompt(t *testing.T) {
 // through a pipe (scripts, logs) and wrapped on a terminal, every line
 // within 120 columns (checkWidth holds onTerminal's output to it).
 func TestErrorsWrapOnATerminal(t *testing.T) {
+	parallel(t)
 	args := []string{"scan", "--namespace", "Not_A_Name", "--no-api", "--endpoints", "127.0.0.1:1", "--node-root", t.TempDir()}
 	_, errOut, code := runBinary(t, "", args...)
 	if code != 2 || strings.Count(strings.TrimSpace(etcdtest.WithoutUsing(errOut)), "\n") != 0 || len(errOut) <= maxColumns {

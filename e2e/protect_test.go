@@ -19,6 +19,7 @@ import (
 // restore; --other-cluster lets a plain object through as a deliberate
 // migration, but not a grant without --other-cluster-grants.
 func TestWritesFromAnotherClusterAreRefused(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	other := startCluster(t, clusterOptions{})
 	here := startCluster(t, clusterOptions{})
@@ -110,6 +111,7 @@ func kubeSystemUID(t *testing.T, c *cluster) string {
 // by key with --with-live carries the live resourceVersion, so kubectl
 // apply fails on a conflict once it changes again instead of overwriting.
 func TestRecoverManifestsCarryTheVerdicts(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	c := startCluster(t, clusterOptions{})
 	c.createNamespace(t, "shop")

@@ -111,6 +111,7 @@ func onlyBackupDir(t *testing.T, root string) string {
 
 // TestPurgeAndRestore walks the whole repair flow on a real cluster.
 func TestPurgeAndRestore(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	want := plantGhosts(t, c)
 	ghosts := ghostKeys(want, "kb-system")
@@ -242,6 +243,7 @@ func TestPurgeAndRestore(t *testing.T) {
 // TestPurgeSkipsKeysChangedSinceTheReviewedScan plays a concurrent writer
 // between the scan the user reviewed and the purge.
 func TestPurgeSkipsKeysChangedSinceTheReviewedScan(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	want := plantGhosts(t, c)
 	plan, _, code := c.regghost(t, "", "scan", "--namespace", "kb-system", "-o", "json")
@@ -276,6 +278,7 @@ func TestPurgeSkipsKeysChangedSinceTheReviewedScan(t *testing.T) {
 // TestPurgeRefusals checks every guard refuses, with nothing written to
 // etcd or to the backup directory.
 func TestPurgeRefusals(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	plantGhosts(t, c)
 	before := c.state(t)
@@ -334,6 +337,7 @@ func TestPurgeRefusals(t *testing.T) {
 // TestPurgeRefusesWhenTheBackupDiskIsFull mounts a 64 KiB tmpfs as the
 // backup directory: the snapshot cannot fit, so nothing may be deleted.
 func TestPurgeRefusesWhenTheBackupDiskIsFull(t *testing.T) {
+	parallel(t)
 	mnt := t.TempDir()
 	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64k"); err != nil {
 		t.Skipf("cannot mount a tmpfs here (needs root): %v", err)
@@ -355,6 +359,7 @@ func TestPurgeRefusesWhenTheBackupDiskIsFull(t *testing.T) {
 
 // TestRestoreRefusesDamagedBackups checks corrupt and truncated backups are refused.
 func TestRestoreRefusesDamagedBackups(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	plantGhosts(t, c)
 	root := t.TempDir()

@@ -47,6 +47,7 @@ resources:
 // The undecodable custom resource comes last: while it is stored, every
 // LIST of its type fails, and so does every namespace deletion.
 func TestDecisionsReadWhatTheyNeed(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	enc := filepath.Join(dir, "encryption.yaml")
 	mustNoErr(t, "write", os.WriteFile(enc, []byte(pvEncryption), 0o600))

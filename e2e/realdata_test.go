@@ -37,6 +37,7 @@ type realExpect struct {
 // cluster: kube-apiserver's bootstrap policy is not a finding), every key
 // read. The files are not in this repository; it is skipped without them.
 func TestRealClustersFiles(t *testing.T) {
+	parallel(t)
 	root := realDataDir()
 	dirs, err := os.ReadDir(root)
 	if err != nil {

@@ -67,6 +67,7 @@ func decodeReclaim(t *testing.T, out string) *reclaim.Result {
 // kubeadm etcd manifest under --node-root, so its disk is checked. etcd 3.5
 // says its quota on /metrics only (3.6 in its Status too).
 func TestReclaimBringsWritesBack(t *testing.T) {
+	parallel(t)
 	for _, r := range []struct{ name, bin, quotaFrom string }{{"3.7", bins.etcd, "Status"}, {"3.5", bins.etcd35, "/metrics"}} {
 		t.Run("etcd "+r.name, func(t *testing.T) { reclaimBringsWritesBack(t, r.bin, r.quotaFrom) })
 	}
@@ -291,6 +292,7 @@ func TestReclaimThreeMembers(t *testing.T) {
 // TestReclaimKine: kine has none of etcd's compaction, defragmentation and
 // alarm RPCs: reclaim says what to do there instead and refuses to act.
 func TestReclaimKine(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{kine: true, noAPIServer: true})
 	out, errOut, code := c.regghost(t, "", "space", "reclaim")
 	if code != 0 || !strings.Contains(out, "nothing to reclaim here") || !strings.Contains(out, "VACUUM") || !strings.Contains(out, "OPTIMIZE TABLE kine") {

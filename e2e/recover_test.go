@@ -52,6 +52,7 @@ func (c *cluster) absent(t *testing.T, key string) bool {
 // a Pod that would start again is refused until accepted; the YAML output
 // applies with kubectl --dry-run=server; restore undoes a recovery.
 func TestRecoverFromSnapshot(t *testing.T) {
+	parallel(t)
 	encPath := filepath.Join(t.TempDir(), "encryption.yaml")
 	mustNoErr(t, "write encryption config", os.WriteFile(encPath, []byte(encryptionConfig), 0o600))
 	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--encryption-provider-config", encPath}})

@@ -27,6 +27,7 @@ const releasesFile = "../pkg/catalog/releases.json"
 // release does (migrate judges stored objects by it).
 // REGGHOST_UPDATE_CATALOG=1 (make catalog) rewrites the release's entry.
 func TestReleaseStorageTable(t *testing.T) {
+	parallel(t)
 	release, dir := releaseInUse(t), "tools/kube-apiserver"
 	for _, r := range []kubeRelease{kube134, kube136} {
 		if r.version == release {

@@ -63,6 +63,7 @@ func assertRefused(t *testing.T, what string, got map[string]etcdwrite.Result, k
 // 1 and writes nothing, until --into-recreated asks for it. A stuck pod in a
 // namespace that was there all along restores as before.
 func TestRestoreRefusesARecreatedNamespace(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	want := plantGhosts(t, c)
 	ghosts := ghostKeys(want, "kb-system")
@@ -136,6 +137,7 @@ func TestRestoreRefusesARecreatedNamespace(t *testing.T) {
 // --all-absent, which takes every absent key; and it refuses the purge's keys
 // once their namespace is created again, writing nothing.
 func TestKineSnapshotRestoreWritesThePurgesKeys(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{kine: true})
 	want := plantGhosts(t, c)
 	ghosts := ghostKeys(want, "kb-system")

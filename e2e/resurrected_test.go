@@ -19,6 +19,7 @@ import (
 // ReplicaSet controller creates a Pod from it. Every old object and that
 // Pod are resurrected; the new namespace's own objects are not.
 func TestResurrectedObjects(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	c.createNamespace(t, "kb-system")

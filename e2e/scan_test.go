@@ -58,6 +58,7 @@ func assertEvidence(t *testing.T, rep *etcdscan.Report, key string, c etcdscan.C
 }
 
 func TestScanFindsExactlyThePlantedGhosts(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	want := plantGhosts(t, c)
 

@@ -304,6 +304,7 @@ func fmtValue(m map[string]float64, k string) string {
 // the last good values; serve does not exit, and once etcd answers again
 // the next cycle sees what changed.
 func TestServeKeepsLastValuesWhenEtcdStops(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{noAPIServer: true})
 	c.put(t, "/registry/namespaces/default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"5b0c7f36-6a2b-4c1e-9d3e-1f2a3b4c5d6e"}}`))
 	orphan := func(name string) {

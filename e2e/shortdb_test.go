@@ -12,6 +12,7 @@ import (
 // db file say so in one line naming the file and exit 1, never die of a
 // fault on the mapping with a stack trace.
 func TestShortDBFileIsAnError(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "whole.db")

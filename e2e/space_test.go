@@ -58,6 +58,7 @@ func startQuotaEtcd(t *testing.T, quota int) (*cluster, *process, string) {
 //     values, counts every revision (the deleted namespace key's tombstone
 //     too) exactly, and its purge and compaction estimates fit the file.
 func TestSpaceFindsWhatFillsEtcd(t *testing.T) {
+	parallel(t)
 	c, proc, dataDir := startQuotaEtcd(t, spaceQuota)
 	ctx := context.Background()
 	put := func(key, value string) error {
@@ -252,18 +253,21 @@ func copyDB(t *testing.T, src, dst string) {
 // quota, no alarms and no defragmentation, space still counts the values
 // and the ghosts, and says what to do there instead.
 func TestSpaceOnKine(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{kine: true, noAPIServer: true})
 	c.put(t, "/registry/namespaces/default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"u-default"}}`))
 	ghost := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"gone","uid":"u-a"},"data":{"d":"` + strings.Repeat("x", 5000) + `"}}`)
 	c.put(t, "/registry/configmaps/gone/a", ghost)
-	out, errOut, code := c.regghost(t, "", "space")
+	// Its own backup root: the run's is written by tests beside it.
+	backups := t.TempDir()
+	out, errOut, code := c.regghost(t, "", "space", "--backup-dir", backups)
 	if code != 0 || etcdtest.WithoutUsing(errOut) != "" {
 		t.Fatalf("space exited %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, "This is not etcd but kine") || !strings.Contains(out, "VACUUM") || strings.Contains(out, "Note:") {
 		t.Errorf("space on kine:\n%s", out)
 	}
-	out, _, code = c.regghost(t, "", "space", "-o", "json")
+	out, _, code = c.regghost(t, "", "space", "-o", "json", "--backup-dir", backups)
 	var r space.Report
 	mustNoErr(t, "decode space -o json", json.Unmarshal([]byte(out), &r))
 	if code != 0 || !r.NotEtcd || r.Ghosts.Keys != 1 || r.Ghosts.Bytes != int64(len("/registry/configmaps/gone/a")+len(ghost)) {

@@ -24,6 +24,7 @@ import (
 // and a restore's dry run. Every write compares the keyspace before and
 // after; every output is the guide's.
 func TestStuckNamespaceGuide(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()

@@ -27,6 +27,7 @@ import (
 // APIService. unstick explains each, finishes the first two through the API
 // server leaving nothing in etcd, and refuses the third.
 func TestUnstick(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()
@@ -216,6 +217,7 @@ func TestUnstick(t *testing.T) {
 // itself: it names the ghost namespace and the exact commands, in order,
 // and running them as printed ends the stall.
 func TestUnstickNamesTheWayOutOfAGhostService(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()
@@ -269,6 +271,7 @@ func TestUnstickNamesTheWayOutOfAGhostService(t *testing.T) {
 // show, shows it and asks again: "no" stops there with only the APIService
 // deleted; the next run names the widget in its plan and ends the deletion.
 func TestUnstickAsksAgainForWhatItsFirstStepRevealed(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	widgets, apiKey := heldByAPIServiceAndAWidget(t, c)

@@ -31,6 +31,7 @@ import (
 //     and the namespace's keys changed;
 //   - restore of that backup puts the APIService back, and only it.
 func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller", "endpointslice-controller", "endpoints-controller")
 	ctx := context.Background()
@@ -143,6 +144,7 @@ func ofNamespace(key, ns string) bool {
 // check fails and every namespace deletion hangs. unstick names it the
 // same way, and the printed command ends the stall.
 func TestUnstickPastAFailingAggregatedAPI(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	c.startControllerManager(t, "namespace-controller", "garbage-collector-controller")
 	ctx := context.Background()

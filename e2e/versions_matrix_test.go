@@ -12,6 +12,7 @@ import (
 // ghosts through the paged reads older etcd needs, purge snapshots, backs up
 // and deletes them, and restore puts the same bytes back.
 func TestEtcdReleases(t *testing.T) {
+	parallel(t)
 	for _, r := range []struct{ name, bin string }{{"3.5", bins.etcd35}, {"3.6", bins.etcd36}} {
 		t.Run(r.name, func(t *testing.T) {
 			c := startCluster(t, clusterOptions{etcdBin: r.bin})

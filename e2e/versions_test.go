@@ -20,6 +20,7 @@ import (
 // resource then fails; regghost finds the object, with the fix, and never
 // calls it a ghost.
 func TestStoredVersionsNobodyCanRead(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	c.createNamespace(t, "lab")

@@ -49,6 +49,7 @@ func (c *cluster) createSnapshotCRDs(t *testing.T) {
 // run names it, and the purge is refused until it is accepted, as for a
 // volume.
 func TestPurgeNamesTheStorageSnapshotBoundFromTheContentSide(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
 	c.createSnapshotCRDs(t)

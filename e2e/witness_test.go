@@ -76,6 +76,7 @@ var (
 // that exists but is not served. None may be a ghost; purge plans none;
 // without the API server the verdicts are single-witness and purge refuses.
 func TestLiveObjectsAreNeverGhosts(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	encPath := filepath.Join(dir, "encryption.yaml")
 	mustNoErr(t, "write", os.WriteFile(encPath, []byte(strings.Replace(clusterEncryption, "SOCKET", filepath.Join(dir, "kms.sock"), 1)), 0o600))
@@ -211,6 +212,7 @@ func TestLiveObjectsAreNeverGhosts(t *testing.T) {
 // (--etcd-servers-overrides), that etcd holds no namespaces; none of its
 // events is an orphan. And objects of an API turned off are no ghosts.
 func TestPartialKeyspaceIsNotJudged(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{eventsEtcd: true})
 	ctx := context.Background()
 	c.createNamespace(t, "app")
@@ -261,6 +263,7 @@ func checksByName(rep *etcdscan.Report) map[string]etcdscan.Check {
 // off), kube-apiserver reports corrupt values in other words; they are
 // still evidence, and a healthy object is still read.
 func TestCorruptValuesWithoutTheUnsafeDeleteGate(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{apiserverArgs: []string{"--feature-gates", "AllowUnsafeMalformedObjectDeletion=false"}})
 	c.createNamespace(t, "mixed")
 	c.createConfigMap(t, "mixed", "fine")
@@ -280,6 +283,7 @@ func TestCorruptValuesWithoutTheUnsafeDeleteGate(t *testing.T) {
 // kube-system UID differs from this etcd's, so it is not asked, the verdicts
 // are single-witness and purge refuses them.
 func TestAPIServerOfAnotherClusterIsNoWitness(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	other := startCluster(t, clusterOptions{})
 	c.createNamespace(t, "gone")
