@@ -95,9 +95,6 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		if err := leases.ShorterThanConfigured(given, g.Node); err != nil {
 			return usageError("%v", err)
 		}
-		if err := o.fits(ctx, g, pacing); err != nil {
-			return err
-		}
 	}
 	opts, settings, done, err := g.leasesOptions(ctx, rs, o.namespace, given)
 	if err != nil {
@@ -106,6 +103,11 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	defer done()
 	// kine keeps no leases: a key's lease ID is its TTL, one key a txn.
 	oneKey := opts.LeaseIsTTL
+	if o.confirm {
+		if err := o.fits(ctx, g, pacing, oneKey); err != nil {
+			return err
+		}
+	}
 	a, err := leases.Run(ctx, rs.Store, opts)
 	if err != nil {
 		return err
@@ -128,11 +130,10 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		return err
 	}
 	if deadline, ok := ctx.Deadline(); ok {
-		// What the deletes need must fit in what --command-timeout leaves,
-		// with a quarter to spare: refused before anything is written.
-		if need := plan.Duration(pacing, oneKey); need > time.Until(deadline)*3/4 {
-			return usageError("the deletes take about %s at --rate %g with --batch-size %d, more than --command-timeout %s leaves: give a longer --command-timeout (or a higher --rate); nothing was changed",
-				need.Round(time.Second), o.rate, o.batchSize, g.Etcd.CommandTimeout)
+		// What the audit found to delete must fit too: refused before
+		// anything is written.
+		if err := plan.Fits(pacing, oneKey, time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
+			return usageError("%v", err)
 		}
 	}
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
@@ -190,13 +191,14 @@ func (g *globalOptions) leasesOptions(ctx context.Context, rs *session.Read, nam
 	return opts.From(ctx, src), settings, done, nil
 }
 
-// fits refuses, before the audit reads anything, a removal whose slowest
-// run does not fit in what --command-timeout leaves (leases.Budget.Fits).
 // yield is pace.Yield; the tests, whose etcd runs in their own process,
 // replace it.
 var yield = pace.Yield
 
-func (o *leasesOptions) fits(ctx context.Context, g *globalOptions, pacing etcdwrite.Pacing) error {
+// fits refuses, before the audit reads anything, a removal whose slowest
+// run does not fit in what --command-timeout leaves (leases.Budget.Fits);
+// oneKey is a datastore that deletes one key a transaction (kine).
+func (o *leasesOptions) fits(ctx context.Context, g *globalOptions, pacing etcdwrite.Pacing, oneKey bool) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return nil
@@ -206,11 +208,7 @@ func (o *leasesOptions) fits(ctx context.Context, g *globalOptions, pacing etcdw
 		return err
 	}
 	defer done()
-	ds, err := etcdwrite.DetectDatastore(cctx, cli)
-	if err != nil {
-		return err
-	}
-	b, err := leases.RemovalBudget(cctx, cli, g.Prefix, o.namespace, pacing, ds.Limited())
+	b, err := leases.RemovalBudget(cctx, cli, g.Prefix, o.namespace, pacing, oneKey)
 	if err != nil {
 		return err
 	}

@@ -51,12 +51,8 @@ func RemovalBudget(ctx context.Context, cli *clientv3.Client, registry, namespac
 		*c.n = resp.Count
 	}
 	b.Audit = time.Duration(float64(b.Keys) / RemovalFloor * float64(time.Second))
-	r := &Removal{Events: make([]Event, min(b.Events, int64(MaxRemoval)))}
-	b.Deletes = r.Duration(p, oneKey)
-	if namespace == "" {
-		// A masterlease is deleted only after it stayed unwritten this long.
-		b.Deletes += DefaultRenewWait
-	}
+	// Without -n a masterlease may be removed, after its wait.
+	b.Deletes = deleteTime(int(min(b.Events, int64(MaxRemoval))), namespace == "", p, oneKey)
 	return b, nil
 }
 
@@ -67,7 +63,7 @@ func RemovalBudget(ctx context.Context, cli *clientv3.Client, registry, namespac
 // two counts, before minutes of reading; a removal that does not fit is
 // refused again after its audit, from what the audit found.
 func (b Budget) Fits(left, timeout time.Duration) error {
-	need := b.Total() * 4 / 3
+	need := withSpare(b.Total())
 	if need <= left {
 		return nil
 	}

@@ -267,20 +267,43 @@ func Remove(ctx context.Context, r *Removal, o RemoveOptions) (*Removed, error) 
 // pacing (one key a transaction where the datastore takes no more), with
 // the masterleases' wait: what --command-timeout must leave them.
 func (r *Removal) Duration(p etcdwrite.Pacing, oneKey bool) time.Duration {
+	return deleteTime(r.Keys(), len(r.MasterLeases) > 0, p, oneKey)
+}
+
+// deleteTime is how long keys take to delete at p (one a transaction
+// where oneKey) and be read back, and, with masterleases, the wait before
+// one is deleted.
+func deleteTime(keys int, masterleases bool, p etcdwrite.Pacing, oneKey bool) time.Duration {
 	p = p.Normalized()
 	per := p.BatchSize
 	if oneKey {
 		per = 1
 	}
-	txns := (r.Keys() + per - 1) / per
+	txns := (keys + per - 1) / per
 	d := time.Duration(float64(txns) / p.PerSecond * float64(time.Second))
 	// Every key is read back after, at repair's read-back pace (four
 	// transactions for each delete transaction's time).
 	d += d / 4
-	if len(r.MasterLeases) > 0 {
+	if masterleases {
 		d += DefaultRenewWait
 	}
 	return d
+}
+
+// withSpare is need with the quarter a removal keeps to spare within
+// --command-timeout.
+func withSpare(need time.Duration) time.Duration { return need * 4 / 3 }
+
+// Fits is nil when the deletes and their read-back at p, with a quarter
+// to spare, fit in left, the time --command-timeout (timeout) leaves after
+// the audit; else it says why not. Nothing is written before it.
+func (r *Removal) Fits(p etcdwrite.Pacing, oneKey bool, left, timeout time.Duration) error {
+	need := r.Duration(p, oneKey)
+	if withSpare(need) <= left {
+		return nil
+	}
+	return fmt.Errorf("the deletes take about %s at --rate %g with --batch-size %d, more than --command-timeout %s leaves: give a longer --command-timeout (or a higher --rate); nothing was changed",
+		need.Round(time.Second), p.PerSecond, p.BatchSize, timeout)
 }
 
 // Dialer says whether anything listens at a masterlease's address: a TCP

@@ -245,3 +245,29 @@ func TestRemovalBudget(t *testing.T) {
 		t.Errorf("budget of -n shop on kine %+v", b)
 	}
 }
+
+// TestRemovalFits: the deletes the audit found, with their read-back and a
+// quarter to spare, must fit in what --command-timeout leaves; else the
+// refusal names the pace and the timeout, before anything is written.
+func TestRemovalFits(t *testing.T) {
+	r := &Removal{Events: make([]Event, 20), MasterLeases: []MasterLease{{IP: "10.0.0.9"}}}
+	p := etcdwrite.Pacing{BatchSize: 10, PerSecond: 1}
+	// 21 keys: 3 transactions, a quarter more read back, the masterlease's wait.
+	need := 3*time.Second + 750*time.Millisecond + DefaultRenewWait
+	if d := r.Duration(p, false); d != need {
+		t.Fatalf("duration %s, want %s", d, need)
+	}
+	if err := r.Fits(p, false, need*4/3, time.Minute); err != nil {
+		t.Errorf("deletes that fit: %v", err)
+	}
+	err := r.Fits(p, false, need, 5*time.Minute)
+	for _, want := range []string{"the deletes take about 19s at --rate 1 with --batch-size 10", "more than --command-timeout 5m0s leaves", "nothing was changed"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("deletes that do not fit: %v, want %q", err, want)
+		}
+	}
+	// On kine, one key a transaction: 21 transactions.
+	if d := r.Duration(p, true); d != 21*time.Second+5250*time.Millisecond+DefaultRenewWait {
+		t.Errorf("duration on kine %s", d)
+	}
+}
