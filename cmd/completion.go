@@ -5,8 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/pkg/backup"
 	"github.com/spf13/cobra"
+
+	"github.com/regghost/regghost/pkg/backup"
 )
 
 // completions registers what the shell completes, on every command of the

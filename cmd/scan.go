@@ -14,7 +14,6 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/session"
-	"github.com/regghost/regghost/pkg/table"
 )
 
 type scanOptions struct {
@@ -186,7 +185,7 @@ func (g *globalOptions) scanOptions(namespace string, terminatingAfter time.Dura
 			return false
 		}
 		last := dirs[len(dirs)-1]
-		table.Wrapped(g.errOut, fmt.Sprintf("regghost: note: nothing of namespace %s is in etcd; regghost's backup %s is named after it (what a purge of it took: `regghost restore %s` puts it back)", ns, last, last))
+		g.Notices.Info(fmt.Sprintf("note: nothing of namespace %s is in etcd; regghost's backup %s is named after it (what a purge of it took: `regghost restore %s` puts it back)", ns, last, last))
 		return true
 	}
 	return so, nil

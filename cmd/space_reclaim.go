@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/reclaim"
 	"github.com/regghost/regghost/pkg/table"
@@ -74,7 +75,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 		if err := o.print.Print(out, render.ReclaimPlan(plan, true)); err != nil {
 			return err
 		}
-		warnReclaim(g.errOut, plan.Warnings)
+		warnReclaim(g.Notices, plan.Warnings)
 		return nil
 	}
 	if len(plan.Refusals) > 0 {
@@ -90,7 +91,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	}
 	// What the plan warns of (under NOSPACE: this node's lock alone) is
 	// said before the question, and Run does not say it again.
-	warnReclaim(g.errOut, plan.Warnings)
+	warnReclaim(g.Notices, plan.Warnings)
 	ro.Warned = plan.Warnings
 	if err := o.ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %s of etcd?", plural.Of(len(plan.Members), "member"))); err != nil {
 		return err
@@ -120,8 +121,8 @@ func reclaimDataDirs(values []string) (map[string]string, error) {
 }
 
 // warnReclaim says a plan's warnings, one line each.
-func warnReclaim(errOut io.Writer, warnings []string) {
+func warnReclaim(say notice.Func, warnings []string) {
 	for _, w := range warnings {
-		table.Wrapped(errOut, "regghost: warning: "+w)
+		say.Warn(w)
 	}
 }
