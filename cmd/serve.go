@@ -32,8 +32,6 @@ import (
 const DefaultListenAddress = ":9819"
 
 type serveOptions struct {
-	listen    string
-	webConfig string
 	// backupDir, when given, is the backup directory whose holdings are
 	// exported (regghost_backup_bytes and its filesystem's room).
 	backupDir string
@@ -48,10 +46,8 @@ type serveOptions struct {
 	reads            session.Reads
 	terminatingAfter time.Duration
 	apiCheckLimit    int
-	metricsAuth      string
-	certDir          string
-	insecureHTTP     bool
-	// serving is how the endpoint is reached, checked by validate.
+	// serving is how the endpoint is reached (its flags), checked by
+	// validate.
 	serving metricsauth.Serving
 }
 
@@ -71,12 +67,12 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.listen, "listen-address", DefaultListenAddress, "address to serve /metrics, /healthz and /readyz on")
+	f.StringVar(&o.serving.Listen, "listen-address", DefaultListenAddress, "address to serve /metrics, /healthz and /readyz on")
 	f.StringVar(&o.backupDir, "backup-dir", "", "export what regghost's backups under this directory hold and the room left on its filesystem (mount it read-only into the pod); none when empty")
-	f.StringVar(&o.webConfig, "web-config-file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth for the endpoint")
-	f.StringVar(&o.metricsAuth, "metrics-auth", metricsauth.AuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics; over TLS only) or "none"`)
-	f.StringVar(&o.certDir, "cert-dir", "", "serve over TLS with a self-signed certificate kept in this directory ("+metricsauth.CertFile+", "+metricsauth.KeyFile+"): made when missing, made anew before it expires, served without a restart; --web-config-file's other settings still apply (for a certificate of your own, give the file a tls_server_config instead)")
-	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "let credentials (--metrics-auth=delegated's bearer tokens, basic_auth_users' passwords) travel over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
+	f.StringVar(&o.serving.WebConfigFile, "web-config-file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth for the endpoint")
+	f.StringVar(&o.serving.Auth, "metrics-auth", metricsauth.AuthNone, `who may read /metrics: "delegated" (a bearer token the API server reviews, whose user may get the non-resource URL /metrics; over TLS only) or "none"`)
+	f.StringVar(&o.serving.CertDir, "cert-dir", "", "serve over TLS with a self-signed certificate kept in this directory ("+metricsauth.CertFile+", "+metricsauth.KeyFile+"): made when missing, made anew before it expires, served without a restart; --web-config-file's other settings still apply (for a certificate of your own, give the file a tls_server_config instead)")
+	f.BoolVar(&o.serving.InsecureHTTP, "insecure-http", false, "let credentials (--metrics-auth=delegated's bearer tokens, basic_auth_users' passwords) travel over plain HTTP, on a loopback --listen-address only (127.0.0.0/8, ::1, localhost)")
 	f.DurationVar(&o.interval, "interval", 10*time.Minute, "wait between the end of one scan and the start of the next (a scan never overlaps the last)")
 	f.DurationVar(&o.membersInterval, "members-interval", 15*time.Minute, "wait between two comparisons of etcd's members (regghost members: their hashes, and their keys when the hashes differ); 0: never")
 	f.StringVar(&o.membersHash, "members-hash", members.HashCompaction, "which HashKV the members' comparison asks for: "+strings.Join(members.HashModes, ", ")+
@@ -116,7 +112,7 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	if err := validateScanSettings(o.reads, o.terminatingAfter, o.apiCheckLimit); err != nil {
 		return err
 	}
-	o.serving = metricsauth.Serving{Listen: o.listen, WebConfigFile: o.webConfig, Auth: o.metricsAuth, CertDir: o.certDir, InsecureHTTP: o.insecureHTTP, NoAPI: g.NoAPI}
+	o.serving.NoAPI = g.NoAPI
 	if err := o.serving.Check(); err != nil {
 		return usageError("%v", err)
 	}
@@ -132,21 +128,21 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		log.Info("the kubeconfig changed on disk; API clients rebuilt", "files", strings.Join(files, ","))
 	}
 	var guard exporter.Guard
-	if o.metricsAuth == metricsauth.AuthDelegated {
+	if o.serving.Auth == metricsauth.AuthDelegated {
 		d, err := metricsauth.New(kube, log)
 		if err != nil {
 			return fmt.Errorf("--metrics-auth=delegated: %w", err)
 		}
 		guard = d.Wrap
 	}
-	webConfig, tlsMode := o.webConfig, "off"
+	webConfig, tlsMode := o.serving.WebConfigFile, "off"
 	if o.serving.Web.TLS {
 		tlsMode = "web-config-file"
 	}
-	if o.certDir != "" {
-		cert := metricsauth.NewServingCert(metricsauth.ServingCertOptions{Dir: o.certDir, Listen: o.listen, WebConfig: o.webConfig, Log: log})
+	if o.serving.CertDir != "" {
+		cert := metricsauth.NewServingCert(metricsauth.ServingCertOptions{Dir: o.serving.CertDir, Listen: o.serving.Listen, WebConfig: o.serving.WebConfigFile, Log: log})
 		if _, err := cert.Ensure(); err != nil {
-			return fmt.Errorf("--cert-dir %s: %w", o.certDir, err)
+			return fmt.Errorf("--cert-dir %s: %w", o.serving.CertDir, err)
 		}
 		certCtx, stopCert := context.WithCancel(ctx)
 		defer stopCert()
@@ -206,6 +202,6 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions, errOut io.
 		}}
 		extra, watches = append(extra, w), append(watches, w)
 	}
-	return exporter.Serve(ctx, exporter.ServeOptions{Listen: o.listen, WebConfig: webConfig, Guard: guard, Loop: loop, Collector: coll, Log: log,
-		Fields: []any{"metrics_auth", o.metricsAuth, "tls", tlsMode}, Extra: extra, Watches: watches})
+	return exporter.Serve(ctx, exporter.ServeOptions{Listen: o.serving.Listen, WebConfig: webConfig, Guard: guard, Loop: loop, Collector: coll, Log: log,
+		Fields: []any{"metrics_auth", o.serving.Auth, "tls", tlsMode}, Extra: extra, Watches: watches})
 }
