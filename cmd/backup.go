@@ -69,20 +69,7 @@ func newBackupPruneCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "prune",
 		Short: "Remove old backups, keeping each cluster's newest and every one whose undo is under way (a dry run without --confirm)",
-		Long: `Remove old backups from the backup directory: each holds a snapshot the size of the
-database. Never removed: each cluster's newest verified backup and its --keep newest, a backup
-younger than --older-than, one that cannot be read or verified, one whose snapshot is missing,
-truncated or fails its checksum and consistency check (it does not count as verified either),
-one whose run was cut off, one whose undo is under way (a recovery not undone, an undo that
-stopped partway), and one a running restore holds. Any other may go, the undo of an older purge,
-dangling fix or unstick among them: the plan says, for each, that it is the only undo of that
-write and how many keys no restore can put back once it is gone. Without --confirm it only says
-what would go and what that frees.`,
-		Example: "  # say which backups a prune would remove: all but each cluster's newest 3, past a week old\n" +
-			"  regghost backup prune --keep 3 --older-than 168h\n\n" +
-			"  # remove them\n" +
-			"  regghost backup prune --keep 3 --older-than 168h --confirm",
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.print.Validate(); err != nil {
 				return err

@@ -30,67 +30,14 @@ type membersOptions struct {
 	opts     members.Options
 }
 
-const membersLong = `members compares the members of one etcd cluster, for when they disagree: a pod
-found on two API servers and not the third, a CORRUPT alarm, "etcdctl endpoint hashkv"
-showing different hashes. It names the keys that differ and the member that is wrong.
-
-It works from any control-plane node, the sick member's own included: the endpoints
-given (kubeadm's manifest names only https://127.0.0.1:2379) are asked who they are,
-and the members are then reached at their own client URLs from the member list.
-
-It reads, for every member, its role, raft applied index, revision, compacted revision,
-db size and alarms. A member that does not answer is named "not answering" and left
-out. A member that has not applied what the others had, once given --interval to catch
-up, is "behind" (with how far): it is left out and never named wrong.
-
-The hashes (--hash) are asked of one member at a time, never all at once: by default
-the HashKV each member kept from the newest compaction (etcd computes it while
-compacting; reading it costs nothing), which etcd's own compaction hash check compares;
---hash full scans each member's keyspace at the lowest current revision (the member
-commits no write meanwhile), sampled twice --interval apart when they disagree.
-
-The keys (--compare-keys auto: unless a full hash agrees) are read from every member on
-its own (serializable reads at one shared revision, paced by each member's own latency up
-to --max-keys-per-second) and
-merged key by key: memory holds a hash of each value, never the values. Each differing
-key is named with the members that hold it, each copy's SHA-256, create and mod revision
-and version, and the object's kind; the differences are grouped by member and kind
-(missing, extra, value, revision). When the members' revisions diverged (etcd 3.5's
-consistent-index bug), the current values are compared instead, and it says so. The
-leases and member lists each member holds are compared too, on two reads.
-
-The wrong member is named by majority: the members outside a group a quorum of the
-members share. None is named when no group has a quorum, or when the hashes split the
-members differently at the two samples. It changes nothing.
-
-Exit codes: 0 every member agrees, 3 they differ, 1 error (or a member did not answer,
-or is behind), 2 bad input.`
-
-const membersExamples = `  # compare the members: their hashes, then their keys when the hashes differ
-  regghost members
-
-  # the same, with every column whole
-  regghost members -o wide
-
-  # the groups of keys that differ, for a script
-  regghost members -o json | jq '.keys.groups'
-
-  # compare the keys one by one even when the hashes agree
-  regghost members --compare-keys always
-
-  # keep every differing key of the current revision as evidence
-  regghost members --current --max-keys 0 -o json > members.json`
-
 // newMembersCmd is `regghost members`: it compares the members of the
 // cluster and names the keys that differ and the member that is wrong.
 func newMembersCmd(g *globalOptions) *cobra.Command {
 	o := &membersOptions{reads: members.Reads(), print: render.NewPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
-		Use:     "members",
-		Short:   "Compare etcd's members: the keys that differ and which member is wrong (read-only)",
-		Long:    membersLong,
-		Example: membersExamples,
-		Args:    cobra.NoArgs,
+		Use:   "members",
+		Short: "Compare etcd's members: the keys that differ and which member is wrong (read-only)",
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.complete()
 			if err := o.validate(g); err != nil {

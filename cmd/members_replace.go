@@ -30,54 +30,6 @@ type membersReplaceOptions struct {
 	reads session.Reads
 }
 
-const membersReplaceLong = `members replace replaces the member whose data is wrong, or that does not answer, as
-etcd's guides say, guarded: it copies the majority's data into it again.
-
-Run it from any control-plane node, the member's own included: every change goes
-through the other members' client URLs (a member stops as it applies its own removal),
-and a later run on that node reaches the cluster through the client URLs the first run
-recorded in --backup-dir, while the member's etcd is down or a learner.
-
-It compares the members first (as regghost members does, key by key) and refuses unless
-that comparison names MEMBER wrong by a quorum of the members, on its hash or its keys at
-one revision; or MEMBER does not answer while every other member answers and they
-agree. It refuses when another member does not answer, is behind, reports an error or
-raised NOSPACE (the cluster is already degraded), when two members are wrong, beside a
-learner, and on k3s, rke2 and OpenShift, whose supervisors own the member list (it names
-their procedure).
-
-From the removal to the promotion the cluster runs with one voter fewer: the plan says
-what it still survives and what to do if another member fails meanwhile.
-
-With --confirm it then: saves and verifies the snapshot of every member that answers into
---backup-dir (the evidence); moves the leadership to the majority member furthest along
-when the leader is not of the majority (a new member copies from the leader); checks the
-others once more; removes MEMBER and adds it back as a learner at its peer URLs; prints
-what to run on its node (stop its etcd, move its data directory aside, never delete it,
-start it on an empty one with --initial-cluster-state=existing); waits up to --wait for
-the learner to catch up, promotes it, compares the members again until they agree, and
-disarms CORRUPT. Each step is bounded by --command-timeout, the wait by --wait. When the
-wait ends first, or the run is stopped (Ctrl-C), run it again once the member runs: it
-takes the replacement up where it stopped.
-
-Both comparisons read every member's keyspace, paced by --max-keys-per-second: the plan
-says how long the one after the promotion takes (as long as the one before it, and a
-quarter more) and refuses, dry run included, when it would not fit in --command-timeout,
-naming a --command-timeout or --max-keys-per-second that would; a comparison that does not
-finish in it is refused the same way.
-
-regghost's writers' lock is held on an etcd lease from the evidence on. When it is lost
-(etcd unreachable from here, or regghost paused, for over its 30s TTL) the run stops at
-once, in the wait for the learner too, never changing the member list without it: it
-says what was removed, added back or promoted, the replace.json it is taken up from and
-the command that takes it up (exit 3; exit 1 before the removal: nothing was changed).
-
-It never restores a member from a snapshot file: etcdutl snapshot restore makes a new
-cluster.
-
-Exit codes: 0 replaced (or the dry run), 3 not done yet (waiting for the learner, or the
-members do not agree yet: run it again), 1 refused or error, 2 bad input.`
-
 // newMembersReplaceCmd is `regghost members replace MEMBER`.
 func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 	c, _ := newMembersReplace(g)
@@ -91,13 +43,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 	c := &cobra.Command{
 		Use:   "replace MEMBER",
 		Short: "Replace a wrong or dead etcd member: evidence, remove, add back as a learner, promote, compare (a dry run without --confirm)",
-		Long:  membersReplaceLong,
-		Example: `  # say how m1 would be replaced: the evidence saved, the disk and time it takes, the steps
-  regghost members replace m1
-
-  # replace it, waiting up to 15 minutes for the learner to catch up
-  regghost members replace m1 --confirm --wait 15m`,
-		Args: cobra.ExactArgs(1),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if g.DB != "" {
 				return usageError("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)

@@ -36,24 +36,7 @@ func newMigrateCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "migrate RESOURCE",
 		Short: "Move a resource's objects to its storage version and encryption key, and prove it from etcd",
-		Long: `Count from etcd what each object of RESOURCE (plural.group as kubectl api-resources names
-it: widgets.example.com, secrets) is stored at: its version against the CRD's storage version,
-its encryption provider and key against the EncryptionConfiguration (--encryption-provider-config;
-under a KMS v2 plugin, the key ID in each value against the one the plugin says it writes with).
-With --confirm, write each object that is not where the resource is written now back through the
-API server, unchanged, with the resourceVersion it was read at as precondition; then count again
-from etcd and name every object left. A version the CRD no longer lists is listed again (not
-served) for the run and removed again. Only a count with nothing left lets
---prune-stored-versions narrow status.storedVersions; only no object and no old revision under a
-key says it may leave the EncryptionConfiguration. A run that stops is run again: the plan is read
-from etcd each time.`,
-		Example: "  # say which widgets are stored at an old version and what moving them takes\n" +
-			"  regghost migrate widgets.example.com\n\n" +
-			"  # move them, then drop the old version from the CRD's storedVersions\n" +
-			"  regghost migrate widgets.example.com --confirm --prune-stored-versions\n\n" +
-			"  # rewrite every Secret with the key the encryption configuration writes with\n" +
-			"  regghost migrate secrets --encryption-provider-config /etc/kubernetes/enc/enc.yaml --confirm",
-		Args: cobra.ExactArgs(1),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.print.Validate(); err != nil {
 				return err
