@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/snapshot"
@@ -32,7 +33,7 @@ func newBackupCmd() *cobra.Command {
 			return lsPrint.Print(c.OutOrStdout(), render.BackupList(dir, list))
 		},
 	}
-	ls.Flags().StringVar(&dir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "backup directory (env REGGHOST_BACKUP_DIR)")
+	cli.BackupDirVar(ls.Flags(), &dir, "backup directory")
 	lsPrint.AddFlags(ls)
 	showPrint := render.NewPrintFlags(true, "table")
 	show := &cobra.Command{
@@ -57,7 +58,7 @@ func newBackupCmd() *cobra.Command {
 
 // backupPruneOptions are backup prune's flags.
 type backupPruneOptions struct {
-	writeFlags
+	cli.WriteFlags
 	dir       string
 	keep      int
 	olderThan time.Duration
@@ -75,10 +76,10 @@ func newBackupPruneCmd() *cobra.Command {
 				return err
 			}
 			if o.keep < 1 {
-				return usageError("--keep must be at least 1 (the newest verified backup of each cluster always stays), got %d", o.keep)
+				return cli.Usage("--keep must be at least 1 (the newest verified backup of each cluster always stays), got %d", o.keep)
 			}
 			if o.olderThan < 0 {
-				return usageError("--older-than must not be negative, got %s", o.olderThan)
+				return cli.Usage("--older-than must not be negative, got %s", o.olderThan)
 			}
 			plan, err := backup.PlanPrune(o.dir, backup.PruneOptions{Keep: o.keep, OlderThan: o.olderThan, Now: time.Now(), VerifySnapshot: snapshot.VerifySnapshot})
 			if err != nil {
@@ -91,10 +92,10 @@ func newBackupPruneCmd() *cobra.Command {
 				}
 			}
 			out := c.OutOrStdout()
-			if !o.confirm || n == 0 {
+			if !o.Confirm || n == 0 {
 				return o.print.Print(out, render.BackupPrune(plan, true, 0))
 			}
-			if err := o.ask(c.InOrStdin(), c.ErrOrStderr(), fmt.Sprintf("Remove %s from %s?", render.Plural(n, "backup"), o.dir)); err != nil {
+			if err := o.Ask(c.InOrStdin(), c.ErrOrStderr(), fmt.Sprintf("Remove %s from %s?", render.Plural(n, "backup"), o.dir)); err != nil {
 				return err
 			}
 			freed, err := backup.Prune(plan)
@@ -104,8 +105,8 @@ func newBackupPruneCmd() *cobra.Command {
 			return err
 		},
 	}
-	o.writeFlags.add(c, "really remove them (without it prune is a dry run)", "")
-	c.Flags().StringVar(&o.dir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "backup directory (env REGGHOST_BACKUP_DIR)")
+	o.WriteFlags.Add(c, "really remove them (without it prune is a dry run)", "")
+	cli.BackupDirVar(c.Flags(), &o.dir, "backup directory")
 	c.Flags().IntVar(&o.keep, "keep", 3, "newest verified backups of each cluster to keep (at least 1)")
 	c.Flags().DurationVar(&o.olderThan, "older-than", 0, "remove only backups older than this (for instance 168h); 0: any age beyond --keep")
 	o.print.AddFlags(c)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/pkg/backup"
 )
 
@@ -47,7 +48,7 @@ func completions(g *globalOptions, root *cobra.Command) {
 	}
 	byPath := map[string]cobra.CompletionFunc{
 		"regghost restore": func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return backup.Dirs(envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot)), none
+			return backup.Dirs(cli.BackupRoot()), none
 		},
 		"regghost get":     keys,
 		"regghost history": keys,

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decrypt"
@@ -20,7 +21,7 @@ import (
 )
 
 type danglingOptions struct {
-	writeFlags
+	cli.WriteFlags
 	namespace     string
 	acceptManaged bool
 	singleWitness bool
@@ -40,7 +41,7 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 			if err := o.print.Validate(); err != nil {
 				return err
 			}
-			if o.confirm {
+			if o.Confirm {
 				if err := refuseDB(g, "dangling --confirm"); err != nil {
 					return err
 				}
@@ -50,7 +51,7 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only the references this namespace holds or that point into it")
-	o.writeFlags.add(c, "really fix them (without it dangling only lists them)", "where the per-key backup goes")
+	o.WriteFlags.Add(c, "really fix them (without it dangling only lists them)", "where the per-key backup goes")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also fix objects Helm, Argo CD or Flux track (they may put them back)")
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also fix references only etcd confirms (the API server could not be asked)")
 	o.print.AddFlags(c)
@@ -71,32 +72,32 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	}
 	rep.Close() // only its dangling references are read
 	fixes, refused := dangling.PlanFixes(rep.Dangling, dangling.PlanOptions{AcceptManaged: o.acceptManaged, AcceptSingleWitness: o.singleWitness})
-	if !o.confirm || len(fixes) == 0 {
-		if err := o.print.Print(out, render.DanglingPlan(rep.Dangling, fixes, refused, o.confirm)); err != nil {
+	if !o.Confirm || len(fixes) == 0 {
+		if err := o.print.Print(out, render.DanglingPlan(rep.Dangling, fixes, refused, o.Confirm)); err != nil {
 			return err
 		}
-		if o.confirm && len(refused) > 0 {
-			return &exitError{code: ExitError, err: fmt.Errorf("refused: %s (%s); nothing was changed", refused[0].Reason, refused[0].WayOut)}
+		if o.Confirm && len(refused) > 0 {
+			return cli.Exit(ExitError, fmt.Errorf("refused: %s (%s); nothing was changed", refused[0].Reason, refused[0].WayOut))
 		}
 		if rep.DanglingGoneCount() > 0 {
 			// Found, as scan says it: a reference whose target is gone.
-			return &exitError{code: ExitGhosts}
+			return cli.Exit(ExitGhosts, nil)
 		}
 		return nil
 	}
 	planOut := o.print.PlanWriter(out, g.errOut)
 	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
 	if rs.API == nil {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why)}
+		return cli.Exit(ExitError, fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why))
 	}
 	dyn, err := dynamic.NewForConfig(rs.API.Config)
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Fix %s through the API server?", render.Plural(len(fixes), "object"))); err != nil {
+	if err := o.Ask(in, g.errOut, fmt.Sprintf("Fix %s through the API server?", render.Plural(len(fixes), "object"))); err != nil {
 		return err
 	}
-	sctx, cli, done, err := g.Bounded(ctx)
+	sctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
@@ -105,18 +106,18 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if o.namespace != "" {
 		scope += " of namespace " + o.namespace
 	}
-	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Registry: g.Prefix, Scope: scope, Now: clock,
+	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: etcd, Dynamic: dyn, BackupRoot: o.BackupDir, Registry: g.Prefix, Scope: scope, Now: clock,
 		Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter)})
 	if res == nil && err != nil {
 		return err
 	}
 	err = o.print.PrintResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
 	if err == nil && len(refused) > 0 {
-		err = &exitError{code: ExitError, err: fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut)}
+		err = cli.Exit(ExitError, fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut))
 	}
 	if n := dangling.Unfixed(rep.Dangling, fixes, refused, res.Results); err == nil && n > 0 {
 		// Fixed what has a fix; the others are still there.
-		err = &exitError{code: ExitGhosts, err: fmt.Errorf("%s whose target is gone %s left: no automatic fix exists for %s (each one's fix line says what does)", render.Plural(n, "reference"), plural.Be(n), plural.Them(n))}
+		err = cli.Exit(ExitGhosts, fmt.Errorf("%s whose target is gone %s left: no automatic fix exists for %s (each one's fix line says what does)", render.Plural(n, "reference"), plural.Be(n), plural.Them(n)))
 	}
 	return err
 }

@@ -449,12 +449,16 @@ func TestExitCodeTablesAgreeWithTheCode(t *testing.T) {
 	constant := regexp.MustCompile(`(?m)^\s*(Exit[A-Z]\w*)\s*=\s*(\d+)\s*$`)
 	codes := map[string]string{}
 	var ghosts []string
+	exits, err := os.ReadFile("../internal/cli/exit.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range constant.FindAllStringSubmatch(string(exits), -1) {
+		codes[m[2]] = m[1]
+	}
 	for _, src := range cmdSources(t) {
 		f := src.file
-		for _, m := range constant.FindAllStringSubmatch(src.text, -1) {
-			codes[m[2]] = m[1]
-		}
-		if strings.Contains(src.text, "code: ExitGhosts") {
+		if strings.Contains(src.text, "Exit(ExitGhosts,") {
 			name := strings.ReplaceAll(strings.TrimSuffix(f, ".go"), "_", " ")
 			if _, ok := tr[name]; !ok {
 				name = strings.ReplaceAll(name, " ", "-") // stored_versions.go

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -44,7 +45,7 @@ func runGet(ctx context.Context, g *globalOptions, args []string, namespace stri
 	defer closeStore()
 	key, err := resolve.Target(ctx, store, g.Prefix, args, namespace)
 	if errors.Is(err, resolve.ErrTarget) {
-		return usageError("%v", err)
+		return cli.Usage("%v", err)
 	}
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
@@ -222,7 +223,7 @@ func TestOneDurationRule(t *testing.T) {
 						err = fc.ParseFlags([]string{"--" + f.Name, v})
 					}
 					if err == nil {
-						err = checkDurations(fc)
+						err = cli.CheckDurations(fc)
 					}
 					if err != nil {
 						t.Errorf("%v: 0 is refused though the help says what it means: %v", args, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dbfile"
 	"github.com/regghost/regghost/pkg/decode"
@@ -63,7 +64,7 @@ func (o *historyOptions) complete(g *globalOptions, args []string) error {
 		return nil
 	}
 	if len(args) == 2 {
-		return usageError("%s: give an etcd key (/registry/...), TYPE/NAME or TYPE NAME", strings.Join(args, " "))
+		return cli.Usage("%s: give an etcd key (/registry/...), TYPE/NAME or TYPE NAME", strings.Join(args, " "))
 	}
 	if len(args) == 1 {
 		arg := args[0]
@@ -97,13 +98,13 @@ func (o *historyOptions) validate() error {
 		return o.print.Validate()
 	}
 	if err := o.sel.Validate(); err != nil {
-		return usageError("%v: history KEY, history PREFIX/ or history -n NAMESPACE", err)
+		return cli.Usage("%v: history KEY, history PREFIX/ or history -n NAMESPACE", err)
 	}
 	if err := validateNamespace(o.namespace); err != nil {
 		return err
 	}
 	if o.rev < 0 {
-		return usageError("--rev must not be negative, got %d", o.rev)
+		return cli.Usage("--rev must not be negative, got %d", o.rev)
 	}
 	return o.print.Validate()
 }
@@ -141,7 +142,7 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Write
 			}
 		}
 		if errors.Is(err, resolve.ErrTarget) {
-			return usageError("%v", err)
+			return cli.Usage("%v", err)
 		}
 		if err != nil {
 			return err
@@ -157,7 +158,7 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Write
 			if len(near) > 0 {
 				msg += "; did you mean " + strings.Join(near, ", ") + "?"
 			}
-			return failed(errors.New(msg))
+			return cli.Failed(errors.New(msg))
 		}
 	}
 	var h *history.History
@@ -175,12 +176,12 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Write
 			return err
 		}
 	} else {
-		ctx, cli, done, err := g.Bounded(ctx)
+		ctx, etcd, done, err := g.Bounded(ctx)
 		if err != nil {
 			return err
 		}
 		defer done()
-		if h, err = history.FromEtcd(ctx, cli, o.sel, opts); err != nil {
+		if h, err = history.FromEtcd(ctx, etcd, o.sel, opts); err != nil {
 			return err
 		}
 	}

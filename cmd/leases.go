@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -19,7 +20,7 @@ import (
 )
 
 type leasesOptions struct {
-	writeFlags
+	cli.WriteFlags
 	namespace string
 	eventTTL  time.Duration
 	maxCount  int
@@ -42,18 +43,18 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if o.eventTTL < 0 || o.maxCount < 0 {
-				return usageError("--event-ttl and --lease-max-object-count must not be negative (0: the default)")
+				return cli.Usage("--event-ttl and --lease-max-object-count must not be negative (0: the default)")
 			}
-			if o.confirm {
+			if o.Confirm {
 				if err := refuseDB(g, "leases --confirm"); err != nil {
 					return err
 				}
 			}
 			if o.batchSize < 1 || o.batchSize > 128 {
-				return usageError("--batch-size must be between 1 and 128, got %d", o.batchSize)
+				return cli.Usage("--batch-size must be between 1 and 128, got %d", o.batchSize)
 			}
 			if o.rate <= 0 {
-				return usageError("--rate must be positive, got %g", o.rate)
+				return cli.Usage("--rate must be positive, got %g", o.rate)
 			}
 			return o.run(c.Context(), g, c.InOrStdin(), c.OutOrStdout())
 		},
@@ -62,7 +63,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 	f.StringVarP(&o.namespace, "namespace", "n", "", "judge only this namespace's events (the leases are the whole keyspace's)")
 	f.DurationVar(&o.eventTTL, "event-ttl", 0, "kube-apiserver's --event-ttl (default: read from this node's kube-apiserver, else 1h)")
 	f.IntVar(&o.maxCount, "lease-max-object-count", 0, "the most keys a lease may hold before it is too big to revoke safely (default 1000, the most kube-apiserver puts on one lease)")
-	o.writeFlags.add(c, "really delete the events past their TTL and the stale masterleases (without it leases is read-only)", "where the removal's backup goes")
+	o.WriteFlags.Add(c, "really delete the events past their TTL and the stale masterleases (without it leases is read-only)", "where the removal's backup goes")
 	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
 	o.print.AddFlags(c)
@@ -81,7 +82,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	// audit is the removal's first step, and both run beside writers.
 	reads := session.ScanReads()
 	reads.Adaptive, reads.MinKeysPerSecond = true, leases.AuditFloor
-	if o.confirm {
+	if o.Confirm {
 		reads.MinKeysPerSecond = leases.RemovalFloor
 	}
 	rs, err := g.Open(ctx, reads)
@@ -91,9 +92,9 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	defer rs.Close()
 	given := leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}
 	pacing := etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}
-	if o.confirm {
+	if o.Confirm {
 		if err := leases.ShorterThanConfigured(given, g.Node); err != nil {
-			return usageError("%v", err)
+			return cli.Usage("%v", err)
 		}
 	}
 	opts, settings, done, err := g.leasesOptions(ctx, rs, o.namespace, given)
@@ -103,7 +104,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	defer done()
 	// kine keeps no leases: a key's lease ID is its TTL, one key a txn.
 	oneKey := opts.LeaseIsTTL
-	if o.confirm {
+	if o.Confirm {
 		if err := o.fits(ctx, g, pacing, oneKey); err != nil {
 			return err
 		}
@@ -120,8 +121,8 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		return foundFaults(a)
 	}
 	plan := leases.Plan(a, o.namespace)
-	if !o.confirm || plan.Keys() == 0 {
-		if err := o.print.Print(out, render.LeasesPlan(a, settings, plan, !o.confirm)); err != nil {
+	if !o.Confirm || plan.Keys() == 0 {
+		if err := o.print.Print(out, render.LeasesPlan(a, settings, plan, !o.Confirm)); err != nil {
 			return err
 		}
 		return foundFaults(a)
@@ -133,13 +134,13 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 		// What the audit found to delete must fit too: refused before
 		// anything is written.
 		if err := plan.Fits(pacing, oneKey, time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
-			return usageError("%v", err)
+			return cli.Usage("%v", err)
 		}
 	}
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
+	if err := o.Ask(in, g.errOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
 		return err
 	}
-	sctx, cli, done, err := g.Bounded(ctx)
+	sctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
 	pacing.Stop = stop
-	res, err := leases.Remove(sctx, plan, leases.RemoveOptions{Client: cli, Prefix: g.Prefix, BackupRoot: o.backupDir, Notices: g.Notices, Now: clock,
+	res, err := leases.Remove(sctx, plan, leases.RemoveOptions{Client: etcd, Prefix: g.Prefix, BackupRoot: o.BackupDir, Notices: g.Notices, Now: clock,
 		Decrypt: decrypt.Namespaces(rs.Decrypter), Serves: opts.Serves, Pacing: pacing})
 	if res == nil {
 		return err
@@ -160,7 +161,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	}) {
 		// Left something: what the plan left as is, or a key written
 		// again since (one gone by itself is not left).
-		return &exitError{code: ExitGhosts}
+		return cli.Exit(ExitGhosts, nil)
 	}
 	return nil
 }
@@ -168,7 +169,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 // foundFaults is the exit of an audit: 3 when it found a fault.
 func foundFaults(a *leases.Audit) error {
 	if a.Faults() > 0 {
-		return &exitError{code: ExitGhosts}
+		return cli.Exit(ExitGhosts, nil)
 	}
 	return nil
 }
@@ -182,11 +183,11 @@ func (g *globalOptions) leasesOptions(ctx context.Context, rs *session.Read, nam
 	src := leases.Source{API: rs.API, Decrypter: rs.Decrypter, DB: rs.DB, Clock: clock}
 	done := func() {}
 	if !rs.DB {
-		_, cli, release, err := g.Bounded(ctx)
+		_, etcd, release, err := g.Bounded(ctx)
 		if err != nil {
 			return opts, settings, nil, err
 		}
-		src.Client, done = cli, release
+		src.Client, done = etcd, release
 	}
 	return opts.From(ctx, src), settings, done, nil
 }
@@ -203,17 +204,17 @@ func (o *leasesOptions) fits(ctx context.Context, g *globalOptions, pacing etcdw
 	if !ok {
 		return nil
 	}
-	cctx, cli, done, err := g.Bounded(ctx)
+	cctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	b, err := leases.RemovalBudget(cctx, cli, g.Prefix, o.namespace, pacing, oneKey)
+	b, err := leases.RemovalBudget(cctx, etcd, g.Prefix, o.namespace, pacing, oneKey)
 	if err != nil {
 		return err
 	}
 	if err := b.Fits(time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
-		return usageError("%v", err)
+		return cli.Usage("%v", err)
 	}
 	return nil
 }

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2"
+
+	"github.com/regghost/regghost/internal/cli"
 )
 
 // TestVerbosityAsInKubectl: -v/--v sets the libraries' log level on stderr,
 // as kubectl's does; --version stays regghost's version.
 func TestVerbosityAsInKubectl(t *testing.T) {
-	t.Cleanup(silenceLibraryLogs)
+	t.Cleanup(cli.SilenceLibraryLogs)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -25,7 +27,7 @@ func TestVerbosityAsInKubectl(t *testing.T) {
 		{[]string{"-v=8", "version"}, ExitUsage, false},
 		{[]string{"-v", "version"}, ExitUsage, false},
 	} {
-		silenceLibraryLogs()
+		cli.SilenceLibraryLogs()
 		var out, errOut bytes.Buffer
 		if code := Run(tc.args, strings.NewReader(""), &out, &errOut); code != tc.code {
 			t.Errorf("%v: exit %d, want %d: %s", tc.args, code, tc.code, errOut.String())

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
@@ -20,7 +21,7 @@ func newLsCmd(g *globalOptions) *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if output != "name" && output != "wide" {
-				return usageError("-o %q: ls prints name (each key) or wide (each key, its mod revision and value size)", output)
+				return cli.Usage("-o %q: ls prints name (each key) or wide (each key, its mod revision and value size)", output)
 			}
 			long := output == "wide"
 			g.Discover()

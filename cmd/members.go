@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/plural"
@@ -73,31 +74,31 @@ func (o *membersOptions) complete() {
 
 func (o *membersOptions) validate(g *globalOptions) error {
 	if g.DB != "" {
-		return usageError("--db %s reads one db file, and members compares the live members of a cluster: drop --db", g.DB)
+		return cli.Usage("--db %s reads one db file, and members compares the live members of a cluster: drop --db", g.DB)
 	}
 	if o.interval <= 0 {
-		return usageError("--interval must be positive, got %s", o.interval)
+		return cli.Usage("--interval must be positive, got %s", o.interval)
 	}
 	if o.maxKeys < 0 {
-		return usageError("--max-keys must be 0 (all) or more, got %d", o.maxKeys)
+		return cli.Usage("--max-keys must be 0 (all) or more, got %d", o.maxKeys)
 	}
 	if !slices.Contains(members.HashModes, o.hash) {
-		return usageError("--hash %q: want one of %s", o.hash, strings.Join(members.HashModes, ", "))
+		return cli.Usage("--hash %q: want one of %s", o.hash, strings.Join(members.HashModes, ", "))
 	}
 	if !slices.Contains(members.KeysModes, o.keys) {
-		return usageError("--compare-keys %q: want one of %s", o.keys, strings.Join(members.KeysModes, ", "))
+		return cli.Usage("--compare-keys %q: want one of %s", o.keys, strings.Join(members.KeysModes, ", "))
 	}
 	if o.current && o.keys == members.KeysNever {
-		return usageError("--current says how to compare the keys, and --compare-keys never leaves them out: drop one")
+		return cli.Usage("--current says how to compare the keys, and --compare-keys never leaves them out: drop one")
 	}
 	if o.reads.PageSize <= 0 || o.reads.PageSize > 10000 {
-		return usageError("--page-size must be between 1 and 10000, got %d", o.reads.PageSize)
+		return cli.Usage("--page-size must be between 1 and 10000, got %d", o.reads.PageSize)
 	}
 	if err := validateMembersPace(o.reads); err != nil {
 		return err
 	}
 	if err := o.opts.Validate(); err != nil {
-		return usageError("%v", err)
+		return cli.Usage("%v", err)
 	}
 	return o.print.Validate()
 }
@@ -120,13 +121,13 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	}
 	switch {
 	case rep.Verdict.Unknown:
-		return failed(fmt.Errorf("could not tell whether the members agree: %s", rep.Verdict.Refused))
+		return cli.Failed(fmt.Errorf("could not tell whether the members agree: %s", rep.Verdict.Refused))
 	case rep.Differ():
-		return &exitError{code: ExitGhosts}
+		return cli.Exit(ExitGhosts, nil)
 	case len(rep.Verdict.NotCompared) > 0:
-		return failed(fmt.Errorf("%s did not answer and %s not compared", strings.Join(rep.Verdict.NotCompared, ", "), plural.Pick(len(rep.Verdict.NotCompared), "was", "were")))
+		return cli.Failed(fmt.Errorf("%s did not answer and %s not compared", strings.Join(rep.Verdict.NotCompared, ", "), plural.Pick(len(rep.Verdict.NotCompared), "was", "were")))
 	case len(rep.Verdict.Behind) > 0:
-		return failed(fmt.Errorf("%s %s behind and %s not compared: compare again once caught up", strings.Join(rep.Verdict.Behind, ", "),
+		return cli.Failed(fmt.Errorf("%s %s behind and %s not compared: compare again once caught up", strings.Join(rep.Verdict.Behind, ", "),
 			plural.Be(len(rep.Verdict.Behind)), plural.Pick(len(rep.Verdict.Behind), "was", "were")))
 	}
 	return nil
@@ -143,7 +144,7 @@ func addMembersPace(f *pflag.FlagSet, reads *session.Reads) {
 // validateMembersPace refuses a negative --max-keys-per-second.
 func validateMembersPace(reads session.Reads) error {
 	if reads.MaxKeysPerSecond < 0 {
-		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
+		return cli.Usage("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/members"
 	"github.com/regghost/regghost/pkg/nodeconfig"
@@ -22,7 +23,7 @@ import (
 )
 
 type membersReplaceOptions struct {
-	writeFlags
+	cli.WriteFlags
 	print *render.PrintFlags
 	wait  time.Duration
 	// reads say how each member's keyspace is read: its pace
@@ -46,7 +47,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if g.DB != "" {
-				return usageError("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)
+				return cli.Usage("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)
 			}
 			if err := validateMembersPace(o.reads); err != nil {
 				return err
@@ -58,7 +59,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 		},
 	}
 	o.print.AddFlags(c)
-	o.add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
+	o.Add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
 	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up (0: add it and stop; run the command again once it runs)")
 	addMembersPace(c.Flags(), &o.reads)
 	return c, o
@@ -68,7 +69,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 // flags say: every key (as regghost members --compare-keys always), at
 // --max-keys-per-second.
 func (o *membersReplaceOptions) compareOptions(member string, say notice.Func) members.Options {
-	return members.Options{Reads: o.reads, Keys: members.KeysAlways, Notices: say, Fallback: members.RecordedFallback(o.backupDir, member)}
+	return members.Options{Reads: o.reads, Keys: members.KeysAlways, Notices: say, Fallback: members.RecordedFallback(o.BackupDir, member)}
 }
 
 // replaceAgain is the command that takes a replacement of member up, as
@@ -80,27 +81,16 @@ func (o *membersReplaceOptions) compareOptions(member string, say notice.Func) m
 // them (flags, ETCDCTL_*, the node's manifest, and the client URLs the
 // record holds); --password is never printed.
 func replaceAgain(member string, f *pflag.FlagSet) string {
-	words := []string{"regghost", "members", "replace", shellWord(member), "--confirm"}
-	if dir := f.Lookup("backup-dir"); dir != nil && dir.Value.String() != defaultBackupRoot {
-		words = append(words, "--backup-dir", shellWord(dir.Value.String()))
+	words := []string{"regghost", "members", "replace", cli.ShellWord(member), "--confirm"}
+	if dir := f.Lookup("backup-dir"); dir != nil && dir.Value.String() != cli.DefaultBackupRoot {
+		words = append(words, "--backup-dir", cli.ShellWord(dir.Value.String()))
 	}
 	for _, name := range []string{"command-timeout", "max-keys-per-second"} {
 		if fl := f.Lookup(name); fl != nil && fl.Value.String() != fl.DefValue {
-			words = append(words, "--"+name, shellWord(fl.Value.String()))
+			words = append(words, "--"+name, cli.ShellWord(fl.Value.String()))
 		}
 	}
 	return strings.Join(words, " ")
-}
-
-// shellWord is s as one word of a POSIX shell: as it is when it holds
-// nothing the shell reads otherwise, else in single quotes.
-func shellWord(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, member, again string, in io.Reader, out io.Writer) error {
@@ -123,16 +113,16 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	node, _ := nodeconfig.DiscoverEtcd(g.NodeRoot)
 	// Each step is bounded by --command-timeout, the learner's wait by
 	// --wait: the time the snapshots take is not taken from the wait.
-	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.backupDir, Wait: o.wait, StepTimeout: g.Etcd.CommandTimeout, Node: node,
+	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.BackupDir, Wait: o.wait, StepTimeout: g.Etcd.CommandTimeout, Node: node,
 		Again: again}
 	plan, err := members.Replace(ctx, ro)
-	if err != nil || !o.confirm || plan.Stage != members.StagePlanned {
+	if err != nil || !o.Confirm || plan.Stage != members.StagePlanned {
 		return o.finish(out, plan, err)
 	}
 	if err := o.print.Print(o.print.PlanWriter(out, g.errOut), render.MembersReplacePlan(plan)); err != nil {
 		return err
 	}
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
+	if err := o.Ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
 		return err
 	}
 	ro.Confirm, ro.Shown = true, plan
@@ -152,7 +142,7 @@ func (o *membersReplaceOptions) finish(out io.Writer, res *members.Replacement, 
 		return nil
 	case errors.Is(err, members.ErrLearnerWaiting), errors.Is(err, members.ErrStoppedMidway), res != nil && res.Stage == members.StageDiffers:
 		// Not done yet: the next run takes the replacement up.
-		return &exitError{code: ExitGhosts, err: err}
+		return cli.Exit(ExitGhosts, err)
 	}
-	return failed(err)
+	return cli.Failed(err)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/pkg/members"
 )
 
@@ -75,7 +76,7 @@ func TestReplaceAgain(t *testing.T) {
 		want string
 	}{
 		{"the defaults", nil, "regghost members replace m1 --confirm"},
-		{"the default backup directory given", []string{"--backup-dir", defaultBackupRoot}, "regghost members replace m1 --confirm"},
+		{"the default backup directory given", []string{"--backup-dir", cli.DefaultBackupRoot}, "regghost members replace m1 --confirm"},
 		{"a backup directory", []string{"--backup-dir", "/srv/evidence"}, "regghost members replace m1 --confirm --backup-dir /srv/evidence"},
 		{"a path with a space", []string{"--backup-dir", "/srv/it's here"}, `regghost members replace m1 --confirm --backup-dir '/srv/it'\''s here'`},
 		{"time and pace", []string{"--command-timeout", "20m", "--max-keys-per-second", "50000", "--wait", "1s", "--yes", "--password", "secret"},

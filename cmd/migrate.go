@@ -11,20 +11,20 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/regghost/regghost/pkg/etcdscan"
-
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/migrate"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 )
 
 type migrateOptions struct {
-	writeFlags
+	cli.WriteFlags
 	prune     bool
 	perSecond int
 	target    string
@@ -42,12 +42,12 @@ func newMigrateCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
-				return usageError("--target-release: %v", err)
+				return cli.Usage("--target-release: %v", err)
 			}
 			if o.perSecond <= 0 {
-				return usageError("--max-objects-per-second must be positive, got %d", o.perSecond)
+				return cli.Usage("--max-objects-per-second must be positive, got %d", o.perSecond)
 			}
-			if o.confirm {
+			if o.Confirm {
 				if err := refuseDB(g, "migrate --confirm"); err != nil {
 					return err
 				}
@@ -55,7 +55,7 @@ func newMigrateCmd(g *globalOptions) *cobra.Command {
 			return runMigrate(c.Context(), g, o, args[0], c.InOrStdin(), c.OutOrStdout())
 		},
 	}
-	o.writeFlags.add(c, "really rewrite the objects through the API server (without it migrate only counts)", "regghost's backups, read for values under keys that no longer write")
+	o.WriteFlags.Add(c, "really rewrite the objects through the API server (without it migrate only counts)", "regghost's backups, read for values under keys that no longer write")
 	c.Flags().BoolVar(&o.prune, "prune-stored-versions", false, "once the count again leaves nothing at an old version, narrow the CRD's status.storedVersions to the versions still stored")
 	c.Flags().StringVar(&o.target, "target-release", "", "judge a built-in resource's objects against what this Kubernetes release decodes (v1.37), before upgrading to it")
 	c.Flags().IntVar(&o.perSecond, "max-objects-per-second", migrate.DefaultPerSecond, "pace of the rewrites through the API server")
@@ -80,7 +80,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	}
 	prep, err := migrate.Prepare(ctx, src, name, o.target)
 	if u := (*migrate.UsageError)(nil); errors.As(err, &u) {
-		return usageError("%s", u.Msg)
+		return cli.Usage("%s", u.Msg)
 	}
 	if err != nil {
 		return err
@@ -88,8 +88,8 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	plan := prep.Plan
 	narrow, nerr := migrate.StoredVersionsProven(plan)
 	pruneOnly := plan.Left() == 0 && o.prune && nerr == nil && narrow.Needed()
-	if !o.confirm || (plan.Left() == 0 && !pruneOnly) {
-		keys, held, err := prep.Evidence(ctx, o.backupDir)
+	if !o.Confirm || (plan.Left() == 0 && !pruneOnly) {
+		keys, held, err := prep.Evidence(ctx, o.BackupDir)
 		if err != nil {
 			return err
 		}
@@ -98,10 +98,10 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		}
 		if err := migrate.Servable(plan); err != nil {
 			// Its --confirm would be refused: the dry run says so.
-			return failed(err)
+			return cli.Failed(err)
 		}
 		if plan.Left() > 0 {
-			return &exitError{code: ExitGhosts}
+			return cli.Exit(ExitGhosts, nil)
 		}
 		return nil
 	}
@@ -109,10 +109,10 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return err
 	}
 	if len(plan.Rewrite) == 0 && !pruneOnly {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: nothing of %s can be rewritten (named above); nothing was changed", plan.Resource)}
+		return cli.Exit(ExitError, fmt.Errorf("refused: nothing of %s can be rewritten (named above); nothing was changed", plan.Resource))
 	}
 	if rs.API == nil {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: migrate writes through the API server (%s); nothing was changed", rs.Why)}
+		return cli.Exit(ExitError, fmt.Errorf("refused: migrate writes through the API server (%s); nothing was changed", rs.Why))
 	}
 	dyn, readers, err := prep.Clients(o.perSecond)
 	if err != nil {
@@ -122,7 +122,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if pruneOnly {
 		question = fmt.Sprintf("Narrow status.storedVersions of CustomResourceDefinition %s from [%s] to [%s]?", narrow.CRD, strings.Join(narrow.From, ", "), strings.Join(narrow.To, ", "))
 	}
-	if err := o.ask(in, g.errOut, question); err != nil {
+	if err := o.Ask(in, g.errOut, question); err != nil {
 		return err
 	}
 	// Only a signal stops the rewrite (the command's deadline is its own
@@ -133,24 +133,24 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		<-interrupt.Done()
 		stopListening()
 	}()
-	sctx, cli, done, err := g.Bounded(ctx)
+	sctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	protection := &migrate.Protection{Client: cli, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.backupDir, Notices: g.Notices}
+	protection := &migrate.Protection{Client: etcd, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.BackupDir, Notices: g.Notices}
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: prep.Again, History: prep.History, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
-		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.backupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
+		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
 	err = o.print.PrintResult(out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err
 	}
 	if res.Rewrite == nil || res.Rewrite.Stopped != "" || res.Proof == nil {
-		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish: run the same command again, it reads what is left from etcd", plan.Resource)}
+		return cli.Exit(ExitError, fmt.Errorf("%s did not finish: run the same command again, it reads what is left from etcd", plan.Resource))
 	}
 	if p := res.Proof; p.Left() > 0 {
-		return &exitError{code: ExitError, err: fmt.Errorf("%s: %d objects left (named above)", plan.Resource, p.Left())}
+		return cli.Exit(ExitError, fmt.Errorf("%s: %d objects left (named above)", plan.Resource, p.Left()))
 	}
 	return nil
 }

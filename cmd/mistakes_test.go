@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/snapshot"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestUnstickATargetThatExistsNowhere: a namespace or CRD of which nothing

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/pkg/table"
 )
@@ -29,7 +30,7 @@ func newOverridesCmd() *cobra.Command {
 			}
 			text, err := help.Override(flag)
 			if err != nil {
-				return usageError("%v", err)
+				return cli.Usage("%v", err)
 			}
 			_, err = fmt.Fprint(c.OutOrStdout(), help.ForTerminal(text, table.Width(c.OutOrStdout())))
 			return err

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -22,11 +22,8 @@ import (
 	"github.com/regghost/regghost/pkg/table"
 )
 
-// defaultBackupRoot is where purge keeps snapshots and backups.
-const defaultBackupRoot = "/var/lib/regghost/backups"
-
 type purgeOptions struct {
-	writeFlags
+	cli.WriteFlags
 	namespace        string
 	keys             []string
 	from             string
@@ -60,7 +57,7 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
 	f.StringVar(&o.from, "from", "", "a reviewed report of 'regghost scan -o json': purge only its keys, and only if unchanged since")
 	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class: "+etcdscan.ForceableNames()+" (never disputed)")
-	o.writeFlags.add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
+	o.WriteFlags.Add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
 	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
 	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
 	o.print = render.NewPrintFlags(true, "table")
@@ -72,31 +69,24 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Reader, out io.Writer) error {
 	if err := refuseDB(g, "purge"); err != nil {
 		return err
 	}
 	if o.batchSize < 1 || o.batchSize > 128 {
-		return usageError("--batch-size must be between 1 and 128, got %d", o.batchSize)
+		return cli.Usage("--batch-size must be between 1 and 128, got %d", o.batchSize)
 	}
 	if o.rate <= 0 {
-		return usageError("--rate must be positive, got %g", o.rate)
+		return cli.Usage("--rate must be positive, got %g", o.rate)
 	}
 	if o.terminatingAfter <= 0 {
-		return usageError("--terminating-after must be positive, got %s", o.terminatingAfter)
+		return cli.Usage("--terminating-after must be positive, got %s", o.terminatingAfter)
 	}
 	sel := repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
 	for _, s := range o.forceClasses {
 		c, err := etcdscan.ParseForceable(s)
 		if err != nil {
-			return usageError("--force-class: %v", err)
+			return cli.Usage("--force-class: %v", err)
 		}
 		sel.ForceClasses = append(sel.ForceClasses, c)
 	}
@@ -104,7 +94,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	for _, s := range o.acceptImpacts {
 		k, err := impact.ParseKind(s)
 		if err != nil {
-			return usageError("%s: %v", impact.AcceptImpactFlag, err)
+			return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
 		}
 		impactOpts.Accept = append(impactOpts.Accept, k)
 	}
@@ -116,7 +106,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		sel.Reviewed = rep
 	}
 	if o.namespace == "" && len(o.keys) == 0 {
-		return usageError("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
+		return cli.Usage("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
@@ -125,7 +115,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	defer rs.Close()
-	g.backupRoot = o.backupDir
+	g.backupRoot = o.BackupDir
 	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: impactOpts,
 		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
 		Scan: func(ctx context.Context) (*etcdscan.Report, error) {
@@ -135,7 +125,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	view := rs.API
-	if !o.confirm {
+	if !o.Confirm {
 		return o.print.Print(out, render.PurgePlan(plan, true))
 	}
 	if len(plan.Targets) == 0 {
@@ -151,16 +141,16 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err := render.WritePurgePlan(table.NewSafeWriter(planOut), plan, false); err != nil {
 		return err
 	}
-	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.backupDir)
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Delete %s (%s) from etcd?", render.Plural(len(plan.Targets), "key"), plan.Scope)); err != nil {
+	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.BackupDir)
+	if err := o.Ask(in, g.errOut, fmt.Sprintf("Delete %s (%s) from etcd?", render.Plural(len(plan.Targets), "key"), plan.Scope)); err != nil {
 		return err
 	}
-	cli, cfg, err := g.ConnectConfig(ctx)
+	etcd, cfg, err := g.ConnectConfig(ctx)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	popts := repair.PurgeOptions{BackupRoot: o.backupDir, Client: cli, ClientConfig: cfg, Now: clock, Notices: g.Notices,
+	defer etcd.Close()
+	popts := repair.PurgeOptions{BackupRoot: o.BackupDir, Client: etcd, ClientConfig: cfg, Now: clock, Notices: g.Notices,
 		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}}
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
@@ -182,7 +172,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 		return err
 	}
 	if res.Deleted != res.Planned {
-		return &exitError{code: ExitGhosts, err: fmt.Errorf("deleted %d of %d planned keys; the rest were left alone (see above)", res.Deleted, res.Planned)}
+		return cli.Exit(ExitGhosts, fmt.Errorf("deleted %d of %d planned keys; the rest were left alone (see above)", res.Deleted, res.Planned))
 	}
 	return nil
 }

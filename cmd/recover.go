@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regghost/regghost/pkg/backup"
-
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/recovery"
@@ -20,7 +20,7 @@ import (
 )
 
 type recoverOptions struct {
-	writeFlags
+	cli.WriteFlags
 	snapshot      string
 	rev           int64
 	keys          []string
@@ -71,7 +71,7 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.withLive, "with-live", false, "with -o yaml|json, also print an object asked for by key or --name that exists live, at the live resourceVersion (kubectl apply then fails on a conflict instead of overwriting)")
 	o.other.add(c, "snapshot or revision")
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
-	o.writeFlags.add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
+	o.WriteFlags.Add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
 	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
 	f.DurationVar(&o.servedWait, "wait", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
 	o.print.AddFlags(c)
@@ -98,7 +98,7 @@ func (o *recoverOptions) complete(g *globalOptions) error {
 	if o.selector != "" {
 		s, err := labels.Parse(o.selector)
 		if err != nil {
-			return usageError("--selector %q: %v", o.selector, err)
+			return cli.Usage("--selector %q: %v", o.selector, err)
 		}
 		o.sel.Selector = s
 	}
@@ -106,7 +106,7 @@ func (o *recoverOptions) complete(g *globalOptions) error {
 	for _, a := range o.acceptImpacts {
 		k, err := recovery.ParseImpact(a)
 		if err != nil {
-			return usageError("--accept-impact: %v", err)
+			return cli.Usage("--accept-impact: %v", err)
 		}
 		o.accept[k] = true
 	}
@@ -118,27 +118,27 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 		return err
 	}
 	if g.DB != "" && o.snapshot == "" && o.rev == 0 {
-		return usageError("recover takes its source as --snapshot FILE (or --rev N); --db is for the read-only commands: regghost recover --snapshot %s", g.DB)
+		return cli.Usage("recover takes its source as --snapshot FILE (or --rev N); --db is for the read-only commands: regghost recover --snapshot %s", g.DB)
 	}
 	if (o.snapshot == "") == (o.rev == 0) {
-		return usageError("give exactly one source: --snapshot FILE or --rev N")
+		return cli.Usage("give exactly one source: --snapshot FILE or --rev N")
 	}
 	if backup.SourceOf(o.snapshot) == backup.SourceBackup {
-		return usageError("%s is a regghost backup directory, not a snapshot: `regghost restore %s` puts back what it holds", o.snapshot, o.snapshot)
+		return cli.Usage("%s is a regghost backup directory, not a snapshot: `regghost restore %s` puts back what it holds", o.snapshot, o.snapshot)
 	}
 	if o.rev < 0 {
-		return usageError("--rev must be positive, got %d", o.rev)
+		return cli.Usage("--rev must be positive, got %d", o.rev)
 	}
 	if err := validateNamespace(o.namespace); err != nil {
 		return err
 	}
 	for _, k := range o.keys {
 		if !strings.HasPrefix(k, g.Prefix) {
-			return usageError("%s is not under the registry prefix %s", k, g.Prefix)
+			return cli.Usage("%s is not under the registry prefix %s", k, g.Prefix)
 		}
 	}
-	if o.manifests() && o.confirm {
-		return usageError("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.print.Output())
+	if o.manifests() && o.Confirm {
+		return cli.Usage("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.print.Output())
 	}
 	// Even manifests are judged against the live cluster.
 	if err := refuseDB(g, "recover"); err != nil {
@@ -152,7 +152,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	defer cancel()
 	rec, err := recovery.Prepare(ctx, &g.Settings, recovery.Request{Snapshot: o.snapshot, Rev: o.rev, SourceEncryptionConfig: o.sourceEncCfg,
 		Selection: o.sel, Accept: o.accept, IntoRecreated: o.intoRecreated, OtherCluster: o.other.cluster, OtherClusterGrants: o.other.grants,
-		BackupRoot: o.backupDir, Notices: g.Notices})
+		BackupRoot: o.BackupDir, Notices: g.Notices})
 	if err != nil {
 		return err
 	}
@@ -162,14 +162,14 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return o.printManifests(out, g.errOut, objs)
 	}
 	todo, _ := render.RecoveryCounts(objs)
-	if !o.confirm || todo == 0 {
-		if err := o.print.Print(out, render.RecoveryPlan(rec.From, objs, !o.confirm)); err != nil {
+	if !o.Confirm || todo == 0 {
+		if err := o.print.Print(out, render.RecoveryPlan(rec.From, objs, !o.Confirm)); err != nil {
 			return err
 		}
-		return failed(render.RecoveryRefusedError(objs))
+		return cli.Failed(render.RecoveryRefusedError(objs))
 	}
 	render.WriteRecoveryPlan(table.NewSafeWriter(out), rec.From, objs)
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Write %s into etcd?", render.Plural(todo, "object"))); err != nil {
+	if err := o.Ask(in, g.errOut, fmt.Sprintf("Write %s into etcd?", render.Plural(todo, "object"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
@@ -183,11 +183,11 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 		return werr
 	}
 	if err := render.ConflictError(res.Results); err != nil {
-		return failed(err)
+		return cli.Failed(err)
 	}
 	// What the plan refused is left out of the run: part of what was
 	// selected is not back, and the exit code says so, as the dry run's.
-	return failed(render.RecoveryRefusedError(objs))
+	return cli.Failed(render.RecoveryRefusedError(objs))
 }
 
 // printManifests writes, as one List for kubectl apply, only what recover
@@ -208,5 +208,5 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 	}
 	// Part of what was selected cannot come back: the exit code says so,
 	// as the write's does.
-	return failed(render.ManifestsRefusedError(left))
+	return cli.Failed(render.ManifestsRefusedError(left))
 }

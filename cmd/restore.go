@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decrypt"
@@ -37,16 +38,16 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if snapshot.IsLogical(args[0]) {
-				return usageError("%s is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore %s` puts back what it holds, `regghost recover --snapshot %s` chosen objects; restore takes a backup directory (backup ls lists them)", args[0], args[0], args[0])
+				return cli.Usage("%s is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore %s` puts back what it holds, `regghost recover --snapshot %s` chosen objects; restore takes a backup directory (backup ls lists them)", args[0], args[0], args[0])
 			}
 			if backup.SourceOf(args[0]) == backup.SourceSnapshot {
-				return usageError("%s is an etcd snapshot, not a regghost backup: `regghost recover --snapshot %s` brings chosen objects back from it (-n NAMESPACE, or their keys); restore takes a backup directory (backup ls lists them)", args[0], args[0])
+				return cli.Usage("%s is an etcd snapshot, not a regghost backup: `regghost recover --snapshot %s` brings chosen objects back from it (-n NAMESPACE, or their keys); restore takes a backup directory (backup ls lists them)", args[0], args[0])
 			}
 			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: other.cluster, otherClusterGrants: other.grants, intoRecreated: intoRecreated, print: p}, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
-	c.Flags().BoolVar(&yes, "yes", false, yesHelp)
+	c.Flags().BoolVar(&yes, "yes", false, cli.YesHelp)
 	other.add(c, "backup")
 	addIntoRecreatedFlag(c, &intoRecreated)
 	p.AddFlags(c)
@@ -121,13 +122,13 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 			return err
 		}
 		if f.summary {
-			return failed(render.RefusedError(plan))
+			return cli.Failed(render.RefusedError(plan))
 		}
-		return failed(render.ConflictError(plan))
+		return cli.Failed(render.ConflictError(plan))
 	}
 	planOut := f.print.PlanWriter(out, g.errOut)
 	render.WriteRestoreResults(table.NewSafeWriter(planOut), plan, f.summary)
-	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
+	if err := cli.Confirm(in, g.errOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
@@ -145,11 +146,11 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	}
 	if f.summary {
 		if err := render.StillPresentError(results); err != nil {
-			return failed(err)
+			return cli.Failed(err)
 		}
-		return failed(render.RefusedError(results))
+		return cli.Failed(render.RefusedError(results))
 	}
-	return failed(render.ConflictError(results))
+	return cli.Failed(render.ConflictError(results))
 }
 
 // restorer opens etcd for putting a backup's keys back (or undoing a
@@ -158,7 +159,7 @@ func restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, aud
 	if auditDir == "" {
 		auditDir = filepath.Dir(path)
 	}
-	ctx, cli, done, err := g.Bounded(ctx)
+	ctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -167,7 +168,7 @@ func restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, aud
 		done()
 		return nil, nil, nil, err
 	}
-	r := &repair.Restorer{Client: cli, Backup: b, Path: path, AuditDir: auditDir, Notices: g.Notices, Decrypt: decrypt.Namespaces(dec),
+	r := &repair.Restorer{Client: etcd, Backup: b, Path: path, AuditDir: auditDir, Notices: g.Notices, Decrypt: decrypt.Namespaces(dec),
 		OtherCluster: f.otherCluster, OtherClusterGrants: f.otherClusterGrants,
 		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.Prefix}}
 	if r.Options.Reader, err = g.ContentReader(ctx); err != nil {

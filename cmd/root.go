@@ -3,68 +3,34 @@
 package cmd
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	etcdflags "go.etcd.io/etcd/pkg/v3/flags"
 	"go.uber.org/zap"
-	"golang.org/x/term"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/help"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/nodeconfig"
-	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/version"
 )
 
-// Exit codes, documented in the README.
+// Exit codes, documented in the README (cli's).
 const (
-	// ExitOK means success; for scan, that no ghost was found.
-	ExitOK = 0
-	// ExitError means the command failed.
-	ExitError = 1
-	// ExitUsage means bad flags or arguments.
-	ExitUsage = 2
-	// ExitGhosts means scan found ghosts (or purge left ghosts behind).
-	ExitGhosts = 3
+	ExitOK     = cli.ExitOK
+	ExitError  = cli.ExitError
+	ExitUsage  = cli.ExitUsage
+	ExitGhosts = cli.ExitGhosts
 )
 
 // clock is regghost's time: ages, stuck thresholds and backup names are
 // read from it (the golden tests fix it).
 var clock = time.Now
-
-// exitError carries an exit code through cobra.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
-
-// failed makes err, why a command's results fail it, the command's error
-// (exit code 1); nil for nil.
-func failed(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: ExitError, err: err}
-}
-
-func usageError(format string, args ...any) error {
-	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
-}
 
 // NewRoot builds the regghost command tree writing to out and errOut.
 func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
@@ -80,7 +46,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.SetFlagErrorFunc(flagError)
+	root.SetFlagErrorFunc(cli.FlagError)
 	f := root.PersistentFlags()
 	f.StringSliceVar(&g.Etcd.Endpoints, "endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints (env ETCDCTL_ENDPOINTS)")
 	f.StringVar(&g.Etcd.CACert, "cacert", "", "CA bundle to verify etcd's certificate (env ETCDCTL_CACERT)")
@@ -98,7 +64,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	f.BoolVar(&g.NoAPI, "no-api", false, "do not contact the API server; decide from etcd alone")
 	f.StringVar(&g.DB, "db", "", "read this etcd db file (snapshot or member/snap/db) instead of a live etcd, read-only")
 	f.StringVar(&g.EncryptionConfig, "encryption-provider-config", "", "kube-apiserver EncryptionConfiguration to decrypt aescbc, aesgcm and secretbox values")
-	f.StringVar(&g.NodeRoot, "node-root", envOr("REGGHOST_NODE_ROOT", "/"), "where the control-plane node's files are, to find etcd's endpoints, certificates, prefix and encryption config that no flag or ETCDCTL_* variable gives (env REGGHOST_NODE_ROOT)")
+	f.StringVar(&g.NodeRoot, "node-root", cli.EnvOr("REGGHOST_NODE_ROOT", "/"), "where the control-plane node's files are, to find etcd's endpoints, certificates, prefix and encryption config that no flag or ETCDCTL_* variable gives (env REGGHOST_NODE_ROOT)")
 	f.IntVarP(&g.verbosity, "v", "v", 0, "log level of the libraries regghost uses, on stderr, as in kubectl: -v=6 shows every API server request (0: silent; at most 7: bodies, which hold Secrets, are never printed)")
 	f.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = f.MarkHidden("cpuprofile")
@@ -112,57 +78,31 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		// flag given beside its variable wins: etcd's reader would exit on
 		// the conflict without a word (runbooks export the variables, then
 		// an operator adds a flag).
-		shadowEnvByFlags(c.Root().PersistentFlags(), "ETCDCTL")
+		cli.ShadowEnvByFlags(c.Root().PersistentFlags(), "ETCDCTL")
 		if err := etcdflags.SetPflagsFromEnv(zap.NewNop(), "ETCDCTL", c.Root().PersistentFlags()); err != nil {
-			return usageError("%v", err)
+			return cli.Usage("%v", err)
 		}
 		g.errOut = c.ErrOrStderr()
 		g.Notices = render.Notices(g.errOut)
 		if g.verbosity < 0 || g.verbosity > 7 {
-			return usageError("-v must be 0 to 7, got %d: from 8 the libraries print request and response bodies (Secrets' data, bearer tokens)", g.verbosity)
+			return cli.Usage("-v must be 0 to 7, got %d: from 8 the libraries print request and response bodies (Secrets' data, bearer tokens)", g.verbosity)
 		}
-		libraryLogs(g.verbosity, g.errOut)
-		if err := checkDurations(c); err != nil {
+		cli.LibraryLogs(g.verbosity, g.errOut)
+		if err := cli.CheckDurations(c); err != nil {
 			return err
 		}
 		if err := g.CheckFlags(); err != nil {
-			return usageError("%v", err)
+			return cli.Usage("%v", err)
 		}
-		g.Etcd.AskPassword = passwordAsker(in, errOut, g.Etcd.User)
+		g.Etcd.AskPassword = cli.PasswordAsker(in, errOut, g.Etcd.User)
 		return nil
 	}
 	root.AddCommand(newScanCmd(g), newGetCmd(g), newPurgeCmd(g), newRestoreCmd(g), newSnapshotCmd(g), newBackupCmd(), newLsCmd(g), newDiffCmd(g), newVersionsCmd(g), newMigrateCmd(g), newUnstickCmd(g), newDanglingCmd(g), newRecoverCmd(g), newHistoryCmd(g), newServeCmd(g), newSpaceCmd(g), newMembersCmd(g), newLeasesCmd(g), newVersionCmd(), help.OptionsCommand(), newOverridesCmd())
 	help.Group(root)
 	help.Set(root)
-	usageArgs(root)
+	cli.UsageArgs(root)
 	completions(g, root)
 	return root
-}
-
-// usageArgs makes every command's wrong count of arguments a usage error
-// (exit 2, one line naming the command), as bad flags are.
-func usageArgs(c *cobra.Command) {
-	if orig := c.Args; orig != nil {
-		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := orig(cmd, args); err != nil {
-				var ee *exitError
-				if errors.As(err, &ee) {
-					return err
-				}
-				return usageError("%s: %v (usage: %s)", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err, cmd.UseLine())
-			}
-			return nil
-		}
-	}
-	for _, sub := range c.Commands() {
-		usageArgs(sub)
-	}
-}
-
-// oneLine folds an error's text onto one line (cobra's suggestions come
-// on lines of their own).
-func oneLineOf(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // Execute runs regghost with the process's arguments and returns its exit code.
@@ -173,62 +113,14 @@ func Execute() int {
 // Run runs regghost with args and returns its exit code. Errors are printed
 // as one line on errOut.
 func Run(args []string, in io.Reader, out, errOut io.Writer) int {
-	silenceLibraryLogs()
+	cli.SilenceLibraryLogs()
 	root := NewRoot(in, out, errOut)
 	root.SetArgs(args)
-	if c, rest, ferr := root.Find(args); ferr == nil && c.HasParent() && c.HasSubCommands() && !c.Runnable() && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		// A group ("backup", "members") given a word it does not know: a
-		// mistyped command, never its help and exit 0.
-		fmt.Fprintf(errOut, "regghost: unknown command %q for %q (see %s --help)\n", rest[0], c.CommandPath(), c.CommandPath())
+	if cli.UnknownInGroup(root, args, errOut) {
 		return ExitUsage
 	}
 	err := root.Execute()
 	// Flush a --cpuprofile whatever the outcome; a no-op when none runs.
 	pprof.StopCPUProfile()
-	if err == nil {
-		return ExitOK
-	}
-	var ue render.UsageError
-	if errors.As(err, &ue) {
-		err = &exitError{code: ExitUsage, err: err}
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			msg := ee.err.Error()
-			if ee.code != ExitUsage || !strings.Contains(msg, "flag") {
-				// A refusal an override lifts says where to read what it
-				// risks; a mistyped flag does not.
-				msg = help.WithOverrideLink(msg)
-			}
-			sayError(errOut, msg)
-		}
-		return ee.code
-	}
-	if msg := err.Error(); strings.HasPrefix(msg, "unknown command ") {
-		for old, now := range renamedCommands {
-			if strings.HasPrefix(msg, fmt.Sprintf("unknown command %q ", old)) {
-				fmt.Fprintf(errOut, "regghost: %s\n", now)
-				return ExitUsage
-			}
-		}
-		// A mistyped command: a usage error, on one line.
-		fmt.Fprintf(errOut, "regghost: %s (see regghost --help)\n", oneLineOf(msg))
-		return ExitUsage
-	}
-	sayError(errOut, help.WithOverrideLink(err.Error()))
-	return ExitError
-}
-
-// sayError writes the error a command ends with: one line for a script or
-// a log (stderr is not a terminal), wrapped to the screen on a terminal,
-// continuation lines indented by two blanks.
-func sayError(errOut io.Writer, msg string) {
-	// Joined errors are one message too; names from etcd are escaped.
-	msg = strings.Join(strings.Split(strings.TrimSpace(msg), "\n"), "; ")
-	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		table.Para(errOut, "regghost: ", "  ", msg)
-		return
-	}
-	fmt.Fprintf(errOut, "regghost: %s\n", table.Escape(msg))
+	return cli.Report(errOut, err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -62,16 +63,16 @@ func (o *scanOptions) validate() error {
 // (scan and serve).
 func validateScanSettings(reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int) error {
 	if reads.PageSize <= 0 || reads.PageSize > 10000 {
-		return usageError("--page-size must be between 1 and 10000, got %d", reads.PageSize)
+		return cli.Usage("--page-size must be between 1 and 10000, got %d", reads.PageSize)
 	}
 	if reads.MaxKeysPerSecond < 0 {
-		return usageError("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
+		return cli.Usage("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
 	}
 	if terminatingAfter <= 0 {
-		return usageError("--terminating-after must be positive, got %s", terminatingAfter)
+		return cli.Usage("--terminating-after must be positive, got %s", terminatingAfter)
 	}
 	if apiCheckLimit < 1 {
-		return usageError("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", apiCheckLimit)
+		return cli.Usage("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", apiCheckLimit)
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func validateNamespace(ns string) error {
 		return nil
 	}
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return usageError("--namespace %q is not a valid namespace name: %s", ns, errs[0])
+		return cli.Usage("--namespace %q is not a valid namespace name: %s", ns, errs[0])
 	}
 	return nil
 }
@@ -106,7 +107,7 @@ func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut 
 		return err
 	}
 	if rep.Ghosts() > 0 || rep.DanglingGoneCount() > 0 {
-		return &exitError{code: ExitGhosts}
+		return cli.Exit(ExitGhosts, nil)
 	}
 	return nil
 }
@@ -149,7 +150,7 @@ func spillSetting() (int, error) {
 	}
 	n, err := session.SpillAfter()
 	if err != nil {
-		return 0, usageError("%v", err)
+		return 0, cli.Usage("%v", err)
 	}
 	return n, nil
 }
@@ -176,7 +177,7 @@ func (g *globalOptions) scanOptions(namespace string, terminatingAfter time.Dura
 		so.Progress = func() (func(read, total int), func()) { return render.ScanProgress(g.errOut) }
 	}
 	so.Existed = func(ns string) bool {
-		root := envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot)
+		root := cli.BackupRoot()
 		dirs := backup.NamedAfter(root, "namespace "+ns)
 		if g.backupRoot != "" && g.backupRoot != root {
 			dirs = append(dirs, backup.NamedAfter(g.backupRoot, "namespace "+ns)...)

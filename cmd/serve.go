@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/exporter"
@@ -89,22 +90,22 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 
 func (o *serveOptions) validate(g *globalOptions) error {
 	if g.DB != "" {
-		return usageError("serve watches a live etcd; --db is for one-off reads (regghost scan --db)")
+		return cli.Usage("serve watches a live etcd; --db is for one-off reads (regghost scan --db)")
 	}
 	if !slices.Contains(members.HashModes, o.membersHash) {
-		return usageError("--members-hash %q: want one of %s", o.membersHash, strings.Join(members.HashModes, ", "))
+		return cli.Usage("--members-hash %q: want one of %s", o.membersHash, strings.Join(members.HashModes, ", "))
 	}
 	if o.membersInterval < 0 {
-		return usageError("--members-interval must be 0 (never) or positive, got %s", o.membersInterval)
+		return cli.Usage("--members-interval must be 0 (never) or positive, got %s", o.membersInterval)
 	}
 	if o.interval <= 0 {
-		return usageError("--interval must be positive, got %s", o.interval)
+		return cli.Usage("--interval must be positive, got %s", o.interval)
 	}
 	if o.jitter < 0 || o.jitter >= 1 {
-		return usageError("--jitter must be at least 0 and below 1, got %g", o.jitter)
+		return cli.Usage("--jitter must be at least 0 and below 1, got %g", o.jitter)
 	}
 	if o.namespaceLimit < 0 {
-		return usageError("--namespace-label-limit must be 0 or more, got %d", o.namespaceLimit)
+		return cli.Usage("--namespace-label-limit must be 0 or more, got %d", o.namespaceLimit)
 	}
 	if err := validateScanInput(""); err != nil {
 		return err
@@ -114,7 +115,7 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	}
 	o.serving.NoAPI = g.NoAPI
 	if err := o.serving.Check(); err != nil {
-		return usageError("%v", err)
+		return cli.Usage("%v", err)
 	}
 	return nil
 }

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/regghost/regghost/pkg/backup"
-
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
+	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/snapshot"
 )
 
@@ -22,7 +22,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 		Short: "Save a verified snapshot of etcd (or a logical one of kine) to FILE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, cli, done, err := g.Bounded(c.Context())
+			ctx, etcd, done, err := g.Bounded(c.Context())
 			if err != nil {
 				return err
 			}
@@ -31,8 +31,8 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.Endpoints = cli.Endpoints()
-			info, ep, err := snapshot.TakeSnapshot(ctx, cli, cfg, args[0], 0)
+			cfg.Endpoints = etcd.Endpoints()
+			info, ep, err := snapshot.TakeSnapshot(ctx, etcd, cfg, args[0], 0)
 			if err != nil {
 				return err
 			}
@@ -85,10 +85,10 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 				return fmt.Errorf("snapshot: %w", err)
 			}
 			if backup.SourceOf(args[0]) == backup.SourceBackup && !snapshot.IsLogical(args[0]) {
-				return usageError("%s is a regghost backup directory, not a logical snapshot: `regghost restore %s` puts back what it holds", args[0], args[0])
+				return cli.Usage("%s is a regghost backup directory, not a logical snapshot: `regghost restore %s` puts back what it holds", args[0], args[0])
 			}
 			if !snapshot.IsLogical(args[0]) {
-				return usageError("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path), or bring chosen objects back from it with: regghost recover --snapshot %s", args[0], args[0], args[0])
+				return cli.Usage("%s is not a logical snapshot; restore etcd's own snapshot with: etcdutl snapshot restore %s --data-dir … (see regghost purge's disaster path), or bring chosen objects back from it with: regghost recover --snapshot %s", args[0], args[0], args[0])
 			}
 			// Inside a backup directory, it journals there: a prune must
 			// not remove it meanwhile.
@@ -117,7 +117,7 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
-	c.Flags().BoolVar(&yes, "yes", false, yesHelp)
+	c.Flags().BoolVar(&yes, "yes", false, cli.YesHelp)
 	c.Flags().StringVar(&prefix, "key-prefix", "", "restore only the keys under this key prefix (default: every key the purge deleted; with --all-absent every key of the snapshot)")
 	c.Flags().BoolVar(&allAbsent, strings.TrimPrefix(snapshot.AllAbsentFlag, "--"), false,
 		"write back every key of the snapshot absent now, not only the keys its purge deleted: this brings back what Kubernetes deleted since the snapshot too; for rebuilding a datastore that lost its keys")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/leases"
@@ -42,10 +43,10 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), "where regghost's backups are: what they hold on that filesystem is shown (env REGGHOST_BACKUP_DIR)")
+	cli.BackupDirVar(f, &o.backupDir, "where regghost's backups are: what they hold on that filesystem is shown")
 	o.print.AddFlags(c)
 	f.IntVar(&o.top, "top", space.DefaultTop, "how many keys the largest and most-revisions lists keep")
-	f.Var(quantityFlag{&o.quota}, "quota-backend-bytes", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
+	f.Var(cli.Quantity{V: &o.quota}, "quota-backend-bytes", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
 	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
 	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
 	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
@@ -56,14 +57,14 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 // complete checks --quota-backend-bytes, when given.
 func (o *spaceOptions) complete(quotaGiven bool) error {
 	if quotaGiven && o.quota <= 0 {
-		return usageError("--quota-backend-bytes must be a positive size, got %d", o.quota)
+		return cli.Usage("--quota-backend-bytes must be a positive size, got %d", o.quota)
 	}
 	return nil
 }
 
 func (o *spaceOptions) validate() error {
 	if o.top < 0 {
-		return usageError("--top must be 0 or more, got %d", o.top)
+		return cli.Usage("--top must be 0 or more, got %d", o.top)
 	}
 	if err := validateScanInput(""); err != nil {
 		return err

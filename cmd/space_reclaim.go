@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/plural"
@@ -17,7 +18,7 @@ import (
 )
 
 type spaceReclaimOptions struct {
-	writeFlags
+	cli.WriteFlags
 	dataDirs   []string
 	quota      int64
 	memberWait time.Duration
@@ -43,16 +44,16 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if o.quota == 0 {
-				return usageError("--quota-backend-bytes must not be 0 (negative: no quota)")
+				return cli.Usage("--quota-backend-bytes must not be 0 (negative: no quota)")
 			}
 			return runSpaceReclaim(c.Context(), g, o, dirs, c.Flags().Changed("quota-backend-bytes"), c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 	f := c.Flags()
-	o.writeFlags.add(c, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)", "where the snapshot goes")
+	o.WriteFlags.Add(c, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)", "where the snapshot goes")
 	f.StringArrayVar(&o.dataDirs, "data-dir", nil, "a member's data directory on this node, to check its disk holds the rewrite: NAME=DIR, or DIR for the member on this node")
 	o.quota = reclaim.DefaultQuota
-	f.Var(quantityFlag{&o.quota}, "quota-backend-bytes", "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics): bytes, or a quantity such as 8Gi")
+	f.Var(cli.Quantity{V: &o.quota}, "quota-backend-bytes", "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics): bytes, or a quantity such as 8Gi")
 	f.DurationVar(&o.memberWait, "wait", time.Minute, "how long to wait for a defragmented member to come back healthy before reclaim stops")
 	o.print.AddFlags(c)
 	return c
@@ -62,7 +63,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	ctx, cancel := context.WithTimeout(parent, g.Etcd.CommandTimeout)
 	defer cancel()
 	ro, done, err := reclaim.Setup(ctx, &g.Settings, reclaim.Options{DataDirs: dirs, Quota: o.quota, QuotaGiven: quotaGiven,
-		BackupRoot: o.backupDir, MemberWait: o.memberWait, Now: clock, Holder: "regghost space reclaim", Notices: g.Notices})
+		BackupRoot: o.BackupDir, MemberWait: o.memberWait, Now: clock, Holder: "regghost space reclaim", Notices: g.Notices})
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	if err != nil {
 		return err
 	}
-	if !o.confirm {
+	if !o.Confirm {
 		if err := o.print.Print(out, render.ReclaimPlan(plan, true)); err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 		if err := o.print.Print(out, render.ReclaimPlan(plan, false)); err != nil {
 			return err
 		}
-		return failed(fmt.Errorf("refused: %s; nothing was changed", strings.Join(plan.Refusals, "; ")))
+		return cli.Failed(fmt.Errorf("refused: %s; nothing was changed", strings.Join(plan.Refusals, "; ")))
 	}
 	planOut := table.NewSafeWriter(o.print.PlanWriter(out, g.errOut))
 	render.WriteReclaimPlan(planOut, plan)
@@ -93,7 +94,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	// said before the question, and Run does not say it again.
 	warnReclaim(g.Notices, plan.Warnings)
 	ro.Warned = plan.Warnings
-	if err := o.ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %s of etcd?", plural.Of(len(plan.Members), "member"))); err != nil {
+	if err := o.Ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %s of etcd?", plural.Of(len(plan.Members), "member"))); err != nil {
 		return err
 	}
 	fmt.Fprintln(planOut)
@@ -108,14 +109,14 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	if res == nil {
 		return err
 	}
-	return failed(o.print.PrintResult(out, render.ReclaimResult(res), err))
+	return cli.Failed(o.print.PrintResult(out, render.ReclaimResult(res), err))
 }
 
 // reclaimDataDirs reads --data-dir (reclaim.ParseDataDirs) as a usage error.
 func reclaimDataDirs(values []string) (map[string]string, error) {
 	dirs, err := reclaim.ParseDataDirs(values)
 	if err != nil {
-		return nil, usageError("%v", err)
+		return nil, cli.Usage("%v", err)
 	}
 	return dirs, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/etcdtest"
 )
 
@@ -30,8 +31,8 @@ func TestParseDataDirs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := reclaimDataDirs(tc.values)
 			if tc.err != "" {
-				var ee *exitError
-				if !errors.As(err, &ee) || ee.code != ExitUsage || err.Error() != tc.err {
+				var ee *cli.Error
+				if !errors.As(err, &ee) || ee.Code != ExitUsage || err.Error() != tc.err {
 					t.Fatalf("parseDataDirs error %v, want usage error %q", err, tc.err)
 				}
 				return

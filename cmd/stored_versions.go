@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/session"
@@ -57,7 +58,7 @@ func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out 
 		return err
 	}
 	if len(findings) > 0 {
-		return &exitError{code: ExitGhosts}
+		return cli.Exit(ExitGhosts, nil)
 	}
 	return nil
 }

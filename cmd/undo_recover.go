@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -29,10 +30,10 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 		if err := f.print.Print(out, render.UndoRecoveryPlan(path, len(b.Entries), plan, !f.confirm)); err != nil {
 			return err
 		}
-		return failed(render.RefusedError(plan))
+		return cli.Failed(render.RefusedError(plan))
 	}
 	render.Results(table.NewSafeWriter(out), plan)
-	if err := confirmAction(in, g.errOut, f.yes, fmt.Sprintf("Delete the %s the recovery wrote?", plural.Of(todo, "key"))); err != nil {
+	if err := cli.Confirm(in, g.errOut, f.yes, fmt.Sprintf("Delete the %s the recovery wrote?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
@@ -43,5 +44,5 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	if err != nil {
 		return err
 	}
-	return failed(render.ConflictError(results))
+	return cli.Failed(render.ConflictError(results))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decrypt"
@@ -21,7 +22,7 @@ import (
 )
 
 type unstickOptions struct {
-	writeFlags
+	cli.WriteFlags
 	// namespace is -n, the namespace as every other command takes it.
 	namespace string
 	wait      time.Duration
@@ -44,16 +45,16 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			if o.namespace != "" {
 				if len(args) > 0 {
-					return usageError("give the target once: -n %s, or namespace NAME (not both)", o.namespace)
+					return cli.Usage("give the target once: -n %s, or namespace NAME (not both)", o.namespace)
 				}
 				args = []string{"namespace", o.namespace}
 			}
 			if len(args) == 0 {
-				return usageError("unstick takes what is stuck: namespace NAME, ns/NAME, -n NAME, or crd NAME")
+				return cli.Usage("unstick takes what is stuck: namespace NAME, ns/NAME, -n NAME, or crd NAME")
 			}
 			target, err := unstick.ParseArgs(args)
 			if err != nil {
-				return usageError("%v", err)
+				return cli.Usage("%v", err)
 			}
 			if err := o.print.Validate(); err != nil {
 				return err
@@ -61,11 +62,11 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 			for _, s := range o.acceptImpacts {
 				k, err := impact.ParseStripKind(s)
 				if err != nil {
-					return usageError("%s: %v", impact.AcceptImpactFlag, err)
+					return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
 				}
 				o.accept = append(o.accept, k)
 			}
-			if o.confirm {
+			if o.Confirm {
 				if err := refuseDB(g, "unstick --confirm"); err != nil {
 					return err
 				}
@@ -78,7 +79,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace stuck terminating (as namespace NAME)")
-	o.writeFlags.add(c, "really remove the blocking finalizers (without it unstick only explains)", "where the per-key backup goes")
+	o.WriteFlags.Add(c, "really remove the blocking finalizers (without it unstick only explains)", "where the per-key backup goes")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the deletion to finish")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
 	f.StringArrayVar(&o.deleteUnavailable, unstick.DeleteUnavailableFlag[2:], nil, "delete this APIService although its Service is only down (metrics-server without endpoints), backed up: the namespace deletion goes on, its clients (kubectl top, HorizontalPodAutoscalers) stop until 'regghost restore' puts it back (repeatable)")
@@ -101,36 +102,36 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return err
 	}
 	if a.Nowhere {
-		return failed(a.NowhereError())
+		return cli.Failed(a.NowhereError())
 	}
-	if !o.confirm {
+	if !o.Confirm {
 		if err := o.print.Print(out, render.UnstickPlan(a)); err != nil {
 			return err
 		}
 		if a.NoAPI != "" && !rs.DB && !g.NoAPI {
 			// The API server was expected and did not answer: the plan
 			// cannot be carried out as shown.
-			return failed(fmt.Errorf("refused: unstick works through the API server, which was not reached (%s); nothing was changed", a.NoAPI))
+			return cli.Failed(fmt.Errorf("refused: unstick works through the API server, which was not reached (%s); nothing was changed", a.NoAPI))
 		}
 		return nil
 	}
 	analysisOut := o.print.PlanWriter(out, g.errOut)
 	render.UnstickAnalysis(table.NewSafeWriter(analysisOut), a)
 	if a.Refusal != "" {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: %s; nothing was changed", a.Refusal)}
+		return cli.Exit(ExitError, fmt.Errorf("refused: %s; nothing was changed", a.Refusal))
 	}
 	if rs.API == nil {
-		return &exitError{code: ExitError, err: fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.Why)}
+		return cli.Exit(ExitError, fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.Why))
 	}
 	dyn, err := dynamic.NewForConfig(rs.API.Config)
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
 	question := unstickQuestion(a)
-	if err := o.ask(in, g.errOut, question); err != nil {
+	if err := o.Ask(in, g.errOut, question); err != nil {
 		return err
 	}
-	sctx, cli, done, err := g.Bounded(ctx)
+	sctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
 	}
@@ -138,10 +139,10 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
 		ConfirmRevealed: func(more []unstick.Blocker) error {
 			render.WriteRevealed(g.errOut, more)
-			return o.askAgain(in, g.errOut, fmt.Sprintf("Also remove the finalizers of %s, which the plan did not show?", plural.Of(len(more), "more object")))
+			return o.AskAgain(in, g.errOut, fmt.Sprintf("Also remove the finalizers of %s, which the plan did not show?", plural.Of(len(more), "more object")))
 		},
-		Options: unstick.Options{Client: cli, Dynamic: dyn, BackupRoot: o.backupDir, Wait: o.wait, Now: clock, Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter),
-			Analyze: z.Again(cli)}})
+		Options: unstick.Options{Client: etcd, Dynamic: dyn, BackupRoot: o.BackupDir, Wait: o.wait, Now: clock, Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter),
+			Analyze: z.Again(etcd)}})
 	if res == nil && err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return err
 	}
 	if !res.Finished || res.Left > 0 {
-		return &exitError{code: ExitError, err: fmt.Errorf("%s did not finish cleanly (%d keys left)", a.Target, res.Left)}
+		return cli.Exit(ExitError, fmt.Errorf("%s did not finish cleanly (%d keys left)", a.Target, res.Left))
 	}
 	return nil
 }
@@ -184,11 +185,11 @@ func unstickQuestion(a *unstick.Analysis) string {
 func waitFits(c *cobra.Command, wait, timeout time.Duration) error {
 	switch {
 	case wait <= 0:
-		return usageError("--wait must be positive, got %s", wait)
+		return cli.Usage("--wait must be positive, got %s", wait)
 	case wait < timeout:
 		return nil
 	case c.Flags().Changed("wait"):
-		return usageError("--wait %s must be shorter than --command-timeout (%s)", wait, timeout)
+		return cli.Usage("--wait %s must be shorter than --command-timeout (%s)", wait, timeout)
 	}
-	return usageError("--command-timeout %s leaves no time for the wait for the deletion (--wait, %s by default): give a longer --command-timeout, or a shorter --wait", timeout, wait)
+	return cli.Usage("--command-timeout %s leaves no time for the wait for the deletion (--wait, %s by default): give a longer --command-timeout, or a shorter --wait", timeout, wait)
 }

@@ -65,17 +65,6 @@ func TestUsageErrorsExit2OnOneLine(t *testing.T) {
 	}
 }
 
-// TestSayErrorIsOneEscapedLine: through a pipe, an error is one line
-// (joined errors included) and a name from etcd cannot drive the
-// terminal that later shows the log.
-func TestSayErrorIsOneEscapedLine(t *testing.T) {
-	var b bytes.Buffer
-	sayError(&b, "first\nkey /registry/configmaps/a/evil\x1b[2J")
-	if got, want := b.String(), "regghost: first; key /registry/configmaps/a/evil\\u001b[2J\n"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
 // TestFlagMistakesNameTheFlag: a flag value that does not parse, or a flag
 // another tool has (etcdctl's --prefix), is a usage error on one line that
 // names the flag and what it takes; never a parser's message, never the
@@ -129,16 +118,6 @@ func TestGivenKubeconfigThatCannotBeUsed(t *testing.T) {
 		code := Run(append(tc.args, "--endpoints", "127.0.0.1:1", "--dial-timeout", "1ms"), strings.NewReader(""), &out, &errOut)
 		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%v: exit %d\n%s%s", tc.args, code, errOut.String(), out.String())
-		}
-	}
-}
-
-// TestQuantityFlag: every size flag reads bytes or a quantity, as kubectl.
-func TestQuantityFlag(t *testing.T) {
-	for in, want := range map[string]int64{"8Gi": 8 << 30, "8589934592": 8 << 30, "2G": 2e9, "-1": -1} {
-		var v int64
-		if err := (quantityFlag{&v}).Set(in); err != nil || v != want {
-			t.Errorf("%s: %d, %v; want %d", in, v, err, want)
 		}
 	}
 }

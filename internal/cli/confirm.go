@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"bufio"
@@ -9,18 +9,33 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/regghost/regghost/pkg/table"
 )
 
-// confirmAction asks before a destructive step. --yes answers it, as in
-// apt or kubectl delete's scripts: the question is still written, with the
+// DefaultBackupRoot is where the commands that write keep snapshots and
+// backups unless --backup-dir or REGGHOST_BACKUP_DIR says otherwise.
+const DefaultBackupRoot = "/var/lib/regghost/backups"
+
+// BackupRoot is the backup directory a command takes when --backup-dir is
+// not given: REGGHOST_BACKUP_DIR, else DefaultBackupRoot.
+func BackupRoot() string { return EnvOr("REGGHOST_BACKUP_DIR", DefaultBackupRoot) }
+
+// BackupDirVar adds --backup-dir to f, into p, with help saying what the
+// command keeps there.
+func BackupDirVar(f *pflag.FlagSet, p *string, help string) {
+	f.StringVar(p, "backup-dir", BackupRoot(), help+" (env REGGHOST_BACKUP_DIR)")
+}
+
+// Confirm asks before a destructive step. --yes answers it, as in apt or
+// kubectl delete's scripts: the question is still written, with the
 // answer. Otherwise, on a terminal the user must type "yes"; without one
 // there is nobody to ask: the command refuses. The question goes to the
 // terminal itself (/dev/tty), else to errOut: never into stdout, which may
 // be a JSON document or a file.
-func confirmAction(in io.Reader, errOut io.Writer, yes bool, question string) error {
+func Confirm(in io.Reader, errOut io.Writer, yes bool, question string) error {
 	f, ok := in.(*os.File)
 	terminal := ok && term.IsTerminal(int(f.Fd()))
 	if yes && terminal {
@@ -36,57 +51,57 @@ func confirmAction(in io.Reader, errOut io.Writer, yes bool, question string) er
 		fmt.Fprint(out, wrapQuestion(question+" Type yes to continue:", table.Width(out))+" ")
 		line, _ := bufio.NewReader(in).ReadString('\n')
 		if strings.TrimSpace(line) != "yes" {
-			return &exitError{code: ExitError, err: fmt.Errorf("not confirmed; nothing was changed")}
+			return Exit(ExitError, fmt.Errorf("not confirmed; nothing was changed"))
 		}
 		return nil
 	}
 	if !yes {
-		return usageError("stdin is not a terminal, so nobody can be asked: add --yes to confirm; nothing was changed")
+		return Usage("stdin is not a terminal, so nobody can be asked: add --yes to confirm; nothing was changed")
 	}
 	return nil
 }
 
-// yesHelp is --yes's help, the same for every command that takes it.
-const yesHelp = "answer yes to the plan's question (on a terminal too); never to a later question about what a step revealed"
+// YesHelp is --yes's help, the same for every command that takes it.
+const YesHelp = "answer yes to the plan's question (on a terminal too); never to a later question about what a step revealed"
 
-// writeFlags are the flags of every command that writes: --confirm (a dry
+// WriteFlags are the flags of every command that writes: --confirm (a dry
 // run without it), --yes and, where it writes a backup, --backup-dir.
-type writeFlags struct {
-	confirm, yes bool
-	backupDir    string
+type WriteFlags struct {
+	Confirm, Yes bool
+	BackupDir    string
 }
 
-// add adds the flags; confirmHelp says what --confirm does, backupHelp what
+// Add adds the flags; confirmHelp says what --confirm does, backupHelp what
 // goes into --backup-dir ("" for a command without one).
-func (w *writeFlags) add(c *cobra.Command, confirmHelp, backupHelp string) {
-	c.Flags().BoolVar(&w.confirm, "confirm", false, confirmHelp)
-	c.Flags().BoolVar(&w.yes, "yes", false, yesHelp)
+func (w *WriteFlags) Add(c *cobra.Command, confirmHelp, backupHelp string) {
+	c.Flags().BoolVar(&w.Confirm, "confirm", false, confirmHelp)
+	c.Flags().BoolVar(&w.Yes, "yes", false, YesHelp)
 	if backupHelp != "" {
-		c.Flags().StringVar(&w.backupDir, "backup-dir", envOr("REGGHOST_BACKUP_DIR", defaultBackupRoot), backupHelp+" (env REGGHOST_BACKUP_DIR)")
+		BackupDirVar(c.Flags(), &w.BackupDir, backupHelp)
 	}
 }
 
-// ask is confirmAction with --yes.
-func (w *writeFlags) ask(in io.Reader, errOut io.Writer, question string) error {
-	return confirmAction(in, errOut, w.yes, question)
+// Ask is Confirm with --yes.
+func (w *WriteFlags) Ask(in io.Reader, errOut io.Writer, question string) error {
+	return Confirm(in, errOut, w.Yes, question)
 }
 
-// askAgain asks about what a step revealed after the plan was confirmed.
+// AskAgain asks about what a step revealed after the plan was confirmed.
 // --yes answered the plan that was shown, never this: without a terminal
 // nobody can be asked, so the answer is no.
-func (w *writeFlags) askAgain(in io.Reader, errOut io.Writer, question string) error {
+func (w *WriteFlags) AskAgain(in io.Reader, errOut io.Writer, question string) error {
 	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return confirmAction(in, errOut, false, question)
+		return Confirm(in, errOut, false, question)
 	}
 	return fmt.Errorf("stdin is not a terminal, and --yes confirms only the plan that was shown")
 }
 
-// passwordAsker asks for the etcd password of --user NAME on the terminal,
+// PasswordAsker asks for the etcd password of --user NAME on the terminal,
 // once, when etcd is first connected to and neither --user NAME:PASSWORD,
 // --password nor ETCDCTL_PASSWORD gave it (as etcdctl does); a command that
 // never connects (version, backup ls) never asks. Without a terminal it
 // asks nothing, and connecting says what to give.
-func passwordAsker(in io.Reader, errOut io.Writer, user string) func() (string, error) {
+func PasswordAsker(in io.Reader, errOut io.Writer, user string) func() (string, error) {
 	var once sync.Once
 	var pw string
 	var err error

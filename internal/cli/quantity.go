@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"fmt"
@@ -7,18 +7,19 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// quantityFlag is a size flag: bytes, or a quantity such as 8Gi (the one
-// parser every size flag takes, resource.Quantity's, as kubectl's).
-type quantityFlag struct{ v *int64 }
+// Quantity is a size flag's value: bytes, or a quantity such as 8Gi (the
+// one parser every size flag takes, resource.Quantity's, as kubectl's).
+type Quantity struct{ V *int64 }
 
-func (q quantityFlag) String() string {
-	if q.v == nil {
+func (q Quantity) String() string {
+	if q.V == nil {
 		return "0"
 	}
-	return strconv.FormatInt(*q.v, 10)
+	return strconv.FormatInt(*q.V, 10)
 }
 
-func (q quantityFlag) Set(s string) error {
+// Set parses s into the size.
+func (q Quantity) Set(s string) error {
 	n, err := resource.ParseQuantity(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a size (bytes, or a quantity such as 8Gi)", s)
@@ -28,8 +29,9 @@ func (q quantityFlag) Set(s string) error {
 	if n.Cmp(*resource.NewQuantity(v, n.Format)) != 0 {
 		return fmt.Errorf("%q is not a whole number of bytes (a quantity such as 8Gi)", s)
 	}
-	*q.v = v
+	*q.V = v
 	return nil
 }
 
-func (q quantityFlag) Type() string { return "quantity" }
+// Type names the flag's kind in its errors.
+func (q Quantity) Type() string { return "quantity" }

@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"flag"
@@ -9,10 +9,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// silenceLibraryLogs keeps the libraries' own logging (klog, used by
+// SilenceLibraryLogs keeps the libraries' own logging (klog, used by
 // k8s.io/apiserver's transformers and client-go; grpc-go's) out of regghost's output:
 // what matters of it reaches the user as a finding or a one-line error.
-func silenceLibraryLogs() {
+func SilenceLibraryLogs() {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("logtostderr", "false")
@@ -25,11 +25,11 @@ func silenceLibraryLogs() {
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 }
 
-// libraryLogs shows the libraries' logging on w at level (kubectl's -v: 6
+// LibraryLogs shows the libraries' logging on w at level (kubectl's -v: 6
 // shows every request to the API server; the root refuses 8 and more,
 // where client-go prints bodies: Secrets' data, TokenReviews' tokens);
 // level 0 keeps them silent.
-func libraryLogs(level int, w io.Writer) {
+func LibraryLogs(level int, w io.Writer) {
 	if level <= 0 {
 		return
 	}
