@@ -604,3 +604,12 @@ func TestDeployNamesNoUnpublishedImage(t *testing.T) {
 		}
 	}
 }
+
+// commands lists every command of a tree.
+func commands(c *cobra.Command) []*cobra.Command {
+	out := []*cobra.Command{c}
+	for _, s := range c.Commands() {
+		out = append(out, commands(s)...)
+	}
+	return out
+}

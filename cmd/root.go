@@ -101,7 +101,7 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	help.Group(root)
 	help.Set(root)
 	cli.UsageArgs(root)
-	completions(g, root)
+	cli.Completions(root, completing{g})
 	return root
 }
 
