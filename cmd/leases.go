@@ -24,8 +24,7 @@ type leasesOptions struct {
 	namespace string
 	eventTTL  time.Duration
 	maxCount  int
-	batchSize int
-	rate      float64
+	pacing    etcdwrite.Pacing
 	print     *render.PrintFlags
 }
 
@@ -50,11 +49,8 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 					return err
 				}
 			}
-			if o.batchSize < 1 || o.batchSize > 128 {
-				return cli.Usage("--batch-size must be between 1 and 128, got %d", o.batchSize)
-			}
-			if o.rate <= 0 {
-				return cli.Usage("--rate must be positive, got %g", o.rate)
+			if err := cli.CheckPacing(o.pacing); err != nil {
+				return err
 			}
 			return o.run(c.Context(), g, c.InOrStdin(), c.OutOrStdout())
 		},
@@ -64,8 +60,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 	f.DurationVar(&o.eventTTL, "event-ttl", 0, "kube-apiserver's --event-ttl (default: read from this node's kube-apiserver, else 1h)")
 	f.IntVar(&o.maxCount, "lease-max-object-count", 0, "the most keys a lease may hold before it is too big to revoke safely (default 1000, the most kube-apiserver puts on one lease)")
 	o.WriteFlags.Add(c, "really delete the events past their TTL and the stale masterleases (without it leases is read-only)", "where the removal's backup goes")
-	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
-	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
+	cli.PacingVar(f, &o.pacing)
 	o.print.AddFlags(c)
 	return c
 }
@@ -91,7 +86,8 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	}
 	defer rs.Close()
 	given := leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}
-	pacing := etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}
+	pacing := o.pacing
+	pacing.MaxRequestBytes = g.Etcd.MaxRequestBytes
 	if o.Confirm {
 		if err := leases.ShorterThanConfigured(given, g.Node); err != nil {
 			return cli.Usage("%v", err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -56,9 +55,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.current, "current", false, "compare the current values (each member at its own revision) instead of the keys at one shared revision")
 	f.DurationVar(&o.interval, "interval", members.DefaultInterval, "time between the two hash samples")
 	f.IntVar(&o.maxKeys, "max-keys", members.DefaultMaxKeys, "how many differing keys are listed one by one (0: all); the groups count them all")
-	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	addMembersPace(f, &o.reads)
-	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	cli.ReadsVar(f, &o.reads, membersPaceHelp)
 	c.AddCommand(newMembersReplaceCmd(g))
 	return c
 }
@@ -91,10 +88,7 @@ func (o *membersOptions) validate(g *globalOptions) error {
 	if o.current && o.keys == members.KeysNever {
 		return cli.Usage("--current says how to compare the keys, and --compare-keys never leaves them out: drop one")
 	}
-	if o.reads.PageSize <= 0 || o.reads.PageSize > 10000 {
-		return cli.Usage("--page-size must be between 1 and 10000, got %d", o.reads.PageSize)
-	}
-	if err := validateMembersPace(o.reads); err != nil {
+	if err := cli.CheckReads(o.reads); err != nil {
 		return err
 	}
 	if err := o.opts.Validate(); err != nil {
@@ -133,18 +127,6 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	return nil
 }
 
-// addMembersPace adds --max-keys-per-second, the pace of each member's
-// keyspace read, as members and members replace take it: one name, one
-// default (members.DefaultMaxKeysPerSecond, from reads) and one help.
-func addMembersPace(f *pflag.FlagSet, reads *session.Reads) {
-	f.IntVar(&reads.MaxKeysPerSecond, "max-keys-per-second", reads.MaxKeysPerSecond,
-		"the most keys a second each member is read at: each read starts slow and speeds up while a probe of that member stays within 1.5x its idle latency, to leave the API server's writes room (0: no ceiling)")
-}
-
-// validateMembersPace refuses a negative --max-keys-per-second.
-func validateMembersPace(reads session.Reads) error {
-	if reads.MaxKeysPerSecond < 0 {
-		return cli.Usage("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
-	}
-	return nil
-}
+// membersPaceHelp is --max-keys-per-second's help in members and members
+// replace, which read each member at its own latency's pace.
+const membersPaceHelp = "the most keys a second each member is read at: each read starts slow and speeds up while a probe of that member stays within 1.5x its idle latency, to leave the API server's writes room (0: no ceiling)"

@@ -49,7 +49,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 			if g.DB != "" {
 				return cli.Usage("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)
 			}
-			if err := validateMembersPace(o.reads); err != nil {
+			if err := cli.CheckReads(o.reads); err != nil {
 				return err
 			}
 			if err := o.print.Validate(); err != nil {
@@ -61,7 +61,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 	o.print.AddFlags(c)
 	o.Add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
 	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up (0: add it and stop; run the command again once it runs)")
-	addMembersPace(c.Flags(), &o.reads)
+	c.Flags().IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, membersPaceHelp)
 	return c, o
 }
 

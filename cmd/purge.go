@@ -28,8 +28,7 @@ type purgeOptions struct {
 	keys             []string
 	from             string
 	forceClasses     []string
-	batchSize        int
-	rate             float64
+	pacing           etcdwrite.Pacing
 	terminatingAfter time.Duration
 	print            *render.PrintFlags
 	singleWitness    bool
@@ -58,8 +57,7 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.from, "from", "", "a reviewed report of 'regghost scan -o json': purge only its keys, and only if unchanged since")
 	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class: "+etcdscan.ForceableNames()+" (never disputed)")
 	o.WriteFlags.Add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
-	f.IntVar(&o.batchSize, "batch-size", etcdwrite.DefaultBatchSize, "keys per delete transaction (at most 128, etcd's default --max-txn-ops)")
-	f.Float64Var(&o.rate, "rate", etcdwrite.DefaultRate, "delete transactions per second")
+	cli.PacingVar(f, &o.pacing)
 	o.print = render.NewPrintFlags(true, "table")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
 	o.print.AddFlags(c)
@@ -73,11 +71,8 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if err := refuseDB(g, "purge"); err != nil {
 		return err
 	}
-	if o.batchSize < 1 || o.batchSize > 128 {
-		return cli.Usage("--batch-size must be between 1 and 128, got %d", o.batchSize)
-	}
-	if o.rate <= 0 {
-		return cli.Usage("--rate must be positive, got %g", o.rate)
+	if err := cli.CheckPacing(o.pacing); err != nil {
+		return err
 	}
 	if o.terminatingAfter <= 0 {
 		return cli.Usage("--terminating-after must be positive, got %s", o.terminatingAfter)
@@ -151,7 +146,8 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	}
 	defer etcd.Close()
 	popts := repair.PurgeOptions{BackupRoot: o.BackupDir, Client: etcd, ClientConfig: cfg, Now: clock, Notices: g.Notices,
-		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: etcdwrite.Pacing{BatchSize: o.batchSize, PerSecond: o.rate, MaxRequestBytes: g.Etcd.MaxRequestBytes}}
+		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: o.pacing}
+	popts.Pacing.MaxRequestBytes = g.Etcd.MaxRequestBytes
 	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
 		if view == nil {
 			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)

@@ -41,9 +41,7 @@ func newScanCmd(g *globalOptions) *cobra.Command {
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
 	o.print.AddFlags(c)
-	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+): bounded chunks, no per-page count")
+	cli.ReadsVar(f, &o.reads, cli.ScanPaceHelp)
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server")
 	return c
@@ -62,11 +60,8 @@ func (o *scanOptions) validate() error {
 // validateScanSettings checks the flags of a scan's reads and verdicts
 // (scan and serve).
 func validateScanSettings(reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int) error {
-	if reads.PageSize <= 0 || reads.PageSize > 10000 {
-		return cli.Usage("--page-size must be between 1 and 10000, got %d", reads.PageSize)
-	}
-	if reads.MaxKeysPerSecond < 0 {
-		return cli.Usage("--max-keys-per-second must be 0 (no limit) or more, got %d", reads.MaxKeysPerSecond)
+	if err := cli.CheckReads(reads); err != nil {
+		return err
 	}
 	if terminatingAfter <= 0 {
 		return cli.Usage("--terminating-after must be positive, got %s", terminatingAfter)

@@ -80,9 +80,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 		" (compaction: kept by etcd from its newest compaction, read at no cost; full: a scan of each member's keyspace, during which it commits no write)")
 	f.Float64Var(&o.jitter, "jitter", 0.1, "largest fraction of --interval added or taken away at random, so nodes do not scan in step")
 	f.IntVar(&o.namespaceLimit, "namespace-label-limit", exporter.DefaultNamespaceLimit, "namespaces with a label value of their own; the rest are counted as \"other\"")
-	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	cli.ReadsVar(f, &o.reads, cli.ScanPaceHelp)
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server per scan")
 	return c

@@ -47,9 +47,7 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 	o.print.AddFlags(c)
 	f.IntVar(&o.top, "top", space.DefaultTop, "how many keys the largest and most-revisions lists keep")
 	f.Var(cli.Quantity{V: &o.quota}, "quota-backend-bytes", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
-	f.Int64Var(&o.reads.PageSize, "page-size", o.reads.PageSize, "keys per etcd range request when paging (etcd older than 3.7, or --stream=false)")
-	f.IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, "pace reads to leave etcd room for the API server (0: as fast as etcd serves)")
-	f.BoolVar(&o.reads.Stream, "stream", o.reads.Stream, "read with etcd's RangeStream where the server has it (3.7+)")
+	cli.ReadsVar(f, &o.reads, cli.ScanPaceHelp)
 	c.AddCommand(newSpaceReclaimCmd(g))
 	return c
 }
