@@ -3,19 +3,13 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/pkg/dbfile"
-	"github.com/regghost/regghost/pkg/decode"
-	"github.com/regghost/regghost/pkg/decrypt"
-	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/history"
 	"github.com/regghost/regghost/pkg/resolve"
 	"github.com/regghost/regghost/pkg/session"
@@ -112,81 +106,15 @@ func (o *historyOptions) validate() error {
 func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
-	dec, err := g.Decrypter(ctx)
-	if err != nil {
+	h, info, err := g.History(ctx, session.HistoryRequest{Selection: o.sel, Target: o.target, Namespace: o.namespace, From: o.rev})
+	var notHeld *session.NotHeldError
+	switch {
+	case errors.Is(err, resolve.ErrTarget):
+		return cli.Usage("%v", err)
+	case errors.As(err, &notHeld):
+		return cli.Failed(err)
+	case err != nil:
 		return err
-	}
-	opts := history.Options{From: o.rev, Decode: func(ctx context.Context, key string, value []byte) (*decode.Object, error) {
-		return decrypt.DecodeMeta(ctx, dec, g.Prefix, key, value)
-	}}
-	// nearest names the keys beside an object named as kubectl names it
-	// that has no revision held: a typo is an error, never an empty history.
-	var nearest func(key string) error
-	if o.target != nil {
-		store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
-		if err != nil {
-			return err
-		}
-		defer closeStore()
-		key, err := resolve.Target(ctx, store, g.Prefix, o.target, o.namespace)
-		if errors.Is(err, resolve.ErrTarget) && len(o.target) == 1 && o.namespace == "" {
-			// A key under the registry (ranges/serviceips,
-			// masterleases/IP) is taken as one where etcd holds keys under
-			// its first segment, as the help says.
-			first, _, _ := strings.Cut(o.target[0], "/")
-			dir, held := g.Prefix+first+"/", false
-			errHeld := errors.New("held")
-			_ = store.Range(ctx, dir, etcdscan.PrefixEnd(dir), true, func(*mvccpb.KeyValue) error { held = true; return errHeld })
-			if held {
-				key, err = g.Prefix+o.target[0], nil
-			}
-		}
-		if errors.Is(err, resolve.ErrTarget) {
-			return cli.Usage("%v", err)
-		}
-		if err != nil {
-			return err
-		}
-		o.sel = history.Selection{Registry: g.Prefix, Key: key}
-		nearest = func(key string) error {
-			dir := key[:strings.LastIndex(key, "/")+1]
-			near, err := session.ClosestUnder(ctx, store, dir, strings.TrimPrefix(key, dir))
-			if err != nil {
-				return err
-			}
-			msg := fmt.Sprintf("%s: no revision of it is held and nothing of that name is in etcd", strings.Join(o.target, " "))
-			if len(near) > 0 {
-				msg += "; did you mean " + strings.Join(near, ", ") + "?"
-			}
-			return cli.Failed(errors.New(msg))
-		}
-	}
-	var h *history.History
-	var info *dbfile.Info
-	if g.DB != "" {
-		f, err := dbfile.OpenFile(g.DB)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		i := f.Info()
-		info = &i
-		g.Notices.Info(i.String())
-		if h, err = history.FromFile(ctx, f, o.sel, opts); err != nil {
-			return err
-		}
-	} else {
-		ctx, etcd, done, err := g.Bounded(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
-		if h, err = history.FromEtcd(ctx, etcd, o.sel, opts); err != nil {
-			return err
-		}
-	}
-	if nearest != nil && len(h.Events) == 0 {
-		return nearest(o.sel.Key)
 	}
 	return o.print.Print(out, render.History(h, info))
 }
