@@ -19,7 +19,6 @@ import (
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/migrate"
-	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -118,7 +117,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if err != nil {
 		return err
 	}
-	question := migrateQuestion(plan)
+	question := render.MigrateQuestion(plan)
 	if pruneOnly {
 		question = fmt.Sprintf("Narrow status.storedVersions of CustomResourceDefinition %s from [%s] to [%s]?", narrow.CRD, strings.Join(narrow.From, ", "), strings.Join(narrow.To, ", "))
 	}
@@ -141,7 +140,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	protection := &migrate.Protection{Client: etcd, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.BackupDir, Notices: g.Notices}
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: prep.Again, History: prep.History, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
-		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: progressEvery(g.errOut, len(plan.Rewrite)), Stop: interrupt.Done()}})
+		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: render.EveryTenth(g.errOut, "rewrote", len(plan.Rewrite)), Stop: interrupt.Done()}})
 	err = o.print.PrintResult(out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err
@@ -153,23 +152,4 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		return cli.Exit(ExitError, fmt.Errorf("%s: %d objects left (named above)", plan.Resource, p.Left()))
 	}
 	return nil
-}
-
-// migrateQuestion names what the confirmed plan changes.
-func migrateQuestion(plan *migrate.Census) string {
-	q := fmt.Sprintf("Rewrite %s of %s through the API server", plural.Of(len(plan.Rewrite), "object"), plan.Resource)
-	if s := migrate.Stranded(plan); len(s) > 0 {
-		q = fmt.Sprintf("List %s again in CustomResourceDefinition %s, then r%s, then remove it again", strings.Join(s, ", "), plan.Target.CRD.Name, q[1:])
-	}
-	return q + "?"
-}
-
-// progressEvery writes the rewrite's progress to w every 10% (and at the end).
-func progressEvery(w io.Writer, total int) func(done, total int) {
-	step := max(total/10, 1)
-	return func(done, total int) {
-		if done%step == 0 || done == total {
-			fmt.Fprintf(w, "rewrote %d of %d\n", done, total)
-		}
-	}
 }

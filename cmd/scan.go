@@ -14,6 +14,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/leases"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -169,7 +170,7 @@ func (g *globalOptions) scanOptions(namespace string, terminatingAfter time.Dura
 	}
 	so := session.ScanOptions{Namespace: namespace, TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, SpillAfter: spill, Now: clock, KMSKeyIDs: keyIDs}
 	if !quiet {
-		so.Progress = func() (func(read, total int), func()) { return render.ScanProgress(g.errOut) }
+		so.Progress = func() (notice.Progress, func()) { return render.ScanProgress(g.errOut) }
 	}
 	so.Existed = func(ns string) bool {
 		root := cli.BackupRoot()

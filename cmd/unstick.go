@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,7 +70,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 					return err
 				}
 			}
-			if err := waitFits(c, o.wait, g.Etcd.CommandTimeout); err != nil {
+			if err := cli.WaitFits(c, o.wait, g.Etcd.CommandTimeout); err != nil {
 				return err
 			}
 			return runUnstick(c.Context(), g, o, target, c.InOrStdin(), c.OutOrStdout())
@@ -127,7 +126,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	question := unstickQuestion(a)
+	question := render.UnstickQuestion(a)
 	if err := o.Ask(in, g.errOut, question); err != nil {
 		return err
 	}
@@ -154,42 +153,4 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return cli.Exit(ExitError, fmt.Errorf("%s did not finish cleanly (%d keys left)", a.Target, res.Left))
 	}
 	return nil
-}
-
-// unstickQuestion names everything the confirmed plan changes: the
-// dangling APIServices it deletes and the finalizers it removes.
-func unstickQuestion(a *unstick.Analysis) string {
-	if len(a.DeleteAPIServices) == 0 {
-		return fmt.Sprintf("Remove the finalizers of %s through the API server?", plural.Of(a.Removable(), "object"))
-	}
-	n := len(a.DeleteAPIServices)
-	which := plural.Of(n, "dangling APIService")
-	if len(a.DeleteUnavailable) > 0 {
-		which = plural.Of(n, "APIService") + " (" + strings.Join(a.DeleteUnavailable, ", ") + ": " + plural.Pick(n, "its", "their") + " backend down)"
-	}
-	if a.Nudge != nil {
-		which += ", then " + a.Nudge.Describe("annotate")
-		if a.Removable() == 0 {
-			which += ","
-		}
-	}
-	if a.Removable() == 0 {
-		return fmt.Sprintf("Delete %s through the API server?", which)
-	}
-	return fmt.Sprintf("Delete %s, then remove the finalizers of %s, through the API server?", which, plural.Of(a.Removable(), "object"))
-}
-
-// waitFits refuses a --wait that does not fit in --command-timeout, naming
-// the flag the user typed: a --command-timeout too short for the default
-// --wait is about --command-timeout.
-func waitFits(c *cobra.Command, wait, timeout time.Duration) error {
-	switch {
-	case wait <= 0:
-		return cli.Usage("--wait must be positive, got %s", wait)
-	case wait < timeout:
-		return nil
-	case c.Flags().Changed("wait"):
-		return cli.Usage("--wait %s must be shorter than --command-timeout (%s)", wait, timeout)
-	}
-	return cli.Usage("--command-timeout %s leaves no time for the wait for the deletion (--wait, %s by default): give a longer --command-timeout, or a shorter --wait", timeout, wait)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // progressAfter is how long a scan runs before it shows progress.
@@ -18,7 +20,7 @@ const progressAfter = 2 * time.Second
 // keyspace when it is known. Nothing is written when errOut is not a
 // terminal (a pipe, a file, CI), nor for a scan shorter than two seconds.
 // done clears the line.
-func ScanProgress(errOut io.Writer) (report func(read, total int), done func()) {
+func ScanProgress(errOut io.Writer) (report notice.Progress, done func()) {
 	f, ok := errOut.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil, func() {}
@@ -48,4 +50,15 @@ func ScanProgress(errOut io.Writer) (report func(read, total int), done func()) 
 				fmt.Fprint(f, "\r\x1b[K")
 			}
 		}
+}
+
+// EveryTenth writes a step's progress to w as a line every tenth of total
+// (and at the end): "rewrote 30 of 300".
+func EveryTenth(w io.Writer, verb string, total int) notice.Progress {
+	step := max(total/10, 1)
+	return func(done, total int) {
+		if done%step == 0 || done == total {
+			fmt.Fprintf(w, "%s %d of %d\n", verb, done, total)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/regghost/regghost/pkg/catalog"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/resolve"
 )
 
@@ -80,7 +81,7 @@ type Options struct {
 	// Progress, when set, is told every few thousand keys how many keys of
 	// the scan's range were read, and the range's size (0 when the store
 	// cannot count it).
-	Progress func(read, total int)
+	Progress notice.Progress
 	// SpillAfter is how many findings are kept in memory before they move
 	// to a spill file (DefaultSpillAfter when 0).
 	SpillAfter int

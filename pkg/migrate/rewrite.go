@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // Outcomes of one object's rewrite.
@@ -43,7 +45,7 @@ type RewriteOptions struct {
 	// Workers are concurrent updates (0: 4).
 	Workers int
 	// Progress, when set, is called after each object.
-	Progress func(done, total int)
+	Progress notice.Progress
 	// Stop, when closed, ends the rewrite after the updates in flight
 	// (an interrupt): a run again goes on.
 	Stop <-chan struct{}

@@ -16,6 +16,7 @@ import (
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/names"
+	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/objread"
 	"github.com/regghost/regghost/pkg/plural"
 )
@@ -38,7 +39,7 @@ type ScanOptions struct {
 	Existed func(namespace string) bool
 	// Progress, if set, starts the progress display and returns the
 	// function the scan reports to and the one that ends the display.
-	Progress func() (report func(read, total int), done func())
+	Progress func() (report notice.Progress, done func())
 	// Leases, if set, audits etcd's leases from the scan's own pass (no
 	// second read): the report counts each class (Report.Leases).
 	Leases *leases.Options

@@ -53,7 +53,7 @@ func TestOpenAndScan(t *testing.T) {
 			}
 			ended := false
 			rep, err := r.Scan(ctx, ScanOptions{TerminatingAfter: time.Hour, APICheckLimit: 1, Now: time.Now, Leases: &leases.Options{},
-				Progress: func() (func(int, int), func()) { return func(int, int) {}, func() { ended = true } }})
+				Progress: func() (notice.Progress, func()) { return func(int, int) {}, func() { ended = true } }})
 			if err != nil {
 				t.Fatal(err)
 			}
