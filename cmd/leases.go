@@ -93,16 +93,22 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 			return cli.Usage("%v", err)
 		}
 	}
-	opts, settings, done, err := g.leasesOptions(ctx, rs, o.namespace, given)
+	opts, settings, done, err := g.LeasesOptions(ctx, rs, o.namespace, given, clock)
 	if err != nil {
 		return err
 	}
 	defer done()
 	// kine keeps no leases: a key's lease ID is its TTL, one key a txn.
 	oneKey := opts.LeaseIsTTL
-	if o.Confirm {
-		if err := o.fits(ctx, g, pacing, oneKey); err != nil {
+	if deadline, ok := ctx.Deadline(); ok && o.Confirm {
+		// A removal whose slowest run cannot fit in --command-timeout is
+		// refused before the audit reads anything.
+		b, err := g.LeasesRemovalBudget(ctx, o.namespace, pacing, oneKey)
+		if err != nil {
 			return err
+		}
+		if err := b.Fits(time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
+			return cli.Usage("%v", err)
 		}
 	}
 	a, err := leases.Run(ctx, rs.Store, opts)
@@ -170,47 +176,6 @@ func foundFaults(a *leases.Audit) error {
 	return nil
 }
 
-// leasesOptions are the leases audit's options for what rs reads: the
-// kube-apiserver settings judged (and the line that says where each came
-// from), and what the live cluster answers (etcd's leases, the API
-// server's clock). done releases the etcd client it opened.
-func (g *globalOptions) leasesOptions(ctx context.Context, rs *session.Read, namespace string, given leases.Given) (leases.Options, string, func(), error) {
-	opts, settings := leases.Judged(leases.Options{Registry: g.Prefix, Namespace: namespace}, given, g.Node)
-	src := leases.Source{API: rs.API, Decrypter: rs.Decrypter, DB: rs.DB, Clock: clock}
-	done := func() {}
-	if !rs.DB {
-		_, etcd, release, err := g.Bounded(ctx)
-		if err != nil {
-			return opts, settings, nil, err
-		}
-		src.Client, done = etcd, release
-	}
-	return opts.From(ctx, src), settings, done, nil
-}
-
 // yield is pace.Yield; the tests, whose etcd runs in their own process,
 // replace it.
 var yield = pace.Yield
-
-// fits refuses, before the audit reads anything, a removal whose slowest
-// run does not fit in what --command-timeout leaves (leases.Budget.Fits);
-// oneKey is a datastore that deletes one key a transaction (kine).
-func (o *leasesOptions) fits(ctx context.Context, g *globalOptions, pacing etcdwrite.Pacing, oneKey bool) error {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return nil
-	}
-	cctx, etcd, done, err := g.Bounded(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	b, err := leases.RemovalBudget(cctx, etcd, g.Prefix, o.namespace, pacing, oneKey)
-	if err != nil {
-		return err
-	}
-	if err := b.Fits(time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
-		return cli.Usage("%v", err)
-	}
-	return nil
-}

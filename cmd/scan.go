@@ -125,7 +125,7 @@ func scanReport(ctx context.Context, g *globalOptions, namespace string, reads s
 	if auditLeases && namespace == "" {
 		// A scan of one namespace reads no pass over the whole registry:
 		// `regghost leases -n NAMESPACE` audits its events.
-		lo, _, done, err := g.leasesOptions(ctx, rs, namespace, leases.Given{})
+		lo, _, done, err := g.LeasesOptions(ctx, rs, namespace, leases.Given{}, clock)
 		if err != nil {
 			return nil, err
 		}
