@@ -3,10 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/cli"
@@ -21,6 +21,7 @@ import (
 )
 
 type danglingOptions struct {
+	noCompletion
 	cli.WriteFlags
 	namespace     string
 	acceptManaged bool
@@ -34,20 +35,7 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 		Use:   "dangling",
 		Short: "List references into what is gone (webhooks, APIServices, bindings) and fix them",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := validateScanInput(o.namespace); err != nil {
-				return err
-			}
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			if o.Confirm {
-				if err := refuseDB(g, "dangling --confirm"); err != nil {
-					return err
-				}
-			}
-			return runDangling(c.Context(), g, o, c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only the references this namespace holds or that point into it")
@@ -58,7 +46,20 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in io.Reader, out io.Writer) error {
+func (o *danglingOptions) validate(g *globalOptions) error {
+	if err := validateScanInput(o.namespace); err != nil {
+		return err
+	}
+	if err := o.print.Validate(); err != nil {
+		return err
+	}
+	if o.Confirm {
+		return refuseDB(g, "dangling --confirm")
+	}
+	return nil
+}
+
+func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
@@ -73,7 +74,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	rep.Close() // only its dangling references are read
 	fixes, refused := dangling.PlanFixes(rep.Dangling, dangling.PlanOptions{AcceptManaged: o.acceptManaged, AcceptSingleWitness: o.singleWitness})
 	if !o.Confirm || len(fixes) == 0 {
-		if err := o.print.Print(out, render.DanglingPlan(rep.Dangling, fixes, refused, o.Confirm)); err != nil {
+		if err := o.print.Print(s.Out, render.DanglingPlan(rep.Dangling, fixes, refused, o.Confirm)); err != nil {
 			return err
 		}
 		if o.Confirm && len(refused) > 0 {
@@ -85,7 +86,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 		}
 		return nil
 	}
-	planOut := o.print.PlanWriter(out, g.errOut)
+	planOut := o.print.PlanWriter(s.Out, s.ErrOut)
 	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
 	if rs.API == nil {
 		return cli.Exit(ExitError, fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why))
@@ -94,7 +95,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if err != nil {
 		return fmt.Errorf("api server client: %w", err)
 	}
-	if err := o.Ask(in, g.errOut, fmt.Sprintf("Fix %s through the API server?", render.Plural(len(fixes), "object"))); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Fix %s through the API server?", render.Plural(len(fixes), "object"))); err != nil {
 		return err
 	}
 	sctx, etcd, done, err := g.Bounded(ctx)
@@ -111,7 +112,7 @@ func runDangling(ctx context.Context, g *globalOptions, o *danglingOptions, in i
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.PrintResult(out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
+	err = o.print.PrintResult(s.Out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
 	if err == nil && len(refused) > 0 {
 		err = cli.Exit(ExitError, fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -23,6 +23,8 @@ import (
 )
 
 type migrateOptions struct {
+	// name is RESOURCE, the argument.
+	name string
 	cli.WriteFlags
 	prune     bool
 	perSecond int
@@ -36,23 +38,7 @@ func newMigrateCmd(g *globalOptions) *cobra.Command {
 		Use:   "migrate RESOURCE",
 		Short: "Move a resource's objects to its storage version and encryption key, and prove it from etcd",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
-				return cli.Usage("--target-release: %v", err)
-			}
-			if o.perSecond <= 0 {
-				return cli.Usage("--max-objects-per-second must be positive, got %d", o.perSecond)
-			}
-			if o.Confirm {
-				if err := refuseDB(g, "migrate --confirm"); err != nil {
-					return err
-				}
-			}
-			return runMigrate(c.Context(), g, o, args[0], c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	o.WriteFlags.Add(c, "really rewrite the objects through the API server (without it migrate only counts)", "regghost's backups, read for values under keys that no longer write")
 	c.Flags().BoolVar(&o.prune, "prune-stored-versions", false, "once the count again leaves nothing at an old version, narrow the CRD's status.storedVersions to the versions still stored")
@@ -62,7 +48,28 @@ func newMigrateCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name string, in io.Reader, out io.Writer) error {
+func (o *migrateOptions) complete(_ *globalOptions, _ *cobra.Command, args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+func (o *migrateOptions) validate(g *globalOptions) error {
+	if err := o.print.Validate(); err != nil {
+		return err
+	}
+	if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
+		return cli.Usage("--target-release: %v", err)
+	}
+	if o.perSecond <= 0 {
+		return cli.Usage("--max-objects-per-second must be positive, got %d", o.perSecond)
+	}
+	if o.Confirm {
+		return refuseDB(g, "migrate --confirm")
+	}
+	return nil
+}
+
+func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
@@ -77,7 +84,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if !rs.DB {
 		src.Connect = g.Bounded
 	}
-	prep, err := migrate.Prepare(ctx, src, name, o.target)
+	prep, err := migrate.Prepare(ctx, src, o.name, o.target)
 	if u := (*migrate.UsageError)(nil); errors.As(err, &u) {
 		return cli.Usage("%s", u.Msg)
 	}
@@ -92,7 +99,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		if err != nil {
 			return err
 		}
-		if err := o.print.Print(out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
+		if err := o.print.Print(s.Out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
 			return err
 		}
 		if err := migrate.Servable(plan); err != nil {
@@ -104,7 +111,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 		}
 		return nil
 	}
-	if err := render.MigrateSteps(o.print.PlanWriter(out, g.errOut), plan, o.prune, o.perSecond); err != nil {
+	if err := render.MigrateSteps(o.print.PlanWriter(s.Out, s.ErrOut), plan, o.prune, o.perSecond); err != nil {
 		return err
 	}
 	if len(plan.Rewrite) == 0 && !pruneOnly {
@@ -121,7 +128,7 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	if pruneOnly {
 		question = fmt.Sprintf("Narrow status.storedVersions of CustomResourceDefinition %s from [%s] to [%s]?", narrow.CRD, strings.Join(narrow.From, ", "), strings.Join(narrow.To, ", "))
 	}
-	if err := o.Ask(in, g.errOut, question); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, question); err != nil {
 		return err
 	}
 	// Only a signal stops the rewrite (the command's deadline is its own
@@ -140,8 +147,8 @@ func runMigrate(ctx context.Context, g *globalOptions, o *migrateOptions, name s
 	protection := &migrate.Protection{Client: etcd, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.BackupDir, Notices: g.Notices}
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: prep.Again, History: prep.History, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
-		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: render.EveryTenth(g.errOut, "rewrote", len(plan.Rewrite)), Stop: interrupt.Done()}})
-	err = o.print.PrintResult(out, render.MigrateResult(plan, res), err)
+		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: render.EveryTenth(s.ErrOut, "rewrote", len(plan.Rewrite)), Stop: interrupt.Done()}})
+	err = o.print.PrintResult(s.Out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/regghost/regghost/internal/cli"
@@ -34,6 +34,9 @@ type purgeOptions struct {
 	singleWitness    bool
 	retainVolumes    bool
 	acceptImpacts    []string
+	// Completed:
+	sel        repair.Selector
+	impactOpts impact.Options
 }
 
 func newPurgeCmd(g *globalOptions) *cobra.Command {
@@ -41,16 +44,7 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "purge [KEY...]",
 		Short: "Delete ghosts behind a verified snapshot and backup (dry run without --confirm)",
-		RunE: func(c *cobra.Command, args []string) error {
-			o.keys = args
-			if err := validateScanInput(o.namespace); err != nil {
-				return err
-			}
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			return runPurge(c.Context(), g, o, c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "purge the ghosts of this namespace")
@@ -67,7 +61,20 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Reader, out io.Writer) error {
+func (o *purgeOptions) complete(_ *globalOptions, _ *cobra.Command, args []string) error {
+	o.keys = args
+	return nil
+}
+
+// validate refuses bad input and reads --from's report, in the order the
+// flags are checked: one line for the first mistake.
+func (o *purgeOptions) validate(g *globalOptions) error {
+	if err := validateScanInput(o.namespace); err != nil {
+		return err
+	}
+	if err := o.print.Validate(); err != nil {
+		return err
+	}
 	if err := refuseDB(g, "purge"); err != nil {
 		return err
 	}
@@ -77,32 +84,36 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if o.terminatingAfter <= 0 {
 		return cli.Usage("--terminating-after must be positive, got %s", o.terminatingAfter)
 	}
-	sel := repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
+	o.sel = repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
 	for _, s := range o.forceClasses {
 		c, err := etcdscan.ParseForceable(s)
 		if err != nil {
 			return cli.Usage("--force-class: %v", err)
 		}
-		sel.ForceClasses = append(sel.ForceClasses, c)
+		o.sel.ForceClasses = append(o.sel.ForceClasses, c)
 	}
-	impactOpts := impact.Options{RetainVolumes: o.retainVolumes}
+	o.impactOpts = impact.Options{RetainVolumes: o.retainVolumes}
 	for _, s := range o.acceptImpacts {
 		k, err := impact.ParseKind(s)
 		if err != nil {
 			return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
 		}
-		impactOpts.Accept = append(impactOpts.Accept, k)
+		o.impactOpts.Accept = append(o.impactOpts.Accept, k)
 	}
 	if o.from != "" {
 		rep, err := etcdscan.ReadReport(o.from)
 		if err != nil {
 			return err
 		}
-		sel.Reviewed = rep
+		o.sel.Reviewed = rep
 	}
 	if o.namespace == "" && len(o.keys) == 0 {
 		return cli.Usage("purge needs --namespace or exact keys as arguments; a purge of the whole keyspace is not allowed")
 	}
+	return nil
+}
+
+func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
@@ -111,7 +122,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	}
 	defer rs.Close()
 	g.backupRoot = o.BackupDir
-	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: sel, Impact: impactOpts,
+	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: o.sel, Impact: o.impactOpts,
 		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
 		Scan: func(ctx context.Context) (*etcdscan.Report, error) {
 			return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
@@ -121,23 +132,23 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	}
 	view := rs.API
 	if !o.Confirm {
-		return o.print.Print(out, render.PurgePlan(plan, true))
+		return o.print.Print(s.Out, render.PurgePlan(plan, true))
 	}
 	if len(plan.Targets) == 0 {
-		return o.print.Print(out, render.PurgePlan(plan, false))
+		return o.print.Print(s.Out, render.PurgePlan(plan, false))
 	}
 	if err := plan.Refusal(); err != nil {
-		if perr := o.print.Print(out, render.PurgePlan(plan, true)); perr != nil {
+		if perr := o.print.Print(s.Out, render.PurgePlan(plan, true)); perr != nil {
 			return perr
 		}
 		return err
 	}
-	planOut := o.print.PlanWriter(out, g.errOut)
+	planOut := o.print.PlanWriter(s.Out, s.ErrOut)
 	if err := render.WritePurgePlan(table.NewSafeWriter(planOut), plan, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.BackupDir)
-	if err := o.Ask(in, g.errOut, fmt.Sprintf("Delete %s (%s) from etcd?", render.Plural(len(plan.Targets), "key"), plan.Scope)); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Delete %s (%s) from etcd?", render.Plural(len(plan.Targets), "key"), plan.Scope)); err != nil {
 		return err
 	}
 	etcd, cfg, err := g.ConnectConfig(ctx)
@@ -163,7 +174,7 @@ func runPurge(ctx context.Context, g *globalOptions, o *purgeOptions, in io.Read
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.PrintResult(out, render.PurgeResult(res), err)
+	err = o.print.PrintResult(s.Out, render.PurgeResult(res), err)
 	if err != nil {
 		return err
 	}

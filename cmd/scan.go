@@ -3,11 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -19,6 +19,7 @@ import (
 )
 
 type scanOptions struct {
+	noCompletion
 	namespace        string
 	print            *render.PrintFlags
 	reads            session.Reads
@@ -32,12 +33,7 @@ func newScanCmd(g *globalOptions) *cobra.Command {
 		Use:   "scan",
 		Short: "List ghosts: objects in etcd that Kubernetes can no longer manage (read-only)",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return runScan(c.Context(), g, o, c.OutOrStdout(), c.ErrOrStderr())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
@@ -48,7 +44,7 @@ func newScanCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func (o *scanOptions) validate() error {
+func (o *scanOptions) validate(*globalOptions) error {
 	if err := validateScanInput(o.namespace); err != nil {
 		return err
 	}
@@ -93,13 +89,13 @@ func validateNamespace(ns string) error {
 	return nil
 }
 
-func runScan(ctx context.Context, g *globalOptions, o *scanOptions, out, errOut io.Writer) error {
+func (o *scanOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	rep, err := scanReport(ctx, g, o.namespace, o.reads, o.terminatingAfter, o.apiCheckLimit, false, true)
 	if err != nil {
 		return err
 	}
 	defer rep.Close()
-	if err := o.print.Print(out, render.Report(rep, clock)); err != nil {
+	if err := o.print.Print(s.Out, render.Report(rep, clock)); err != nil {
 		return err
 	}
 	if rep.Ghosts() > 0 || rep.DanglingGoneCount() > 0 {

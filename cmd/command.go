@@ -1,0 +1,38 @@
+package cmd
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// options are a command's options in kubectl's shape: complete fills in
+// what the flags and arguments imply, validate refuses bad input (exit 2)
+// before anything is read or written, and run makes the one call and
+// prints its result.
+type options interface {
+	complete(g *globalOptions, c *cobra.Command, args []string) error
+	validate(g *globalOptions) error
+	run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error
+}
+
+// runE is the RunE of a command whose options are o: complete, validate,
+// then run with the command's streams.
+func runE(g *globalOptions, o options) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if err := o.complete(g, c, args); err != nil {
+			return err
+		}
+		if err := o.validate(g); err != nil {
+			return err
+		}
+		return o.run(c.Context(), g, genericiooptions.IOStreams{In: c.InOrStdin(), Out: c.OutOrStdout(), ErrOut: c.ErrOrStderr()})
+	}
+}
+
+// noCompletion is the complete of options whose flags need nothing filled
+// in.
+type noCompletion struct{}
+
+func (noCompletion) complete(*globalOptions, *cobra.Command, []string) error { return nil }
