@@ -3,11 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -20,6 +20,7 @@ import (
 )
 
 type leasesOptions struct {
+	noCompletion
 	cli.WriteFlags
 	namespace string
 	eventTTL  time.Duration
@@ -34,26 +35,7 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 		Use:   "leases [-n NAMESPACE]",
 		Short: "Audit etcd's leases (events past their TTL or with none, leases too big to revoke, stale masterleases) and remove what outlived its TTL",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := validateScanInput(o.namespace); err != nil {
-				return err
-			}
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			if o.eventTTL < 0 || o.maxCount < 0 {
-				return cli.Usage("--event-ttl and --lease-max-object-count must not be negative (0: the default)")
-			}
-			if o.Confirm {
-				if err := refuseDB(g, "leases --confirm"); err != nil {
-					return err
-				}
-			}
-			if err := cli.CheckPacing(o.pacing); err != nil {
-				return err
-			}
-			return o.run(c.Context(), g, c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "judge only this namespace's events (the leases are the whole keyspace's)")
@@ -65,7 +47,25 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
+func (o *leasesOptions) validate(g *globalOptions) error {
+	if err := validateScanInput(o.namespace); err != nil {
+		return err
+	}
+	if err := o.print.Validate(); err != nil {
+		return err
+	}
+	if o.eventTTL < 0 || o.maxCount < 0 {
+		return cli.Usage("--event-ttl and --lease-max-object-count must not be negative (0: the default)")
+	}
+	if o.Confirm {
+		if err := refuseDB(g, "leases --confirm"); err != nil {
+			return err
+		}
+	}
+	return cli.CheckPacing(o.pacing)
+}
+
+func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	// On a node whose cores are all busy, etcd's and kube-apiserver's
@@ -117,19 +117,19 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	}
 	if rs.DB {
 		// A copy of etcd is audited, never removed from.
-		if err := o.print.Print(out, render.Leases(a, settings)); err != nil {
+		if err := o.print.Print(s.Out, render.Leases(a, settings)); err != nil {
 			return err
 		}
 		return foundFaults(a)
 	}
 	plan := leases.Plan(a, o.namespace)
 	if !o.Confirm || plan.Keys() == 0 {
-		if err := o.print.Print(out, render.LeasesPlan(a, settings, plan, !o.Confirm)); err != nil {
+		if err := o.print.Print(s.Out, render.LeasesPlan(a, settings, plan, !o.Confirm)); err != nil {
 			return err
 		}
 		return foundFaults(a)
 	}
-	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.PlanWriter(out, g.errOut)), false, false); err != nil {
+	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.PlanWriter(s.Out, s.ErrOut)), false, false); err != nil {
 		return err
 	}
 	if deadline, ok := ctx.Deadline(); ok {
@@ -139,7 +139,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 			return cli.Usage("%v", err)
 		}
 	}
-	if err := o.Ask(in, g.errOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
 		return err
 	}
 	sctx, etcd, done, err := g.Bounded(ctx)
@@ -155,7 +155,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, in io.Reader,
 	if res == nil {
 		return err
 	}
-	if err := o.print.PrintResult(out, render.LeasesRemoved(res), err); err != nil {
+	if err := o.print.PrintResult(s.Out, render.LeasesRemoved(res), err); err != nil {
 		return err
 	}
 	if len(plan.Left) > 0 || slices.ContainsFunc(res.Results, func(r etcdwrite.Result) bool {

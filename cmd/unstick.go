@@ -3,10 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/cli"
@@ -33,6 +33,9 @@ type unstickOptions struct {
 	accept        []impact.Kind
 	// deleteUnavailable are down APIServices to delete, backed up.
 	deleteUnavailable []string
+	// Completed:
+	target    unstick.Target
+	waitGiven bool
 }
 
 func newUnstickCmd(g *globalOptions) *cobra.Command {
@@ -41,40 +44,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 		Use:   "unstick namespace|crd NAME | ns/NAME | crd/NAME | -n NAME",
 		Short: "Explain why a namespace or CRD is stuck terminating, and finish it",
 		Args:  cobra.RangeArgs(0, 2),
-		RunE: func(c *cobra.Command, args []string) error {
-			if o.namespace != "" {
-				if len(args) > 0 {
-					return cli.Usage("give the target once: -n %s, or namespace NAME (not both)", o.namespace)
-				}
-				args = []string{"namespace", o.namespace}
-			}
-			if len(args) == 0 {
-				return cli.Usage("unstick takes what is stuck: namespace NAME, ns/NAME, -n NAME, or crd NAME")
-			}
-			target, err := unstick.ParseArgs(args)
-			if err != nil {
-				return cli.Usage("%v", err)
-			}
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			for _, s := range o.acceptImpacts {
-				k, err := impact.ParseStripKind(s)
-				if err != nil {
-					return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
-				}
-				o.accept = append(o.accept, k)
-			}
-			if o.Confirm {
-				if err := refuseDB(g, "unstick --confirm"); err != nil {
-					return err
-				}
-			}
-			if err := cli.WaitFits(c, o.wait, g.Etcd.CommandTimeout); err != nil {
-				return err
-			}
-			return runUnstick(c.Context(), g, o, target, c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace stuck terminating (as namespace NAME)")
@@ -87,7 +57,45 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target unstick.Target, in io.Reader, out io.Writer) error {
+// complete reads the target from the arguments or -n.
+func (o *unstickOptions) complete(_ *globalOptions, c *cobra.Command, args []string) error {
+	if o.namespace != "" {
+		if len(args) > 0 {
+			return cli.Usage("give the target once: -n %s, or namespace NAME (not both)", o.namespace)
+		}
+		args = []string{"namespace", o.namespace}
+	}
+	if len(args) == 0 {
+		return cli.Usage("unstick takes what is stuck: namespace NAME, ns/NAME, -n NAME, or crd NAME")
+	}
+	target, err := unstick.ParseArgs(args)
+	if err != nil {
+		return cli.Usage("%v", err)
+	}
+	o.target, o.waitGiven = target, c.Flags().Changed("wait")
+	return nil
+}
+
+func (o *unstickOptions) validate(g *globalOptions) error {
+	if err := o.print.Validate(); err != nil {
+		return err
+	}
+	for _, s := range o.acceptImpacts {
+		k, err := impact.ParseStripKind(s)
+		if err != nil {
+			return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
+		}
+		o.accept = append(o.accept, k)
+	}
+	if o.Confirm {
+		if err := refuseDB(g, "unstick --confirm"); err != nil {
+			return err
+		}
+	}
+	return cli.WaitFits(o.wait, g.Etcd.CommandTimeout, o.waitGiven)
+}
+
+func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
@@ -95,7 +103,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return err
 	}
 	defer rs.Close()
-	z := &unstick.Analyzer{Read: rs, Target: target, Accept: o.accept, DeleteUnavailable: o.deleteUnavailable, Now: clock}
+	z := &unstick.Analyzer{Read: rs, Target: o.target, Accept: o.accept, DeleteUnavailable: o.deleteUnavailable, Now: clock}
 	a, err := z.Analyze(ctx)
 	if err != nil {
 		return err
@@ -104,7 +112,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return cli.Failed(a.NowhereError())
 	}
 	if !o.Confirm {
-		if err := o.print.Print(out, render.UnstickPlan(a)); err != nil {
+		if err := o.print.Print(s.Out, render.UnstickPlan(a)); err != nil {
 			return err
 		}
 		if a.NoAPI != "" && !rs.DB && !g.NoAPI {
@@ -114,7 +122,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		}
 		return nil
 	}
-	analysisOut := o.print.PlanWriter(out, g.errOut)
+	analysisOut := o.print.PlanWriter(s.Out, s.ErrOut)
 	render.UnstickAnalysis(table.NewSafeWriter(analysisOut), a)
 	if a.Refusal != "" {
 		return cli.Exit(ExitError, fmt.Errorf("refused: %s; nothing was changed", a.Refusal))
@@ -127,7 +135,7 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 		return fmt.Errorf("api server client: %w", err)
 	}
 	question := render.UnstickQuestion(a)
-	if err := o.Ask(in, g.errOut, question); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, question); err != nil {
 		return err
 	}
 	sctx, etcd, done, err := g.Bounded(ctx)
@@ -137,15 +145,15 @@ func runUnstick(ctx context.Context, g *globalOptions, o *unstickOptions, target
 	defer done()
 	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
 		ConfirmRevealed: func(more []unstick.Blocker) error {
-			render.WriteRevealed(g.errOut, more)
-			return o.AskAgain(in, g.errOut, fmt.Sprintf("Also remove the finalizers of %s, which the plan did not show?", plural.Of(len(more), "more object")))
+			render.WriteRevealed(s.ErrOut, more)
+			return o.AskAgain(s.In, s.ErrOut, fmt.Sprintf("Also remove the finalizers of %s, which the plan did not show?", plural.Of(len(more), "more object")))
 		},
 		Options: unstick.Options{Client: etcd, Dynamic: dyn, BackupRoot: o.BackupDir, Wait: o.wait, Now: clock, Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter),
 			Analyze: z.Again(etcd)}})
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.PrintResult(out, render.UnstickResult(a, res, o.wait), err)
+	err = o.print.PrintResult(s.Out, render.UnstickResult(a, res, o.wait), err)
 	if err != nil {
 		return err
 	}
