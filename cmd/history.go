@@ -3,10 +3,10 @@ package cmd
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -31,15 +31,7 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 		Use:   "history (KEY | PREFIX/ | TYPE/NAME | TYPE NAME | -n NAMESPACE)",
 		Short: "Show the revisions etcd still holds of a key, a namespace or a prefix",
 		Args:  cobra.MaximumNArgs(2),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.complete(g, args); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(c.Context(), g, c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the history of this namespace: its key and every object in it (with TYPE/NAME: the object's namespace)")
 	c.Flags().Int64Var(&o.rev, "rev", 0, "report revisions from this one on (default: the earliest held)")
@@ -48,7 +40,7 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 }
 
 // complete builds the selection from the argument or --namespace.
-func (o *historyOptions) complete(g *globalOptions, args []string) error {
+func (o *historyOptions) complete(g *globalOptions, _ *cobra.Command, args []string) error {
 	g.Discover()
 	o.sel = history.Selection{Registry: g.Prefix, Namespace: o.namespace}
 	if isObjectTarget(args) {
@@ -87,7 +79,7 @@ func isObjectTarget(args []string) bool {
 	return false
 }
 
-func (o *historyOptions) validate() error {
+func (o *historyOptions) validate(*globalOptions) error {
 	if o.target != nil {
 		return o.print.Validate()
 	}
@@ -103,7 +95,7 @@ func (o *historyOptions) validate() error {
 	return o.print.Validate()
 }
 
-func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
+func (o *historyOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	h, info, err := g.History(ctx, session.HistoryRequest{Selection: o.sel, Target: o.target, Namespace: o.namespace, From: o.rev})
@@ -116,5 +108,5 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	case err != nil:
 		return err
 	}
-	return o.print.Print(out, render.History(h, info))
+	return o.print.Print(s.Out, render.History(h, info))
 }

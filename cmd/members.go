@@ -3,12 +3,12 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -38,13 +38,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 		Use:   "members",
 		Short: "Compare etcd's members: the keys that differ and which member is wrong (read-only)",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			o.complete()
-			if err := o.validate(g); err != nil {
-				return err
-			}
-			return o.run(c.Context(), g, c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	o.print.AddFlags(c)
@@ -61,12 +55,13 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 }
 
 // complete turns the flags into pkg/members' options.
-func (o *membersOptions) complete() {
+func (o *membersOptions) complete(*globalOptions, *cobra.Command, []string) error {
 	maxKeys := o.maxKeys
 	if maxKeys == 0 {
 		maxKeys = -1
 	}
 	o.opts = members.Options{Reads: o.reads, Keys: o.keys, Hash: o.hash, Current: o.current, Interval: o.interval, MaxKeys: maxKeys}
+	return nil
 }
 
 func (o *membersOptions) validate(g *globalOptions) error {
@@ -97,7 +92,7 @@ func (o *membersOptions) validate(g *globalOptions) error {
 	return o.print.Validate()
 }
 
-func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
+func (o *membersOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	o.opts.Notices = g.Notices
@@ -110,7 +105,7 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, out io.Write
 	if err != nil {
 		return err
 	}
-	if err := o.print.Print(out, render.Members(rep)); err != nil {
+	if err := o.print.Print(s.Out, render.Members(rep)); err != nil {
 		return err
 	}
 	switch {

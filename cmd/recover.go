@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -47,16 +48,7 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "recover (--snapshot FILE | --rev N) [KEY|PREFIX/ ...]",
 		Short: "Bring objects back from a snapshot or an older revision (dry run without --confirm)",
-		RunE: func(c *cobra.Command, args []string) error {
-			o.keys = args
-			if err := o.complete(g); err != nil {
-				return err
-			}
-			if err := o.validate(g); err != nil {
-				return err
-			}
-			return o.run(c.Context(), g, c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	f.StringVar(&o.snapshot, "snapshot", "", "recover from this snapshot file (etcdctl/etcdutl, k3s zipped or not, or regghost's logical snapshot of kine)")
@@ -89,7 +81,8 @@ func recoveryKinds() string {
 // manifests says whether -o asks for manifests instead of a recovery.
 func (o *recoverOptions) manifests() bool { return o.print.Structured() }
 
-func (o *recoverOptions) complete(g *globalOptions) error {
+func (o *recoverOptions) complete(g *globalOptions, _ *cobra.Command, args []string) error {
+	o.keys = args
 	o.sel = recovery.Selection{Registry: g.Prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
 	switch strings.ToLower(o.resource) {
 	case "crd", "crds":
@@ -147,7 +140,7 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 	return nil
 }
 
-func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader, out io.Writer) error {
+func (o *recoverOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rec, err := recovery.Prepare(ctx, &g.Settings, recovery.Request{Snapshot: o.snapshot, Rev: o.rev, SourceEncryptionConfig: o.sourceEncCfg,
@@ -159,17 +152,17 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	defer rec.Close()
 	objs := rec.Objects
 	if o.manifests() {
-		return o.printManifests(out, g.errOut, objs)
+		return o.printManifests(s.Out, s.ErrOut, objs)
 	}
 	todo, _ := render.RecoveryCounts(objs)
 	if !o.Confirm || todo == 0 {
-		if err := o.print.Print(out, render.RecoveryPlan(rec.From, objs, !o.Confirm)); err != nil {
+		if err := o.print.Print(s.Out, render.RecoveryPlan(rec.From, objs, !o.Confirm)); err != nil {
 			return err
 		}
 		return cli.Failed(render.RecoveryRefusedError(objs))
 	}
-	render.WriteRecoveryPlan(table.NewSafeWriter(out), rec.From, objs)
-	if err := o.Ask(in, g.errOut, fmt.Sprintf("Write %s into etcd?", render.Plural(todo, "object"))); err != nil {
+	render.WriteRecoveryPlan(table.NewSafeWriter(s.Out), rec.From, objs)
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Write %s into etcd?", render.Plural(todo, "object"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
@@ -178,7 +171,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, in io.Reader
 	if res == nil {
 		return werr
 	}
-	render.WriteRecoveryResult(out, res, todo)
+	render.WriteRecoveryResult(s.Out, res, todo)
 	if werr != nil {
 		return werr
 	}
