@@ -3,11 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -23,6 +23,9 @@ type spaceReclaimOptions struct {
 	quota      int64
 	memberWait time.Duration
 	print      *render.PrintFlags
+	// Completed:
+	dirs       map[string]string
+	quotaGiven bool
 }
 
 // newSpaceReclaimCmd is `regghost space reclaim`.
@@ -32,22 +35,7 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 		Use:   "reclaim",
 		Short: "Give etcd its space back: snapshot, compact, defragment, disarm (dry run without --confirm)",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			if err := refuseDB(g, "space reclaim"); err != nil {
-				return err
-			}
-			dirs, err := reclaimDataDirs(o.dataDirs)
-			if err != nil {
-				return err
-			}
-			if o.quota == 0 {
-				return cli.Usage("--quota-backend-bytes must not be 0 (negative: no quota)")
-			}
-			return runSpaceReclaim(c.Context(), g, o, dirs, c.Flags().Changed("quota-backend-bytes"), c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	o.WriteFlags.Add(c, "really snapshot, compact, defragment and disarm (without it reclaim only says what it would do)", "where the snapshot goes")
@@ -59,10 +47,33 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOptions, dirs map[string]string, quotaGiven bool, in io.Reader, out io.Writer) error {
+func (o *spaceReclaimOptions) complete(_ *globalOptions, c *cobra.Command, _ []string) error {
+	o.quotaGiven = c.Flags().Changed("quota-backend-bytes")
+	return nil
+}
+
+func (o *spaceReclaimOptions) validate(g *globalOptions) error {
+	if err := o.print.Validate(); err != nil {
+		return err
+	}
+	if err := refuseDB(g, "space reclaim"); err != nil {
+		return err
+	}
+	dirs, err := reclaimDataDirs(o.dataDirs)
+	if err != nil {
+		return err
+	}
+	o.dirs = dirs
+	if o.quota == 0 {
+		return cli.Usage("--quota-backend-bytes must not be 0 (negative: no quota)")
+	}
+	return nil
+}
+
+func (o *spaceReclaimOptions) run(parent context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(parent, g.Etcd.CommandTimeout)
 	defer cancel()
-	ro, done, err := reclaim.Setup(ctx, &g.Settings, reclaim.Options{DataDirs: dirs, Quota: o.quota, QuotaGiven: quotaGiven,
+	ro, done, err := reclaim.Setup(ctx, &g.Settings, reclaim.Options{DataDirs: o.dirs, Quota: o.quota, QuotaGiven: o.quotaGiven,
 		BackupRoot: o.BackupDir, MemberWait: o.memberWait, Now: clock, Holder: "regghost space reclaim", Notices: g.Notices})
 	if err != nil {
 		return err
@@ -73,19 +84,19 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 		return err
 	}
 	if !o.Confirm {
-		if err := o.print.Print(out, render.ReclaimPlan(plan, true)); err != nil {
+		if err := o.print.Print(s.Out, render.ReclaimPlan(plan, true)); err != nil {
 			return err
 		}
 		warnReclaim(g.Notices, plan.Warnings)
 		return nil
 	}
 	if len(plan.Refusals) > 0 {
-		if err := o.print.Print(out, render.ReclaimPlan(plan, false)); err != nil {
+		if err := o.print.Print(s.Out, render.ReclaimPlan(plan, false)); err != nil {
 			return err
 		}
 		return cli.Failed(fmt.Errorf("refused: %s; nothing was changed", strings.Join(plan.Refusals, "; ")))
 	}
-	planOut := table.NewSafeWriter(o.print.PlanWriter(out, g.errOut))
+	planOut := table.NewSafeWriter(o.print.PlanWriter(s.Out, s.ErrOut))
 	render.WriteReclaimPlan(planOut, plan)
 	if err := planOut.Flush(); err != nil {
 		return err
@@ -94,12 +105,12 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	// said before the question, and Run does not say it again.
 	warnReclaim(g.Notices, plan.Warnings)
 	ro.Warned = plan.Warnings
-	if err := o.Ask(in, g.errOut, fmt.Sprintf("Snapshot, compact and defragment the %s of etcd?", plural.Of(len(plan.Members), "member"))); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Snapshot, compact and defragment the %s of etcd?", plural.Of(len(plan.Members), "member"))); err != nil {
 		return err
 	}
 	fmt.Fprintln(planOut)
-	ro.Progress = func(s reclaim.Step) {
-		render.ReclaimStep(planOut, s)
+	ro.Progress = func(step reclaim.Step) {
+		render.ReclaimStep(planOut, step)
 		_ = planOut.Flush()
 	}
 	// --command-timeout counts from the answer, not from the question.
@@ -109,7 +120,7 @@ func runSpaceReclaim(parent context.Context, g *globalOptions, o *spaceReclaimOp
 	if res == nil {
 		return err
 	}
-	return cli.Failed(o.print.PrintResult(out, render.ReclaimResult(res), err))
+	return cli.Failed(o.print.PrintResult(s.Out, render.ReclaimResult(res), err))
 }
 
 // reclaimDataDirs reads --data-dir (reclaim.ParseDataDirs) as a usage error.

@@ -2,9 +2,9 @@ package cmd
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -13,6 +13,7 @@ import (
 )
 
 type versionsOptions struct {
+	noCompletion
 	namespace string
 	print     *render.PrintFlags
 }
@@ -23,22 +24,21 @@ func newVersionsCmd(g *globalOptions) *cobra.Command {
 		Use:   "stored-versions",
 		Short: "Count objects per stored version; find versions nobody can read",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := validateScanInput(o.namespace); err != nil {
-				return err
-			}
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			return runVersions(c.Context(), g, o, c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "count only this namespace's objects")
 	o.print.AddFlags(c)
 	return c
 }
 
-func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out io.Writer) error {
+func (o *versionsOptions) validate(*globalOptions) error {
+	if err := validateScanInput(o.namespace); err != nil {
+		return err
+	}
+	return o.print.Validate()
+}
+
+func (o *versionsOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	rep, err := scanReport(ctx, g, o.namespace, session.ScanReads(), etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, true, false)
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func runVersions(ctx context.Context, g *globalOptions, o *versionsOptions, out 
 	if err != nil {
 		return err
 	}
-	if err := o.print.Print(out, render.Versions(rep, findings)); err != nil {
+	if err := o.print.Print(s.Out, render.Versions(rep, findings)); err != nil {
 		return err
 	}
 	if len(findings) > 0 {
