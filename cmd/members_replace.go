@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -29,6 +30,8 @@ type membersReplaceOptions struct {
 	// reads say how each member's keyspace is read: its pace
 	// (--max-keys-per-second, as members takes it).
 	reads session.Reads
+	// Completed: MEMBER, and the command that takes its replacement up.
+	member, again string
 }
 
 // newMembersReplaceCmd is `regghost members replace MEMBER`.
@@ -45,18 +48,7 @@ func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions
 		Use:   "replace MEMBER",
 		Short: "Replace a wrong or dead etcd member: evidence, remove, add back as a learner, promote, compare (a dry run without --confirm)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if g.DB != "" {
-				return cli.Usage("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)
-			}
-			if err := cli.CheckReads(o.reads); err != nil {
-				return err
-			}
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			return o.run(c.Context(), g, args[0], replaceAgain(args[0], c.Flags()), c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	o.print.AddFlags(c)
 	o.Add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
@@ -93,7 +85,24 @@ func replaceAgain(member string, f *pflag.FlagSet) string {
 	return strings.Join(words, " ")
 }
 
-func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, member, again string, in io.Reader, out io.Writer) error {
+// complete takes MEMBER and the command that takes its replacement up.
+func (o *membersReplaceOptions) complete(_ *globalOptions, c *cobra.Command, args []string) error {
+	o.member, o.again = args[0], replaceAgain(args[0], c.Flags())
+	return nil
+}
+
+func (o *membersReplaceOptions) validate(g *globalOptions) error {
+	if g.DB != "" {
+		return cli.Usage("--db %s reads one db file; members replace works on the live members: drop --db", g.DB)
+	}
+	if err := cli.CheckReads(o.reads); err != nil {
+		return err
+	}
+	return o.print.Validate()
+}
+
+func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
+	member := o.member
 	// The password is asked before interrupts are caught: an interrupt at
 	// its prompt ends the command.
 	if err := g.Etcd.AskPasswordNow(); err != nil {
@@ -114,20 +123,20 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, me
 	// Each step is bounded by --command-timeout, the learner's wait by
 	// --wait: the time the snapshots take is not taken from the wait.
 	ro := members.ReplaceOptions{Compare: opts, Member: member, EvidenceRoot: o.BackupDir, Wait: o.wait, StepTimeout: g.Etcd.CommandTimeout, Node: node,
-		Again: again}
+		Again: o.again}
 	plan, err := members.Replace(ctx, ro)
 	if err != nil || !o.Confirm || plan.Stage != members.StagePlanned {
-		return o.finish(out, plan, err)
+		return o.finish(s.Out, plan, err)
 	}
-	if err := o.print.Print(o.print.PlanWriter(out, g.errOut), render.MembersReplacePlan(plan)); err != nil {
+	if err := o.print.Print(o.print.PlanWriter(s.Out, s.ErrOut), render.MembersReplacePlan(plan)); err != nil {
 		return err
 	}
-	if err := o.Ask(in, g.errOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
 		return err
 	}
 	ro.Confirm, ro.Shown = true, plan
 	res, err := members.Replace(ctx, ro)
-	return o.finish(out, res, err)
+	return o.finish(s.Out, res, err)
 }
 
 // finish prints what Replace did and turns its error into the exit code.
