@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -17,25 +17,34 @@ import (
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
-	p := render.NewPrintFlags(false, "yaml", "raw")
-	var namespace string
+	o := &getOptions{print: render.NewPrintFlags(false, "yaml", "raw")}
 	c := &cobra.Command{
 		Use:   "get (KEY | TYPE/NAME | TYPE NAME)",
 		Short: "Decode the object stored under one etcd key",
 		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := p.Validate(); err != nil {
-				return err
-			}
-			return runGet(c.Context(), g, args, namespace, p, c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
-	c.Flags().StringVarP(&namespace, "namespace", "n", "", "the namespace of a TYPE/NAME (default: default, as kubectl's)")
-	p.AddFlags(c)
+	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the namespace of a TYPE/NAME (default: default, as kubectl's)")
+	o.print.AddFlags(c)
 	return c
 }
 
-func runGet(ctx context.Context, g *globalOptions, args []string, namespace string, p *render.PrintFlags, out io.Writer) error {
+// getOptions are get's flags and the object it names.
+type getOptions struct {
+	namespace string
+	print     *render.PrintFlags
+	// target is KEY, TYPE/NAME or TYPE NAME.
+	target []string
+}
+
+func (o *getOptions) complete(_ *globalOptions, _ *cobra.Command, args []string) error {
+	o.target = args
+	return nil
+}
+
+func (o *getOptions) validate(*globalOptions) error { return o.print.Validate() }
+
+func (o *getOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
@@ -43,7 +52,7 @@ func runGet(ctx context.Context, g *globalOptions, args []string, namespace stri
 		return err
 	}
 	defer closeStore()
-	key, err := resolve.Target(ctx, store, g.Prefix, args, namespace)
+	key, err := resolve.Target(ctx, store, g.Prefix, o.target, o.namespace)
 	if errors.Is(err, resolve.ErrTarget) {
 		return cli.Usage("%v", err)
 	}
@@ -57,9 +66,9 @@ func runGet(ctx context.Context, g *globalOptions, args []string, namespace stri
 	if kv == nil {
 		return fmt.Errorf("key %s does not exist in etcd", key)
 	}
-	if p.Output() == "raw" {
+	if o.print.Output() == "raw" {
 		// The stored bytes, unescaped: for a file or a pipe.
-		_, err := out.Write(kv.Value)
+		_, err := s.Out.Write(kv.Value)
 		return err
 	}
 	dec, err := g.Decrypter(ctx)
@@ -73,5 +82,5 @@ func runGet(ctx context.Context, g *globalOptions, args []string, namespace stri
 		}
 		return fmt.Errorf("decode %s: %w", key, err)
 	}
-	return p.Print(out, render.Object(obj))
+	return o.print.Print(s.Out, render.Object(obj))
 }

@@ -3,11 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -23,34 +23,14 @@ import (
 )
 
 func newRestoreCmd(g *globalOptions) *cobra.Command {
-	var confirm, yes, intoRecreated bool
-	var other otherClusterFlags
-	p := render.NewPrintFlags(true, "table")
+	o := &restoreOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Put back what a backup holds, or undo a recovery (dry run without --confirm)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := p.Validate(); err != nil {
-				return err
-			}
-			if err := refuseDB(g, "restore"); err != nil {
-				return err
-			}
-			if snapshot.IsLogical(args[0]) {
-				return cli.Usage("%s is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore %s` puts back what it holds, `regghost recover --snapshot %s` chosen objects; restore takes a backup directory (backup ls lists them)", args[0], args[0], args[0])
-			}
-			if backup.SourceOf(args[0]) == backup.SourceSnapshot {
-				return cli.Usage("%s is an etcd snapshot, not a regghost backup: `regghost recover --snapshot %s` brings chosen objects back from it (-n NAMESPACE, or their keys); restore takes a backup directory (backup ls lists them)", args[0], args[0])
-			}
-			return runRestore(c.Context(), g, args[0], restoreFlags{confirm: confirm, yes: yes, otherCluster: other.cluster, otherClusterGrants: other.grants, intoRecreated: intoRecreated, print: p}, c.InOrStdin(), c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
-	c.Flags().BoolVar(&confirm, "confirm", false, "really write the keys back")
-	c.Flags().BoolVar(&yes, "yes", false, cli.YesHelp)
-	other.add(c, "backup")
-	addIntoRecreatedFlag(c, &intoRecreated)
-	p.AddFlags(c)
+	o.addFlags(c, "backup")
 	return c
 }
 
@@ -73,12 +53,11 @@ func addIntoRecreatedFlag(c *cobra.Command, into *bool) {
 		"also write back keys whose namespace or CustomResourceDefinition was created again since the purge (refused without it: they would join a namespace or CRD they never belonged to)")
 }
 
-// restoreFlags are the choices of restore and snapshot restore.
-type restoreFlags struct {
+// restoreOptions are the choices of restore and snapshot restore.
+type restoreOptions struct {
 	confirm, yes bool
-	// otherCluster and otherClusterGrants write a backup of another
-	// cluster, and its grants.
-	otherCluster, otherClusterGrants bool
+	// other writes a backup of another cluster, and its grants.
+	other otherClusterFlags
 	// intoRecreated writes keys into a namespace or CRD created again
 	// since the purge.
 	intoRecreated bool
@@ -86,9 +65,44 @@ type restoreFlags struct {
 	// summary prints only the keys restore writes (or would), with the
 	// others counted: a whole snapshot holds many keys that are present.
 	summary bool
+	// path is BACKUP (FILE, for snapshot restore).
+	path string
 }
 
-func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFlags, in io.Reader, out io.Writer) error {
+// addFlags adds the flags restore and snapshot restore share; source
+// names what they write from.
+func (f *restoreOptions) addFlags(c *cobra.Command, source string) {
+	c.Flags().BoolVar(&f.confirm, "confirm", false, "really write the keys back")
+	c.Flags().BoolVar(&f.yes, "yes", false, cli.YesHelp)
+	f.other.add(c, source)
+	addIntoRecreatedFlag(c, &f.intoRecreated)
+	f.print.AddFlags(c)
+}
+
+func (f *restoreOptions) complete(_ *globalOptions, _ *cobra.Command, args []string) error {
+	f.path = args[0]
+	return nil
+}
+
+func (f *restoreOptions) validate(g *globalOptions) error {
+	path := f.path
+	if err := f.print.Validate(); err != nil {
+		return err
+	}
+	if err := refuseDB(g, "restore"); err != nil {
+		return err
+	}
+	if snapshot.IsLogical(path) {
+		return cli.Usage("%s is a logical snapshot of kine, not a regghost backup: `regghost snapshot restore %s` puts back what it holds, `regghost recover --snapshot %s` chosen objects; restore takes a backup directory (backup ls lists them)", path, path, path)
+	}
+	if backup.SourceOf(path) == backup.SourceSnapshot {
+		return cli.Usage("%s is an etcd snapshot, not a regghost backup: `regghost recover --snapshot %s` brings chosen objects back from it (-n NAMESPACE, or their keys); restore takes a backup directory (backup ls lists them)", path, path)
+	}
+	return nil
+}
+
+func (f *restoreOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
+	path := f.path
 	release, err := backup.Hold(backupDirOf(path))
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
@@ -99,15 +113,15 @@ func runRestore(ctx context.Context, g *globalOptions, path string, f restoreFla
 		return fmt.Errorf("%w; nothing was restored", err)
 	}
 	if b.Action == backup.ActionRecover {
-		return undoRecovery(ctx, g, b, path, backupDirOf(path), f, in, out)
+		return f.undoRecovery(ctx, g, b, path, backupDirOf(path), s)
 	}
-	return restoreBackup(ctx, g, b, path, backupDirOf(path), f, in, out)
+	return f.restoreBackup(ctx, g, b, path, backupDirOf(path), s)
 }
 
 // restoreBackup writes back b's absent keys (a dry run without confirm) and
 // appends what it did to the audit log in auditDir.
-func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
-	ctx, r, done, err := restorer(ctx, g, b, path, auditDir, f)
+func (f *restoreOptions) restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, s genericiooptions.IOStreams) error {
+	ctx, r, done, err := f.restorer(ctx, g, b, path, auditDir)
 	if err != nil {
 		return err
 	}
@@ -118,7 +132,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	}
 	todo, _ := render.RestoreCounts(plan)
 	if !f.confirm || todo == 0 {
-		if err := f.print.Print(out, render.RestorePlan(path, len(b.Entries), plan, !f.confirm, f.summary)); err != nil {
+		if err := f.print.Print(s.Out, render.RestorePlan(path, len(b.Entries), plan, !f.confirm, f.summary)); err != nil {
 			return err
 		}
 		if f.summary {
@@ -126,9 +140,9 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 		}
 		return cli.Failed(render.ConflictError(plan))
 	}
-	planOut := f.print.PlanWriter(out, g.errOut)
+	planOut := f.print.PlanWriter(s.Out, s.ErrOut)
 	render.WriteRestoreResults(table.NewSafeWriter(planOut), plan, f.summary)
-	if err := cli.Confirm(in, g.errOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
+	if err := cli.Confirm(s.In, s.ErrOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
@@ -138,7 +152,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 	if results == nil {
 		return err
 	}
-	if perr := f.print.Print(out, render.RestoreResult(results, f.summary)); perr != nil {
+	if perr := f.print.Print(s.Out, render.RestoreResult(results, f.summary)); perr != nil {
 		return perr
 	}
 	if err != nil {
@@ -155,7 +169,7 @@ func restoreBackup(ctx context.Context, g *globalOptions, b *backup.Backup, path
 
 // restorer opens etcd for putting a backup's keys back (or undoing a
 // recovery) through the protected write.
-func restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags) (context.Context, *repair.Restorer, func(), error) {
+func (f *restoreOptions) restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string) (context.Context, *repair.Restorer, func(), error) {
 	if auditDir == "" {
 		auditDir = filepath.Dir(path)
 	}
@@ -169,7 +183,7 @@ func restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, aud
 		return nil, nil, nil, err
 	}
 	r := &repair.Restorer{Client: etcd, Backup: b, Path: path, AuditDir: auditDir, Notices: g.Notices, Decrypt: decrypt.Namespaces(dec),
-		OtherCluster: f.otherCluster, OtherClusterGrants: f.otherClusterGrants,
+		OtherCluster: f.other.cluster, OtherClusterGrants: f.other.grants,
 		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.Prefix}}
 	if r.Options.Reader, err = g.ContentReader(ctx); err != nil {
 		done()

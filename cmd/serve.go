@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -24,6 +24,7 @@ import (
 const DefaultListenAddress = ":9819"
 
 type serveOptions struct {
+	noCompletion
 	// cfg is what serve runs with; its endpoint's flags bind straight
 	// into cfg.Serving.
 	cfg              exporter.Config
@@ -37,14 +38,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 		Use:   "serve",
 		Short: "Export ghosts and stuck namespaces as Prometheus metrics (read-only)",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.validate(g); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return o.run(ctx, g, c.ErrOrStderr())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	f.StringVar(&o.cfg.Serving.Listen, "listen-address", DefaultListenAddress, "address to serve /metrics, /healthz and /readyz on")
@@ -85,10 +79,12 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	return nil
 }
 
-// run serves until ctx is done, its log on errOut, each scan as scan's
-// (quiet: no progress line).
-func (o *serveOptions) run(ctx context.Context, g *globalOptions, errOut io.Writer) error {
-	o.cfg.Log, o.cfg.Now = slog.New(slog.NewTextHandler(errOut, nil)), clock
+// run serves until ctx is done or a signal comes, its log on stderr, each
+// scan as scan's (quiet: no progress line).
+func (o *serveOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o.cfg.Log, o.cfg.Now = slog.New(slog.NewTextHandler(s.ErrOut, nil)), clock
 	o.cfg.Scan = func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
 		return g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true, true)
 	}

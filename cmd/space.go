@@ -2,9 +2,9 @@ package cmd
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -32,15 +32,7 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 		Use:   "space",
 		Short: "Show where etcd's bytes are, what fills it and what would free it (read-only)",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.complete(c.Flags().Changed("quota-backend-bytes")); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(c.Context(), g, c.OutOrStdout())
-		},
+		RunE:  runE(g, o),
 	}
 	f := c.Flags()
 	cli.BackupDirVar(f, &o.backupDir, "where regghost's backups are: what they hold on that filesystem is shown")
@@ -53,14 +45,14 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 }
 
 // complete checks --quota-backend-bytes, when given.
-func (o *spaceOptions) complete(quotaGiven bool) error {
-	if quotaGiven && o.quota <= 0 {
+func (o *spaceOptions) complete(_ *globalOptions, c *cobra.Command, _ []string) error {
+	if c.Flags().Changed("quota-backend-bytes") && o.quota <= 0 {
 		return cli.Usage("--quota-backend-bytes must be a positive size, got %d", o.quota)
 	}
 	return nil
 }
 
-func (o *spaceOptions) validate() error {
+func (o *spaceOptions) validate(*globalOptions) error {
 	if o.top < 0 {
 		return cli.Usage("--top must be 0 or more, got %d", o.top)
 	}
@@ -73,7 +65,7 @@ func (o *spaceOptions) validate() error {
 	return o.print.Validate()
 }
 
-func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer) error {
+func (o *spaceOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	top := o.top
@@ -91,5 +83,5 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, out io.Writer)
 	if err != nil {
 		return err
 	}
-	return o.print.Print(out, render.Space(r))
+	return o.print.Print(s.Out, render.Space(r))
 }

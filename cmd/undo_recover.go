@@ -3,7 +3,8 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -15,8 +16,8 @@ import (
 
 // undoRecovery deletes what a recovery wrote (restore of a recovery's
 // backup): each key only while it holds what the recovery wrote.
-func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, f restoreFlags, in io.Reader, out io.Writer) error {
-	ctx, r, done, err := restorer(ctx, g, b, path, auditDir, f)
+func (f *restoreOptions) undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string, s genericiooptions.IOStreams) error {
+	ctx, r, done, err := f.restorer(ctx, g, b, path, auditDir)
 	if err != nil {
 		return err
 	}
@@ -27,20 +28,20 @@ func undoRecovery(ctx context.Context, g *globalOptions, b *backup.Backup, path,
 	}
 	todo := render.UndoRecoveryCount(plan)
 	if !f.confirm || todo == 0 {
-		if err := f.print.Print(out, render.UndoRecoveryPlan(path, len(b.Entries), plan, !f.confirm)); err != nil {
+		if err := f.print.Print(s.Out, render.UndoRecoveryPlan(path, len(b.Entries), plan, !f.confirm)); err != nil {
 			return err
 		}
 		return cli.Failed(render.RefusedError(plan))
 	}
-	render.Results(table.NewSafeWriter(out), plan)
-	if err := cli.Confirm(in, g.errOut, f.yes, fmt.Sprintf("Delete the %s the recovery wrote?", plural.Of(todo, "key"))); err != nil {
+	render.Results(table.NewSafeWriter(s.Out), plan)
+	if err := cli.Confirm(s.In, s.ErrOut, f.yes, fmt.Sprintf("Delete the %s the recovery wrote?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
 	r.Pacing = etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}
 	results, err := r.Run(ctx)
-	render.WriteUndoRecoveryResult(out, path, results)
+	render.WriteUndoRecoveryResult(s.Out, path, results)
 	if err != nil {
 		return err
 	}
