@@ -55,8 +55,13 @@ unit:
 test-fast: lint
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
 
+# The e2e tests wait on their servers more than they use the CPU: three run
+# at a time (measured on 2 cores: each takes about 1.4 times as long as
+# alone, and the package finishes in 1351 s against about 1460 two at a time).
+E2E_PARALLEL ?= 3
+
 e2e: tools runtime
-	$(GO) test -count=1 -timeout 70m ./e2e/...
+	$(GO) test -count=1 -timeout 70m -parallel $(E2E_PARALLEL) ./e2e/...
 
 # runtime installs podman, runc and skopeo from Debian's packages where they
 # are missing and apt-get may run (as root), so the image's e2e test runs
@@ -67,7 +72,7 @@ runtime:
 		echo "podman is not installed: the image's e2e test will not run it in a container"
 
 test: lint tools runtime
-	$(GO) test -count=1 -timeout 70m ./...
+	$(GO) test -count=1 -timeout 70m -parallel $(E2E_PARALLEL) ./...
 
 # docs regenerates what is generated from code: the command reference
 # (docs/reference, docs/man) and the witness's RBAC rules (internal/witnessrole);

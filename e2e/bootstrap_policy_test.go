@@ -22,11 +22,15 @@ const policyFile = "../pkg/dangling/bootstrap_policy.json"
 // run: one of the matrix's older releases, or the tools module's.
 func releaseInUse(t *testing.T) string {
 	t.Helper()
+	api := binsFor(t).kubeAPIServer
+	releaseMu.Lock()
 	for _, r := range []kubeRelease{kube134, kube136} {
-		if paths, ok := releaseBins[r.dir]; ok && paths[0] == bins.kubeAPIServer {
+		if paths, ok := releaseBins[r.dir]; ok && paths[0] == api {
+			releaseMu.Unlock()
 			return r.version
 		}
 	}
+	releaseMu.Unlock()
 	out, err := goCmd("tools/kube-apiserver", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
 	mustNoErr(t, "kubernetes version", err)
 	return strings.TrimSpace(out)

@@ -46,6 +46,17 @@ type cluster struct {
 	etcdProc *process
 	// etcdQuota is the single etcd's --quota-backend-bytes (default 1 GiB).
 	etcdQuota int64
+	// env is what regghost's environment holds beside the test process's
+	// (withEnv): a test that sets it stays parallel, unlike t.Setenv.
+	env []string
+}
+
+// withEnv is c, with regghost run with env (NAME=VALUE) added to its
+// environment.
+func (c *cluster) withEnv(env ...string) *cluster {
+	cp := *c
+	cp.env = append(append([]string{}, c.env...), env...)
+	return &cp
 }
 
 type clusterOptions struct {
@@ -79,7 +90,7 @@ type clusterOptions struct {
 	// workloads (seedProductionShape) that every other cluster holds: for
 	// an API server that cannot write them (its KMS plugin is down).
 	unseeded bool
-	// apiserverBin runs another kube-apiserver than bins.kubeAPIServer (a
+	// apiserverBin runs another kube-apiserver than binsFor(t).kubeAPIServer (a
 	// second release on the same etcd).
 	apiserverBin string
 }
@@ -246,7 +257,7 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 		"--client-ca-file", c.pki.CA, "--enable-bootstrap-token-auth=true", "--enable-admission-plugins", "NodeRestriction",
 		"--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none", "--v", "1",
 	}
-	bin := bins.kubeAPIServer
+	bin := binsFor(t).kubeAPIServer
 	if o.apiserverBin != "" {
 		bin = o.apiserverBin
 	}
@@ -313,13 +324,20 @@ func (c *cluster) regghost(t *testing.T, stdin string, args ...string) (stdout, 
 	} else {
 		full = append(full, "--no-api")
 	}
-	return runBinary(t, stdin, full...)
+	return runBinaryEnv(t, c.env, stdin, full...)
 }
 
 func runBinary(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return runBinaryEnv(t, nil, stdin, args...)
+}
+
+// runBinaryEnv runs regghost with env added to the test process's
+// environment.
+func runBinaryEnv(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(bins.regghost, args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -357,7 +375,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
 // directories under /tmp/hostpath_pv.
 func (c *cluster) startControllerManager(t *testing.T, controllers ...string) {
 	t.Helper()
-	startProcess(t, "kube-controller-manager", filepath.Join(c.dir, "kcm.log"), bins.kubeControllerManager,
+	startProcess(t, "kube-controller-manager", filepath.Join(c.dir, "kcm.log"), binsFor(t).kubeControllerManager,
 		"--kubeconfig", c.kubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--controllers", strings.Join(controllers, ","), "--enable-hostpath-provisioner", "--v", "2")
 }

@@ -19,7 +19,7 @@ import (
 // part of the story, not of the test.
 func (c *cluster) kubectlShown(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(bins.kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	cmd := exec.Command(binsFor(t).kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -578,7 +578,7 @@ func TestDanglingWebhookBlocksACreate(t *testing.T) {
 // "yes" or "no".
 func (c *cluster) canIListPods(t *testing.T, user, ns string) string {
 	t.Helper()
-	cmd := exec.Command(bins.kubectl, "--kubeconfig", c.kubeconfig, "auth", "can-i", "list", "pods", "-n", ns, "--as", user)
+	cmd := exec.Command(binsFor(t).kubectl, "--kubeconfig", c.kubeconfig, "auth", "can-i", "list", "pods", "-n", ns, "--as", user)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut

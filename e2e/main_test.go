@@ -13,7 +13,8 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var bins struct {
+// binaries are the paths of the servers and tools the tests run.
+type binaries struct {
 	regghost, etcd, etcdutl, kubeAPIServer, kubeControllerManager string
 	// etcd35 and etcd36 are older etcd releases, for the version matrix.
 	etcd35, etcd36 string
@@ -22,6 +23,9 @@ var bins struct {
 	// kubectl runs regghost as a kubectl plugin.
 	kubectl string
 }
+
+// bins are the binaries the tests run; binsFor(t) is what test t runs.
+var bins binaries
 
 func TestMain(m *testing.M) {
 	if err := buildBinaries(); err != nil {
@@ -90,9 +94,11 @@ func goCmd(dir string, args ...string) (string, error) {
 // the CPU, and each starts its own cluster in its own directories. A test
 // run as a flow of another (TestKubernetesReleases runs flows under one
 // release's binaries, one after the other) stays in its parent's order.
-// The tests that stay serial (they run first, alone) change the package's
-// binaries or environment, restart etcd members on their freed ports, or
-// bound a wait by wall time that another test's load would stretch.
+// A release's binaries are the test's own (useRelease, binsFor), and
+// regghost's environment the cluster's (withEnv). The tests that stay
+// serial (they run first, alone) restart etcd members on their freed
+// ports, or bound a wait by wall time that another test's load would
+// stretch.
 func parallel(t *testing.T) {
 	if !strings.Contains(t.Name(), "/") {
 		t.Parallel()

@@ -221,7 +221,9 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "evidence")
 		c := through(t, c.members...)
 		before := c.state(t)
-		out, errOut, code := c.regghost(t, "", "members", "replace", down.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "1s")
+		// Each call to the member that is down waits out twice
+		// --dial-timeout: 2s keeps the test short, as an operator may.
+		out, errOut, code := c.regghost(t, "", "members", "replace", down.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "1s", "--dial-timeout", "2s")
 		t.Logf("$ regghost members replace %s --confirm --yes --wait 1s\n%s%s", down.name, errOut, out)
 		if code != 3 || !strings.Contains(out, down.name+" does not answer") || !strings.Contains(out, "added back as a learner") {
 			t.Fatalf("members replace of a member that is down: exit %d:\n%s\n%s", code, out, errOut)
@@ -230,7 +232,7 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 			t.Errorf("evidence: %v, want the snapshots of the two members that answer", dbs)
 		}
 		nodeSteps(t, down)
-		out, errOut, code = c.regghost(t, "", "members", "replace", down.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "3m")
+		out, errOut, code = c.regghost(t, "", "members", "replace", down.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "3m", "--dial-timeout", "2s")
 		if code != 0 || !strings.Contains(out, "every member agrees") {
 			t.Fatalf("members replace once it runs: exit %d:\n%s\n%s", code, out, errOut)
 		}

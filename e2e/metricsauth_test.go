@@ -60,7 +60,7 @@ spec:
 // standard output; a failure fails the test.
 func (c *cluster) kubectl(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bins.kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	cmd := exec.Command(binsFor(t).kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
@@ -303,7 +303,7 @@ func TestServeDelegatedMetricsAuth(t *testing.T) {
 	// new CRDs.
 	for range 2 {
 		grant := exec.Command("sh", "../deploy/static-pod/grant-custom-resources.sh", "--kubeconfig", c.kubeconfig)
-		grant.Env = append(os.Environ(), "KUBECTL="+bins.kubectl, "HOME="+t.TempDir())
+		grant.Env = append(os.Environ(), "KUBECTL="+binsFor(t).kubectl, "HOME="+t.TempDir())
 		out, err := grant.CombinedOutput()
 		mustNoErr(t, "grant-custom-resources.sh: "+string(out), err)
 	}
@@ -357,7 +357,7 @@ func TestServeDelegatedMetricsAuth(t *testing.T) {
 				{[]string{"get", "services", "--subresource", "proxy", "-n", "default"}, "no"},
 				{[]string{"get", "serviceaccounts", "--subresource", "token", "-n", "default"}, "no"},
 			} {
-				cmd := exec.Command(bins.kubectl, append([]string{"--kubeconfig", c.kubeconfig, "auth", "can-i", "--as", who}, q.args...)...)
+				cmd := exec.Command(binsFor(t).kubectl, append([]string{"--kubeconfig", c.kubeconfig, "auth", "can-i", "--as", who}, q.args...)...)
 				out, _ := cmd.Output() // can-i exits 1 for "no"
 				if got := strings.TrimSpace(string(out)); got != q.want {
 					t.Errorf("%s can-i %s: %q, want %q", who, strings.Join(q.args, " "), got, q.want)

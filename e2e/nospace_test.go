@@ -51,7 +51,7 @@ func TestOutOfSpaceIncident(t *testing.T) {
 	if !full || strings.Join(alarms(t, c.etcd), ",") != "NOSPACE" {
 		t.Fatalf("etcd is not out of space: alarms %v", alarms(t, c.etcd))
 	}
-	if out, err := exec.Command(bins.kubectl, "--kubeconfig", c.kubeconfig, "-n", "default", "create", "configmap", "before", "--from-literal=a=b").CombinedOutput(); err == nil ||
+	if out, err := exec.Command(binsFor(t).kubectl, "--kubeconfig", c.kubeconfig, "-n", "default", "create", "configmap", "before", "--from-literal=a=b").CombinedOutput(); err == nil ||
 		!strings.Contains(string(out), "database space exceeded") {
 		t.Fatalf("kubectl create under the alarm: %v %s; want it refused for space", err, out)
 	}
@@ -92,7 +92,7 @@ func TestOutOfSpaceIncident(t *testing.T) {
 		t.Fatalf("alarms after reclaim: %v", got)
 	}
 	waitFor(t, time.Minute, "kubectl create after reclaim", func() error {
-		out, err := exec.Command(bins.kubectl, "--kubeconfig", c.kubeconfig, "-n", "default", "create", "configmap", "after", "--from-literal=a=b").CombinedOutput()
+		out, err := exec.Command(binsFor(t).kubectl, "--kubeconfig", c.kubeconfig, "-n", "default", "create", "configmap", "after", "--from-literal=a=b").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)
 		}

@@ -21,7 +21,7 @@ func TestKubectlPlugin(t *testing.T) {
 	dir := t.TempDir()
 	mustNoErr(t, "install the plugin", os.Symlink(bins.regghost, filepath.Join(dir, "kubectl-regghost")))
 	kubectl := func(args ...string) (string, string, int) {
-		cmd := exec.Command(bins.kubectl, args...)
+		cmd := exec.Command(binsFor(t).kubectl, args...)
 		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+c.kubeconfig)
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut

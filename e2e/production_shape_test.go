@@ -372,7 +372,7 @@ func bigCRD(group, plural, kind string, size int) *unstructured.Unstructured {
 // bootstrap policy binds never exist).
 func (c *cluster) kubeadmControllerManager(t *testing.T, saCredentials bool) {
 	t.Helper()
-	startProcess(t, "kube-controller-manager", filepath.Join(c.dir, "kcm.log"), bins.kubeControllerManager,
+	startProcess(t, "kube-controller-manager", filepath.Join(c.dir, "kcm.log"), binsFor(t).kubeControllerManager,
 		"--kubeconfig", c.kubeconfig, "--authentication-kubeconfig", c.kubeconfig, "--authorization-kubeconfig", c.kubeconfig,
 		"--leader-elect=false", "--secure-port=0", "--controllers", "*,bootstrapsigner,tokencleaner",
 		fmt.Sprintf("--use-service-account-credentials=%v", saCredentials),

@@ -131,7 +131,7 @@ func TestRecoverManifestsCarryTheVerdicts(t *testing.T) {
 	update("new")
 	mustNoErr(t, "delete configmap", c.kube.CoreV1().ConfigMaps("shop").Delete(ctx, "deleted", metav1.DeleteOptions{}))
 	apply := func(manifests string) (string, error) {
-		cmd := exec.Command(bins.kubectl, "--kubeconfig", c.kubeconfig, "apply", "-f", "-")
+		cmd := exec.Command(binsFor(t).kubectl, "--kubeconfig", c.kubeconfig, "apply", "-f", "-")
 		cmd.Stdin = strings.NewReader(manifests)
 		out, err := cmd.CombinedOutput()
 		return string(out), err

@@ -249,7 +249,7 @@ func TestRecoverFromSnapshot(t *testing.T) {
 				}
 				continue
 			}
-			cmd := exec.Command(bins.kubectl, "--kubeconfig", c.kubeconfig, "apply", "--dry-run=server", "-f", "-")
+			cmd := exec.Command(binsFor(t).kubectl, "--kubeconfig", c.kubeconfig, "apply", "--dry-run=server", "-f", "-")
 			cmd.Stdin = strings.NewReader(out)
 			if res, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("kubectl apply --dry-run=server %v: %v\n%s\n%s", args, err, res, out)

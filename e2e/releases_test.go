@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
@@ -35,15 +36,23 @@ var (
 )
 
 // releaseBins caches each release's binary paths: kube-apiserver,
-// kube-controller-manager, kubectl.
-var releaseBins = map[string][3]string{}
+// kube-controller-manager, kubectl; releaseOf maps a test's name to the
+// release useRelease gave it. releaseMu guards both: the tests run in
+// parallel.
+var (
+	releaseMu   sync.Mutex
+	releaseBins = map[string][3]string{}
+	releaseOf   = map[string][3]string{}
+)
 
-// useRelease makes every cluster the rest of test t starts run release r's
-// kube-apiserver and kube-controller-manager, and its kubectl: the suite's
-// flows run unchanged on another release. Tests in this package do not run
-// in parallel, so swapping the binaries for the test's span is safe.
+// useRelease makes every cluster test t and its subtests start run release
+// r's kube-apiserver and kube-controller-manager, and its kubectl (binsFor):
+// the suite's flows run unchanged on another release, beside the tests
+// that run the tools module's.
 func useRelease(t *testing.T, r kubeRelease) {
 	t.Helper()
+	releaseMu.Lock()
+	defer releaseMu.Unlock()
 	paths, ok := releaseBins[r.dir]
 	if !ok {
 		// Built once into the Go build cache (make tools), linked here.
@@ -56,9 +65,27 @@ func useRelease(t *testing.T, r kubeRelease) {
 		}
 		releaseBins[r.dir] = paths
 	}
-	saved := [3]string{bins.kubeAPIServer, bins.kubeControllerManager, bins.kubectl}
-	bins.kubeAPIServer, bins.kubeControllerManager, bins.kubectl = paths[0], paths[1], paths[2]
-	t.Cleanup(func() { bins.kubeAPIServer, bins.kubeControllerManager, bins.kubectl = saved[0], saved[1], saved[2] })
+	releaseOf[t.Name()] = paths
+	t.Cleanup(func() {
+		releaseMu.Lock()
+		defer releaseMu.Unlock()
+		delete(releaseOf, t.Name())
+	})
+}
+
+// binsFor is the binaries test t runs: those of the release useRelease
+// gave it or the nearest test above it, else the suite's.
+func binsFor(t *testing.T) binaries {
+	releaseMu.Lock()
+	defer releaseMu.Unlock()
+	b, best := bins, -1
+	for name, paths := range releaseOf {
+		if (t.Name() == name || strings.HasPrefix(t.Name(), name+"/")) && len(name) > best {
+			best = len(name)
+			b.kubeAPIServer, b.kubeControllerManager, b.kubectl = paths[0], paths[1], paths[2]
+		}
+	}
+	return b
 }
 
 // TestKubernetesReleases runs the suite's core flows on kube-apiserver and
@@ -67,6 +94,7 @@ func useRelease(t *testing.T, r kubeRelease) {
 // healthy cluster's keyspace on both, the other flows split between them to
 // keep `make test` short.
 func TestKubernetesReleases(t *testing.T) {
+	parallel(t)
 	type flow struct {
 		name string
 		run  func(*testing.T)
@@ -86,6 +114,8 @@ func TestKubernetesReleases(t *testing.T) {
 		{kube136, slices.Concat(seed, []flow{{"dangling", TestDanglingAPIServiceUnsticksANamespace}, {"serve", TestServeExportsToPrometheus}})},
 	} {
 		t.Run(m.release.version, func(t *testing.T) {
+			// The releases run beside each other, each its flows in order.
+			t.Parallel()
 			useRelease(t, m.release)
 			for _, f := range m.flows {
 				t.Run(f.name, f.run)
@@ -110,6 +140,7 @@ func TestKubernetesReleases(t *testing.T) {
 //     plane half upgraded): no ghost; that same object is stored-version,
 //     which that API server cannot read.
 func TestOlderReleaseKeyspace(t *testing.T) {
+	parallel(t)
 	latest := bins.kubeAPIServer
 	ctx := context.Background()
 	for _, r := range []struct {

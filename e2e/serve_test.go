@@ -36,6 +36,7 @@ const (
 //     returns nothing;
 //   - the dangling-APIService alert fires; every dashboard query parses.
 func TestServeExportsToPrometheus(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, clusterOptions{})
 	plantGhosts(t, c)
 	// A namespace in Terminating: without kube-controller-manager nothing
@@ -116,9 +117,7 @@ func TestServeExportsToPrometheus(t *testing.T) {
 		}
 		// The same scan with its findings spilled to disk as soon as there
 		// are two judges every finding alike, the API server's answers included.
-		t.Setenv("REGGHOST_SPILL_AFTER", "1")
-		spilled, _ := c.scanJSON(t, "--terminating-after", "1ns")
-		t.Setenv("REGGHOST_SPILL_AFTER", "")
+		spilled, _ := c.withEnv("REGGHOST_SPILL_AFTER=1").scanJSON(t, "--terminating-after", "1ns")
 		if got, want := verdicts(spilled), verdicts(rep); got != want {
 			t.Fatalf("spilled scan's verdicts differ:\n%s\nin memory:\n%s", got, want)
 		}
