@@ -86,7 +86,7 @@ func (o *historyOptions) validate(*globalOptions) error {
 	if err := o.sel.Validate(); err != nil {
 		return cli.Usage("%v: history KEY, history PREFIX/ or history -n NAMESPACE", err)
 	}
-	if err := validateNamespace(o.namespace); err != nil {
+	if err := cli.CheckNamespace(o.namespace); err != nil {
 		return err
 	}
 	if o.rev < 0 {

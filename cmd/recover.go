@@ -122,7 +122,7 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 	if o.rev < 0 {
 		return cli.Usage("--rev must be positive, got %d", o.rev)
 	}
-	if err := validateNamespace(o.namespace); err != nil {
+	if err := cli.CheckNamespace(o.namespace); err != nil {
 		return err
 	}
 	for _, k := range o.keys {

@@ -2,11 +2,9 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
@@ -51,42 +49,17 @@ func (o *scanOptions) validate(*globalOptions) error {
 	if err := o.print.Validate(); err != nil {
 		return err
 	}
-	return validateScanSettings(o.reads, o.terminatingAfter, o.apiCheckLimit)
-}
-
-// validateScanSettings checks the flags of a scan's reads and verdicts
-// (scan and serve).
-func validateScanSettings(reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int) error {
-	if err := cli.CheckReads(reads); err != nil {
-		return err
-	}
-	if terminatingAfter <= 0 {
-		return cli.Usage("--terminating-after must be positive, got %s", terminatingAfter)
-	}
-	if apiCheckLimit < 1 {
-		return cli.Usage("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", apiCheckLimit)
-	}
-	return nil
+	return cli.CheckScan(o.reads, o.terminatingAfter, o.apiCheckLimit)
 }
 
 // validateScanInput checks what every command that scans is given besides
 // its flags: the namespace and the spill setting, before it connects.
 func validateScanInput(ns string) error {
-	if err := validateNamespace(ns); err != nil {
+	if err := cli.CheckNamespace(ns); err != nil {
 		return err
 	}
 	_, err := spillSetting()
 	return err
-}
-
-func validateNamespace(ns string) error {
-	if ns == "" {
-		return nil
-	}
-	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return cli.Usage("--namespace %q is not a valid namespace name: %s", ns, errs[0])
-	}
-	return nil
 }
 
 func (o *scanOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
@@ -168,18 +141,8 @@ func (g *globalOptions) scanOptions(namespace string, terminatingAfter time.Dura
 	if !quiet {
 		so.Progress = func() (notice.Progress, func()) { return render.ScanProgress(g.errOut) }
 	}
-	so.Existed = func(ns string) bool {
-		root := cli.BackupRoot()
-		dirs := backup.NamedAfter(root, "namespace "+ns)
-		if g.backupRoot != "" && g.backupRoot != root {
-			dirs = append(dirs, backup.NamedAfter(g.backupRoot, "namespace "+ns)...)
-		}
-		if len(dirs) == 0 {
-			return false
-		}
-		last := dirs[len(dirs)-1]
-		g.Notices.Info(fmt.Sprintf("note: nothing of namespace %s is in etcd; regghost's backup %s is named after it (what a purge of it took: `regghost restore %s` puts it back)", ns, last, last))
-		return true
-	}
+	// A namespace found nowhere may have been written away by regghost:
+	// a backup under the default root or this command's is named after it.
+	so.Existed = backup.Existed(g.Notices, cli.BackupRoot(), g.backupRoot)
 	return so, nil
 }

@@ -69,7 +69,7 @@ func (o *serveOptions) validate(g *globalOptions) error {
 	if err := validateScanInput(""); err != nil {
 		return err
 	}
-	if err := validateScanSettings(o.cfg.Reads, o.terminatingAfter, o.apiCheckLimit); err != nil {
+	if err := cli.CheckScan(o.cfg.Reads, o.terminatingAfter, o.apiCheckLimit); err != nil {
 		return err
 	}
 	o.cfg.Serving.NoAPI = g.NoAPI

@@ -59,7 +59,7 @@ func (o *spaceOptions) validate(*globalOptions) error {
 	if err := validateScanInput(""); err != nil {
 		return err
 	}
-	if err := validateScanSettings(o.reads, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit); err != nil {
+	if err := cli.CheckScan(o.reads, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit); err != nil {
 		return err
 	}
 	return o.print.Validate()

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
@@ -95,4 +98,25 @@ func scopeOf(dir string) string {
 		return ""
 	}
 	return head.Scope
+}
+
+// Existed is the scan's question whether a namespace found nowhere
+// existed and was written away by regghost: it did when a backup under one
+// of roots is named after it, and say is told the newest such backup and
+// how to put it back.
+func Existed(say notice.Func, roots ...string) func(ns string) bool {
+	return func(ns string) bool {
+		var dirs []string
+		for i, root := range roots {
+			if root != "" && !slices.Contains(roots[:i], root) {
+				dirs = append(dirs, NamedAfter(root, "namespace "+ns)...)
+			}
+		}
+		if len(dirs) == 0 {
+			return false
+		}
+		last := dirs[len(dirs)-1]
+		say.Info(fmt.Sprintf("note: nothing of namespace %s is in etcd; regghost's backup %s is named after it (what a purge of it took: `regghost restore %s` puts it back)", ns, last, last))
+		return true
+	}
 }

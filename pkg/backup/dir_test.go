@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/regghost/regghost/pkg/notice"
 )
 
 // TestNamedAfter: the backup directories named after a scope, a second one
@@ -35,5 +38,27 @@ func TestNamedAfter(t *testing.T) {
 	}
 	if got := NamedAfter(filepath.Join(root, "none"), "namespace shop"); got != nil {
 		t.Errorf("NamedAfter of a root that does not exist: %v", got)
+	}
+}
+
+// TestExisted: a namespace is taken as written away when a backup of any
+// root is named after it (an empty root is skipped), and the newest such backup
+// is named with the command that puts it back; otherwise nothing is said.
+func TestExisted(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	dir := filepath.Join(second, "20261206T000000Z-namespace-shop")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, BackupFile), []byte(`{"scope":"namespace shop","entries":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var said []notice.Notice
+	existed := Existed(notice.Collect(&said), first, "", second, second)
+	if !existed("shop") || len(said) != 1 || !strings.Contains(said[0].Text, "`regghost restore "+dir+"`") {
+		t.Errorf("shop: said %v", said)
+	}
+	if existed("other") || len(said) != 1 {
+		t.Errorf("other: existed, said %v", said)
 	}
 }

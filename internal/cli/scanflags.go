@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/session"
@@ -47,6 +50,32 @@ func CheckPacing(p etcdwrite.Pacing) error {
 	}
 	if p.PerSecond <= 0 {
 		return Usage("--rate must be positive, got %g", p.PerSecond)
+	}
+	return nil
+}
+
+// CheckNamespace refuses a -n that is not a namespace's name.
+func CheckNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return Usage("--namespace %q is not a valid namespace name: %s", ns, errs[0])
+	}
+	return nil
+}
+
+// CheckScan checks the flags of a scan's reads and verdicts (scan, serve,
+// space).
+func CheckScan(reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int) error {
+	if err := CheckReads(reads); err != nil {
+		return err
+	}
+	if terminatingAfter <= 0 {
+		return Usage("--terminating-after must be positive, got %s", terminatingAfter)
+	}
+	if apiCheckLimit < 1 {
+		return Usage("--api-check-limit must be at least 1, got %d (--no-api leaves the API server out)", apiCheckLimit)
 	}
 	return nil
 }
