@@ -27,14 +27,18 @@ func SilenceLibraryLogs() {
 
 // LibraryLogs shows the libraries' logging on w at level (kubectl's -v: 6
 // shows every request to the API server; the root refuses 8 and more,
-// where client-go prints bodies: Secrets' data, TokenReviews' tokens);
-// level 0 keeps them silent.
-func LibraryLogs(level int, w io.Writer) {
-	if level <= 0 {
-		return
+// where client-go prints bodies: Secrets' data, TokenReviews' tokens: a
+// usage error); level 0 keeps them silent.
+func LibraryLogs(level int, w io.Writer) error {
+	if level < 0 || level > 7 {
+		return Usage("-v must be 0 to 7, got %d: from 8 the libraries print request and response bodies (Secrets' data, bearer tokens)", level)
+	}
+	if level == 0 {
+		return nil
 	}
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("v", strconv.Itoa(level))
 	klog.SetOutput(w)
+	return nil
 }
