@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,15 +109,4 @@ func newBackupPruneCmd() *cobra.Command {
 	c.Flags().DurationVar(&o.olderThan, "older-than", 0, "remove only backups older than this (for instance 168h); 0: any age beyond --keep")
 	o.print.AddFlags(c)
 	return c
-}
-
-// backupDirOf returns the directory of a backup given as a directory or file.
-func backupDirOf(path string) string {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return path
-	}
-	return filepath.Dir(path)
 }

@@ -33,7 +33,7 @@ type recoverOptions struct {
 	intoRecreated bool
 	withStatus    bool
 	withLive      bool
-	other         otherClusterFlags
+	other         cli.OtherClusterFlags
 	sourceEncCfg  string
 	acceptImpacts []string
 	servedWait    time.Duration
@@ -61,7 +61,7 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.intoRecreated, strings.TrimPrefix(flagnames.IntoRecreated, "--"), false, "also write objects into a namespace or CRD deleted and created again since the source (refused without it: they would join one they never belonged to)")
 	f.BoolVar(&o.withStatus, "with-status", false, "keep status in -o yaml|json manifests")
 	f.BoolVar(&o.withLive, "with-live", false, "with -o yaml|json, also print an object asked for by key or --name that exists live, at the live resourceVersion (kubectl apply then fails on a conflict instead of overwriting)")
-	o.other.add(c, "snapshot or revision")
+	o.other.Add(c, "snapshot or revision")
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
 	o.WriteFlags.Add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
 	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
@@ -144,7 +144,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
 	defer cancel()
 	rec, err := recovery.Prepare(ctx, &g.Settings, recovery.Request{Snapshot: o.snapshot, Rev: o.rev, SourceEncryptionConfig: o.sourceEncCfg,
-		Selection: o.sel, Accept: o.accept, IntoRecreated: o.intoRecreated, OtherCluster: o.other.cluster, OtherClusterGrants: o.other.grants,
+		Selection: o.sel, Accept: o.accept, IntoRecreated: o.intoRecreated, OtherCluster: o.other.Cluster, OtherClusterGrants: o.other.Grants,
 		BackupRoot: o.BackupDir, Notices: g.Notices})
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -14,9 +13,7 @@ import (
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
-	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/plural"
-	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/repair"
 	"github.com/regghost/regghost/pkg/snapshot"
 	"github.com/regghost/regghost/pkg/table"
@@ -34,30 +31,11 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-// otherClusterFlags let a write take what came from another cluster.
-type otherClusterFlags struct{ cluster, grants bool }
-
-// add adds --other-cluster and --other-cluster-grants for a source (a
-// backup, a snapshot).
-func (o *otherClusterFlags) add(c *cobra.Command, source string) {
-	c.Flags().BoolVar(&o.cluster, strings.TrimPrefix(protect.OtherClusterFlag, "--"), false,
-		"write a "+source+" taken from another cluster (kube-system uid or etcd cluster ID differ): a deliberate migration")
-	c.Flags().BoolVar(&o.grants, strings.TrimPrefix(protect.OtherClusterGrantsFlag, "--"), false,
-		"with "+protect.OtherClusterFlag+", also write its roles, bindings, webhooks and APIServices (they grant power here)")
-}
-
-// addIntoRecreatedFlag adds the flag that writes keys into a namespace or
-// CRD created again since the purge.
-func addIntoRecreatedFlag(c *cobra.Command, into *bool) {
-	c.Flags().BoolVar(into, strings.TrimPrefix(flagnames.IntoRecreated, "--"), false,
-		"also write back keys whose namespace or CustomResourceDefinition was created again since the purge (refused without it: they would join a namespace or CRD they never belonged to)")
-}
-
 // restoreOptions are the choices of restore and snapshot restore.
 type restoreOptions struct {
 	confirm, yes bool
 	// other writes a backup of another cluster, and its grants.
-	other otherClusterFlags
+	other cli.OtherClusterFlags
 	// intoRecreated writes keys into a namespace or CRD created again
 	// since the purge.
 	intoRecreated bool
@@ -74,8 +52,8 @@ type restoreOptions struct {
 func (f *restoreOptions) addFlags(c *cobra.Command, source string) {
 	c.Flags().BoolVar(&f.confirm, "confirm", false, "really write the keys back")
 	c.Flags().BoolVar(&f.yes, "yes", false, cli.YesHelp)
-	f.other.add(c, source)
-	addIntoRecreatedFlag(c, &f.intoRecreated)
+	f.other.Add(c, source)
+	cli.IntoRecreatedVar(c.Flags(), &f.intoRecreated)
 	f.print.AddFlags(c)
 }
 
@@ -103,7 +81,7 @@ func (f *restoreOptions) validate(g *globalOptions) error {
 
 func (f *restoreOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	path := f.path
-	release, err := backup.Hold(backupDirOf(path))
+	release, err := backup.Hold(backup.DirOf(path))
 	if err != nil {
 		return fmt.Errorf("%w; nothing was restored", err)
 	}
@@ -113,9 +91,9 @@ func (f *restoreOptions) run(ctx context.Context, g *globalOptions, s genericioo
 		return fmt.Errorf("%w; nothing was restored", err)
 	}
 	if b.Action == backup.ActionRecover {
-		return f.undoRecovery(ctx, g, b, path, backupDirOf(path), s)
+		return f.undoRecovery(ctx, g, b, path, backup.DirOf(path), s)
 	}
-	return f.restoreBackup(ctx, g, b, path, backupDirOf(path), s)
+	return f.restoreBackup(ctx, g, b, path, backup.DirOf(path), s)
 }
 
 // restoreBackup writes back b's absent keys (a dry run without confirm) and
@@ -183,7 +161,7 @@ func (f *restoreOptions) restorer(ctx context.Context, g *globalOptions, b *back
 		return nil, nil, nil, err
 	}
 	r := &repair.Restorer{Client: etcd, Backup: b, Path: path, AuditDir: auditDir, Notices: g.Notices, Decrypt: decrypt.Namespaces(dec),
-		OtherCluster: f.other.cluster, OtherClusterGrants: f.other.grants,
+		OtherCluster: f.other.Cluster, OtherClusterGrants: f.other.Grants,
 		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.Prefix}}
 	if r.Options.Reader, err = g.ContentReader(ctx); err != nil {
 		done()

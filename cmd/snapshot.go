@@ -114,8 +114,8 @@ func (o *snapshotRestoreOptions) run(ctx context.Context, g *globalOptions, s ge
 	path := o.path
 	// Inside a backup directory, it journals there: a prune must not
 	// remove it meanwhile.
-	if _, err := os.Stat(filepath.Join(backupDirOf(path), backup.BackupFile)); err == nil {
-		release, err := backup.Hold(backupDirOf(path))
+	if _, err := os.Stat(filepath.Join(backup.DirOf(path), backup.BackupFile)); err == nil {
+		release, err := backup.Hold(backup.DirOf(path))
 		if err != nil {
 			return fmt.Errorf("%w; nothing was restored", err)
 		}

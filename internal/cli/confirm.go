@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/regghost/regghost/pkg/flagnames"
+	"github.com/regghost/regghost/pkg/protect"
 	"github.com/regghost/regghost/pkg/table"
 )
 
@@ -143,4 +145,23 @@ func wrapQuestion(q string, width int) string {
 		line = strings.TrimPrefix(line+" "+w, " ")
 	}
 	return strings.Join(append(lines, line), "\n")
+}
+
+// OtherClusterFlags let a write take what came from another cluster.
+type OtherClusterFlags struct{ Cluster, Grants bool }
+
+// Add adds --other-cluster and --other-cluster-grants for a source (a
+// backup, a snapshot).
+func (o *OtherClusterFlags) Add(c *cobra.Command, source string) {
+	c.Flags().BoolVar(&o.Cluster, strings.TrimPrefix(protect.OtherClusterFlag, "--"), false,
+		"write a "+source+" taken from another cluster (kube-system uid or etcd cluster ID differ): a deliberate migration")
+	c.Flags().BoolVar(&o.Grants, strings.TrimPrefix(protect.OtherClusterGrantsFlag, "--"), false,
+		"with "+protect.OtherClusterFlag+", also write its roles, bindings, webhooks and APIServices (they grant power here)")
+}
+
+// IntoRecreatedVar adds the flag that writes keys into a namespace or CRD
+// created again since the purge.
+func IntoRecreatedVar(f *pflag.FlagSet, into *bool) {
+	f.BoolVar(into, strings.TrimPrefix(flagnames.IntoRecreated, "--"), false,
+		"also write back keys whose namespace or CustomResourceDefinition was created again since the purge (refused without it: they would join a namespace or CRD they never belonged to)")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -41,4 +42,15 @@ func lockDir(dir string, how int, who string) (func(), error) {
 		return nil, fmt.Errorf("lock backup %s: %w", dir, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// DirOf returns the directory of a backup given as a directory or file.
+func DirOf(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return path
+	}
+	return filepath.Dir(path)
 }
