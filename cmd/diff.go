@@ -1,45 +1,60 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dbfile"
 )
 
+// diffOptions are diff's: the two db files and whether values are shown.
+type diffOptions struct {
+	print  *render.PrintFlags
+	values bool
+	a, b   string
+}
+
 func newDiffCmd(g *globalOptions) *cobra.Command {
-	p := render.NewPrintFlags(true, "table")
-	var values bool
+	o := &diffOptions{print: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "diff A.db B.db",
 		Short: "Show keys that appeared, vanished or changed between two etcd db files",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := p.Validate(); err != nil {
-				return err
-			}
-			a, err := g.OpenDB(args[0])
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			b, err := g.OpenDB(args[1])
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			var changes []dbfile.Change
-			err = dbfile.Diff(c.Context(), a, b, dbfile.DiffOptions{Prefix: g.Prefix, Values: values}, func(ch dbfile.Change) error {
-				changes = append(changes, ch)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			return p.Print(c.OutOrStdout(), render.Diff(args[0], args[1], a, b, changes, g.Prefix))
-		},
+		RunE:  runE(g, o),
 	}
-	p.AddFlags(c)
-	c.Flags().BoolVar(&values, "values", false, "include both sides' stored bytes in -o json/yaml (default: their sha256)")
+	o.print.AddFlags(c)
+	c.Flags().BoolVar(&o.values, "values", false, "include both sides' stored bytes in -o json/yaml (default: their sha256)")
 	return c
+}
+
+func (o *diffOptions) complete(_ *globalOptions, _ *cobra.Command, args []string) error {
+	o.a, o.b = args[0], args[1]
+	return nil
+}
+
+func (o *diffOptions) validate(*globalOptions) error { return o.print.Validate() }
+
+func (o *diffOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
+	a, err := g.OpenDB(o.a)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	b, err := g.OpenDB(o.b)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var changes []dbfile.Change
+	err = dbfile.Diff(ctx, a, b, dbfile.DiffOptions{Prefix: g.Prefix, Values: o.values}, func(ch dbfile.Change) error {
+		changes = append(changes, ch)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return o.print.Print(s.Out, render.Diff(o.a, o.b, a, b, changes, g.Prefix))
 }

@@ -2,58 +2,63 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
-	"go.etcd.io/etcd/api/v3/mvccpb"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
+	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 )
 
+// lsOptions are ls's: -o and the prefix listed (args: PREFIX, when given).
+type lsOptions struct {
+	output string
+	args   []string
+}
+
 func newLsCmd(g *globalOptions) *cobra.Command {
-	var output string
+	o := &lsOptions{}
 	c := &cobra.Command{
 		Use:   "ls [PREFIX]",
 		Short: "List keys under a prefix, from etcd or a --db file (read-only)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if output != "name" && output != "wide" {
-				return cli.Usage("-o %q: ls prints name (each key) or wide (each key, its mod revision and value size)", output)
-			}
-			long := output == "wide"
-			g.Discover()
-			prefix := g.Prefix
-			if len(args) == 1 {
-				prefix = args[0]
-			}
-			ctx, cancel := context.WithTimeout(c.Context(), g.Etcd.CommandTimeout)
-			defer cancel()
-			store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: etcdscan.DefaultPageSize, Stream: true})
-			if err != nil {
-				return err
-			}
-			defer closeStore()
-			out := c.OutOrStdout()
-			n := 0
-			err = store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), !long, func(kv *mvccpb.KeyValue) error {
-				n++
-				if long {
-					_, err := fmt.Fprintf(out, "%s\t%d\t%d\n", kv.Key, kv.ModRevision, len(kv.Value))
-					return err
-				}
-				_, err := fmt.Fprintf(out, "%s\n", kv.Key)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.ErrOrStderr(), "%s under %s at revision %d\n", plural.Of(n, "key"), prefix, store.Revision())
-			return nil
-		},
+		RunE:  runE(g, o),
 	}
-	c.Flags().StringVarP(&output, "output", "o", "name", "output format: name (each key), wide (each key, its mod revision and value size); keys stream as read, so no table")
+	c.Flags().StringVarP(&o.output, "output", "o", "name", "output format: name (each key), wide (each key, its mod revision and value size); keys stream as read, so no table")
 	return c
+}
+
+func (o *lsOptions) complete(_ *globalOptions, _ *cobra.Command, args []string) error {
+	o.args = args
+	return nil
+}
+
+func (o *lsOptions) validate(*globalOptions) error {
+	if o.output != "name" && o.output != "wide" {
+		return cli.Usage("-o %q: ls prints name (each key) or wide (each key, its mod revision and value size)", o.output)
+	}
+	return nil
+}
+
+func (o *lsOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
+	g.Discover()
+	prefix := g.Prefix
+	if len(o.args) == 1 {
+		prefix = o.args[0]
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+	defer cancel()
+	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: etcdscan.DefaultPageSize, Stream: true})
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	lines := &render.KeyLines{Out: s.Out, Wide: o.output == "wide"}
+	if err := store.Range(ctx, prefix, etcdscan.PrefixEnd(prefix), !lines.Wide, lines.Write); err != nil {
+		return err
+	}
+	lines.Summary(s.ErrOut, prefix, store.Revision())
+	return nil
 }
