@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -56,6 +58,7 @@ func newBackupCmd() *cobra.Command {
 
 // backupPruneOptions are backup prune's flags.
 type backupPruneOptions struct {
+	noCompletion
 	cli.WriteFlags
 	dir       string
 	keep      int
@@ -69,39 +72,7 @@ func newBackupPruneCmd() *cobra.Command {
 		Use:   "prune",
 		Short: "Remove old backups, keeping each cluster's newest and every one whose undo is under way (a dry run without --confirm)",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.print.Validate(); err != nil {
-				return err
-			}
-			if o.keep < 1 {
-				return cli.Usage("--keep must be at least 1 (the newest verified backup of each cluster always stays), got %d", o.keep)
-			}
-			if o.olderThan < 0 {
-				return cli.Usage("--older-than must not be negative, got %s", o.olderThan)
-			}
-			plan, err := backup.PlanPrune(o.dir, backup.PruneOptions{Keep: o.keep, OlderThan: o.olderThan, Now: time.Now(), VerifySnapshot: snapshot.VerifySnapshot})
-			if err != nil {
-				return err
-			}
-			n := 0
-			for _, d := range plan {
-				if d.Remove {
-					n++
-				}
-			}
-			out := c.OutOrStdout()
-			if !o.Confirm || n == 0 {
-				return o.print.Print(out, render.BackupPrune(plan, true, 0))
-			}
-			if err := o.Ask(c.InOrStdin(), c.ErrOrStderr(), fmt.Sprintf("Remove %s from %s?", render.Plural(n, "backup"), o.dir)); err != nil {
-				return err
-			}
-			freed, err := backup.Prune(plan)
-			if perr := o.print.Print(out, render.BackupPrune(plan, false, freed)); perr != nil && err == nil {
-				err = perr
-			}
-			return err
-		},
+		RunE:  runE(nil, o),
 	}
 	o.WriteFlags.Add(c, "really remove them (without it prune is a dry run)", "")
 	cli.BackupDirVar(c.Flags(), &o.dir, "backup directory")
@@ -109,4 +80,36 @@ func newBackupPruneCmd() *cobra.Command {
 	c.Flags().DurationVar(&o.olderThan, "older-than", 0, "remove only backups older than this (for instance 168h); 0: any age beyond --keep")
 	o.print.AddFlags(c)
 	return c
+}
+
+func (o *backupPruneOptions) validate(*globalOptions) error {
+	if err := o.print.Validate(); err != nil {
+		return err
+	}
+	if o.keep < 1 {
+		return cli.Usage("--keep must be at least 1 (the newest verified backup of each cluster always stays), got %d", o.keep)
+	}
+	if o.olderThan < 0 {
+		return cli.Usage("--older-than must not be negative, got %s", o.olderThan)
+	}
+	return nil
+}
+
+func (o *backupPruneOptions) run(_ context.Context, _ *globalOptions, s genericiooptions.IOStreams) error {
+	plan, err := backup.PlanPrune(o.dir, backup.PruneOptions{Keep: o.keep, OlderThan: o.olderThan, Now: time.Now(), VerifySnapshot: snapshot.VerifySnapshot})
+	if err != nil {
+		return err
+	}
+	n := backup.Removals(plan)
+	if !o.Confirm || n == 0 {
+		return o.print.Print(s.Out, render.BackupPrune(plan, true, 0))
+	}
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Remove %s from %s?", render.Plural(n, "backup"), o.dir)); err != nil {
+		return err
+	}
+	freed, err := backup.Prune(plan)
+	if perr := o.print.Print(s.Out, render.BackupPrune(plan, false, freed)); perr != nil && err == nil {
+		err = perr
+	}
+	return err
 }

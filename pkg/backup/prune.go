@@ -384,3 +384,14 @@ func newestKept(keep int) string {
 	}
 	return fmt.Sprintf("%d newest verified backups", keep)
 }
+
+// Removals is how many backups of plan a prune removes.
+func Removals(plan []PruneDecision) int {
+	n := 0
+	for _, d := range plan {
+		if d.Remove {
+			n++
+		}
+	}
+	return n
+}
