@@ -8,9 +8,10 @@ import (
 )
 
 // options are a command's options in kubectl's shape: complete fills in
-// what the flags and arguments imply, validate refuses bad input (exit 2)
-// before anything is read or written, and run makes the one call and
-// prints its result.
+// what the flags and arguments imply, validate refuses bad input (a usage
+// error, exit 2; a file that cannot be read, exit 1) before anything is
+// read from the cluster or written, and run makes the one call and prints
+// its result.
 type options interface {
 	complete(g *globalOptions, c *cobra.Command, args []string) error
 	validate(g *globalOptions) error

@@ -85,16 +85,16 @@ func (o *purgeOptions) validate(g *globalOptions) error {
 		return cli.Usage("--terminating-after must be positive, got %s", o.terminatingAfter)
 	}
 	o.sel = repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
-	for _, s := range o.forceClasses {
-		c, err := etcdscan.ParseForceable(s)
+	for _, name := range o.forceClasses {
+		c, err := etcdscan.ParseForceable(name)
 		if err != nil {
 			return cli.Usage("--force-class: %v", err)
 		}
 		o.sel.ForceClasses = append(o.sel.ForceClasses, c)
 	}
 	o.impactOpts = impact.Options{RetainVolumes: o.retainVolumes}
-	for _, s := range o.acceptImpacts {
-		k, err := impact.ParseKind(s)
+	for _, name := range o.acceptImpacts {
+		k, err := impact.ParseKind(name)
 		if err != nil {
 			return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
 		}

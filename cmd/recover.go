@@ -89,11 +89,11 @@ func (o *recoverOptions) complete(g *globalOptions, _ *cobra.Command, args []str
 		o.sel.Resource = "customresourcedefinitions"
 	}
 	if o.selector != "" {
-		s, err := labels.Parse(o.selector)
+		sel, err := labels.Parse(o.selector)
 		if err != nil {
 			return cli.Usage("--selector %q: %v", o.selector, err)
 		}
-		o.sel.Selector = s
+		o.sel.Selector = sel
 	}
 	o.accept = map[recovery.ImpactKind]bool{}
 	for _, a := range o.acceptImpacts {

@@ -80,8 +80,8 @@ func (o *unstickOptions) validate(g *globalOptions) error {
 	if err := o.print.Validate(); err != nil {
 		return err
 	}
-	for _, s := range o.acceptImpacts {
-		k, err := impact.ParseStripKind(s)
+	for _, name := range o.acceptImpacts {
+		k, err := impact.ParseStripKind(name)
 		if err != nil {
 			return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
 		}
