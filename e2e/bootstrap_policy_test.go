@@ -23,14 +23,14 @@ const policyFile = "../pkg/dangling/bootstrap_policy.json"
 func releaseInUse(t *testing.T) string {
 	t.Helper()
 	api := binsFor(t).kubeAPIServer
-	releaseMu.Lock()
 	for _, r := range []kubeRelease{kube134, kube136} {
-		if paths, ok := releaseBins[r.dir]; ok && paths[0] == api {
-			releaseMu.Unlock()
+		if _, built := releaseBins.Load(r.dir); !built {
+			continue
+		}
+		if paths, err := releasePaths(r); err == nil && paths[0] == api {
 			return r.version
 		}
 	}
-	releaseMu.Unlock()
 	out, err := goCmd("tools/kube-apiserver", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
 	mustNoErr(t, "kubernetes version", err)
 	return strings.TrimSpace(out)

@@ -52,7 +52,8 @@ type cluster struct {
 }
 
 // withEnv is c, with regghost run with env (NAME=VALUE) added to its
-// environment.
+// environment: a shallow copy, to run regghost with (a change to the
+// cluster's servers made through it does not reach c).
 func (c *cluster) withEnv(env ...string) *cluster {
 	cp := *c
 	cp.env = append(append([]string{}, c.env...), env...)

@@ -222,7 +222,8 @@ func TestMembersDisagreeAndTheWayBack(t *testing.T) {
 		c := through(t, c.members...)
 		before := c.state(t)
 		// Each call to the member that is down waits out twice
-		// --dial-timeout: 2s keeps the test short, as an operator may.
+		// --dial-timeout: 2s keeps the test short, as an operator may
+		// (members, above, read it at the default).
 		out, errOut, code := c.regghost(t, "", "members", "replace", down.name, "--backup-dir", root, "--confirm", "--yes", "--wait", "1s", "--dial-timeout", "2s")
 		t.Logf("$ regghost members replace %s --confirm --yes --wait 1s\n%s%s", down.name, errOut, out)
 		if code != 3 || !strings.Contains(out, down.name+" does not answer") || !strings.Contains(out, "added back as a learner") {

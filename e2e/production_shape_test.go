@@ -392,6 +392,28 @@ func (c *cluster) kubeadmControllerManager(t *testing.T, saCredentials bool) {
 	})
 }
 
+// controllersSettled waits until kube-controller-manager has acted on the
+// seed and on namespace ns: CoreDNS's Deployment observed, with its pods
+// made, and ns's default ServiceAccount and kube-root-ca.crt made.
+func (c *cluster) controllersSettled(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, 90*time.Second, "the controllers settled", func() error {
+		d, err := c.kube.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.ObservedGeneration < d.Generation || d.Spec.Replicas == nil || d.Status.Replicas != *d.Spec.Replicas {
+			return fmt.Errorf("coredns: generation %d observed %d, %d of %v pods", d.Generation, d.Status.ObservedGeneration, d.Status.Replicas, d.Spec.Replicas)
+		}
+		if _, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err = c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err
+	})
+}
+
 // TestProductionShapedClusterIsHealthy runs every read command on the
 // cluster every test starts from, kubeadm-shaped with RBAC on and a real
 // kube-controller-manager as kubeadm runs it, with and without
@@ -410,8 +432,10 @@ func TestProductionShapedClusterIsHealthy(t *testing.T) {
 			c.createPod(t, "app", "web")
 			c.createConfigMap(t, "app", "cfg")
 			c.createSecret(t, "app", "creds")
-			// Let the controllers settle (ReplicaSets, pods, status).
-			time.Sleep(5 * time.Second)
+			// Let the controllers settle: CoreDNS's Deployment observed
+			// and its pods made (ReplicaSets, pods, status), app's
+			// default ServiceAccount and root CA made.
+			c.controllersSettled(t, "app")
 
 			db := filepath.Join(t.TempDir(), "snapshot.db")
 			rc, err := c.etcd.Snapshot(ctx)

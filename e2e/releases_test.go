@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -36,14 +37,31 @@ var (
 )
 
 // releaseBins caches each release's binary paths: kube-apiserver,
-// kube-controller-manager, kubectl; releaseOf maps a test's name to the
-// release useRelease gave it. releaseMu guards both: the tests run in
-// parallel.
+// kube-controller-manager, kubectl (built once a release, outside the
+// lock); releaseOf maps a test's name to the release useRelease gave it.
+// releaseMu guards releaseOf: the tests run in parallel.
 var (
 	releaseMu   sync.Mutex
-	releaseBins = map[string][3]string{}
 	releaseOf   = map[string][3]string{}
+	releaseBins sync.Map // dir -> func() ([3]string, error), a sync.OnceValues each
 )
+
+// releasePaths builds (once: the Go build cache keeps it, make tools
+// filled it) and links release r's binaries.
+func releasePaths(r kubeRelease) ([3]string, error) {
+	build, _ := releaseBins.LoadOrStore(r.dir, sync.OnceValues(func() ([3]string, error) {
+		var paths [3]string
+		for i, tool := range []string{"kube-apiserver", "kube-controller-manager", "kubectl"} {
+			out, err := goCmd(r.dir, "tool", "-n", tool)
+			if err != nil {
+				return paths, fmt.Errorf("build %s %s: %v", tool, r.version, err)
+			}
+			paths[i] = strings.TrimSpace(out)
+		}
+		return paths, nil
+	}))
+	return build.(func() ([3]string, error))()
+}
 
 // useRelease makes every cluster test t and its subtests start run release
 // r's kube-apiserver and kube-controller-manager, and its kubectl (binsFor):
@@ -51,20 +69,12 @@ var (
 // that run the tools module's.
 func useRelease(t *testing.T, r kubeRelease) {
 	t.Helper()
+	paths, err := releasePaths(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	releaseMu.Lock()
 	defer releaseMu.Unlock()
-	paths, ok := releaseBins[r.dir]
-	if !ok {
-		// Built once into the Go build cache (make tools), linked here.
-		for i, tool := range []string{"kube-apiserver", "kube-controller-manager", "kubectl"} {
-			out, err := goCmd(r.dir, "tool", "-n", tool)
-			if err != nil {
-				t.Fatalf("build %s %s: %v", tool, r.version, err)
-			}
-			paths[i] = strings.TrimSpace(out)
-		}
-		releaseBins[r.dir] = paths
-	}
 	releaseOf[t.Name()] = paths
 	t.Cleanup(func() {
 		releaseMu.Lock()
