@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -91,9 +90,9 @@ func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericio
 	if rs.API == nil {
 		return cli.Exit(ExitError, fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why))
 	}
-	dyn, err := dynamic.NewForConfig(rs.API.Config)
+	dyn, err := rs.Dynamic()
 	if err != nil {
-		return fmt.Errorf("api server client: %w", err)
+		return err
 	}
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Fix %s through the API server?", render.Plural(len(fixes), "object"))); err != nil {
 		return err

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/members"
-	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -108,18 +106,10 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if err := o.print.Print(s.Out, render.Members(rep)); err != nil {
 		return err
 	}
-	switch {
-	case rep.Verdict.Unknown:
-		return cli.Failed(fmt.Errorf("could not tell whether the members agree: %s", rep.Verdict.Refused))
-	case rep.Differ():
+	if rep.Differ() {
 		return cli.Exit(ExitGhosts, nil)
-	case len(rep.Verdict.NotCompared) > 0:
-		return cli.Failed(fmt.Errorf("%s did not answer and %s not compared", strings.Join(rep.Verdict.NotCompared, ", "), plural.Pick(len(rep.Verdict.NotCompared), "was", "were")))
-	case len(rep.Verdict.Behind) > 0:
-		return cli.Failed(fmt.Errorf("%s %s behind and %s not compared: compare again once caught up", strings.Join(rep.Verdict.Behind, ", "),
-			plural.Be(len(rep.Verdict.Behind)), plural.Pick(len(rep.Verdict.Behind), "was", "were")))
 	}
-	return nil
+	return cli.Failed(rep.Unsure())
 }
 
 // membersPaceHelp is --max-keys-per-second's help in members and members

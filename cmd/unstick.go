@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
@@ -130,9 +129,9 @@ func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if rs.API == nil {
 		return cli.Exit(ExitError, fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.Why))
 	}
-	dyn, err := dynamic.NewForConfig(rs.API.Config)
+	dyn, err := rs.Dynamic()
 	if err != nil {
-		return fmt.Errorf("api server client: %w", err)
+		return err
 	}
 	question := render.UnstickQuestion(a)
 	if err := o.Ask(s.In, s.ErrOut, question); err != nil {

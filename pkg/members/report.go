@@ -1,6 +1,12 @@
 package members
 
-import "github.com/regghost/regghost/pkg/etcdmembers"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/regghost/regghost/pkg/etcdmembers"
+	"github.com/regghost/regghost/pkg/plural"
+)
 
 // Kinds of difference one member's copy of a key shows against the
 // majority's copy.
@@ -308,4 +314,21 @@ func (r *Report) Differ() bool { return !r.Verdict.Agree && !r.Verdict.Unknown }
 // not answer, or it is behind.
 func (r *Report) Incomplete() bool {
 	return len(r.Verdict.NotCompared) > 0 || len(r.Verdict.Behind) > 0
+}
+
+// Unsure is why the comparison is not a verdict, nil when it is one: it
+// could not tell whether the members agree, or a member was not compared
+// (it did not answer, or it is behind).
+func (r *Report) Unsure() error {
+	v := r.Verdict
+	switch {
+	case v.Unknown:
+		return fmt.Errorf("could not tell whether the members agree: %s", v.Refused)
+	case len(v.NotCompared) > 0:
+		return fmt.Errorf("%s did not answer and %s not compared", strings.Join(v.NotCompared, ", "), plural.Pick(len(v.NotCompared), "was", "were"))
+	case len(v.Behind) > 0:
+		return fmt.Errorf("%s %s behind and %s not compared: compare again once caught up", strings.Join(v.Behind, ", "),
+			plural.Be(len(v.Behind)), plural.Pick(len(v.Behind), "was", "were"))
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package members
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -69,3 +70,23 @@ func TestDecide(t *testing.T) {
 }
 
 func named(name string) Member { return Member{Member: etcdmembers.Member{Name: name}} }
+
+// TestUnsure: a comparison that could not decide, or that left a member
+// out, says why; a verdict (agree or differ) is no error.
+func TestUnsure(t *testing.T) {
+	for _, tt := range []struct {
+		v    Verdict
+		want string
+	}{
+		{Verdict{Agree: true}, ""},
+		{Verdict{}, ""},
+		{Verdict{Unknown: true, Refused: "no quorum"}, "could not tell whether the members agree: no quorum"},
+		{Verdict{Agree: true, NotCompared: []string{"m1"}}, "m1 did not answer and was not compared"},
+		{Verdict{Agree: true, Behind: []string{"m0", "m2"}}, "m0, m2 are behind and were not compared: compare again once caught up"},
+	} {
+		err := (&Report{Verdict: tt.v}).Unsure()
+		if got := fmt.Sprint(err); (err == nil) != (tt.want == "") || (err != nil && got != tt.want) {
+			t.Errorf("%+v: %v, want %q", tt.v, err, tt.want)
+		}
+	}
+}

@@ -2,9 +2,11 @@ package session
 
 import (
 	"context"
+	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/time/rate"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/dbfile"
@@ -149,4 +151,17 @@ func (o *orLowest) Wait(ctx context.Context, n int) error {
 		return err
 	}
 	return etcdscan.WaitKeys(ctx, o.lowest, n)
+}
+
+// Dynamic is a dynamic client of the API server r reads through, for the
+// commands that write through it; nil and an error without one.
+func (r *Read) Dynamic() (dynamic.Interface, error) {
+	if r.API == nil {
+		return nil, fmt.Errorf("no API server (%s)", r.Why)
+	}
+	dyn, err := dynamic.NewForConfig(r.API.Config)
+	if err != nil {
+		return nil, fmt.Errorf("api server client: %w", err)
+	}
+	return dyn, nil
 }
