@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -158,11 +157,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericioop
 	if err := o.print.PrintResult(s.Out, render.LeasesRemoved(res), err); err != nil {
 		return err
 	}
-	if len(plan.Left) > 0 || slices.ContainsFunc(res.Results, func(r etcdwrite.Result) bool {
-		return r.Outcome != etcdwrite.Deleted && r.Outcome != etcdwrite.SkippedGone
-	}) {
-		// Left something: what the plan left as is, or a key written
-		// again since (one gone by itself is not left).
+	if res.LeftSome(plan) {
 		return cli.Exit(ExitGhosts, nil)
 	}
 	return nil

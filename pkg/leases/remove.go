@@ -325,3 +325,11 @@ func Dialer(port string, timeout time.Duration) func(ctx context.Context, ip str
 		return ""
 	}
 }
+
+// LeftSome says whether a removal left something: what the plan left as
+// is, or a key written again since (one gone by itself is not left).
+func (r *Removed) LeftSome(plan *Removal) bool {
+	return len(plan.Left) > 0 || slices.ContainsFunc(r.Results, func(res etcdwrite.Result) bool {
+		return res.Outcome != etcdwrite.Deleted && res.Outcome != etcdwrite.SkippedGone
+	})
+}
