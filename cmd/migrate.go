@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,21 +120,12 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if err != nil {
 		return err
 	}
-	question := render.MigrateQuestion(plan)
-	if pruneOnly {
-		question = fmt.Sprintf("Narrow status.storedVersions of CustomResourceDefinition %s from [%s] to [%s]?", narrow.CRD, strings.Join(narrow.From, ", "), strings.Join(narrow.To, ", "))
-	}
-	if err := o.Ask(s.In, s.ErrOut, question); err != nil {
+	if err := o.Ask(s.In, s.ErrOut, render.MigrateQuestion(plan, narrow, pruneOnly)); err != nil {
 		return err
 	}
-	// Only a signal stops the rewrite (the command's deadline is its own
-	// reason); after the first, a second one kills regghost.
-	interrupt, stopListening := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Only a signal stops the rewrite; a second one kills regghost.
+	interrupted, stopListening := cli.FirstInterrupt()
 	defer stopListening()
-	go func() {
-		<-interrupt.Done()
-		stopListening()
-	}()
 	sctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
 		return err
@@ -147,7 +134,7 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	protection := &migrate.Protection{Client: etcd, Prefix: g.Prefix, Decrypt: decrypt.Namespaces(rs.Decrypter), BackupRoot: o.BackupDir, Notices: g.Notices}
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: prep.Again, History: prep.History, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
-		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: render.EveryTenth(s.ErrOut, "rewrote", len(plan.Rewrite)), Stop: interrupt.Done()}})
+		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: render.EveryTenth(s.ErrOut, "rewrote", len(plan.Rewrite)), Stop: interrupted}})
 	err = o.print.PrintResult(s.Out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err

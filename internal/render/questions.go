@@ -33,8 +33,12 @@ func UnstickQuestion(a *unstick.Analysis) string {
 }
 
 // MigrateQuestion is the question before a confirmed migrate: it names
-// what the plan changes.
-func MigrateQuestion(plan *migrate.Census) string {
+// what the plan changes, or only the narrowing of storedVersions when that
+// is all it does (pruneOnly).
+func MigrateQuestion(plan *migrate.Census, narrow migrate.StoredVersionsChange, pruneOnly bool) string {
+	if pruneOnly {
+		return fmt.Sprintf("Narrow status.storedVersions of CustomResourceDefinition %s from [%s] to [%s]?", narrow.CRD, strings.Join(narrow.From, ", "), strings.Join(narrow.To, ", "))
+	}
 	q := fmt.Sprintf("Rewrite %s of %s through the API server", plural.Of(len(plan.Rewrite), "object"), plan.Resource)
 	if s := migrate.Stranded(plan); len(s) > 0 {
 		q = fmt.Sprintf("List %s again in CustomResourceDefinition %s, then r%s, then remove it again", strings.Join(s, ", "), plan.Target.CRD.Name, q[1:])
