@@ -403,8 +403,11 @@ func (c *cluster) controllersSettled(t *testing.T, ns string) {
 		if err != nil {
 			return err
 		}
-		if d.Status.ObservedGeneration < d.Generation || d.Spec.Replicas == nil || d.Status.Replicas != *d.Spec.Replicas {
-			return fmt.Errorf("coredns: generation %d observed %d, %d of %v pods", d.Generation, d.Status.ObservedGeneration, d.Status.Replicas, d.Spec.Replicas)
+		if d.Spec.Replicas == nil {
+			return fmt.Errorf("coredns: no replicas in its spec")
+		}
+		if d.Status.ObservedGeneration < d.Generation || d.Status.Replicas != *d.Spec.Replicas {
+			return fmt.Errorf("coredns: generation %d observed %d, %d of %d pods", d.Generation, d.Status.ObservedGeneration, d.Status.Replicas, *d.Spec.Replicas)
 		}
 		if _, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			return err

@@ -316,14 +316,17 @@ func (r *Report) Incomplete() bool {
 	return len(r.Verdict.NotCompared) > 0 || len(r.Verdict.Behind) > 0
 }
 
-// Unsure is why the comparison is not a verdict, nil when it is one: it
-// could not tell whether the members agree, or a member was not compared
-// (it did not answer, or it is behind).
+// Unsure is why the comparison is not a verdict: it could not tell whether
+// the members agree, or they agree but a member was not compared (it did
+// not answer, or it is behind). Nil when the members differ (a verdict,
+// whoever was left out) or all of them agree.
 func (r *Report) Unsure() error {
 	v := r.Verdict
 	switch {
 	case v.Unknown:
 		return fmt.Errorf("could not tell whether the members agree: %s", v.Refused)
+	case r.Differ():
+		return nil
 	case len(v.NotCompared) > 0:
 		return fmt.Errorf("%s did not answer and %s not compared", strings.Join(v.NotCompared, ", "), plural.Pick(len(v.NotCompared), "was", "were"))
 	case len(v.Behind) > 0:

@@ -80,6 +80,7 @@ func TestUnsure(t *testing.T) {
 	}{
 		{Verdict{Agree: true}, ""},
 		{Verdict{}, ""},
+		{Verdict{Behind: []string{"m0"}, NotCompared: []string{"m1"}}, ""},
 		{Verdict{Unknown: true, Refused: "no quorum"}, "could not tell whether the members agree: no quorum"},
 		{Verdict{Agree: true, NotCompared: []string{"m1"}}, "m1 did not answer and was not compared"},
 		{Verdict{Agree: true, Behind: []string{"m0", "m2"}}, "m0, m2 are behind and were not compared: compare again once caught up"},
