@@ -14,6 +14,7 @@ import (
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/migrate"
 	"github.com/regghost/regghost/pkg/session"
 )
@@ -123,8 +124,10 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if err := o.Ask(s.In, s.ErrOut, render.MigrateQuestion(plan, narrow, pruneOnly)); err != nil {
 		return err
 	}
-	// Only a signal stops the rewrite; a second one kills regghost.
-	interrupted, stopListening := cli.FirstInterrupt()
+	// Only a signal stops the rewrite (the command's deadline is its own
+	// reason); a second one kills regghost. Nothing is said: the rewrite's
+	// result says where it stopped.
+	interrupted, stopListening := etcdwrite.StopOnSignal(nil)
 	defer stopListening()
 	sctx, etcd, done, err := g.Bounded(ctx)
 	if err != nil {
