@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
-	"strings"
 
 	"github.com/regghost/regghost/pkg/nodeconfig"
 	"github.com/regghost/regghost/pkg/session"
@@ -40,9 +39,4 @@ func (g *globalOptions) startProfile() error {
 // changed after that came from its variable.
 func (g *globalOptions) noteGiven(fs nodeconfig.FlagSet) {
 	g.Given = nodeconfig.GivenBy(fs, "ETCDCTL")
-}
-
-func oneLine(err error) string {
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return line
 }

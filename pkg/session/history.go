@@ -116,8 +116,7 @@ func (s *Settings) targetKey(ctx context.Context, store etcdscan.Store, target [
 	if errors.Is(err, resolve.ErrTarget) && len(target) == 1 && namespace == "" {
 		first, _, _ := strings.Cut(target[0], "/")
 		dir, held := s.Prefix+first+"/", false
-		errHeld := errors.New("held")
-		_ = store.Range(ctx, dir, etcdscan.PrefixEnd(dir), true, func(*mvccpb.KeyValue) error { held = true; return errHeld })
+		_ = store.Range(ctx, dir, etcdscan.PrefixEnd(dir), true, func(*mvccpb.KeyValue) error { held = true; return errEnough })
 		if held {
 			return s.Prefix + target[0], nil
 		}
