@@ -38,7 +38,7 @@ var (
 	descMemberLastRevision = prometheus.NewDesc("regghost_etcd_member_last_known_revision",
 		"The etcd member's revision when it last answered a comparison: its last known state.", []string{"member"}, nil)
 	descMemberBehind = prometheus.NewDesc("regghost_etcd_member_behind_entries",
-		"Raft entries the etcd member had not applied, after being given the interval to catch up, at the last comparison (0: caught up). A member behind is not compared and never named wrong.", []string{"member"}, nil)
+		"Raft entries the etcd member had not applied, after being given the interval to catch up, at the last comparison (0: caught up; absent while it does not answer). A member behind is not compared and never named wrong.", []string{"member"}, nil)
 )
 
 // lastKnown is what a member last said, kept across comparisons.
@@ -86,14 +86,16 @@ func (w *MembersWatch) Run(ctx context.Context) {
 // Once compares the members once and keeps the result; a comparison that
 // fails keeps the last good one's series and sets comparison_ok to 0.
 func (w *MembersWatch) Once(ctx context.Context) error {
+	start := time.Now()
 	rep, err := w.Compare(ctx)
+	took := time.Since(start).Round(time.Millisecond)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ran, w.at = true, time.Now()
 	if err != nil {
 		w.ok = false
 		if w.Log != nil && !errors.Is(err, members.ErrNotEtcd) {
-			w.Log.Warn("members comparison failed", "error", err.Error())
+			w.Log.Warn("members comparison failed", "error", err.Error(), "took", took)
 		}
 		return err
 	}
@@ -106,8 +108,12 @@ func (w *MembersWatch) Once(ctx context.Context) error {
 			w.last[m.Name] = lastKnown{at: w.at, revision: m.Revision}
 		}
 	}
-	if w.Log != nil && rep.Differ() {
-		w.Log.Warn("etcd's members differ", "wrong", rep.Verdict.Wrong, "reason", rep.Verdict.Reason)
+	switch {
+	case w.Log == nil:
+	case rep.Differ():
+		w.Log.Warn("etcd's members differ", "wrong", rep.Verdict.Wrong, "reason", rep.Verdict.Reason, "took", took)
+	default:
+		w.Log.Info("members compared", "agree", rep.Verdict.Agree, "behind", rep.Verdict.Behind, "not_compared", rep.Verdict.NotCompared, "took", took)
 	}
 	return nil
 }
@@ -174,11 +180,15 @@ func (w *MembersWatch) Collect(ch chan<- prometheus.Metric) {
 		gauge(descMemberDiffering, float64(differing[m.Name]), name)
 		gauge(descMemberWrong, b2f(wrong[m.Name]), name)
 		gauge(descMemberUp, b2f(m.Unreachable == ""), name)
-		var behind float64
-		if m.Behind != nil {
-			behind = float64(m.Behind.Entries)
+		// A member that did not answer is not said caught up (0): how far
+		// it trails is not known.
+		if m.Unreachable == "" {
+			var behind float64
+			if m.Behind != nil {
+				behind = float64(m.Behind.Entries)
+			}
+			gauge(descMemberBehind, behind, name)
 		}
-		gauge(descMemberBehind, behind, name)
 		if l, ok := w.last[m.Name]; ok {
 			gauge(descMemberLastAnswered, float64(l.at.Unix()), name)
 			gauge(descMemberLastRevision, float64(l.revision), name)

@@ -74,6 +74,8 @@ func TestMembersWatch(t *testing.T) {
 	_ = w.Once(context.Background())
 	if got := scrape(); !strings.Contains(got, `regghost_etcd_member_up{member="m2"} 0`) || !strings.Contains(got, `regghost_etcd_member_last_known_revision{member="m2"} 41`) {
 		t.Errorf("after m2 stopped answering:\n%s", got)
+	} else if strings.Contains(got, `regghost_etcd_member_behind_entries{member="m2"}`) {
+		t.Errorf("m2 does not answer, yet it is exported caught up (behind 0):\n%s", got)
 	}
 	fail = fmt.Errorf("m2 does not answer")
 	rep = nil

@@ -3,9 +3,10 @@ package members
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"slices"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -20,71 +21,106 @@ import (
 // compaction), and it is never named wrong. A member whose applied index
 // caught up but whose revision is far behind numbered its revisions
 // otherwise (revisionsDiverged): that is not behind, and is compared.
+//
+// A member that stops answering its Status in the member timeout (one
+// starved of CPU answers too slowly) is judged on the last Status it
+// answered here: behind, with the lag it showed then, when that answer
+// trailed; else left out as not answering. It is not waited on again:
+// one slow member never holds the comparison.
 func (r *run) settle(ctx context.Context) {
-	first := r.statuses(ctx)
-	var mark uint64
-	for _, s := range first {
-		if s.Error == "" {
-			mark = max(mark, s.AppliedIndex)
-		}
-	}
-	if mark == 0 {
-		return // etcd before 3.4 says no applied index
-	}
-	lagging := func(ms []MemberSample) []int {
-		var out []int
-		for i, s := range ms {
-			if s.Error == "" && s.AppliedIndex < mark {
-				out = append(out, i)
+	samples := [][]MemberSample{r.statuses(ctx)}
+	start := time.Now()
+	if late, _, _ := settled(samples); len(late) > 0 {
+		wait := r.opts.interval()
+		r.opts.progress("a member has not applied what the others had; giving it %s to catch up", wait)
+		for time.Since(start) < wait {
+			if err := sleep(ctx, min(200*time.Millisecond, wait)); err != nil {
+				return
+			}
+			samples = append(samples, r.statuses(ctx))
+			if late, _, _ = settled(samples); len(late) == 0 {
+				break
 			}
 		}
-		return out
 	}
-	if len(lagging(first)) == 0 {
+	late, silent, last := settled(samples)
+	if len(late) == 0 && len(silent) == 0 {
 		return
 	}
-	start := time.Now()
-	wait := r.opts.interval()
-	r.opts.progress("a member has not applied what the others had; giving it %s to catch up", wait)
-	now := first
-	for len(lagging(now)) > 0 && time.Since(start) < wait {
-		if err := sleep(ctx, min(200*time.Millisecond, wait)); err != nil {
-			return
-		}
-		now = r.statuses(ctx)
-	}
-	late := lagging(now)
-	if len(late) == 0 {
-		return
-	}
-	r.compactions(ctx, now, late...)
+	now := samples[len(samples)-1]
+	out := append(slices.Clone(late), silent...)
+	r.compactions(ctx, now, out...)
 	var top uint64
 	var topRev, maxCompact int64
 	for i, s := range now {
-		if s.Error == "" && !slices.Contains(late, i) {
+		if s.Error == "" && !slices.Contains(out, i) {
 			top, topRev, maxCompact = max(top, s.AppliedIndex), max(topRev, s.Revision), max(maxCompact, s.CompactRevision)
 		}
 	}
 	keep := r.conns[:0]
 	for i, c := range r.conns {
-		if !slices.Contains(late, i) {
+		m := &r.rep.Members[c.m]
+		switch {
+		case slices.Contains(late, i):
+			s := last[i]
+			m.Behind = &Lag{Revisions: max(topRev-s.Revision, 0), BelowCompaction: s.Revision < maxCompact,
+				Waited: time.Since(start).Round(time.Millisecond).Seconds(), NoAnswer: now[i].Error}
+			if top > s.AppliedIndex {
+				m.Behind.Entries = top - s.AppliedIndex
+			}
+			r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
+			r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
+		case slices.Contains(silent, i):
+			m.Unreachable = "it did not answer its Status in time (" + now[i].Error + ")"
+			r.rep.Verdict.NotCompared = append(r.rep.Verdict.NotCompared, m.Name)
+		default:
 			keep = append(keep, c)
 			continue
 		}
-		s := now[i]
-		m := &r.rep.Members[c.m]
-		m.Behind = &Lag{Entries: top - s.AppliedIndex, Revisions: topRev - s.Revision, BelowCompaction: s.Revision < maxCompact,
-			Waited: time.Since(start).Round(time.Millisecond).Seconds()}
-		r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
-		r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
 		c.cli.Close()
 	}
 	r.conns = keep
 }
 
+// settled judges settle's samples, taken in turn of the same members: the
+// first sets the mark, the highest applied index of the members that
+// answered it. late are the members whose last answer (last) trails the
+// mark; silent those that did not answer the last sample and are not
+// late. etcd before 3.4 says no applied index: none is late then.
+func settled(samples [][]MemberSample) (late, silent []int, last []MemberSample) {
+	var mark uint64
+	for _, s := range samples[0] {
+		if s.Error == "" {
+			mark = max(mark, s.AppliedIndex)
+		}
+	}
+	now := samples[len(samples)-1]
+	last = make([]MemberSample, len(now))
+	answered := make([]bool, len(now))
+	for _, sample := range samples {
+		for i, s := range sample {
+			if s.Error == "" {
+				last[i], answered[i] = s, true
+			}
+		}
+	}
+	for i := range now {
+		switch {
+		case answered[i] && last[i].AppliedIndex < mark:
+			late = append(late, i)
+		case now[i].Error != "":
+			silent = append(silent, i)
+		}
+	}
+	return late, silent, last
+}
+
 // behindNote says how far a member trails, and what it means.
 func behindNote(name string, l *Lag) string {
 	s := fmt.Sprintf("%s is behind: %s and %s behind the member furthest along, %gs after it was first read", name, plural.Of(int(l.Entries), "raft entry"), plural.Of(int(l.Revisions), "revision"), l.Waited)
+	if l.NoAnswer != "" {
+		s += fmt.Sprintf(" (as it last answered: its Status since was not answered in time: %s)", l.NoAnswer)
+	}
 	if l.BelowCompaction {
 		s += "; its revision is below another member's compaction, so no revision is held by every member"
 	}
@@ -95,19 +131,25 @@ func behindNote(name string, l *Lag) string {
 // leaveBehindAt leaves out of the comparison, as behind, each member whose
 // current revision has not reached rev (given the interval to reach it):
 // it fell behind after settle, or its status was not read when the shared
-// revision was chosen.
+// revision was chosen. Each read is bounded by the member timeout: a
+// member that does not answer in it is behind when the revision it last
+// answered is below rev, else left out as not answering.
 func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 	start := time.Now()
 	current := func(c conn) (int64, error) {
-		resp, err := c.cli.Get(ctx, "\x00", clientv3.WithCountOnly(), clientv3.WithSerializable())
+		gctx, cancel := context.WithTimeout(ctx, r.opts.timeout())
+		defer cancel()
+		resp, err := c.cli.Get(gctx, "\x00", clientv3.WithCountOnly(), clientv3.WithSerializable())
 		if err != nil {
 			return 0, err
 		}
 		return resp.Header.Revision, nil
 	}
-	var keep, late []conn
+	var keep, late, silent []conn
 	lag := map[int]int64{}
+	why := map[int]string{}
 	for _, c := range r.conns {
+		known := r.rep.Members[c.m].Revision
 		cur, err := current(c)
 		for err == nil && cur < rev && time.Since(start) < r.opts.interval() {
 			if sleep(ctx, 200*time.Millisecond) != nil {
@@ -115,18 +157,28 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 			}
 			cur, err = current(c)
 		}
-		if err != nil || cur >= rev {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			keep = append(keep, c) // the comparison ends: its reads say so
+		case err != nil && known >= rev:
+			silent, why[c.m] = append(silent, c), firstLine(err)
+		case err != nil:
+			late, lag[c.m], why[c.m] = append(late, c), rev-known, firstLine(err)
+		case cur >= rev:
 			keep = append(keep, c)
-			continue
+		default:
+			late, lag[c.m] = append(late, c), rev-cur
 		}
-		late, lag[c.m] = append(late, c), rev-cur
 	}
 	// The raft entries it trails by, as the members kept have applied them
-	// (what serve exports and alerts on).
+	// (what serve exports and alerts on); a member that does not answer
+	// counts as it last answered.
 	applied := func(c conn) uint64 {
-		st, err := c.cli.Status(ctx, c.ep)
+		sctx, cancel := context.WithTimeout(ctx, r.opts.timeout())
+		defer cancel()
+		st, err := c.cli.Status(sctx, c.ep)
 		if err != nil {
-			return 0
+			return r.rep.Members[c.m].AppliedIndex
 		}
 		return st.RaftAppliedIndex
 	}
@@ -138,12 +190,22 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 	}
 	for _, c := range late {
 		m := &r.rep.Members[c.m]
-		m.Behind = &Lag{Revisions: lag[c.m], Waited: time.Since(start).Round(time.Millisecond).Seconds()}
-		if a := applied(c); top > a {
+		m.Behind = &Lag{Revisions: lag[c.m], Waited: time.Since(start).Round(time.Millisecond).Seconds(), NoAnswer: why[c.m]}
+		a := m.AppliedIndex
+		if why[c.m] == "" {
+			a = applied(c)
+		}
+		if top > a {
 			m.Behind.Entries = top - a
 		}
 		r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
 		r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
+		c.cli.Close()
+	}
+	for _, c := range silent {
+		m := &r.rep.Members[c.m]
+		m.Unreachable = "it did not answer a read of its revision in time (" + why[c.m] + ")"
+		r.rep.Verdict.NotCompared = append(r.rep.Verdict.NotCompared, m.Name)
 		c.cli.Close()
 	}
 	r.conns = keep

@@ -101,6 +101,9 @@ type Lag struct {
 	BelowCompaction bool `json:"belowCompaction,omitempty"`
 	// Waited is how long it was given to catch up, in seconds.
 	Waited float64 `json:"waitedSeconds"`
+	// NoAnswer, when set, says why its last Status was not answered in
+	// the member timeout: the lag is as it last answered.
+	NoAnswer string `json:"noAnswer,omitempty"`
 }
 
 // Sample is one round of HashKV on every member at one shared revision.

@@ -3,10 +3,11 @@ package members
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // run is one comparison: the options, the report it fills and a client on

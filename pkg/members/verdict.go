@@ -2,9 +2,10 @@ package members
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"slices"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // hashFinding is what the hash samples say.
