@@ -59,12 +59,21 @@ func ReadStatuses(ctx context.Context, cli *clientv3.Client, members []Member, t
 }
 
 // List reads the member list, sorted by name, without any member's status.
+// etcd's client asks its endpoints in turn: one that does not answer in
+// timeout (a member starved of CPU) is passed over for the next, each
+// endpoint asked once at most.
 func List(ctx context.Context, cli *clientv3.Client, timeout time.Duration) ([]Member, error) {
-	resp, err := memberList(ctx, cli, timeout)
-	if err != nil {
-		return nil, err
+	var err error
+	for range max(1, len(cli.Endpoints())) {
+		var resp *clientv3.MemberListResponse
+		if resp, err = memberList(ctx, cli, timeout); err == nil {
+			return fromResponse(resp.Members), nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return fromResponse(resp.Members), nil
+	return nil, err
 }
 
 func memberList(ctx context.Context, cli *clientv3.Client, timeout time.Duration) (*clientv3.MemberListResponse, error) {

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/regghost/regghost/internal/etcdtest"
 )
 
@@ -107,4 +110,34 @@ func TestReadStatuses(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestListPassesOverAStalledMember: the member list is read through a
+// client on every member; one member answers nothing in time (its client
+// URL behind a proxy that stalls): each read passes over it for the next
+// member, and the list is read every time.
+func TestListPassesOverAStalledMember(t *testing.T) {
+	ec := etcdtest.StartCluster(t, 3, 1000)
+	ctx := context.Background()
+	p := etcdtest.NewStallProxy(t, ec.Endpoints[0])
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr, ec.Endpoints[1], ec.Endpoints[2]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	// Every endpoint is connected before the stall (a read on each in turn).
+	for range 6 {
+		if _, err := List(ctx, cli, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Stall()
+	for i := range 6 {
+		if listed, err := List(ctx, cli, 500*time.Millisecond); err != nil || len(listed) != 3 {
+			t.Fatalf("read %d: %v, %+v", i, err, listed)
+		}
+	}
+	if p.Held() == 0 {
+		t.Fatal("no read went to the stalled member: the test shows nothing")
+	}
 }

@@ -3,12 +3,8 @@ package members
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,71 +13,6 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 )
-
-// stallProxy forwards TCP connections to a member until it is stalled:
-// from then on nothing more is forwarded on any connection, old or new,
-// and nothing is refused either. That is how a member held to a sliver of
-// a CPU looks to its clients: alive, and answering nothing in time.
-type stallProxy struct {
-	addr    string
-	stalled atomic.Bool
-	done    chan struct{}
-}
-
-func newStallProxy(t *testing.T, target string) *stallProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &stallProxy{addr: l.Addr().String(), done: make(chan struct{})}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { close(p.done); l.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { p.serve(in, target) })
-		}
-	})
-	return p
-}
-
-// serve forwards one connection both ways until either side closes or
-// the proxy ends; while stalled it holds what it reads.
-func (p *stallProxy) serve(in net.Conn, target string) {
-	defer in.Close()
-	out, err := net.Dial("tcp", target)
-	if err != nil {
-		return
-	}
-	defer out.Close()
-	go func() { <-p.done; in.Close(); out.Close() }()
-	copyTo := func(dst io.Writer, src io.Reader) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if p.stalled.Load() {
-				<-p.done
-				return
-			}
-			if n > 0 {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { copyTo(out, in) })
-	copyTo(in, out)
-	wg.Wait()
-}
 
 // TestASlowMemberIsNotWaitedOn: a member that answered the member list's
 // Status and then answers nothing in the member timeout (a follower
@@ -120,8 +51,8 @@ func TestASlowMemberIsNotWaitedOn(t *testing.T) {
 		t.Run(step.name, func(t *testing.T) {
 			// A proxy stalled holds its connections for good: one for each
 			// step, and a client through it.
-			p := newStallProxy(t, c.eps[slow])
-			eps[slow] = p.addr
+			p := etcdtest.NewStallProxy(t, c.eps[slow])
+			eps[slow] = p.Addr
 			cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +78,7 @@ func TestASlowMemberIsNotWaitedOn(t *testing.T) {
 			if step.writes {
 				etcdtest.Put(t, c.cli, "/registry/configmaps/default/b", fmt.Sprint(i))
 			}
-			p.stalled.Store(true)
+			p.Stall()
 			// The slow member's reads wait this long without the timeout.
 			sctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
