@@ -17,6 +17,7 @@ type StallProxy struct {
 	Addr    string
 	stalled atomic.Bool
 	held    atomic.Int64
+	conns   atomic.Int64
 	done    chan struct{}
 }
 
@@ -36,6 +37,7 @@ func NewStallProxy(t testing.TB, target string) *StallProxy {
 			if err != nil {
 				return
 			}
+			p.conns.Add(1)
 			wg.Go(func() { p.serve(in, target) })
 		}
 	})
@@ -48,6 +50,9 @@ func (p *StallProxy) Stall() { p.stalled.Store(true) }
 // Held is how many bytes a client sent that were held since Stall: more
 // than 0 once a request went to the stalled member.
 func (p *StallProxy) Held() int64 { return p.held.Load() }
+
+// Conns is how many connections were made to the proxy.
+func (p *StallProxy) Conns() int64 { return p.conns.Load() }
 
 // serve forwards one connection both ways until either side closes or
 // the proxy ends; once stalled it holds what it reads.

@@ -159,8 +159,18 @@ func readMember(ctx context.Context, cli *clientv3.Client, m *Member, given []an
 		m.Unreachable = "no client URL (a member not started yet)"
 		return
 	}
-	var why []string
-	for _, a := range statuses(ctx, cli, m.ClientURLs, timeout) {
+	// A client URL that is an endpoint given was asked already: asking it
+	// again costs another timeout when it did not answer.
+	var why, urls []string
+	for _, u := range m.ClientURLs {
+		i := slices.IndexFunc(given, func(a answer) bool { return a.endpoint == u })
+		if i >= 0 && given[i].err != nil {
+			why = append(why, u+": "+firstLine(given[i].err))
+			continue
+		}
+		urls = append(urls, u)
+	}
+	for _, a := range statuses(ctx, cli, urls, timeout) {
 		if a.err != nil {
 			why = append(why, a.endpoint+": "+firstLine(a.err))
 			continue

@@ -141,3 +141,37 @@ func TestListPassesOverAStalledMember(t *testing.T) {
 		t.Fatal("no read went to the stalled member: the test shows nothing")
 	}
 }
+
+// TestReadStatusesAsksAStalledEndpointOnce: a member whose endpoint given
+// does not answer in the timeout is not asked again at the same URL, its
+// client URL in the member list (each ask costs another timeout).
+func TestReadStatusesAsksAStalledEndpointOnce(t *testing.T) {
+	ec := etcdtest.StartCluster(t, 3, 1000)
+	ctx := context.Background()
+	p := etcdtest.NewStallProxy(t, ec.Endpoints[0])
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr, ec.Endpoints[1], ec.Endpoints[2]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	ms, err := List(ctx, ec.Client, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ByName(ms, "m0").ClientURLs = []string{p.Addr}
+	p.Stall()
+	before := p.Conns()
+	ReadStatuses(ctx, cli, ms, 500*time.Millisecond)
+	m0 := ByName(ms, "m0")
+	if m0.Answers() || !strings.HasPrefix(m0.Unreachable, p.Addr+": ") {
+		t.Errorf("m0 stalled: answers %v, unreachable %q", m0.Answers(), m0.Unreachable)
+	}
+	if n := p.Conns() - before; n != 1 {
+		t.Errorf("m0's endpoint was asked on %d connections, want 1", n)
+	}
+	for _, name := range []string{"m1", "m2"} {
+		if !ByName(ms, name).Answers() {
+			t.Errorf("%s does not answer: %q", name, ByName(ms, name).Unreachable)
+		}
+	}
+}
