@@ -38,7 +38,7 @@ func startQuotaEtcd(t *testing.T, quota int) (*cluster, *process, string) {
 		"--cert-file", c.pki.ServerCert, "--key-file", c.pki.ServerKey, "--trusted-ca-file", c.pki.CA, "--client-cert-auth",
 		"--log-level", "warn", "--quota-backend-bytes", strconv.Itoa(quota))
 	c.etcd = c.etcdClient(t, c.etcdURL)
-	waitFor(t, 30*time.Second, "etcd ready", func() error {
+	waitFor(t, 60*time.Second, "etcd ready", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := c.etcd.Status(ctx, c.etcdURL)
@@ -87,7 +87,7 @@ func TestSpaceFindsWhatFillsEtcd(t *testing.T) {
 	dir := t.TempDir()
 	s := c.startServe(t, dir, "--interval", "1s")
 	p := scrapeWithRules(t, dir, s)
-	waitFor(t, 30*time.Second, "the quota series in Prometheus", func() error {
+	waitFor(t, 90*time.Second, "the quota series in Prometheus", func() error {
 		v, ok, err := p.value(`max(regghost_etcd_member_quota_bytes)`)
 		if err == nil && (!ok || v != spaceQuota) {
 			err = fmt.Errorf("quota %v (present %v), want %d", v, ok, spaceQuota)
