@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // StallProxy forwards TCP connections to a member until Stall: from then
@@ -18,6 +19,7 @@ type StallProxy struct {
 	stalled atomic.Bool
 	held    atomic.Int64
 	conns   atomic.Int64
+	delay   atomic.Int64
 	done    chan struct{}
 }
 
@@ -46,6 +48,10 @@ func NewStallProxy(t testing.TB, target string) *StallProxy {
 
 // Stall stops forwarding, for good.
 func (p *StallProxy) Stall() { p.stalled.Store(true) }
+
+// Slow delays each piece of the member's answers by d from now on: a
+// member that answers, slowly.
+func (p *StallProxy) Slow(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Held is how many bytes a client sent that were held since Stall: more
 // than 0 once a request went to the stalled member.
@@ -77,6 +83,9 @@ func (p *StallProxy) serve(in net.Conn, target string) {
 				}
 				<-p.done
 				return
+			}
+			if d := time.Duration(p.delay.Load()); d > 0 && !count {
+				time.Sleep(d)
 			}
 			if n > 0 {
 				if _, werr := dst.Write(buf[:n]); werr != nil {

@@ -1,6 +1,7 @@
 package etcdmembers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,7 +46,12 @@ func Reach(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, timeo
 	}
 	c := &Cluster{Given: map[string]string{}, config: cfg}
 	var voters, learners []string
-	for _, a := range statuses(ctx, cli, cli.Endpoints(), timeout) {
+	// The member list is asked of the voter that answered its Status
+	// first: a member starved of CPU answers slowest, and would cost
+	// the timeout before the next is asked.
+	given := statuses(ctx, cli, cli.Endpoints(), timeout)
+	slices.SortStableFunc(given, func(a, b answer) int { return cmp.Compare(a.took, b.took) })
+	for _, a := range given {
 		if a.err != nil || a.status.Header == nil {
 			continue
 		}

@@ -123,6 +123,8 @@ type answer struct {
 	endpoint string
 	status   *pb.StatusResponse
 	err      error
+	// took is how long it took to answer.
+	took time.Duration
 }
 
 // statuses asks each endpoint for its Status, in parallel (a Status is
@@ -134,8 +136,9 @@ func statuses(ctx context.Context, cli *clientv3.Client, endpoints []string, tim
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
+			start := time.Now()
 			st, err := cli.Status(sctx, ep)
-			out[i] = answer{endpoint: ep, err: err}
+			out[i] = answer{endpoint: ep, err: err, took: time.Since(start)}
 			if err == nil {
 				out[i].status = (*pb.StatusResponse)(st)
 			}

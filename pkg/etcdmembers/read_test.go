@@ -175,3 +175,31 @@ func TestReadStatusesAsksAStalledEndpointOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReachAsksTheQuickestVoter: the member list is asked of the voter
+// that answered its Status first, never of a slow member given first (a
+// member starved of CPU costs the timeout before the next is asked).
+func TestReachAsksTheQuickestVoter(t *testing.T) {
+	ec := etcdtest.StartCluster(t, 3, 1000)
+	p := etcdtest.NewStallProxy(t, ec.Endpoints[0])
+	p.Slow(100 * time.Millisecond)
+	cfg := clientv3.Config{Endpoints: []string{p.Addr, ec.Endpoints[1], ec.Endpoints[2]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	before := p.Conns()
+	cl, err := Reach(context.Background(), cli, cfg, 10*time.Second)
+	if err != nil || len(cl.Members) != 3 {
+		t.Fatalf("Reach: %v, %+v", err, cl)
+	}
+	if cl.Given[HexID(ec.IDs[0])] != p.Addr {
+		t.Errorf("the slow member was not read as itself: given %v", cl.Given)
+	}
+	// One connection for its Status; a client of its own for the member
+	// list would be another.
+	if n := p.Conns() - before; n != 1 {
+		t.Errorf("the slow member was asked on %d connections, want 1 (its Status)", n)
+	}
+}
