@@ -17,41 +17,20 @@ import (
 func newBackupCmd() *cobra.Command {
 	var dir string
 	c := &cobra.Command{Use: "backup", Short: "List, show and prune the backups regghost's writes leave (purge, unstick, dangling, migrate, ...)"}
-	lsPrint := render.NewPrintFlags(true, "table")
-	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List the backups in the backup directory, verifying each",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := lsPrint.Validate(); err != nil {
-				return err
-			}
+	ls := printing(&cobra.Command{Use: "ls", Short: "List the backups in the backup directory, verifying each", Args: cobra.NoArgs},
+		render.NewPrintFlags(true, "table"), func([]string) (render.Output, error) {
 			list, err := backup.ListBackups(dir)
-			if err != nil {
-				return err
-			}
-			return lsPrint.Print(c.OutOrStdout(), render.BackupList(dir, list))
-		},
-	}
+			return render.BackupList(dir, list), err
+		})
 	cli.BackupDirVar(ls.Flags(), &dir, "backup directory")
-	lsPrint.AddFlags(ls)
-	showPrint := render.NewPrintFlags(true, "table")
-	show := &cobra.Command{
-		Use:   "show BACKUP",
-		Short: "Show what a backup holds, verifying its checksum",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := showPrint.Validate(); err != nil {
-				return err
-			}
+	show := printing(&cobra.Command{Use: "show BACKUP", Short: "Show what a backup holds, verifying its checksum", Args: cobra.ExactArgs(1)},
+		render.NewPrintFlags(true, "table"), func(args []string) (render.Output, error) {
 			b, err := backup.ReadBackup(args[0])
 			if err != nil {
-				return err
+				return render.Output{}, err
 			}
-			return showPrint.Print(c.OutOrStdout(), render.Backup(b))
-		},
-	}
-	showPrint.AddFlags(show)
+			return render.Backup(b), nil
+		})
 	c.AddCommand(ls, show, newBackupPruneCmd())
 	return c
 }

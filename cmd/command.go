@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/regghost/regghost/internal/render"
 )
 
 // options are a command's options in kubectl's shape: complete fills in
@@ -37,3 +39,20 @@ func runE(g *globalOptions, o options) func(*cobra.Command, []string) error {
 type noCompletion struct{}
 
 func (noCompletion) complete(*globalOptions, *cobra.Command, []string) error { return nil }
+
+// printing makes c a command that reads one thing and prints it: -o
+// checked first, then out's Output printed the way -o asks.
+func printing(c *cobra.Command, p *render.PrintFlags, out func(args []string) (render.Output, error)) *cobra.Command {
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		o, err := out(args)
+		if err != nil {
+			return err
+		}
+		return p.Print(c.OutOrStdout(), o)
+	}
+	p.AddFlags(c)
+	return c
+}

@@ -47,24 +47,14 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 
 // newSnapshotStatusCmd verifies a snapshot file and says what it holds.
 func newSnapshotStatusCmd() *cobra.Command {
-	status := render.NewPrintFlags(true, "table")
-	c := &cobra.Command{
-		Use:   "status FILE",
-		Short: "Verify a snapshot file: its sha256 and bbolt consistency",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := status.Validate(); err != nil {
-				return err
-			}
+	return printing(&cobra.Command{Use: "status FILE", Short: "Verify a snapshot file: its sha256 and bbolt consistency", Args: cobra.ExactArgs(1)},
+		render.NewPrintFlags(true, "table"), func(args []string) (render.Output, error) {
 			info, err := snapshot.VerifySnapshot(args[0])
 			if err != nil {
-				return err
+				return render.Output{}, err
 			}
-			return status.Print(c.OutOrStdout(), render.SnapshotOutput("Snapshot ", info))
-		},
-	}
-	status.AddFlags(c)
-	return c
+			return render.SnapshotOutput("Snapshot ", info), nil
+		})
 }
 
 // snapshotRestoreOptions are snapshot restore's: restore's, and which

@@ -8,19 +8,6 @@ import (
 )
 
 func newVersionCmd() *cobra.Command {
-	p := render.NewPrintFlags(false, "table")
-	c := &cobra.Command{
-		Use:   "version",
-		Short: "Print regghost's version and the library versions it was built with",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := p.Validate(); err != nil {
-				return err
-			}
-			info := version.Get()
-			return p.Print(c.OutOrStdout(), render.Version(info))
-		},
-	}
-	p.AddFlags(c)
-	return c
+	return printing(&cobra.Command{Use: "version", Short: "Print regghost's version and the library versions it was built with", Args: cobra.NoArgs},
+		render.NewPrintFlags(false, "table"), func([]string) (render.Output, error) { return render.Version(version.Get()), nil })
 }
