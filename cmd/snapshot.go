@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -101,29 +99,10 @@ func (o *snapshotRestoreOptions) validate(g *globalOptions) error {
 }
 
 func (o *snapshotRestoreOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	path := o.path
-	// Inside a backup directory, it journals there: a prune must not
-	// remove it meanwhile.
-	if _, err := os.Stat(filepath.Join(backup.DirOf(path), backup.BackupFile)); err == nil {
-		release, err := backup.Hold(backup.DirOf(path))
-		if err != nil {
-			return fmt.Errorf("%w; nothing was restored", err)
-		}
-		defer release()
-	}
-	b, err := snapshot.BackupFromLogicalPurge(path, o.prefix, o.allAbsent)
-	if errors.Is(err, snapshot.ErrNoPurgeBackup) {
-		return fmt.Errorf("%w; by default snapshot restore writes back only the keys its purge deleted, as that backup names them; %s writes back every key of the snapshot absent now; nothing was restored", err, snapshot.AllAbsentFlag)
-	}
+	b, release, err := snapshot.RestoreSource(o.path, o.prefix, o.allAbsent)
 	if err != nil {
-		return fmt.Errorf("%w; nothing was restored", err)
+		return err
 	}
-	if len(b.Entries) == 0 {
-		what := "no key"
-		if !o.allAbsent {
-			what = "no key of its purge"
-		}
-		return fmt.Errorf("%s holds %s under %q; nothing was restored", path, what, o.prefix)
-	}
-	return o.restoreBackup(ctx, g, b, path, "", s)
+	defer release()
+	return o.restoreBackup(ctx, g, b, o.path, "", s)
 }
