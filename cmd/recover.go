@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/cli"
@@ -64,18 +63,10 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	o.other.Add(c, "snapshot or revision")
 	f.StringVar(&o.sourceEncCfg, "source-encryption-provider-config", "", "an older encryption config that decrypts the source's values (the cluster's is --encryption-provider-config)")
 	o.WriteFlags.Add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
-	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recoveryKinds())
+	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recovery.AcceptableNames())
 	f.DurationVar(&o.servedWait, "wait", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
 	o.print.AddFlags(c)
 	return c
-}
-
-func recoveryKinds() string {
-	names := make([]string, len(recovery.Acceptable))
-	for i, k := range recovery.Acceptable {
-		names[i] = string(k)
-	}
-	return strings.Join(names, ", ")
 }
 
 // manifests says whether -o asks for manifests instead of a recovery.
@@ -84,25 +75,14 @@ func (o *recoverOptions) manifests() bool { return o.print.Structured() }
 func (o *recoverOptions) complete(g *globalOptions, _ *cobra.Command, args []string) error {
 	o.keys = args
 	o.sel = recovery.Selection{Registry: g.Prefix, Keys: o.keys, Namespace: o.namespace, Resource: o.resource, Name: o.name, WithNamespace: o.withNamespace}
-	switch strings.ToLower(o.resource) {
-	case "crd", "crds":
-		o.sel.Resource = "customresourcedefinitions"
+	if err := o.sel.Complete(o.selector); err != nil {
+		return cli.Usage("%v", err)
 	}
-	if o.selector != "" {
-		sel, err := labels.Parse(o.selector)
-		if err != nil {
-			return cli.Usage("--selector %q: %v", o.selector, err)
-		}
-		o.sel.Selector = sel
+	accept, err := recovery.ParseAccepted(o.acceptImpacts)
+	if err != nil {
+		return cli.Usage("--accept-impact: %v", err)
 	}
-	o.accept = map[recovery.ImpactKind]bool{}
-	for _, a := range o.acceptImpacts {
-		k, err := recovery.ParseImpact(a)
-		if err != nil {
-			return cli.Usage("--accept-impact: %v", err)
-		}
-		o.accept[k] = true
-	}
+	o.accept = accept
 	return nil
 }
 

@@ -278,9 +278,28 @@ func ParseImpact(s string) (ImpactKind, error) {
 			return k, nil
 		}
 	}
+	return "", fmt.Errorf("%q is not an impact of recover (one of %s)", s, AcceptableNames())
+}
+
+// AcceptableNames are the impacts a recover may be told to accept, as
+// --accept-impact takes them.
+func AcceptableNames() string {
 	names := make([]string, len(Acceptable))
 	for i, k := range Acceptable {
 		names[i] = string(k)
 	}
-	return "", fmt.Errorf("%q is not an impact of recover (one of %s)", s, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
+}
+
+// ParseAccepted reads every --accept-impact word of recover.
+func ParseAccepted(words []string) (map[ImpactKind]bool, error) {
+	accept := map[ImpactKind]bool{}
+	for _, w := range words {
+		k, err := ParseImpact(w)
+		if err != nil {
+			return nil, err
+		}
+		accept[k] = true
+	}
+	return accept, nil
 }

@@ -51,6 +51,25 @@ type Selection struct {
 	WithNamespace bool
 }
 
+// Complete fills in what recover's flags imply: the resource "crd" (or
+// "crds") is customresourcedefinitions, and selector, when given, is a
+// label selector (key=value,...).
+func (s *Selection) Complete(selector string) error {
+	switch strings.ToLower(s.Resource) {
+	case "crd", "crds":
+		s.Resource = "customresourcedefinitions"
+	}
+	if selector == "" {
+		return nil
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return fmt.Errorf("--selector %q: %w", selector, err)
+	}
+	s.Selector = sel
+	return nil
+}
+
 // Stage orders the writes: a namespace before its objects, a CRD before its
 // custom resources.
 type Stage int
