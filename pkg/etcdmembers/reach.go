@@ -45,13 +45,9 @@ func Reach(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, timeo
 		timeout = 5 * time.Second
 	}
 	c := &Cluster{Given: map[string]string{}, config: cfg}
-	var voters, learners []string
-	// The member list is asked of the voter that answered its Status
-	// first: a member starved of CPU answers slowest, and would cost
-	// the timeout before the next is asked.
-	given := statuses(ctx, cli, cli.Endpoints(), timeout)
-	slices.SortStableFunc(given, func(a, b answer) int { return cmp.Compare(a.took, b.took) })
-	for _, a := range given {
+	var voters []answer
+	var learners []string
+	for _, a := range statuses(ctx, cli, cli.Endpoints(), timeout) {
 		if a.err != nil || a.status.Header == nil {
 			continue
 		}
@@ -65,17 +61,21 @@ func Reach(ctx context.Context, cli *clientv3.Client, cfg clientv3.Config, timeo
 		if a.status.IsLearner {
 			learners = append(learners, a.endpoint)
 		} else {
-			voters = append(voters, a.endpoint)
+			voters = append(voters, a)
 		}
 	}
+	// The member list is asked of the voter that answered its Status
+	// first: a member starved of CPU answers slowest, and would cost the
+	// timeout before the next is asked.
+	slices.SortStableFunc(voters, func(a, b answer) int { return cmp.Compare(a.took, b.took) })
 	if len(voters) == 0 && len(learners) > 0 {
 		return nil, fmt.Errorf("%w: %s answers as a learner, which serves no member list: give another member's client URL with --endpoints",
 			ErrOnlyLearners, strings.Join(learners, ", "))
 	}
 	var last error
-	for _, ep := range voters {
+	for _, v := range voters {
 		one := cfg
-		one.Endpoints = []string{ep}
+		one.Endpoints = []string{v.endpoint}
 		ocli, err := etcdconn.NewClient(one)
 		if err != nil {
 			last = err

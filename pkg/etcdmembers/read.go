@@ -60,8 +60,9 @@ func ReadStatuses(ctx context.Context, cli *clientv3.Client, members []Member, t
 
 // List reads the member list, sorted by name, without any member's status.
 // etcd's client asks its endpoints in turn: one that does not answer in
-// timeout (a member starved of CPU) is passed over for the next, each
-// endpoint asked once at most.
+// timeout (a member starved of CPU) is passed over for the next, up to as
+// many asks as cli has endpoints (other calls on cli move the turn too,
+// so a slow endpoint may be asked again).
 func List(ctx context.Context, cli *clientv3.Client, timeout time.Duration) ([]Member, error) {
 	var err error
 	for range max(1, len(cli.Endpoints())) {

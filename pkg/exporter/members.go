@@ -113,7 +113,8 @@ func (w *MembersWatch) Once(ctx context.Context) error {
 	case rep.Differ():
 		w.Log.Warn("etcd's members differ", "wrong", rep.Verdict.Wrong, "reason", rep.Verdict.Reason, "took", took)
 	default:
-		w.Log.Info("members compared", "agree", rep.Verdict.Agree, "behind", rep.Verdict.Behind, "not_compared", rep.Verdict.NotCompared, "took", took)
+		w.Log.Info("members compared", "agree", rep.Verdict.Agree, "unknown", rep.Verdict.Unknown, "reason", rep.Verdict.Reason,
+			"behind", rep.Verdict.Behind, "not_compared", rep.Verdict.NotCompared, "took", took)
 	}
 	return nil
 }

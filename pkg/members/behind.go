@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/regghost/regghost/pkg/plural"
@@ -24,13 +25,14 @@ import (
 //
 // A member that stops answering its Status in the member timeout (one
 // starved of CPU answers too slowly) is judged on the last Status it
-// answered here: behind, with the lag it showed then, when that answer
-// trailed; else left out as not answering. It is not waited on again:
-// one slow member never holds the comparison.
+// answered here: behind, by how far it trailed the others in that same
+// read, when that answer trailed; else, once asked again and silent
+// twice in a row (one miss is no reason), left out as not answering. It
+// is not waited on further: one slow member never holds the comparison.
 func (r *run) settle(ctx context.Context) {
 	samples := [][]MemberSample{r.statuses(ctx)}
 	start := time.Now()
-	if late, _, _ := settled(samples); len(late) > 0 {
+	if late, _, _, _ := settled(samples); len(late) > 0 {
 		wait := r.opts.interval()
 		r.opts.progress("a member has not applied what the others had; giving it %s to catch up", wait)
 		for time.Since(start) < wait {
@@ -38,23 +40,25 @@ func (r *run) settle(ctx context.Context) {
 				return
 			}
 			samples = append(samples, r.statuses(ctx))
-			if late, _, _ = settled(samples); len(late) == 0 {
+			if late, _, _, _ = settled(samples); len(late) == 0 {
 				break
 			}
 		}
 	}
-	late, silent, last := settled(samples)
+	if _, silent, _, _ := settled(samples); len(silent) > 0 {
+		samples = append(samples, r.statuses(ctx))
+	}
+	late, silent, last, at := settled(samples)
 	if len(late) == 0 && len(silent) == 0 {
 		return
 	}
 	now := samples[len(samples)-1]
 	out := append(slices.Clone(late), silent...)
 	r.compactions(ctx, now, out...)
-	var top uint64
-	var topRev, maxCompact int64
+	var maxCompact int64
 	for i, s := range now {
 		if s.Error == "" && !slices.Contains(out, i) {
-			top, topRev, maxCompact = max(top, s.AppliedIndex), max(topRev, s.Revision), max(maxCompact, s.CompactRevision)
+			maxCompact = max(maxCompact, s.CompactRevision)
 		}
 	}
 	keep := r.conns[:0]
@@ -62,6 +66,14 @@ func (r *run) settle(ctx context.Context) {
 		m := &r.rep.Members[c.m]
 		switch {
 		case slices.Contains(late, i):
+			// How far it trailed the others in the read it last answered.
+			var top uint64
+			var topRev int64
+			for j, o := range samples[at[i]] {
+				if o.Error == "" && !slices.Contains(out, j) {
+					top, topRev = max(top, o.AppliedIndex), max(topRev, o.Revision)
+				}
+			}
 			s := last[i]
 			m.Behind = &Lag{Revisions: max(topRev-s.Revision, 0), BelowCompaction: s.Revision < maxCompact,
 				Waited: time.Since(start).Round(time.Millisecond).Seconds(), NoAnswer: now[i].Error}
@@ -71,7 +83,8 @@ func (r *run) settle(ctx context.Context) {
 			r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
 			r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
 		case slices.Contains(silent, i):
-			m.Unreachable = "it did not answer its Status in time (" + now[i].Error + ")"
+			m.Unreachable = fmt.Sprintf("it answered the member list, then not its Status twice in a row within %s (%s): it is slow (CPU, disk) or cut off",
+				r.opts.timeout(), now[i].Error)
 			r.rep.Verdict.NotCompared = append(r.rep.Verdict.NotCompared, m.Name)
 		default:
 			keep = append(keep, c)
@@ -84,10 +97,11 @@ func (r *run) settle(ctx context.Context) {
 
 // settled judges settle's samples, taken in turn of the same members: the
 // first sets the mark, the highest applied index of the members that
-// answered it. late are the members whose last answer (last) trails the
-// mark; silent those that did not answer the last sample and are not
-// late. etcd before 3.4 says no applied index: none is late then.
-func settled(samples [][]MemberSample) (late, silent []int, last []MemberSample) {
+// answered it. late are the members whose last answer (last, in sample
+// at) trails the mark; silent those that did not answer the last sample
+// and are not late. etcd before 3.4 says no applied index: none is late
+// then.
+func settled(samples [][]MemberSample) (late, silent []int, last []MemberSample, at []int) {
 	var mark uint64
 	for _, s := range samples[0] {
 		if s.Error == "" {
@@ -95,12 +109,12 @@ func settled(samples [][]MemberSample) (late, silent []int, last []MemberSample)
 		}
 	}
 	now := samples[len(samples)-1]
-	last = make([]MemberSample, len(now))
+	last, at = make([]MemberSample, len(now)), make([]int, len(now))
 	answered := make([]bool, len(now))
-	for _, sample := range samples {
+	for k, sample := range samples {
 		for i, s := range sample {
 			if s.Error == "" {
-				last[i], answered[i] = s, true
+				last[i], at[i], answered[i] = s, k, true
 			}
 		}
 	}
@@ -112,14 +126,14 @@ func settled(samples [][]MemberSample) (late, silent []int, last []MemberSample)
 			silent = append(silent, i)
 		}
 	}
-	return late, silent, last
+	return late, silent, last, at
 }
 
 // behindNote says how far a member trails, and what it means.
 func behindNote(name string, l *Lag) string {
 	s := fmt.Sprintf("%s is behind: %s and %s behind the member furthest along, %gs after it was first read", name, plural.Of(int(l.Entries), "raft entry"), plural.Of(int(l.Revisions), "revision"), l.Waited)
 	if l.NoAnswer != "" {
-		s += fmt.Sprintf(" (as it last answered: its Status since was not answered in time: %s)", l.NoAnswer)
+		s += fmt.Sprintf(" (as it last answered; it has not answered since: %s)", l.NoAnswer)
 	}
 	if l.BelowCompaction {
 		s += "; its revision is below another member's compaction, so no revision is held by every member"
@@ -161,9 +175,9 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 		case err != nil && ctx.Err() != nil:
 			keep = append(keep, c) // the comparison ends: its reads say so
 		case err != nil && known >= rev:
-			silent, why[c.m] = append(silent, c), firstLine(err)
+			silent, why[c.m] = append(silent, c), "read of its revision: "+firstLine(err)
 		case err != nil:
-			late, lag[c.m], why[c.m] = append(late, c), rev-known, firstLine(err)
+			late, lag[c.m], why[c.m] = append(late, c), rev-known, "read of its revision: "+firstLine(err)
 		case cur >= rev:
 			keep = append(keep, c)
 		default:
@@ -173,19 +187,20 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 	// The raft entries it trails by, as the members kept have applied them
 	// (what serve exports and alerts on); a member that does not answer
 	// counts as it last answered.
-	applied := func(c conn) uint64 {
+	applied := func(c conn) (uint64, error) {
 		sctx, cancel := context.WithTimeout(ctx, r.opts.timeout())
 		defer cancel()
 		st, err := c.cli.Status(sctx, c.ep)
 		if err != nil {
-			return r.rep.Members[c.m].AppliedIndex
+			return r.rep.Members[c.m].AppliedIndex, err
 		}
-		return st.RaftAppliedIndex
+		return st.RaftAppliedIndex, nil
 	}
 	var top uint64
 	if len(late) > 0 {
 		for _, c := range keep {
-			top = max(top, applied(c))
+			a, _ := applied(c)
+			top = max(top, a)
 		}
 	}
 	for _, c := range late {
@@ -193,7 +208,10 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 		m.Behind = &Lag{Revisions: lag[c.m], Waited: time.Since(start).Round(time.Millisecond).Seconds(), NoAnswer: why[c.m]}
 		a := m.AppliedIndex
 		if why[c.m] == "" {
-			a = applied(c)
+			var err error
+			if a, err = applied(c); err != nil {
+				m.Behind.NoAnswer = "Status: " + firstLine(err)
+			}
 		}
 		if top > a {
 			m.Behind.Entries = top - a
@@ -204,7 +222,7 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 	}
 	for _, c := range silent {
 		m := &r.rep.Members[c.m]
-		m.Unreachable = "it did not answer a read of its revision in time (" + why[c.m] + ")"
+		m.Unreachable = fmt.Sprintf("it answered its Status, then not a read of its revision within %s (%s): it is slow (CPU, disk) or cut off", r.opts.timeout(), strings.TrimPrefix(why[c.m], "read of its revision: "))
 		r.rep.Verdict.NotCompared = append(r.rep.Verdict.NotCompared, m.Name)
 		c.cli.Close()
 	}

@@ -101,8 +101,9 @@ type Lag struct {
 	BelowCompaction bool `json:"belowCompaction,omitempty"`
 	// Waited is how long it was given to catch up, in seconds.
 	Waited float64 `json:"waitedSeconds"`
-	// NoAnswer, when set, says why its last Status was not answered in
-	// the member timeout: the lag is as it last answered.
+	// NoAnswer, when set, says why its last read (its Status, or a read of
+	// its revision) was not answered in the member timeout: the lag is as
+	// it last answered.
 	NoAnswer string `json:"noAnswer,omitempty"`
 }
 

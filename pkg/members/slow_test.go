@@ -167,10 +167,13 @@ func TestSettled(t *testing.T) {
 		{name: "etcd before 3.4", samples: [][]MemberSample{{ok(0, 5), ok(0, 5), ok(0, 2)}, {ok(0, 6), none, ok(0, 2)}}, silent: []int{1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			late, silent, last := settled(tt.samples)
+			late, silent, last, at := settled(tt.samples)
 			var lastOf []uint64
 			for _, i := range late {
 				lastOf = append(lastOf, last[i].AppliedIndex)
+				if tt.samples[at[i]][i] != last[i] {
+					t.Errorf("member %d's last answer %+v is not sample %d's", i, last[i], at[i])
+				}
 			}
 			if !slices.Equal(late, tt.late) || !slices.Equal(silent, tt.silent) || !slices.Equal(lastOf, tt.lastOf) {
 				t.Errorf("late %v (last applied %v), silent %v; want late %v (%v), silent %v", late, lastOf, silent, tt.late, tt.lastOf, tt.silent)
