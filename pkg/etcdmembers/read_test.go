@@ -117,14 +117,8 @@ func TestReadStatuses(t *testing.T) {
 // URL behind a proxy that stalls): each read passes over it for the next
 // member, and the list is read every time.
 func TestListPassesOverAStalledMember(t *testing.T) {
-	ec := etcdtest.StartCluster(t, 3, 1000)
+	_, p, cli, _ := proxiedCluster(t)
 	ctx := context.Background()
-	p := etcdtest.NewStallProxy(t, ec.Endpoints[0])
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr, ec.Endpoints[1], ec.Endpoints[2]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
 	// Every endpoint is connected before the stall (a read on each in turn).
 	for range 6 {
 		if _, err := List(ctx, cli, 5*time.Second); err != nil {
@@ -146,14 +140,8 @@ func TestListPassesOverAStalledMember(t *testing.T) {
 // does not answer in the timeout is not asked again at the same URL, its
 // client URL in the member list (each ask costs another timeout).
 func TestReadStatusesAsksAStalledEndpointOnce(t *testing.T) {
-	ec := etcdtest.StartCluster(t, 3, 1000)
+	ec, p, cli, _ := proxiedCluster(t)
 	ctx := context.Background()
-	p := etcdtest.NewStallProxy(t, ec.Endpoints[0])
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr, ec.Endpoints[1], ec.Endpoints[2]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
 	ms, err := List(ctx, ec.Client, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -180,15 +168,8 @@ func TestReadStatusesAsksAStalledEndpointOnce(t *testing.T) {
 // that answered its Status first, never of a slow member given first (a
 // member starved of CPU costs the timeout before the next is asked).
 func TestReachAsksTheQuickestVoter(t *testing.T) {
-	ec := etcdtest.StartCluster(t, 3, 1000)
-	p := etcdtest.NewStallProxy(t, ec.Endpoints[0])
+	ec, p, cli, cfg := proxiedCluster(t)
 	p.Slow(100 * time.Millisecond)
-	cfg := clientv3.Config{Endpoints: []string{p.Addr, ec.Endpoints[1], ec.Endpoints[2]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
 	before := p.Conns()
 	cl, err := Reach(context.Background(), cli, cfg, 10*time.Second)
 	if err != nil || len(cl.Members) != 3 {
@@ -202,4 +183,19 @@ func TestReachAsksTheQuickestVoter(t *testing.T) {
 	if n := p.Conns() - before; n != 1 {
 		t.Errorf("the slow member was asked on %d connections, want 1 (its Status)", n)
 	}
+}
+
+// proxiedCluster runs three members and a client on all three, m0's
+// endpoint behind a proxy that stalls or slows it.
+func proxiedCluster(t *testing.T) (*etcdtest.Cluster, *etcdtest.StallProxy, *clientv3.Client, clientv3.Config) {
+	t.Helper()
+	ec := etcdtest.StartCluster(t, 3, 1000)
+	p := etcdtest.NewStallProxy(t, ec.Endpoints[0])
+	cfg := clientv3.Config{Endpoints: []string{p.Addr, ec.Endpoints[1], ec.Endpoints[2]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return ec, p, cli, cfg
 }
