@@ -18,6 +18,7 @@ type StallProxy struct {
 	Addr    string
 	stalled atomic.Bool
 	held    atomic.Int64
+	sent    atomic.Int64
 	conns   atomic.Int64
 	delay   atomic.Int64
 	done    chan struct{}
@@ -57,6 +58,9 @@ func (p *StallProxy) Slow(d time.Duration) { p.delay.Store(int64(d)) }
 // than 0 once a request went to the stalled member.
 func (p *StallProxy) Held() int64 { return p.held.Load() }
 
+// Sent is how many bytes of the clients' were forwarded to the member.
+func (p *StallProxy) Sent() int64 { return p.sent.Load() }
+
 // Conns is how many connections were made to the proxy.
 func (p *StallProxy) Conns() int64 { return p.conns.Load() }
 
@@ -90,6 +94,9 @@ func (p *StallProxy) serve(in net.Conn, target string) {
 			if n > 0 {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					return
+				}
+				if count {
+					p.sent.Add(int64(n))
 				}
 			}
 			if err != nil {
