@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/regghost/regghost/pkg/plural"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // settle finds the members that are behind, and leaves them out of the
@@ -80,12 +79,10 @@ func (r *run) settle(ctx context.Context) {
 			if top > s.AppliedIndex {
 				m.Behind.Entries = top - s.AppliedIndex
 			}
-			r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
-			r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
+			r.behind(m)
 		case slices.Contains(silent, i):
-			m.Unreachable = fmt.Sprintf("it answered the member list, then not its Status twice in a row within %s (%s): it is slow (CPU, disk) or cut off",
-				r.opts.timeout(), now[i].Error)
-			r.rep.Verdict.NotCompared = append(r.rep.Verdict.NotCompared, m.Name)
+			r.notAnswering(m, fmt.Sprintf("it answered the member list, then not its Status twice in a row within %s (%s): it is slow (CPU, disk) or cut off",
+				r.opts.timeout(), now[i].Error))
 		default:
 			keep = append(keep, c)
 			continue
@@ -175,9 +172,9 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 		case err != nil && ctx.Err() != nil:
 			keep = append(keep, c) // the comparison ends: its reads say so
 		case err != nil && known >= rev:
-			silent, why[c.m] = append(silent, c), "read of its revision: "+firstLine(err)
+			silent, why[c.m] = append(silent, c), firstLine(err)
 		case err != nil:
-			late, lag[c.m], why[c.m] = append(late, c), rev-known, "read of its revision: "+firstLine(err)
+			late, lag[c.m], why[c.m] = append(late, c), rev-known, firstLine(err)
 		case cur >= rev:
 			keep = append(keep, c)
 		default:
@@ -205,9 +202,11 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 	}
 	for _, c := range late {
 		m := &r.rep.Members[c.m]
-		m.Behind = &Lag{Revisions: lag[c.m], Waited: time.Since(start).Round(time.Millisecond).Seconds(), NoAnswer: why[c.m]}
+		m.Behind = &Lag{Revisions: lag[c.m], Waited: time.Since(start).Round(time.Millisecond).Seconds()}
 		a := m.AppliedIndex
-		if why[c.m] == "" {
+		if why[c.m] != "" {
+			m.Behind.NoAnswer = "read of its revision: " + why[c.m]
+		} else {
 			var err error
 			if a, err = applied(c); err != nil {
 				m.Behind.NoAnswer = "Status: " + firstLine(err)
@@ -216,15 +215,26 @@ func (r *run) leaveBehindAt(ctx context.Context, rev int64) {
 		if top > a {
 			m.Behind.Entries = top - a
 		}
-		r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
-		r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
+		r.behind(m)
 		c.cli.Close()
 	}
 	for _, c := range silent {
-		m := &r.rep.Members[c.m]
-		m.Unreachable = fmt.Sprintf("it answered its Status, then not a read of its revision within %s (%s): it is slow (CPU, disk) or cut off", r.opts.timeout(), strings.TrimPrefix(why[c.m], "read of its revision: "))
-		r.rep.Verdict.NotCompared = append(r.rep.Verdict.NotCompared, m.Name)
+		r.notAnswering(&r.rep.Members[c.m], fmt.Sprintf("it answered its Status, then not a read of its revision within %s (%s): it is slow (CPU, disk) or cut off",
+			r.opts.timeout(), why[c.m]))
 		c.cli.Close()
 	}
 	r.conns = keep
+}
+
+// behind records m, whose Behind is set, as left out behind: in the
+// verdict, with a note saying how far it trails.
+func (r *run) behind(m *Member) {
+	r.rep.Verdict.Behind = append(r.rep.Verdict.Behind, m.Name)
+	r.rep.Notes = append(r.rep.Notes, behindNote(m.Name, m.Behind))
+}
+
+// notAnswering records m as left out because it does not answer, and why.
+func (r *run) notAnswering(m *Member, why string) {
+	m.Unreachable = why
+	r.rep.Verdict.NotCompared = append(r.rep.Verdict.NotCompared, m.Name)
 }
