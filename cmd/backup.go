@@ -42,11 +42,11 @@ type backupPruneOptions struct {
 	dir       string
 	keep      int
 	olderThan time.Duration
-	print     *render.PrintFlags
+	*render.PrintFlags
 }
 
 func newBackupPruneCmd() *cobra.Command {
-	o := &backupPruneOptions{print: render.NewPrintFlags(true, "table")}
+	o := &backupPruneOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "prune",
 		Short: "Remove old backups, keeping each cluster's newest and every one whose undo is under way (a dry run without --confirm)",
@@ -57,14 +57,11 @@ func newBackupPruneCmd() *cobra.Command {
 	cli.BackupDirVar(c.Flags(), &o.dir, "backup directory")
 	c.Flags().IntVar(&o.keep, "keep", 3, "newest verified backups of each cluster to keep (at least 1)")
 	c.Flags().DurationVar(&o.olderThan, "older-than", 0, "remove only backups older than this (for instance 168h); 0: any age beyond --keep")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
 func (o *backupPruneOptions) validate(*globalOptions) error {
-	if err := o.print.Validate(); err != nil {
-		return err
-	}
 	if o.keep < 1 {
 		return cli.Usage("--keep must be at least 1 (the newest verified backup of each cluster always stays), got %d", o.keep)
 	}
@@ -81,13 +78,13 @@ func (o *backupPruneOptions) run(_ context.Context, _ *globalOptions, s generici
 	}
 	n := backup.Removals(plan)
 	if !o.Confirm || n == 0 {
-		return o.print.Print(s.Out, render.BackupPrune(plan, true, 0))
+		return o.Print(s.Out, render.BackupPrune(plan, true, 0))
 	}
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Remove %s from %s?", render.Plural(n, "backup"), o.dir)); err != nil {
 		return err
 	}
 	freed, err := backup.Prune(plan)
-	if perr := o.print.Print(s.Out, render.BackupPrune(plan, false, freed)); perr != nil && err == nil {
+	if perr := o.Print(s.Out, render.BackupPrune(plan, false, freed)); perr != nil && err == nil {
 		err = perr
 	}
 	return err

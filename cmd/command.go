@@ -20,19 +20,47 @@ type options interface {
 	run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error
 }
 
-// runE is the RunE of a command whose options are o: complete, validate,
-// then run with the command's streams.
+// runE is the RunE of a command whose options are o: complete, -o's
+// check, validate, then run with the command's streams, bounded by
+// --command-timeout.
 func runE(g *globalOptions, o options) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		if err := o.complete(g, c, args); err != nil {
 			return err
 		}
+		if p, ok := o.(printer); ok {
+			if err := p.Validate(); err != nil {
+				return err
+			}
+		}
 		if err := o.validate(g); err != nil {
 			return err
 		}
-		return o.run(c.Context(), g, genericiooptions.IOStreams{In: c.InOrStdin(), Out: c.OutOrStdout(), ErrOut: c.ErrOrStderr()})
+		ctx := c.Context()
+		if _, own := o.(ownDeadline); !own && g != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, g.Etcd.CommandTimeout)
+			defer cancel()
+		}
+		return o.run(ctx, g, genericiooptions.IOStreams{In: c.InOrStdin(), Out: c.OutOrStdout(), ErrOut: c.ErrOrStderr()})
 	}
 }
+
+// printer is options that print (they embed render.PrintFlags): runE
+// checks -o before validate, so a mistyped format is the first mistake
+// named.
+type printer interface{ Validate() error }
+
+// ownDeadline is options whose run bounds its own steps; runE bounds
+// every other run by --command-timeout.
+type ownDeadline interface{ ownDeadline() }
+
+// unbounded makes options an ownDeadline: serve runs until stopped, space
+// reclaim's timeout counts from the answer, members replace bounds each
+// step and waits --wait for the learner, diff reads files offline.
+type unbounded struct{}
+
+func (unbounded) ownDeadline() {}
 
 // noCompletion is the complete of options whose flags need nothing filled
 // in.

@@ -25,11 +25,11 @@ type danglingOptions struct {
 	namespace     string
 	acceptManaged bool
 	singleWitness bool
-	print         *render.PrintFlags
+	*render.PrintFlags
 }
 
 func newDanglingCmd(g *globalOptions) *cobra.Command {
-	o := &danglingOptions{print: render.NewPrintFlags(true, "table")}
+	o := &danglingOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "dangling",
 		Short: "List references into what is gone (webhooks, APIServices, bindings) and fix them",
@@ -41,15 +41,12 @@ func newDanglingCmd(g *globalOptions) *cobra.Command {
 	o.WriteFlags.Add(c, "really fix them (without it dangling only lists them)", "where the per-key backup goes")
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also fix objects Helm, Argo CD or Flux track (they may put them back)")
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also fix references only etcd confirms (the API server could not be asked)")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
 func (o *danglingOptions) validate(g *globalOptions) error {
 	if err := validateScanInput(o.namespace); err != nil {
-		return err
-	}
-	if err := o.print.Validate(); err != nil {
 		return err
 	}
 	if o.Confirm {
@@ -59,8 +56,6 @@ func (o *danglingOptions) validate(g *globalOptions) error {
 }
 
 func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
@@ -73,7 +68,7 @@ func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericio
 	rep.Close() // only its dangling references are read
 	fixes, refused := dangling.PlanFixes(rep.Dangling, dangling.PlanOptions{AcceptManaged: o.acceptManaged, AcceptSingleWitness: o.singleWitness})
 	if !o.Confirm || len(fixes) == 0 {
-		if err := o.print.Print(s.Out, render.DanglingPlan(rep.Dangling, fixes, refused, o.Confirm)); err != nil {
+		if err := o.Print(s.Out, render.DanglingPlan(rep.Dangling, fixes, refused, o.Confirm)); err != nil {
 			return err
 		}
 		if o.Confirm && len(refused) > 0 {
@@ -85,7 +80,7 @@ func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericio
 		}
 		return nil
 	}
-	planOut := o.print.PlanWriter(s.Out, s.ErrOut)
+	planOut := o.PlanWriter(s.Out, s.ErrOut)
 	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
 	if rs.API == nil {
 		return cli.Exit(ExitError, fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why))
@@ -111,7 +106,7 @@ func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericio
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.PrintResult(s.Out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
+	err = o.PrintResult(s.Out, render.DanglingResult(rep.Dangling, fixes, refused, res), err)
 	if err == nil && len(refused) > 0 {
 		err = cli.Exit(ExitError, fmt.Errorf("%d references were refused: %s (%s)", len(refused), refused[0].Reason, refused[0].WayOut))
 	}

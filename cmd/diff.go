@@ -12,20 +12,21 @@ import (
 
 // diffOptions are diff's: the two db files and whether values are shown.
 type diffOptions struct {
-	print  *render.PrintFlags
+	unbounded
+	*render.PrintFlags
 	values bool
 	a, b   string
 }
 
 func newDiffCmd(g *globalOptions) *cobra.Command {
-	o := &diffOptions{print: render.NewPrintFlags(true, "table")}
+	o := &diffOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "diff A.db B.db",
 		Short: "Show keys that appeared, vanished or changed between two etcd db files",
 		Args:  cobra.ExactArgs(2),
 		RunE:  runE(g, o),
 	}
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	c.Flags().BoolVar(&o.values, "values", false, "include both sides' stored bytes in -o json/yaml (default: their sha256)")
 	return c
 }
@@ -35,7 +36,7 @@ func (o *diffOptions) complete(_ *globalOptions, _ *cobra.Command, args []string
 	return nil
 }
 
-func (o *diffOptions) validate(*globalOptions) error { return o.print.Validate() }
+func (o *diffOptions) validate(*globalOptions) error { return nil }
 
 func (o *diffOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	a, err := g.OpenDB(o.a)
@@ -56,5 +57,5 @@ func (o *diffOptions) run(ctx context.Context, g *globalOptions, s genericioopti
 	if err != nil {
 		return err
 	}
-	return o.print.Print(s.Out, render.Diff(o.a, o.b, a, b, changes, g.Prefix))
+	return o.Print(s.Out, render.Diff(o.a, o.b, a, b, changes, g.Prefix))
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
-	o := &getOptions{print: render.NewPrintFlags(false, "yaml", "raw")}
+	o := &getOptions{PrintFlags: render.NewPrintFlags(false, "yaml", "raw")}
 	c := &cobra.Command{
 		Use:   "get (KEY | TYPE/NAME | TYPE NAME)",
 		Short: "Decode the object stored under one etcd key",
@@ -25,14 +25,14 @@ func newGetCmd(g *globalOptions) *cobra.Command {
 		RunE:  runE(g, o),
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the namespace of a TYPE/NAME (default: default, as kubectl's)")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
 // getOptions are get's flags and the object it names.
 type getOptions struct {
 	namespace string
-	print     *render.PrintFlags
+	*render.PrintFlags
 	// target is KEY, TYPE/NAME or TYPE NAME.
 	target []string
 }
@@ -42,11 +42,9 @@ func (o *getOptions) complete(_ *globalOptions, _ *cobra.Command, args []string)
 	return nil
 }
 
-func (o *getOptions) validate(*globalOptions) error { return o.print.Validate() }
+func (o *getOptions) validate(*globalOptions) error { return nil }
 
 func (o *getOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
 	if err != nil {
 		return err
@@ -66,7 +64,7 @@ func (o *getOptions) run(ctx context.Context, g *globalOptions, s genericiooptio
 	if kv == nil {
 		return fmt.Errorf("key %s does not exist in etcd", key)
 	}
-	if o.print.Output() == "raw" {
+	if o.Output() == "raw" {
 		// The stored bytes, unescaped: for a file or a pipe.
 		_, err := s.Out.Write(kv.Value)
 		return err
@@ -82,5 +80,5 @@ func (o *getOptions) run(ctx context.Context, g *globalOptions, s genericiooptio
 		}
 		return fmt.Errorf("decode %s: %w", key, err)
 	}
-	return o.print.Print(s.Out, render.Object(obj))
+	return o.Print(s.Out, render.Object(obj))
 }

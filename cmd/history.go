@@ -18,15 +18,15 @@ import (
 type historyOptions struct {
 	namespace string
 	rev       int64
-	print     *render.PrintFlags
-	sel       history.Selection
+	*render.PrintFlags
+	sel history.Selection
 	// target is an object named as kubectl names one (TYPE/NAME, TYPE
 	// NAME), resolved to sel.Key in run.
 	target []string
 }
 
 func newHistoryCmd(g *globalOptions) *cobra.Command {
-	o := &historyOptions{print: render.NewPrintFlags(true, "table")}
+	o := &historyOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "history (KEY | PREFIX/ | TYPE/NAME | TYPE NAME | -n NAMESPACE)",
 		Short: "Show the revisions etcd still holds of a key, a namespace or a prefix",
@@ -35,7 +35,7 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the history of this namespace: its key and every object in it (with TYPE/NAME: the object's namespace)")
 	c.Flags().Int64Var(&o.rev, "rev", 0, "report revisions from this one on (default: the earliest held)")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
@@ -81,7 +81,7 @@ func isObjectTarget(args []string) bool {
 
 func (o *historyOptions) validate(*globalOptions) error {
 	if o.target != nil {
-		return o.print.Validate()
+		return nil
 	}
 	if err := o.sel.Validate(); err != nil {
 		return cli.Usage("%v: history KEY, history PREFIX/ or history -n NAMESPACE", err)
@@ -92,12 +92,10 @@ func (o *historyOptions) validate(*globalOptions) error {
 	if o.rev < 0 {
 		return cli.Usage("--rev must not be negative, got %d", o.rev)
 	}
-	return o.print.Validate()
+	return nil
 }
 
 func (o *historyOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	h, info, err := g.History(ctx, session.HistoryRequest{Selection: o.sel, Target: o.target, Namespace: o.namespace, From: o.rev})
 	var notHeld *session.NotHeldError
 	switch {
@@ -108,5 +106,5 @@ func (o *historyOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	case err != nil:
 		return err
 	}
-	return o.print.Print(s.Out, render.History(h, info))
+	return o.Print(s.Out, render.History(h, info))
 }

@@ -25,11 +25,11 @@ type leasesOptions struct {
 	eventTTL  time.Duration
 	maxCount  int
 	pacing    etcdwrite.Pacing
-	print     *render.PrintFlags
+	*render.PrintFlags
 }
 
 func newLeasesCmd(g *globalOptions) *cobra.Command {
-	o := &leasesOptions{print: render.NewPrintFlags(true, "table")}
+	o := &leasesOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "leases [-n NAMESPACE]",
 		Short: "Audit etcd's leases (events past their TTL or with none, leases too big to revoke, stale masterleases) and remove what outlived its TTL",
@@ -42,15 +42,12 @@ func newLeasesCmd(g *globalOptions) *cobra.Command {
 	f.IntVar(&o.maxCount, "lease-max-object-count", 0, "the most keys a lease may hold before it is too big to revoke safely (default 1000, the most kube-apiserver puts on one lease)")
 	o.WriteFlags.Add(c, "really delete the events past their TTL and the stale masterleases (without it leases is read-only)", "where the removal's backup goes")
 	cli.PacingVar(f, &o.pacing)
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
 func (o *leasesOptions) validate(g *globalOptions) error {
 	if err := validateScanInput(o.namespace); err != nil {
-		return err
-	}
-	if err := o.print.Validate(); err != nil {
 		return err
 	}
 	if o.eventTTL < 0 || o.maxCount < 0 {
@@ -65,8 +62,6 @@ func (o *leasesOptions) validate(g *globalOptions) error {
 }
 
 func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	// On a node whose cores are all busy, etcd's and kube-apiserver's
 	// threads run before the audit's decoding and the removal's.
 	if err := yield(leases.Nice); err != nil {
@@ -116,19 +111,19 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericioop
 	}
 	if rs.DB {
 		// A copy of etcd is audited, never removed from.
-		if err := o.print.Print(s.Out, render.Leases(a, settings)); err != nil {
+		if err := o.Print(s.Out, render.Leases(a, settings)); err != nil {
 			return err
 		}
 		return foundFaults(a)
 	}
 	plan := leases.Plan(a, o.namespace)
 	if !o.Confirm || plan.Keys() == 0 {
-		if err := o.print.Print(s.Out, render.LeasesPlan(a, settings, plan, !o.Confirm)); err != nil {
+		if err := o.Print(s.Out, render.LeasesPlan(a, settings, plan, !o.Confirm)); err != nil {
 			return err
 		}
 		return foundFaults(a)
 	}
-	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.print.PlanWriter(s.Out, s.ErrOut)), false, false); err != nil {
+	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.PlanWriter(s.Out, s.ErrOut)), false, false); err != nil {
 		return err
 	}
 	if deadline, ok := ctx.Deadline(); ok {
@@ -154,7 +149,7 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericioop
 	if res == nil {
 		return err
 	}
-	if err := o.print.PrintResult(s.Out, render.LeasesRemoved(res), err); err != nil {
+	if err := o.PrintResult(s.Out, render.LeasesRemoved(res), err); err != nil {
 		return err
 	}
 	if res.LeftSome(plan) {

@@ -48,8 +48,6 @@ func (o *lsOptions) run(ctx context.Context, g *globalOptions, s genericiooption
 	if len(o.args) == 1 {
 		prefix = o.args[0]
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: etcdscan.DefaultPageSize, Stream: true})
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 )
 
 type membersOptions struct {
-	print   *render.PrintFlags
+	*render.PrintFlags
 	reads   session.Reads
 	keys    string
 	hash    string
@@ -31,7 +31,7 @@ type membersOptions struct {
 // newMembersCmd is `regghost members`: it compares the members of the
 // cluster and names the keys that differ and the member that is wrong.
 func newMembersCmd(g *globalOptions) *cobra.Command {
-	o := &membersOptions{reads: members.Reads(), print: render.NewPrintFlags(false, "table", "wide")}
+	o := &membersOptions{reads: members.Reads(), PrintFlags: render.NewPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "members",
 		Short: "Compare etcd's members: the keys that differ and which member is wrong (read-only)",
@@ -39,7 +39,7 @@ func newMembersCmd(g *globalOptions) *cobra.Command {
 		RunE:  runE(g, o),
 	}
 	f := c.Flags()
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	f.StringVar(&o.keys, "compare-keys", members.KeysAuto, "when to compare the keys one by one: "+strings.Join(members.KeysModes, ", ")+
 		" (auto: unless every member's full hash agrees; mismatch: unless the hashes agree)")
 	f.StringVar(&o.hash, "hash", members.HashCompaction, "which HashKV to compare: "+strings.Join(members.HashModes, ", ")+
@@ -87,12 +87,10 @@ func (o *membersOptions) validate(g *globalOptions) error {
 	if err := o.opts.Validate(); err != nil {
 		return cli.Usage("%v", err)
 	}
-	return o.print.Validate()
+	return nil
 }
 
 func (o *membersOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	o.opts.Notices = g.Notices
 	opts, done, err := members.Setup(ctx, &g.Settings, o.opts)
 	if err != nil {
@@ -103,7 +101,7 @@ func (o *membersOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if err != nil {
 		return err
 	}
-	if err := o.print.Print(s.Out, render.Members(rep)); err != nil {
+	if err := o.Print(s.Out, render.Members(rep)); err != nil {
 		return err
 	}
 	if rep.Differ() {

@@ -24,9 +24,10 @@ import (
 )
 
 type membersReplaceOptions struct {
+	unbounded
 	cli.WriteFlags
-	print *render.PrintFlags
-	wait  time.Duration
+	*render.PrintFlags
+	wait time.Duration
 	// reads say how each member's keyspace is read: its pace
 	// (--max-keys-per-second, as members takes it).
 	reads session.Reads
@@ -43,14 +44,14 @@ func newMembersReplaceCmd(g *globalOptions) *cobra.Command {
 // newMembersReplace is `regghost members replace MEMBER` and the options
 // its flags fill.
 func newMembersReplace(g *globalOptions) (*cobra.Command, *membersReplaceOptions) {
-	o := &membersReplaceOptions{print: render.NewPrintFlags(false, "table", "wide"), reads: members.Reads()}
+	o := &membersReplaceOptions{PrintFlags: render.NewPrintFlags(false, "table", "wide"), reads: members.Reads()}
 	c := &cobra.Command{
 		Use:   "replace MEMBER",
 		Short: "Replace a wrong or dead etcd member: evidence, remove, add back as a learner, promote, compare (a dry run without --confirm)",
 		Args:  cobra.ExactArgs(1),
 		RunE:  runE(g, o),
 	}
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	o.Add(c, "replace the member (without it: a dry run)", "directory the members' snapshots (the evidence) are saved under")
 	c.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the learner to start on its node and catch up (0: add it and stop; run the command again once it runs)")
 	c.Flags().IntVar(&o.reads.MaxKeysPerSecond, "max-keys-per-second", o.reads.MaxKeysPerSecond, membersPaceHelp)
@@ -98,7 +99,7 @@ func (o *membersReplaceOptions) validate(g *globalOptions) error {
 	if err := cli.CheckReads(o.reads); err != nil {
 		return err
 	}
-	return o.print.Validate()
+	return nil
 }
 
 func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
@@ -128,7 +129,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, s 
 	if err != nil || !o.Confirm || plan.Stage != members.StagePlanned {
 		return o.finish(s.Out, plan, err)
 	}
-	if err := o.print.Print(o.print.PlanWriter(s.Out, s.ErrOut), render.MembersReplacePlan(plan)); err != nil {
+	if err := o.Print(o.PlanWriter(s.Out, s.ErrOut), render.MembersReplacePlan(plan)); err != nil {
 		return err
 	}
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Replace etcd member %s (remove it, add it back as a learner)?", member)); err != nil {
@@ -142,7 +143,7 @@ func (o *membersReplaceOptions) run(parent context.Context, g *globalOptions, s 
 // finish prints what Replace did and turns its error into the exit code.
 func (o *membersReplaceOptions) finish(out io.Writer, res *members.Replacement, err error) error {
 	if res != nil {
-		if perr := o.print.Print(out, render.MembersReplace(res)); perr != nil && err == nil {
+		if perr := o.Print(out, render.MembersReplace(res)); perr != nil && err == nil {
 			err = perr
 		}
 	}

@@ -26,11 +26,11 @@ type migrateOptions struct {
 	prune     bool
 	perSecond int
 	target    string
-	print     *render.PrintFlags
+	*render.PrintFlags
 }
 
 func newMigrateCmd(g *globalOptions) *cobra.Command {
-	o := &migrateOptions{print: render.NewPrintFlags(true, "table")}
+	o := &migrateOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "migrate RESOURCE",
 		Short: "Move a resource's objects to its storage version and encryption key, and prove it from etcd",
@@ -41,7 +41,7 @@ func newMigrateCmd(g *globalOptions) *cobra.Command {
 	c.Flags().BoolVar(&o.prune, "prune-stored-versions", false, "once the count again leaves nothing at an old version, narrow the CRD's status.storedVersions to the versions still stored")
 	c.Flags().StringVar(&o.target, "target-release", "", "judge a built-in resource's objects against what this Kubernetes release decodes (v1.37), before upgrading to it")
 	c.Flags().IntVar(&o.perSecond, "max-objects-per-second", migrate.DefaultPerSecond, "pace of the rewrites through the API server")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
@@ -51,9 +51,6 @@ func (o *migrateOptions) complete(_ *globalOptions, _ *cobra.Command, args []str
 }
 
 func (o *migrateOptions) validate(g *globalOptions) error {
-	if err := o.print.Validate(); err != nil {
-		return err
-	}
 	if _, err := catalog.ReleaseFor(o.target); o.target != "" && err != nil {
 		return cli.Usage("--target-release: %v", err)
 	}
@@ -67,8 +64,6 @@ func (o *migrateOptions) validate(g *globalOptions) error {
 }
 
 func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
@@ -96,7 +91,7 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 		if err != nil {
 			return err
 		}
-		if err := o.print.Print(s.Out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
+		if err := o.Print(s.Out, render.MigratePlan(plan, keys, held, o.prune, o.perSecond)); err != nil {
 			return err
 		}
 		if err := migrate.Servable(plan); err != nil {
@@ -108,7 +103,7 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 		}
 		return nil
 	}
-	if err := render.MigrateSteps(o.print.PlanWriter(s.Out, s.ErrOut), plan, o.prune, o.perSecond); err != nil {
+	if err := render.MigrateSteps(o.PlanWriter(s.Out, s.ErrOut), plan, o.prune, o.perSecond); err != nil {
 		return err
 	}
 	if len(plan.Rewrite) == 0 && !pruneOnly {
@@ -138,7 +133,7 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	res, err := migrate.Run(sctx, plan, migrate.Options{Dynamic: dyn, Again: prep.Again, History: prep.History, PruneStoredVersions: o.prune, Protect: protection,
 		AskServers:   func(ctx context.Context) *migrate.Servers { return migrate.AskServers(ctx, rs.API) },
 		ReadableWait: time.Minute, Readers: readers, BackupRoot: o.BackupDir, Rewrite: migrate.RewriteOptions{PerSecond: o.perSecond, Progress: render.EveryTenth(s.ErrOut, "rewrote", len(plan.Rewrite)), Stop: interrupted}})
-	err = o.print.PrintResult(s.Out, render.MigrateResult(plan, res), err)
+	err = o.PrintResult(s.Out, render.MigrateResult(plan, res), err)
 	if err != nil {
 		return err
 	}

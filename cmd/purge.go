@@ -30,10 +30,10 @@ type purgeOptions struct {
 	forceClasses     []string
 	pacing           etcdwrite.Pacing
 	terminatingAfter time.Duration
-	print            *render.PrintFlags
-	singleWitness    bool
-	retainVolumes    bool
-	acceptImpacts    []string
+	*render.PrintFlags
+	singleWitness bool
+	retainVolumes bool
+	acceptImpacts []string
 	// Completed:
 	sel        repair.Selector
 	impactOpts impact.Options
@@ -52,9 +52,9 @@ func newPurgeCmd(g *globalOptions) *cobra.Command {
 	f.StringArrayVar(&o.forceClasses, "force-class", nil, "also purge suspects of this class: "+etcdscan.ForceableNames()+" (never disputed)")
 	o.WriteFlags.Add(c, "really delete (without it purge is a dry run)", "where snapshots and backups go")
 	cli.PacingVar(f, &o.pacing)
-	o.print = render.NewPrintFlags(true, "table")
+	o.PrintFlags = render.NewPrintFlags(true, "table")
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "stuck-terminating threshold used by the scan")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	f.BoolVar(&o.retainVolumes, impact.RetainVolumesFlag[2:], false, "set each bound PersistentVolume whose reclaim policy would destroy its storage to Retain (through the API server, backed up) before deleting its claim")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "go ahead although deleting sets this off, which a restore cannot undo: "+impact.Names(impact.Acceptable))
 	f.BoolVar(&o.singleWitness, strings.TrimPrefix(flagnames.AcceptSingleWitness, "--"), false, "also delete ghosts only one witness could confirm (the API server could not be asked); the dry run lists them")
@@ -70,9 +70,6 @@ func (o *purgeOptions) complete(_ *globalOptions, _ *cobra.Command, args []strin
 // flags are checked: one line for the first mistake.
 func (o *purgeOptions) validate(g *globalOptions) error {
 	if err := validateScanInput(o.namespace); err != nil {
-		return err
-	}
-	if err := o.print.Validate(); err != nil {
 		return err
 	}
 	if err := refuseDB(g, "purge"); err != nil {
@@ -114,8 +111,6 @@ func (o *purgeOptions) validate(g *globalOptions) error {
 }
 
 func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
@@ -132,18 +127,18 @@ func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	}
 	view := rs.API
 	if !o.Confirm {
-		return o.print.Print(s.Out, render.PurgePlan(plan, true))
+		return o.Print(s.Out, render.PurgePlan(plan, true))
 	}
 	if len(plan.Targets) == 0 {
-		return o.print.Print(s.Out, render.PurgePlan(plan, false))
+		return o.Print(s.Out, render.PurgePlan(plan, false))
 	}
 	if err := plan.Refusal(); err != nil {
-		if perr := o.print.Print(s.Out, render.PurgePlan(plan, true)); perr != nil {
+		if perr := o.Print(s.Out, render.PurgePlan(plan, true)); perr != nil {
 			return perr
 		}
 		return err
 	}
-	planOut := o.print.PlanWriter(s.Out, s.ErrOut)
+	planOut := o.PlanWriter(s.Out, s.ErrOut)
 	if err := render.WritePurgePlan(table.NewSafeWriter(planOut), plan, false); err != nil {
 		return err
 	}
@@ -174,7 +169,7 @@ func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.PrintResult(s.Out, render.PurgeResult(res), err)
+	err = o.PrintResult(s.Out, render.PurgeResult(res), err)
 	if err != nil {
 		return err
 	}

@@ -36,14 +36,14 @@ type recoverOptions struct {
 	sourceEncCfg  string
 	acceptImpacts []string
 	servedWait    time.Duration
-	print         *render.PrintFlags
+	*render.PrintFlags
 	// Completed:
 	sel    recovery.Selection
 	accept map[recovery.ImpactKind]bool
 }
 
 func newRecoverCmd(g *globalOptions) *cobra.Command {
-	o := &recoverOptions{print: render.NewPrintFlags(false, "table", "wide")}
+	o := &recoverOptions{PrintFlags: render.NewPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "recover (--snapshot FILE | --rev N) [KEY|PREFIX/ ...]",
 		Short: "Bring objects back from a snapshot or an older revision (dry run without --confirm)",
@@ -65,12 +65,12 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	o.WriteFlags.Add(c, "really write (without it recover is a dry run)", "where the recovery's backup goes")
 	f.StringArrayVar(&o.acceptImpacts, "accept-impact", nil, "go ahead although writing the object sets this off: "+recovery.AcceptableNames())
 	f.DurationVar(&o.servedWait, "wait", time.Minute, "how long to wait for a recovered CRD to be served before its custom resources")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
 // manifests says whether -o asks for manifests instead of a recovery.
-func (o *recoverOptions) manifests() bool { return o.print.Structured() }
+func (o *recoverOptions) manifests() bool { return o.Structured() }
 
 func (o *recoverOptions) complete(g *globalOptions, _ *cobra.Command, args []string) error {
 	o.keys = args
@@ -87,9 +87,6 @@ func (o *recoverOptions) complete(g *globalOptions, _ *cobra.Command, args []str
 }
 
 func (o *recoverOptions) validate(g *globalOptions) error {
-	if err := o.print.Validate(); err != nil {
-		return err
-	}
 	if g.DB != "" && o.snapshot == "" && o.rev == 0 {
 		return cli.Usage("recover takes its source as --snapshot FILE (or --rev N); --db is for the read-only commands: regghost recover --snapshot %s", g.DB)
 	}
@@ -111,7 +108,7 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 		}
 	}
 	if o.manifests() && o.Confirm {
-		return cli.Usage("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.print.Output())
+		return cli.Usage("-o %s prints manifests and writes nothing; drop --confirm (or -o)", o.Output())
 	}
 	// Even manifests are judged against the live cluster.
 	if err := refuseDB(g, "recover"); err != nil {
@@ -121,8 +118,6 @@ func (o *recoverOptions) validate(g *globalOptions) error {
 }
 
 func (o *recoverOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	rec, err := recovery.Prepare(ctx, &g.Settings, recovery.Request{Snapshot: o.snapshot, Rev: o.rev, SourceEncryptionConfig: o.sourceEncCfg,
 		Selection: o.sel, Accept: o.accept, IntoRecreated: o.intoRecreated, OtherCluster: o.other.Cluster, OtherClusterGrants: o.other.Grants,
 		BackupRoot: o.BackupDir, Notices: g.Notices})
@@ -136,7 +131,7 @@ func (o *recoverOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	}
 	todo, _ := render.RecoveryCounts(objs)
 	if !o.Confirm || todo == 0 {
-		if err := o.print.Print(s.Out, render.RecoveryPlan(rec.From, objs, !o.Confirm)); err != nil {
+		if err := o.Print(s.Out, render.RecoveryPlan(rec.From, objs, !o.Confirm)); err != nil {
 			return err
 		}
 		return cli.Failed(render.RecoveryRefusedError(objs))
@@ -176,7 +171,7 @@ func (o *recoverOptions) printManifests(out, errOut io.Writer, objs []*recovery.
 		return fmt.Errorf("%w; give the --source-encryption-provider-config that decrypts it (nothing was printed)", err)
 	}
 	render.ManifestsLeftOut(errOut, left, o.withLive)
-	if err := o.print.Print(out, render.Output{Doc: list}); err != nil {
+	if err := o.Print(out, render.Output{Doc: list}); err != nil {
 		return err
 	}
 	// Part of what was selected cannot come back: the exit code says so,

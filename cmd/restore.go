@@ -20,7 +20,7 @@ import (
 )
 
 func newRestoreCmd(g *globalOptions) *cobra.Command {
-	o := &restoreOptions{print: render.NewPrintFlags(true, "table")}
+	o := &restoreOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Put back what a backup holds, or undo a recovery (dry run without --confirm)",
@@ -39,7 +39,7 @@ type restoreOptions struct {
 	// intoRecreated writes keys into a namespace or CRD created again
 	// since the purge.
 	intoRecreated bool
-	print         *render.PrintFlags
+	*render.PrintFlags
 	// summary prints only the keys restore writes (or would), with the
 	// others counted: a whole snapshot holds many keys that are present.
 	summary bool
@@ -54,7 +54,7 @@ func (f *restoreOptions) addFlags(c *cobra.Command, source string) {
 	c.Flags().BoolVar(&f.yes, "yes", false, cli.YesHelp)
 	f.other.Add(c, source)
 	cli.IntoRecreatedVar(c.Flags(), &f.intoRecreated)
-	f.print.AddFlags(c)
+	f.AddFlags(c)
 }
 
 func (f *restoreOptions) complete(_ *globalOptions, _ *cobra.Command, args []string) error {
@@ -64,9 +64,6 @@ func (f *restoreOptions) complete(_ *globalOptions, _ *cobra.Command, args []str
 
 func (f *restoreOptions) validate(g *globalOptions) error {
 	path := f.path
-	if err := f.print.Validate(); err != nil {
-		return err
-	}
 	if err := refuseDB(g, "restore"); err != nil {
 		return err
 	}
@@ -110,7 +107,7 @@ func (f *restoreOptions) restoreBackup(ctx context.Context, g *globalOptions, b 
 	}
 	todo, _ := render.RestoreCounts(plan)
 	if !f.confirm || todo == 0 {
-		if err := f.print.Print(s.Out, render.RestorePlan(path, len(b.Entries), plan, !f.confirm, f.summary)); err != nil {
+		if err := f.Print(s.Out, render.RestorePlan(path, len(b.Entries), plan, !f.confirm, f.summary)); err != nil {
 			return err
 		}
 		if f.summary {
@@ -118,7 +115,7 @@ func (f *restoreOptions) restoreBackup(ctx context.Context, g *globalOptions, b 
 		}
 		return cli.Failed(render.ConflictError(plan))
 	}
-	planOut := f.print.PlanWriter(s.Out, s.ErrOut)
+	planOut := f.PlanWriter(s.Out, s.ErrOut)
 	render.WriteRestoreResults(table.NewSafeWriter(planOut), plan, f.summary)
 	if err := cli.Confirm(s.In, s.ErrOut, f.yes, fmt.Sprintf("Write %s back into etcd?", plural.Of(todo, "key"))); err != nil {
 		return err
@@ -130,7 +127,7 @@ func (f *restoreOptions) restoreBackup(ctx context.Context, g *globalOptions, b 
 	if results == nil {
 		return err
 	}
-	if perr := f.print.Print(s.Out, render.RestoreResult(results, f.summary)); perr != nil {
+	if perr := f.Print(s.Out, render.RestoreResult(results, f.summary)); perr != nil {
 		return perr
 	}
 	if err != nil {

@@ -18,15 +18,15 @@ import (
 
 type scanOptions struct {
 	noCompletion
-	namespace        string
-	print            *render.PrintFlags
+	namespace string
+	*render.PrintFlags
 	reads            session.Reads
 	terminatingAfter time.Duration
 	apiCheckLimit    int
 }
 
 func newScanCmd(g *globalOptions) *cobra.Command {
-	o := &scanOptions{reads: session.ScanReads(), print: render.NewPrintFlags(true, "table", "wide")}
+	o := &scanOptions{reads: session.ScanReads(), PrintFlags: render.NewPrintFlags(true, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "scan",
 		Short: "List ghosts: objects in etcd that Kubernetes can no longer manage (read-only)",
@@ -35,7 +35,7 @@ func newScanCmd(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "scan only this namespace (and the namespace object itself)")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	cli.ReadsVar(f, &o.reads, cli.ScanPaceHelp)
 	f.DurationVar(&o.terminatingAfter, "terminating-after", etcdscan.DefaultTerminatingAfter, "how long an object may be Terminating before it is reported stuck")
 	f.IntVar(&o.apiCheckLimit, "api-check-limit", etcdscan.DefaultAPICheckLimit, "most single objects read back through the API server")
@@ -44,9 +44,6 @@ func newScanCmd(g *globalOptions) *cobra.Command {
 
 func (o *scanOptions) validate(*globalOptions) error {
 	if err := validateScanInput(o.namespace); err != nil {
-		return err
-	}
-	if err := o.print.Validate(); err != nil {
 		return err
 	}
 	return cli.CheckScan(o.reads, o.terminatingAfter, o.apiCheckLimit)
@@ -68,7 +65,7 @@ func (o *scanOptions) run(ctx context.Context, g *globalOptions, s genericioopti
 		return err
 	}
 	defer rep.Close()
-	if err := o.print.Print(s.Out, render.Report(rep, clock)); err != nil {
+	if err := o.Print(s.Out, render.Report(rep, clock)); err != nil {
 		return err
 	}
 	if rep.Ghosts() > 0 || rep.DanglingGoneCount() > 0 {
@@ -80,8 +77,6 @@ func (o *scanOptions) run(ctx context.Context, g *globalOptions, s genericioopti
 // scanReport connects to etcd and the API server and runs one scan
 // (keyIDs: as g.scan); auditLeases audits etcd's leases from the same pass.
 func scanReport(ctx context.Context, g *globalOptions, namespace string, reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int, keyIDs, auditLeases bool) (*etcdscan.Report, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	rs, err := g.Open(ctx, reads)
 	if err != nil {
 		return nil, err

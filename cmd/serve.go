@@ -24,6 +24,7 @@ import (
 const DefaultListenAddress = ":9819"
 
 type serveOptions struct {
+	unbounded
 	noCompletion
 	// cfg is what serve runs with; its endpoint's flags bind straight
 	// into cfg.Serving.

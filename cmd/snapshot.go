@@ -64,7 +64,7 @@ type snapshotRestoreOptions struct {
 }
 
 func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
-	o := &snapshotRestoreOptions{restoreOptions: restoreOptions{print: render.NewPrintFlags(true, "table"), summary: true}}
+	o := &snapshotRestoreOptions{restoreOptions: restoreOptions{PrintFlags: render.NewPrintFlags(true, "table"), summary: true}}
 	c := &cobra.Command{
 		Use:   "restore FILE",
 		Short: "Write back from a logical snapshot the keys a purge deleted (dry run without --confirm)",
@@ -80,9 +80,6 @@ func newSnapshotRestoreCmd(g *globalOptions) *cobra.Command {
 
 func (o *snapshotRestoreOptions) validate(g *globalOptions) error {
 	path := o.path
-	if err := o.print.Validate(); err != nil {
-		return err
-	}
 	if err := refuseDB(g, "snapshot restore"); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 type spaceOptions struct {
-	print *render.PrintFlags
+	*render.PrintFlags
 	reads session.Reads
 	top   int
 	// quota is --quota-backend-bytes (0: not given).
@@ -27,7 +27,7 @@ type spaceOptions struct {
 // newSpaceCmd is `regghost space`: it reports where etcd's bytes are, and
 // is the parent of the commands that free them.
 func newSpaceCmd(g *globalOptions) *cobra.Command {
-	o := &spaceOptions{reads: session.ScanReads(), print: render.NewPrintFlags(false, "table", "wide")}
+	o := &spaceOptions{reads: session.ScanReads(), PrintFlags: render.NewPrintFlags(false, "table", "wide")}
 	c := &cobra.Command{
 		Use:   "space",
 		Short: "Show where etcd's bytes are, what fills it and what would free it (read-only)",
@@ -36,7 +36,7 @@ func newSpaceCmd(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	cli.BackupDirVar(f, &o.backupDir, "where regghost's backups are: what they hold on that filesystem is shown")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	f.IntVar(&o.top, "top", space.DefaultTop, "how many keys the largest and most-revisions lists keep")
 	f.Var(cli.Quantity{V: &o.quota}, "quota-backend-bytes", "etcd's --quota-backend-bytes (bytes, or a quantity such as 8Gi), for the members that do not say theirs")
 	cli.ReadsVar(f, &o.reads, cli.ScanPaceHelp)
@@ -62,12 +62,10 @@ func (o *spaceOptions) validate(*globalOptions) error {
 	if err := cli.CheckScan(o.reads, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit); err != nil {
 		return err
 	}
-	return o.print.Validate()
+	return nil
 }
 
 func (o *spaceOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	top := o.top
 	if top == 0 {
 		top = -1
@@ -83,5 +81,5 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	if err != nil {
 		return err
 	}
-	return o.print.Print(s.Out, render.Space(r))
+	return o.Print(s.Out, render.Space(r))
 }

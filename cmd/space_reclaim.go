@@ -18,11 +18,12 @@ import (
 )
 
 type spaceReclaimOptions struct {
+	unbounded
 	cli.WriteFlags
 	dataDirs   []string
 	quota      int64
 	memberWait time.Duration
-	print      *render.PrintFlags
+	*render.PrintFlags
 	// Completed:
 	dirs       map[string]string
 	quotaGiven bool
@@ -30,7 +31,7 @@ type spaceReclaimOptions struct {
 
 // newSpaceReclaimCmd is `regghost space reclaim`.
 func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
-	o := &spaceReclaimOptions{print: render.NewPrintFlags(true, "table")}
+	o := &spaceReclaimOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "reclaim",
 		Short: "Give etcd its space back: snapshot, compact, defragment, disarm (dry run without --confirm)",
@@ -43,7 +44,7 @@ func newSpaceReclaimCmd(g *globalOptions) *cobra.Command {
 	o.quota = reclaim.DefaultQuota
 	f.Var(cli.Quantity{V: &o.quota}, "quota-backend-bytes", "the quota of a member that cannot say its own (etcd before 3.6 without reachable /metrics): bytes, or a quantity such as 8Gi")
 	f.DurationVar(&o.memberWait, "wait", time.Minute, "how long to wait for a defragmented member to come back healthy before reclaim stops")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
@@ -53,9 +54,6 @@ func (o *spaceReclaimOptions) complete(_ *globalOptions, c *cobra.Command, _ []s
 }
 
 func (o *spaceReclaimOptions) validate(g *globalOptions) error {
-	if err := o.print.Validate(); err != nil {
-		return err
-	}
 	if err := refuseDB(g, "space reclaim"); err != nil {
 		return err
 	}
@@ -84,19 +82,19 @@ func (o *spaceReclaimOptions) run(parent context.Context, g *globalOptions, s ge
 		return err
 	}
 	if !o.Confirm {
-		if err := o.print.Print(s.Out, render.ReclaimPlan(plan, true)); err != nil {
+		if err := o.Print(s.Out, render.ReclaimPlan(plan, true)); err != nil {
 			return err
 		}
 		warnReclaim(g.Notices, plan.Warnings)
 		return nil
 	}
 	if len(plan.Refusals) > 0 {
-		if err := o.print.Print(s.Out, render.ReclaimPlan(plan, false)); err != nil {
+		if err := o.Print(s.Out, render.ReclaimPlan(plan, false)); err != nil {
 			return err
 		}
 		return cli.Failed(fmt.Errorf("refused: %s; nothing was changed", strings.Join(plan.Refusals, "; ")))
 	}
-	planOut := table.NewSafeWriter(o.print.PlanWriter(s.Out, s.ErrOut))
+	planOut := table.NewSafeWriter(o.PlanWriter(s.Out, s.ErrOut))
 	render.WriteReclaimPlan(planOut, plan)
 	if err := planOut.Flush(); err != nil {
 		return err
@@ -120,7 +118,7 @@ func (o *spaceReclaimOptions) run(parent context.Context, g *globalOptions, s ge
 	if res == nil {
 		return err
 	}
-	return cli.Failed(o.print.PrintResult(s.Out, render.ReclaimResult(res), err))
+	return cli.Failed(o.PrintResult(s.Out, render.ReclaimResult(res), err))
 }
 
 // reclaimDataDirs reads --data-dir (reclaim.ParseDataDirs) as a usage error.

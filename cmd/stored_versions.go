@@ -15,11 +15,11 @@ import (
 type versionsOptions struct {
 	noCompletion
 	namespace string
-	print     *render.PrintFlags
+	*render.PrintFlags
 }
 
 func newVersionsCmd(g *globalOptions) *cobra.Command {
-	o := &versionsOptions{print: render.NewPrintFlags(true, "table")}
+	o := &versionsOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "stored-versions",
 		Short: "Count objects per stored version; find versions nobody can read",
@@ -27,7 +27,7 @@ func newVersionsCmd(g *globalOptions) *cobra.Command {
 		RunE:  runE(g, o),
 	}
 	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "count only this namespace's objects")
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
@@ -35,7 +35,7 @@ func (o *versionsOptions) validate(*globalOptions) error {
 	if err := validateScanInput(o.namespace); err != nil {
 		return err
 	}
-	return o.print.Validate()
+	return nil
 }
 
 func (o *versionsOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
@@ -54,7 +54,7 @@ func (o *versionsOptions) run(ctx context.Context, g *globalOptions, s genericio
 	if err != nil {
 		return err
 	}
-	if err := o.print.Print(s.Out, render.Versions(rep, findings)); err != nil {
+	if err := o.Print(s.Out, render.Versions(rep, findings)); err != nil {
 		return err
 	}
 	if len(findings) > 0 {

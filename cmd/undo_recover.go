@@ -28,7 +28,7 @@ func (f *restoreOptions) undoRecovery(ctx context.Context, g *globalOptions, b *
 	}
 	todo := render.UndoRecoveryCount(plan)
 	if !f.confirm || todo == 0 {
-		if err := f.print.Print(s.Out, render.UndoRecoveryPlan(path, len(b.Entries), plan, !f.confirm)); err != nil {
+		if err := f.Print(s.Out, render.UndoRecoveryPlan(path, len(b.Entries), plan, !f.confirm)); err != nil {
 			return err
 		}
 		return cli.Failed(render.RefusedError(plan))

@@ -24,7 +24,7 @@ type unstickOptions struct {
 	// namespace is -n, the namespace as every other command takes it.
 	namespace string
 	wait      time.Duration
-	print     *render.PrintFlags
+	*render.PrintFlags
 	// acceptManaged deletes a dangling APIService Helm, Argo CD or Flux tracks.
 	acceptManaged bool
 	// acceptImpacts are --accept-impact's words; accept the kinds they name.
@@ -38,7 +38,7 @@ type unstickOptions struct {
 }
 
 func newUnstickCmd(g *globalOptions) *cobra.Command {
-	o := &unstickOptions{print: render.NewPrintFlags(true, "table")}
+	o := &unstickOptions{PrintFlags: render.NewPrintFlags(true, "table")}
 	c := &cobra.Command{
 		Use:   "unstick namespace|crd NAME | ns/NAME | crd/NAME | -n NAME",
 		Short: "Explain why a namespace or CRD is stuck terminating, and finish it",
@@ -52,7 +52,7 @@ func newUnstickCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.acceptManaged, dangling.AcceptManagedFlag[2:], false, "also delete a dangling APIService that Helm, Argo CD or Flux tracks")
 	f.StringArrayVar(&o.deleteUnavailable, unstick.DeleteUnavailableFlag[2:], nil, "delete this APIService although its Service is only down (metrics-server without endpoints), backed up: the namespace deletion goes on, its clients (kubectl top, HorizontalPodAutoscalers) stop until 'regghost restore' puts it back (repeatable)")
 	f.StringArrayVar(&o.acceptImpacts, impact.AcceptImpactFlag[2:], nil, "remove a finalizer although its controller (outside kube-controller-manager) is known to leave this behind, which a restore cannot undo: "+impact.Names(impact.StripAcceptable()))
-	o.print.AddFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
@@ -76,9 +76,6 @@ func (o *unstickOptions) complete(_ *globalOptions, c *cobra.Command, args []str
 }
 
 func (o *unstickOptions) validate(g *globalOptions) error {
-	if err := o.print.Validate(); err != nil {
-		return err
-	}
 	for _, name := range o.acceptImpacts {
 		k, err := impact.ParseStripKind(name)
 		if err != nil {
@@ -95,8 +92,6 @@ func (o *unstickOptions) validate(g *globalOptions) error {
 }
 
 func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	ctx, cancel := context.WithTimeout(ctx, g.Etcd.CommandTimeout)
-	defer cancel()
 	rs, err := g.Open(ctx, session.ScanReads())
 	if err != nil {
 		return err
@@ -111,7 +106,7 @@ func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericioo
 		return cli.Failed(a.NowhereError())
 	}
 	if !o.Confirm {
-		if err := o.print.Print(s.Out, render.UnstickPlan(a)); err != nil {
+		if err := o.Print(s.Out, render.UnstickPlan(a)); err != nil {
 			return err
 		}
 		if a.NoAPI != "" && !rs.DB && !g.NoAPI {
@@ -121,7 +116,7 @@ func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericioo
 		}
 		return nil
 	}
-	analysisOut := o.print.PlanWriter(s.Out, s.ErrOut)
+	analysisOut := o.PlanWriter(s.Out, s.ErrOut)
 	render.UnstickAnalysis(table.NewSafeWriter(analysisOut), a)
 	if a.Refusal != "" {
 		return cli.Exit(ExitError, fmt.Errorf("refused: %s; nothing was changed", a.Refusal))
@@ -152,7 +147,7 @@ func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if res == nil && err != nil {
 		return err
 	}
-	err = o.print.PrintResult(s.Out, render.UnstickResult(a, res, o.wait), err)
+	err = o.PrintResult(s.Out, render.UnstickResult(a, res, o.wait), err)
 	if err != nil {
 		return err
 	}
