@@ -10,7 +10,7 @@ import (
 const module = "github.com/regghost/regghost/"
 
 // leaves import no package of regghost (docs/internals.md#layers).
-var leaves = []string{"pkg/plural", "pkg/filesum", "pkg/textsafe", "pkg/names", "pkg/flagnames", "pkg/version", "pkg/notice"}
+var leaves = []string{"pkg/plural", "pkg/filesum", "pkg/textsafe", "pkg/names", "pkg/flagnames", "pkg/version", "pkg/notice", "pkg/usage"}
 
 // TestImportsPointDown holds the layers docs/internals.md writes down:
 // pkg/ imports neither internal/ nor cmd/, internal/ does not import cmd/,

@@ -2,13 +2,11 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
@@ -51,9 +49,6 @@ func (o *getOptions) run(ctx context.Context, g *globalOptions, s genericiooptio
 	}
 	defer closeStore()
 	key, err := resolve.Target(ctx, store, g.Prefix, o.target, o.namespace)
-	if errors.Is(err, resolve.ErrTarget) {
-		return cli.Usage("%v", err)
-	}
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -11,7 +9,6 @@ import (
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/history"
-	"github.com/regghost/regghost/pkg/resolve"
 	"github.com/regghost/regghost/pkg/session"
 )
 
@@ -39,44 +36,12 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 	return c
 }
 
-// complete builds the selection from the argument or --namespace.
+// complete builds the selection from the argument or --namespace; an
+// object named as kubectl names one is resolved to its key in run.
 func (o *historyOptions) complete(g *globalOptions, _ *cobra.Command, args []string) error {
 	g.Discover()
-	o.sel = history.Selection{Registry: g.Prefix, Namespace: o.namespace}
-	if isObjectTarget(args) {
-		// kubectl's TYPE/NAME or TYPE NAME: resolved to its key once etcd
-		// (or the db file) can be read; -n is the object's namespace.
-		o.target, o.sel.Namespace = args, ""
-		return nil
-	}
-	if len(args) == 2 {
-		return cli.Usage("%s: give an etcd key (/registry/...), TYPE/NAME or TYPE NAME", strings.Join(args, " "))
-	}
-	if len(args) == 1 {
-		arg := args[0]
-		if !strings.HasPrefix(arg, "/") {
-			arg = g.Prefix + arg
-		}
-		if strings.HasSuffix(arg, "/") {
-			o.sel.Prefix = arg
-		} else {
-			o.sel.Key = arg
-		}
-	}
+	o.sel, o.target = history.ParseArgs(g.Prefix, o.namespace, args)
 	return nil
-}
-
-// isObjectTarget says whether args name an object as kubectl does (TYPE
-// NAME, or TYPE/NAME: one slash, not a key), rather than a key or a prefix.
-func isObjectTarget(args []string) bool {
-	switch len(args) {
-	case 2:
-		return true
-	case 1:
-		a := args[0]
-		return !strings.HasPrefix(a, "/") && strings.Count(a, "/") == 1 && !strings.HasSuffix(a, "/")
-	}
-	return false
 }
 
 func (o *historyOptions) validate(*globalOptions) error {
@@ -97,13 +62,7 @@ func (o *historyOptions) validate(*globalOptions) error {
 
 func (o *historyOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
 	h, info, err := g.History(ctx, session.HistoryRequest{Selection: o.sel, Target: o.target, Namespace: o.namespace, From: o.rev})
-	var notHeld *session.NotHeldError
-	switch {
-	case errors.Is(err, resolve.ErrTarget):
-		return cli.Usage("%v", err)
-	case errors.As(err, &notHeld):
-		return cli.Failed(err)
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	return o.Print(s.Out, render.History(h, info))

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -77,9 +76,6 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 		src.Connect = g.Bounded
 	}
 	prep, err := migrate.Prepare(ctx, src, o.name, o.target)
-	if u := (*migrate.UsageError)(nil); errors.As(err, &u) {
-		return cli.Usage("%s", u.Msg)
-	}
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/regghost/regghost/internal/help"
-	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/table"
+	"github.com/regghost/regghost/pkg/usage"
 )
 
 // Exit codes, documented in the README.
@@ -72,11 +72,11 @@ func Report(errOut io.Writer, err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ue render.UsageError
-	if errors.As(err, &ue) {
+	var ee *Error
+	if !errors.As(err, &ee) && usage.Is(err) {
+		// A mistake in what was typed, found below cmd/.
 		err = Exit(ExitUsage, err)
 	}
-	var ee *Error
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
 			msg := ee.Err.Error()

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/regghost/regghost/pkg/usage"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,7 +123,7 @@ func (p *PrintFlags) Validate() error {
 		return nil
 	}
 	if _, err := p.printer(); err != nil {
-		return UsageError{fmt.Errorf("--output %q: %s", p.output, strings.Join(strings.Fields(err.Error()), " "))}
+		return usage.Errorf("--output %q: %s", p.output, strings.Join(strings.Fields(err.Error()), " "))
 	}
 	return nil
 }
@@ -174,7 +176,7 @@ func (p *PrintFlags) Print(w io.Writer, o Output) error {
 	}
 	pr, err := p.printer()
 	if err != nil {
-		return UsageError{fmt.Errorf("--output %q: %v", p.output, err)}
+		return usage.Errorf("--output %q: %v", p.output, err)
 	}
 	var obj runtime.Object
 	if strings.HasPrefix(p.output, "custom-columns") {
@@ -219,12 +221,3 @@ func toMap(v any) (map[string]any, error) {
 	}
 	return m, nil
 }
-
-// UsageError is an error in what the person typed (-o naming no format):
-// the command exits 2, as for any flag given wrong.
-type UsageError struct{ Err error }
-
-func (e UsageError) Error() string { return e.Err.Error() }
-
-// Unwrap is the error it carries.
-func (e UsageError) Unwrap() error { return e.Err }

@@ -98,3 +98,41 @@ func (s Selection) String() string {
 	}
 	return "namespace " + s.Namespace + " (its key and every object in it)"
 }
+
+// ParseArgs reads history's arguments: a key, a prefix (ending in "/"),
+// a key or prefix under registry given without it, or none (namespace
+// selects). An object named as kubectl names one (TYPE NAME, or TYPE/NAME:
+// one slash, not a key) is returned as target instead, for resolving once
+// etcd can be read; namespace is then that object's, not the selection.
+func ParseArgs(registry, namespace string, args []string) (sel Selection, target []string) {
+	sel = Selection{Registry: registry, Namespace: namespace}
+	if isObjectTarget(args) {
+		sel.Namespace = ""
+		return sel, args
+	}
+	if len(args) == 1 {
+		arg := args[0]
+		if !strings.HasPrefix(arg, "/") {
+			arg = registry + arg
+		}
+		if strings.HasSuffix(arg, "/") {
+			sel.Prefix = arg
+		} else {
+			sel.Key = arg
+		}
+	}
+	return sel, nil
+}
+
+// isObjectTarget says whether args name an object as kubectl does (TYPE
+// NAME, or TYPE/NAME: one slash, not a key), rather than a key or a prefix.
+func isObjectTarget(args []string) bool {
+	switch len(args) {
+	case 2:
+		return true
+	case 1:
+		a := args[0]
+		return !strings.HasPrefix(a, "/") && strings.Count(a, "/") == 1 && !strings.HasSuffix(a, "/")
+	}
+	return false
+}

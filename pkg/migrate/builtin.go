@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/regghost/regghost/pkg/usage"
+
 	"github.com/regghost/regghost/pkg/apiview"
 	"github.com/regghost/regghost/pkg/catalog"
 )
@@ -31,13 +33,6 @@ type Builtin struct {
 	Target  *catalog.ReleaseTable
 	Skipped []string
 }
-
-// UsageError is a --target-release that cannot be used: a usage error.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usage(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
 
 // storage names the version the running API server stores at.
 func (b *Builtin) storage() string {
@@ -137,7 +132,7 @@ const (
 func JudgeBuiltin(ctx context.Context, t *Target, view *apiview.View, notAsked, target string) error {
 	if t.CRD != nil {
 		if target != "" {
-			return usage("--target-release judges built-in resources; %s is defined by CustomResourceDefinition %s, whose spec.versions say what is read: drop --target-release", t.Resource, t.CRD.Name)
+			return usage.Errorf("--target-release judges built-in resources; %s is defined by CustomResourceDefinition %s, whose spec.versions say what is read: drop --target-release", t.Resource, t.CRD.Name)
 		}
 		return nil
 	}
@@ -145,7 +140,7 @@ func JudgeBuiltin(ctx context.Context, t *Target, view *apiview.View, notAsked, 
 	if target != "" {
 		tt, err := catalog.ReleaseFor(target)
 		if err != nil {
-			return usage("--target-release: %v", err)
+			return usage.Errorf("--target-release: %v", err)
 		}
 		b.Target = &tt
 	}
@@ -157,7 +152,7 @@ func JudgeBuiltin(ctx context.Context, t *Target, view *apiview.View, notAsked, 
 	if b.Target != nil && catalog.Minor(b.Server) != "" {
 		server, to := catalog.Minor(b.Server), catalog.Minor(b.Target.Release)
 		if catalog.CompareMinor(to, server) < 0 {
-			return usage("--target-release %s is older than the API server (%s): it judges an upgrade", to, b.Server)
+			return usage.Errorf("--target-release %s is older than the API server (%s): it judges an upgrade", to, b.Server)
 		}
 		for _, m := range catalog.MinorsBetween(server, to) {
 			b.Skipped = append(b.Skipped, m)

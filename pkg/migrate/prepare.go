@@ -45,8 +45,8 @@ type Prepared struct {
 
 // Prepare resolves name (plural.group), judges a built-in resource
 // against the release target names ("" this cluster's), asks every
-// kube-apiserver once, and counts the plan from src's read. A
-// *UsageError is what the person typed.
+// kube-apiserver once, and counts the plan from src's read. A usage
+// error (pkg/usage) is what the person typed.
 func Prepare(ctx context.Context, src Source, name, target string) (*Prepared, error) {
 	p := &Prepared{api: src.API, dec: src.Decrypter}
 	if src.API != nil {

@@ -145,6 +145,9 @@ type targetError struct{ msg string }
 func (e *targetError) Error() string        { return e.msg }
 func (e *targetError) Is(target error) bool { return target == ErrTarget }
 
+// Usage marks it as the person's mistake (usage.Marked): exit 2.
+func (e *targetError) Usage() {}
+
 func mistake(format string, args ...any) error {
 	return &targetError{msg: fmt.Sprintf(format, args...)}
 }
