@@ -10,7 +10,6 @@ import (
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/pace"
@@ -67,92 +66,42 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericioop
 	if err := yield(leases.Nice); err != nil {
 		g.Notices.Warn(err.Error())
 	}
-	// Read at the pace etcd's own latency allows (as members reads): the
-	// audit is the removal's first step, and both run beside writers.
-	reads := session.ScanReads()
-	reads.Adaptive, reads.MinKeysPerSecond = true, leases.AuditFloor
-	if o.Confirm {
-		reads.MinKeysPerSecond = leases.RemovalFloor
-	}
-	rs, err := g.Open(ctx, reads)
+	r, err := g.Leases(ctx, session.LeasesRequest{Namespace: o.namespace, Given: leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount},
+		Remove: o.Confirm, Pacing: o.pacing, Now: clock})
 	if err != nil {
 		return err
 	}
-	defer rs.Close()
-	given := leases.Given{EventTTL: o.eventTTL, MaxObjectCount: o.maxCount}
-	pacing := o.pacing
-	pacing.MaxRequestBytes = g.Etcd.MaxRequestBytes
-	if o.Confirm {
-		if err := leases.ShorterThanConfigured(given, g.Node); err != nil {
-			return cli.Usage("%v", err)
-		}
-	}
-	opts, settings, done, err := g.LeasesOptions(ctx, rs, o.namespace, given, clock)
-	if err != nil {
-		return err
-	}
-	defer done()
-	// kine keeps no leases: a key's lease ID is its TTL, one key a txn.
-	oneKey := opts.LeaseIsTTL
-	if deadline, ok := ctx.Deadline(); ok && o.Confirm {
-		// A removal whose slowest run cannot fit in --command-timeout is
-		// refused before the audit reads anything.
-		b, err := g.LeasesRemovalBudget(ctx, o.namespace, pacing, oneKey)
-		if err != nil {
-			return err
-		}
-		if err := b.Fits(time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
-			return cli.Usage("%v", err)
-		}
-	}
-	a, err := leases.Run(ctx, rs.Store, opts)
-	if err != nil {
-		return err
-	}
-	if rs.DB {
+	defer r.Close()
+	if r.DB || !o.Confirm || r.Plan.Keys() == 0 {
 		// A copy of etcd is audited, never removed from.
-		if err := o.Print(s.Out, render.Leases(a, settings)); err != nil {
+		out := render.Leases(r.Audit, r.Settings)
+		if !r.DB {
+			out = render.LeasesPlan(r.Audit, r.Settings, r.Plan, !o.Confirm)
+		}
+		if err := o.Print(s.Out, out); err != nil {
 			return err
 		}
-		return foundFaults(a)
+		return foundFaults(r.Audit)
 	}
-	plan := leases.Plan(a, o.namespace)
-	if !o.Confirm || plan.Keys() == 0 {
-		if err := o.Print(s.Out, render.LeasesPlan(a, settings, plan, !o.Confirm)); err != nil {
-			return err
-		}
-		return foundFaults(a)
-	}
-	if err := render.LeasesPlan(a, settings, plan, false).Human(table.NewSafeWriter(o.PlanWriter(s.Out, s.ErrOut)), false, false); err != nil {
+	if err := render.LeasesPlan(r.Audit, r.Settings, r.Plan, false).Human(table.NewSafeWriter(o.PlanWriter(s.Out, s.ErrOut)), false, false); err != nil {
 		return err
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		// What the audit found to delete must fit too: refused before
-		// anything is written.
-		if err := plan.Fits(pacing, oneKey, time.Until(deadline), g.Etcd.CommandTimeout); err != nil {
-			return cli.Usage("%v", err)
-		}
-	}
-	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Back up and delete %s?", render.Plural(plan.Keys(), "key"))); err != nil {
+	if err := r.Fits(ctx); err != nil {
 		return err
 	}
-	sctx, etcd, done, err := g.Bounded(ctx)
-	if err != nil {
+	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Back up and delete %s?", render.Plural(r.Plan.Keys(), "key"))); err != nil {
 		return err
 	}
-	defer done()
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
-	pacing.Stop = stop
-	res, err := leases.Remove(sctx, plan, leases.RemoveOptions{Client: etcd, Prefix: g.Prefix, BackupRoot: o.BackupDir, Notices: g.Notices, Now: clock,
-		Decrypt: decrypt.Namespaces(rs.Decrypter), Serves: opts.Serves, Pacing: pacing})
+	res, err := r.Remove(ctx, o.BackupDir, stop)
 	if res == nil {
 		return err
 	}
 	if err := o.PrintResult(s.Out, render.LeasesRemoved(res), err); err != nil {
 		return err
 	}
-	if res.LeftSome(plan) {
+	if res.LeftSome(r.Plan) {
 		return cli.Exit(ExitGhosts, nil)
 	}
 	return nil
