@@ -12,7 +12,6 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dangling"
 	"github.com/regghost/regghost/pkg/decrypt"
-	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
@@ -61,7 +60,7 @@ func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericio
 		return err
 	}
 	defer rs.Close()
-	rep, err := g.scan(ctx, rs, o.namespace, etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
+	rep, err := rs.Scan(ctx, g.scanning(session.ScanOptions{Namespace: o.namespace}, false))
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/regghost/regghost/internal/etcdtest"
+	"github.com/regghost/regghost/pkg/session"
 	"github.com/regghost/regghost/pkg/table"
 	"github.com/regghost/regghost/pkg/textsafe"
 )
@@ -154,8 +155,7 @@ func TestGolden(t *testing.T) { testGolden(t) }
 // spilled to disk as soon as there are two: a report too large for memory
 // must print byte for byte what one held in memory prints.
 func TestGoldenSpilled(t *testing.T) {
-	spillAfter = 1
-	defer func() { spillAfter = 0 }()
+	t.Setenv(session.SpillAfterEnv, "1")
 	testGolden(t)
 }
 

@@ -120,7 +120,7 @@ func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: o.sel, Impact: o.impactOpts,
 		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
 		Scan: func(ctx context.Context) (*etcdscan.Report, error) {
-			return g.scan(ctx, rs, o.namespace, o.terminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
+			return rs.Scan(ctx, g.scanning(session.ScanOptions{Namespace: o.namespace, TerminatingAfter: o.terminatingAfter}, false))
 		}})
 	if err != nil {
 		return err

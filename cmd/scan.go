@@ -11,7 +11,6 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
 	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/leases"
 	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/session"
 )
@@ -55,12 +54,13 @@ func validateScanInput(ns string) error {
 	if err := cli.CheckNamespace(ns); err != nil {
 		return err
 	}
-	_, err := spillSetting()
+	_, err := session.SpillAfter()
 	return err
 }
 
 func (o *scanOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	rep, err := scanReport(ctx, g, o.namespace, o.reads, o.terminatingAfter, o.apiCheckLimit, false, true)
+	rep, err := g.Scan(ctx, o.reads, g.scanning(session.ScanOptions{Namespace: o.namespace, TerminatingAfter: o.terminatingAfter, APICheckLimit: o.apiCheckLimit,
+		AuditLeases: true}, false))
 	if err != nil {
 		return err
 	}
@@ -74,70 +74,16 @@ func (o *scanOptions) run(ctx context.Context, g *globalOptions, s genericioopti
 	return nil
 }
 
-// scanReport connects to etcd and the API server and runs one scan
-// (keyIDs: as g.scan); auditLeases audits etcd's leases from the same pass.
-func scanReport(ctx context.Context, g *globalOptions, namespace string, reads session.Reads, terminatingAfter time.Duration, apiCheckLimit int, keyIDs, auditLeases bool) (*etcdscan.Report, error) {
-	rs, err := g.Open(ctx, reads)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	so, err := g.scanOptions(namespace, terminatingAfter, apiCheckLimit, false, keyIDs)
-	if err != nil {
-		return nil, err
-	}
-	if auditLeases && namespace == "" {
-		// A scan of one namespace reads no pass over the whole registry:
-		// `regghost leases -n NAMESPACE` audits its events.
-		lo, _, done, err := g.LeasesOptions(ctx, rs, namespace, leases.Given{}, clock)
-		if err != nil {
-			return nil, err
-		}
-		defer done()
-		so.Leases = &lo
-	}
-	return rs.Scan(ctx, so)
-}
-
-// spillAfter, when set (the golden tests run every command spilled), is
-// how many findings a scan keeps in memory; else session.SpillAfter.
-var spillAfter int
-
-// spillSetting is spillAfter, else REGGHOST_SPILL_AFTER.
-func spillSetting() (int, error) {
-	if spillAfter > 0 {
-		return spillAfter, nil
-	}
-	n, err := session.SpillAfter()
-	if err != nil {
-		return 0, cli.Usage("%v", err)
-	}
-	return n, nil
-}
-
-// scan runs one scan over rs with the progress line on stderr (unless
-// quiet) and the spill setting; keyIDs asks the KMS v2 plugins that write
-// their key ID (versions, serve).
-func (g *globalOptions) scan(ctx context.Context, rs *session.Read, namespace string, terminatingAfter time.Duration, apiCheckLimit int, quiet, keyIDs bool) (*etcdscan.Report, error) {
-	so, err := g.scanOptions(namespace, terminatingAfter, apiCheckLimit, quiet, keyIDs)
-	if err != nil {
-		return nil, err
-	}
-	return rs.Scan(ctx, so)
-}
-
-// scanOptions are the options of g.scan.
-func (g *globalOptions) scanOptions(namespace string, terminatingAfter time.Duration, apiCheckLimit int, quiet, keyIDs bool) (session.ScanOptions, error) {
-	spill, err := spillSetting()
-	if err != nil {
-		return session.ScanOptions{}, err
-	}
-	so := session.ScanOptions{Namespace: namespace, TerminatingAfter: terminatingAfter, APICheckLimit: apiCheckLimit, SpillAfter: spill, Now: clock, KMSKeyIDs: keyIDs}
+// scanning is so with what every command that scans adds: regghost's
+// clock, the progress line on stderr (unless quiet), and for a namespace
+// of which etcd holds nothing, regghost's backups asked whether it
+// existed (a backup under the default root or this command's is named
+// after it).
+func (g *globalOptions) scanning(so session.ScanOptions, quiet bool) session.ScanOptions {
+	so.Now = clock
 	if !quiet {
 		so.Progress = func() (notice.Progress, func()) { return render.ScanProgress(g.errOut) }
 	}
-	// A namespace found nowhere may have been written away by regghost:
-	// a backup under the default root or this command's is named after it.
 	so.Existed = backup.Existed(g.Notices, cli.BackupRoot(), g.backupRoot)
-	return so, nil
+	return so
 }

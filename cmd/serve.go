@@ -87,7 +87,7 @@ func (o *serveOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	defer stop()
 	o.cfg.Log, o.cfg.Now = slog.New(slog.NewTextHandler(s.ErrOut, nil)), clock
 	o.cfg.Scan = func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
-		return g.scan(ctx, rs, "", o.terminatingAfter, o.apiCheckLimit, true, true)
+		return rs.Scan(ctx, g.scanning(session.ScanOptions{TerminatingAfter: o.terminatingAfter, APICheckLimit: o.apiCheckLimit, KMSKeyIDs: true}, true))
 	}
 	return exporter.Run(ctx, &g.Settings, o.cfg)
 }

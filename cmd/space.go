@@ -76,7 +76,7 @@ func (o *spaceOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	audit, _ := leases.Judged(leases.Options{Registry: g.Prefix, Now: clock}, leases.Given{}, g.Node)
 	r, err := space.Measure(ctx, &g.Settings, space.MeasureOptions{Reads: o.reads, Top: top, Quota: o.quota, BackupRoot: o.backupDir, Leases: &audit,
 		Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
-			return g.scan(ctx, rs, "", etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, false, false)
+			return rs.Scan(ctx, g.scanning(session.ScanOptions{}, false))
 		}})
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func (o *versionsOptions) validate(*globalOptions) error {
 }
 
 func (o *versionsOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	rep, err := scanReport(ctx, g, o.namespace, session.ScanReads(), etcdscan.DefaultTerminatingAfter, etcdscan.DefaultAPICheckLimit, true, false)
+	rep, err := g.Scan(ctx, session.ScanReads(), g.scanning(session.ScanOptions{Namespace: o.namespace, KMSKeyIDs: true}, false))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/objread"
 	"github.com/regghost/regghost/pkg/plural"
+	"github.com/regghost/regghost/pkg/usage"
 )
 
 // ScanOptions are the settings of one scan over a Read.
@@ -26,7 +27,8 @@ type ScanOptions struct {
 	Namespace        string
 	TerminatingAfter time.Duration
 	APICheckLimit    int
-	// SpillAfter is how many findings stay in memory before they spill.
+	// SpillAfter is how many findings stay in memory before they spill
+	// (0: SpillAfterEnv's, else etcdscan's default).
 	SpillAfter int
 	Now        func() time.Time
 	// KMSKeyIDs asks the KMS v2 plugins that write their key ID (not
@@ -43,6 +45,9 @@ type ScanOptions struct {
 	// Leases, if set, audits etcd's leases from the scan's own pass (no
 	// second read): the report counts each class (Report.Leases).
 	Leases *leases.Options
+	// AuditLeases, with Settings.Scan over the whole registry, sets
+	// Leases as this node's kube-apiserver settings judge them.
+	AuditLeases bool
 }
 
 // APIError is an error of the API server's discovery: the scan did not
@@ -56,6 +61,13 @@ func (e *APIError) Unwrap() error { return e.Err }
 // witness when there is one, and adds the dangling references of live
 // objects to the report. The report's spill file is the caller's to close.
 func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, error) {
+	if so.SpillAfter == 0 {
+		spill, err := SpillAfter()
+		if err != nil {
+			return nil, err
+		}
+		so.SpillAfter = spill
+	}
 	opts := etcdscan.Options{Prefix: r.prefix, Namespace: so.Namespace, APIUnavailable: r.Why,
 		TerminatingAfter: so.TerminatingAfter, APICheckLimit: so.APICheckLimit, Now: so.Now, SpillAfter: so.SpillAfter}
 	if r.API != nil {
@@ -120,6 +132,27 @@ func (r *Read) Scan(ctx context.Context, so ScanOptions) (*etcdscan.Report, erro
 	}
 	returned = true
 	return rep, nil
+}
+
+// Scan opens what reads says, runs one scan over it and closes it; the
+// report's spill file is the caller's to close.
+func (s *Settings) Scan(ctx context.Context, reads Reads, so ScanOptions) (*etcdscan.Report, error) {
+	rs, err := s.Open(ctx, reads)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	if so.AuditLeases && so.Namespace == "" {
+		// A scan of one namespace reads no pass over the whole registry:
+		// `regghost leases -n NAMESPACE` audits its events.
+		lo, _, done, err := s.LeasesOptions(ctx, rs, so.Namespace, leases.Given{}, so.Now)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		so.Leases = &lo
+	}
+	return rs.Scan(ctx, so)
 }
 
 // NamespaceSomewhere refuses a namespace of which etcd holds nothing (no
@@ -218,7 +251,8 @@ func (r *Read) Getter() dangling.Getter {
 // keeps in memory before it spills them to $TMPDIR.
 const SpillAfterEnv = "REGGHOST_SPILL_AFTER"
 
-// SpillAfter reads SpillAfterEnv; 0 (etcdscan's default) when unset.
+// SpillAfter reads SpillAfterEnv; 0 (etcdscan's default) when unset, a
+// usage error when it is no count.
 func SpillAfter() (int, error) {
 	v, ok := os.LookupEnv(SpillAfterEnv)
 	if !ok || v == "" {
@@ -226,7 +260,7 @@ func SpillAfter() (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%s=%q: must be a whole number of findings, at least 1", SpillAfterEnv, v)
+		return 0, usage.Errorf("%s=%q: must be a whole number of findings, at least 1", SpillAfterEnv, v)
 	}
 	return n, nil
 }
