@@ -8,11 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/flagnames"
@@ -111,21 +109,16 @@ func (o *purgeOptions) validate(g *globalOptions) error {
 }
 
 func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	rs, err := g.Open(ctx, session.ScanReads())
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
 	g.backupRoot = o.BackupDir
-	plan, err := repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: o.sel, Impact: o.impactOpts,
-		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
-		Scan: func(ctx context.Context) (*etcdscan.Report, error) {
+	r, err := g.PlanPurge(ctx, session.PurgeRequest{Selector: o.sel, Impact: o.impactOpts, BackupRoot: o.BackupDir, Pacing: o.pacing, Now: clock,
+		Scan: func(ctx context.Context, rs *session.Read) (*etcdscan.Report, error) {
 			return rs.Scan(ctx, g.scanning(session.ScanOptions{Namespace: o.namespace, TerminatingAfter: o.terminatingAfter}, false))
 		}})
 	if err != nil {
 		return err
 	}
-	view := rs.API
+	defer r.Close()
+	plan := r.Plan
 	if !o.Confirm {
 		return o.Print(s.Out, render.PurgePlan(plan, true))
 	}
@@ -146,26 +139,9 @@ func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Delete %s (%s) from etcd?", render.Plural(len(plan.Targets), "key"), plan.Scope)); err != nil {
 		return err
 	}
-	etcd, cfg, err := g.ConnectConfig(ctx)
-	if err != nil {
-		return err
-	}
-	defer etcd.Close()
-	popts := repair.PurgeOptions{BackupRoot: o.BackupDir, Client: etcd, ClientConfig: cfg, Now: clock, Notices: g.Notices,
-		Decrypt: decrypt.Namespaces(rs.Decrypter), Pacing: o.pacing}
-	popts.Pacing.MaxRequestBytes = g.Etcd.MaxRequestBytes
-	if len(plan.Impact.VolumesToRetain()) > 0 && o.retainVolumes {
-		if view == nil {
-			return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
-		}
-		if popts.Kube, err = kubernetes.NewForConfig(view.Config); err != nil {
-			return fmt.Errorf("api server client: %w", err)
-		}
-	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
-	popts.Pacing.Stop = stop
-	res, err := repair.Purge(ctx, plan, popts)
+	res, err := r.Purge(ctx, stop)
 	if res == nil && err != nil {
 		return err
 	}

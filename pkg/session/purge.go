@@ -1,0 +1,80 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/regghost/regghost/pkg/decrypt"
+	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/etcdwrite"
+	"github.com/regghost/regghost/pkg/impact"
+	"github.com/regghost/regghost/pkg/repair"
+)
+
+// PurgeRequest is one run of regghost purge.
+type PurgeRequest struct {
+	Selector repair.Selector
+	Impact   impact.Options
+	// Scan scans what the purge reads (its namespace, its threshold).
+	Scan func(ctx context.Context, r *Read) (*etcdscan.Report, error)
+	// BackupRoot is where the snapshot and the backup go.
+	BackupRoot string
+	// Pacing paces the deletes (etcd's --max-request-bytes is filled in).
+	Pacing etcdwrite.Pacing
+	Now    func() time.Time
+}
+
+// PurgeRun is a purge's plan over one read of etcd, and the purge itself.
+type PurgeRun struct {
+	Plan *repair.Plan
+	s    *Settings
+	read *Read
+	req  PurgeRequest
+}
+
+// PlanPurge reads etcd (and the API server, the second witness) and plans
+// the purge req selects. Close releases the read.
+func (s *Settings) PlanPurge(ctx context.Context, req PurgeRequest) (*PurgeRun, error) {
+	rs, err := s.Open(ctx, ScanReads())
+	if err != nil {
+		return nil, err
+	}
+	r := &PurgeRun{s: s, read: rs, req: req}
+	r.Plan, err = repair.PlanPurge(ctx, repair.PlanOptions{Store: rs.Store, Selector: req.Selector, Impact: req.Impact,
+		Readers: impact.Readers{API: rs.Reader().API, Decrypter: rs.Reader().Decrypter},
+		Scan:    func(ctx context.Context) (*etcdscan.Report, error) { return req.Scan(ctx, rs) }})
+	if err != nil {
+		rs.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Purge snapshots etcd, backs up and deletes the plan's keys (setting the
+// volumes to retain to Retain first, through the API server); stop (a
+// signal) ends it between transactions.
+func (r *PurgeRun) Purge(ctx context.Context, stop <-chan struct{}) (*repair.PurgeResult, error) {
+	etcd, cfg, err := r.s.ConnectConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer etcd.Close()
+	o := repair.PurgeOptions{BackupRoot: r.req.BackupRoot, Client: etcd, ClientConfig: cfg, Now: r.req.Now, Notices: r.s.Notices,
+		Decrypt: decrypt.Namespaces(r.read.Decrypter), Pacing: r.req.Pacing}
+	o.Pacing.MaxRequestBytes, o.Pacing.Stop = r.s.Etcd.MaxRequestBytes, stop
+	if len(r.Plan.Impact.VolumesToRetain()) > 0 && r.req.Impact.RetainVolumes {
+		if r.read.API == nil {
+			return nil, fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
+		}
+		if o.Kube, err = kubernetes.NewForConfig(r.read.API.Config); err != nil {
+			return nil, fmt.Errorf("api server client: %w", err)
+		}
+	}
+	return repair.Purge(ctx, r.Plan, o)
+}
+
+// Close releases the read.
+func (r *PurgeRun) Close() { r.read.Close() }
