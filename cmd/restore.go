@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -11,7 +10,6 @@ import (
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/backup"
-	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/repair"
@@ -122,7 +120,7 @@ func (f *restoreOptions) restoreBackup(ctx context.Context, g *globalOptions, b 
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
-	r.Pacing = etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}
+	r.Pacing.Stop = stop
 	results, err := r.Run(ctx)
 	if results == nil {
 		return err
@@ -145,24 +143,8 @@ func (f *restoreOptions) restoreBackup(ctx context.Context, g *globalOptions, b 
 // restorer opens etcd for putting a backup's keys back (or undoing a
 // recovery) through the protected write.
 func (f *restoreOptions) restorer(ctx context.Context, g *globalOptions, b *backup.Backup, path, auditDir string) (context.Context, *repair.Restorer, func(), error) {
-	if auditDir == "" {
-		auditDir = filepath.Dir(path)
-	}
-	ctx, etcd, done, err := g.Bounded(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	dec, err := g.Decrypter(ctx)
-	if err != nil {
-		done()
-		return nil, nil, nil, err
-	}
-	r := &repair.Restorer{Client: etcd, Backup: b, Path: path, AuditDir: auditDir, Notices: g.Notices, Decrypt: decrypt.Namespaces(dec),
-		OtherCluster: f.other.Cluster, OtherClusterGrants: f.other.Grants,
-		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated, Prefix: g.Prefix}}
-	if r.Options.Reader, err = g.ContentReader(ctx); err != nil {
-		done()
-		return nil, nil, nil, err
-	}
-	return ctx, r, done, nil
+	r := &repair.Restorer{Backup: b, Path: path, AuditDir: auditDir, OtherCluster: f.other.Cluster, OtherClusterGrants: f.other.Grants,
+		Options: repair.RestoreOptions{IntoRecreated: f.intoRecreated}}
+	ctx, done, err := g.Restorer(ctx, r)
+	return ctx, r, done, err
 }

@@ -39,7 +39,7 @@ func (f *restoreOptions) undoRecovery(ctx context.Context, g *globalOptions, b *
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)
 	defer doneWriting()
-	r.Pacing = etcdwrite.Pacing{Stop: stop, MaxRequestBytes: g.Etcd.MaxRequestBytes}
+	r.Pacing.Stop = stop
 	results, err := r.Run(ctx)
 	render.WriteUndoRecoveryResult(s.Out, path, results)
 	if err != nil {
