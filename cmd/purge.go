@@ -80,20 +80,13 @@ func (o *purgeOptions) validate(g *globalOptions) error {
 		return cli.Usage("--terminating-after must be positive, got %s", o.terminatingAfter)
 	}
 	o.sel = repair.Selector{Namespace: o.namespace, Keys: o.keys, AcceptSingleWitness: o.singleWitness}
-	for _, name := range o.forceClasses {
-		c, err := etcdscan.ParseForceable(name)
-		if err != nil {
-			return cli.Usage("--force-class: %v", err)
-		}
-		o.sel.ForceClasses = append(o.sel.ForceClasses, c)
-	}
 	o.impactOpts = impact.Options{RetainVolumes: o.retainVolumes}
-	for _, name := range o.acceptImpacts {
-		k, err := impact.ParseKind(name)
-		if err != nil {
-			return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
-		}
-		o.impactOpts.Accept = append(o.impactOpts.Accept, k)
+	var err error
+	if o.sel.ForceClasses, err = etcdscan.ParseForceables(o.forceClasses); err != nil {
+		return err
+	}
+	if o.impactOpts.Accept, err = impact.ParseKinds(o.acceptImpacts); err != nil {
+		return err
 	}
 	if o.from != "" {
 		rep, err := etcdscan.ReadReport(o.from)

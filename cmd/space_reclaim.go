@@ -57,11 +57,10 @@ func (o *spaceReclaimOptions) validate(g *globalOptions) error {
 	if err := refuseDB(g, "space reclaim"); err != nil {
 		return err
 	}
-	dirs, err := reclaimDataDirs(o.dataDirs)
-	if err != nil {
+	var err error
+	if o.dirs, err = reclaim.ParseDataDirs(o.dataDirs); err != nil {
 		return err
 	}
-	o.dirs = dirs
 	if o.quota == 0 {
 		return cli.Usage("--quota-backend-bytes must not be 0 (negative: no quota)")
 	}
@@ -119,15 +118,6 @@ func (o *spaceReclaimOptions) run(parent context.Context, g *globalOptions, s ge
 		return err
 	}
 	return cli.Failed(o.PrintResult(s.Out, render.ReclaimResult(res), err))
-}
-
-// reclaimDataDirs reads --data-dir (reclaim.ParseDataDirs) as a usage error.
-func reclaimDataDirs(values []string) (map[string]string, error) {
-	dirs, err := reclaim.ParseDataDirs(values)
-	if err != nil {
-		return nil, cli.Usage("%v", err)
-	}
-	return dirs, nil
 }
 
 // warnReclaim says a plan's warnings, one line each.

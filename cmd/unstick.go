@@ -76,12 +76,9 @@ func (o *unstickOptions) complete(_ *globalOptions, c *cobra.Command, args []str
 }
 
 func (o *unstickOptions) validate(g *globalOptions) error {
-	for _, name := range o.acceptImpacts {
-		k, err := impact.ParseStripKind(name)
-		if err != nil {
-			return cli.Usage("%s: %v", impact.AcceptImpactFlag, err)
-		}
-		o.accept = append(o.accept, k)
+	var err error
+	if o.accept, err = impact.ParseStripKinds(o.acceptImpacts); err != nil {
+		return err
 	}
 	if o.Confirm {
 		if err := refuseDB(g, "unstick --confirm"); err != nil {

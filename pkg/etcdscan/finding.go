@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
 	"time"
+
+	"github.com/regghost/regghost/pkg/usage"
 )
 
 // Class is a kind of ghost or suspect.
@@ -101,6 +104,20 @@ func ParseForceable(s string) (Class, error) {
 		return "", fmt.Errorf("%s: etcd and the API server disagree about these objects; settle the disagreement (the reason says both answers) before deleting anything", s)
 	}
 	return c, nil
+}
+
+// ParseForceables reads --force-class's words; a word that is no
+// forceable class is a usage error.
+func ParseForceables(words []string) ([]Class, error) {
+	var out []Class
+	for _, w := range words {
+		c, err := ParseForceable(w)
+		if err != nil {
+			return nil, usage.Errorf("--force-class: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // ParseClass checks a class name given on the command line.

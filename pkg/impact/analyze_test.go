@@ -2,6 +2,8 @@ package impact
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/regghost/regghost/internal/etcdtest"
 	"github.com/regghost/regghost/pkg/etcdscan"
+	"github.com/regghost/regghost/pkg/usage"
 )
 
 func encode(t *testing.T, obj runtime.Object) string { return etcdtest.Encode(t, obj) }
@@ -179,6 +182,39 @@ func TestParseKind(t *testing.T) {
 		if _, err := ParseKind(s); err == nil {
 			t.Errorf("%q accepted", s)
 		}
+	}
+}
+
+// TestParseKinds: the words of purge's and unstick's --accept-impact, each
+// read as its command takes it; a word that names no kind is a usage
+// error (exit 2) naming the flag.
+func TestParseKinds(t *testing.T) {
+	strip := StripAcceptable()
+	for _, tc := range []struct {
+		name  string
+		parse func([]string) ([]Kind, error)
+		words []string
+		want  []Kind
+		bad   bool
+	}{
+		{"none", ParseKinds, nil, nil, false},
+		{"two", ParseKinds, []string{"load-balancer-deleted", "unknown"}, []Kind{LoadBalancerDeleted, Unknown}, false},
+		{"one unknown word", ParseKinds, []string{"load-balancer-deleted", "bogus"}, nil, true},
+		{"unstick's kind", ParseStripKinds, []string{string(strip[0])}, strip[:1], false},
+		{"purge's kind to unstick", ParseStripKinds, []string{"pods-on-node-deleted"}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.parse(tc.words)
+			if tc.bad {
+				if !usage.Is(err) || !strings.HasPrefix(err.Error(), AcceptImpactFlag+": ") {
+					t.Fatalf("got %v, %v; want a usage error naming %s", got, err, AcceptImpactFlag)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/usage"
 )
 
 // Kind names an effect.
@@ -166,6 +168,25 @@ func Short(effects []Effect, o Options) string {
 // ParseKind checks a kind given to --accept-impact.
 func ParseKind(s string) (Kind, error) {
 	return parseOf(s, Acceptable, "deleting")
+}
+
+// ParseKinds reads --accept-impact's words of purge; a word that names
+// no kind is a usage error.
+func ParseKinds(words []string) ([]Kind, error) { return parseAll(words, ParseKind) }
+
+// ParseStripKinds reads --accept-impact's words of unstick, as ParseKinds.
+func ParseStripKinds(words []string) ([]Kind, error) { return parseAll(words, ParseStripKind) }
+
+func parseAll(words []string, parse func(string) (Kind, error)) ([]Kind, error) {
+	var out []Kind
+	for _, w := range words {
+		k, err := parse(w)
+		if err != nil {
+			return nil, usage.Errorf("%s: %w", AcceptImpactFlag, err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // StripAcceptable lists the kinds unstick's --accept-impact takes: what

@@ -1,13 +1,14 @@
 package reclaim
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/usage"
 )
 
 // ParseDataDirs reads --data-dir: NAME=DIR, or DIR alone once (the member
-// on this node).
+// on this node); a value that is neither is a usage error.
 func ParseDataDirs(values []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, v := range values {
@@ -16,14 +17,14 @@ func ParseDataDirs(values []string) (map[string]string, error) {
 			name, dir = "", v
 		}
 		if dir == "" || (ok && name == "") {
-			return nil, fmt.Errorf("--data-dir %q: want NAME=DIR or DIR", v)
+			return nil, usage.Errorf("--data-dir %q: want NAME=DIR or DIR", v)
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("--data-dir: given twice for %s", orThisNode(name))
+			return nil, usage.Errorf("--data-dir: given twice for %s", orThisNode(name))
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, fmt.Errorf("--data-dir %q: %v", v, err)
+			return nil, usage.Errorf("--data-dir %q: %v", v, err)
 		}
 		out[name] = abs
 	}
