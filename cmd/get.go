@@ -2,16 +2,11 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/pkg/decrypt"
-	"github.com/regghost/regghost/pkg/etcdscan"
-	"github.com/regghost/regghost/pkg/resolve"
-	"github.com/regghost/regghost/pkg/session"
 )
 
 func newGetCmd(g *globalOptions) *cobra.Command {
@@ -43,37 +38,15 @@ func (o *getOptions) complete(_ *globalOptions, _ *cobra.Command, args []string)
 func (o *getOptions) validate(*globalOptions) error { return nil }
 
 func (o *getOptions) run(ctx context.Context, g *globalOptions, s genericiooptions.IOStreams) error {
-	store, closeStore, err := g.OpenStore(ctx, session.Reads{PageSize: 1, Stream: true})
+	raw := o.Output() == "raw"
+	st, err := g.Get(ctx, o.target, o.namespace, raw)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	key, err := resolve.Target(ctx, store, g.Prefix, o.target, o.namespace)
-	if err != nil {
-		return err
-	}
-	kv, err := etcdscan.GetCopy(ctx, store, key)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", key, err)
-	}
-	if kv == nil {
-		return fmt.Errorf("key %s does not exist in etcd", key)
-	}
-	if o.Output() == "raw" {
+	if raw {
 		// The stored bytes, unescaped: for a file or a pipe.
-		_, err := s.Out.Write(kv.Value)
+		_, err := s.Out.Write(st.Value)
 		return err
 	}
-	dec, err := g.Decrypter(ctx)
-	if err != nil {
-		return err
-	}
-	obj, meta, err := decrypt.DecodeStored(ctx, dec, g.Prefix, key, kv.Value)
-	if err != nil {
-		if meta != nil && meta.Format != "" {
-			return fmt.Errorf("decode %s (%s): %w", key, meta.Format, err)
-		}
-		return fmt.Errorf("decode %s: %w", key, err)
-	}
-	return o.Print(s.Out, render.Object(obj))
+	return o.Print(s.Out, render.Object(st.Object))
 }
