@@ -22,17 +22,7 @@ func newSnapshotCmd(g *globalOptions) *cobra.Command {
 		Short: "Save a verified snapshot of etcd (or a logical one of kine) to FILE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, etcd, done, err := g.Bounded(c.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			cfg, err := g.Etcd.ClientConfig()
-			if err != nil {
-				return err
-			}
-			cfg.Endpoints = etcd.Endpoints()
-			info, ep, err := snapshot.TakeSnapshot(ctx, etcd, cfg, args[0], 0)
+			info, ep, err := g.SaveSnapshot(c.Context(), args[0])
 			if err != nil {
 				return err
 			}
