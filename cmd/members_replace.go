@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -74,16 +73,7 @@ func (o *membersReplaceOptions) compareOptions(member string, say notice.Func) m
 // them (flags, ETCDCTL_*, the node's manifest, and the client URLs the
 // record holds); --password is never printed.
 func replaceAgain(member string, f *pflag.FlagSet) string {
-	words := []string{"regghost", "members", "replace", cli.ShellWord(member), "--confirm"}
-	if dir := f.Lookup("backup-dir"); dir != nil && dir.Value.String() != cli.DefaultBackupRoot {
-		words = append(words, "--backup-dir", cli.ShellWord(dir.Value.String()))
-	}
-	for _, name := range []string{"command-timeout", "max-keys-per-second"} {
-		if fl := f.Lookup(name); fl != nil && fl.Value.String() != fl.DefValue {
-			words = append(words, "--"+name, cli.ShellWord(fl.Value.String()))
-		}
-	}
-	return strings.Join(words, " ")
+	return cli.Again(f, []string{"regghost", "members", "replace", member, "--confirm"}, "backup-dir", "command-timeout", "max-keys-per-second")
 }
 
 // complete takes MEMBER and the command that takes its replacement up.
