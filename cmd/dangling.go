@@ -81,10 +81,7 @@ func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericio
 	}
 	planOut := o.PlanWriter(s.Out, s.ErrOut)
 	render.WriteDanglingPlan(table.NewSafeWriter(planOut), rep.Dangling, fixes, refused)
-	if rs.API == nil {
-		return cli.Exit(ExitError, fmt.Errorf("refused: fixes go through the API server (%s); nothing was changed", rs.Why))
-	}
-	dyn, err := rs.Dynamic()
+	dyn, err := rs.Dynamic("fixes go")
 	if err != nil {
 		return err
 	}

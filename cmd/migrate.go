@@ -12,7 +12,6 @@ import (
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/decrypt"
-	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/etcdwrite"
 	"github.com/regghost/regghost/pkg/migrate"
 	"github.com/regghost/regghost/pkg/session"
@@ -68,14 +67,7 @@ func (o *migrateOptions) run(ctx context.Context, g *globalOptions, s genericioo
 		return err
 	}
 	defer rs.Close()
-	src := migrate.Source{Store: rs.Store, Prefix: g.Prefix, Decrypter: rs.Decrypter, API: rs.API, Why: rs.Why,
-		OpenStore: func(ctx context.Context) (etcdscan.Store, func(), error) {
-			return g.OpenStore(ctx, session.ScanReads())
-		}}
-	if !rs.DB {
-		src.Connect = g.Bounded
-	}
-	prep, err := migrate.Prepare(ctx, src, o.name, o.target)
+	prep, err := migrate.Prepare(ctx, g.MigrateSource(rs), o.name, o.target)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
-	"github.com/regghost/regghost/pkg/notice"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/reclaim"
 	"github.com/regghost/regghost/pkg/table"
@@ -84,7 +83,7 @@ func (o *spaceReclaimOptions) run(parent context.Context, g *globalOptions, s ge
 		if err := o.Print(s.Out, render.ReclaimPlan(plan, true)); err != nil {
 			return err
 		}
-		warnReclaim(g.Notices, plan.Warnings)
+		g.Notices.Warn(plan.Warnings...)
 		return nil
 	}
 	if len(plan.Refusals) > 0 {
@@ -100,7 +99,7 @@ func (o *spaceReclaimOptions) run(parent context.Context, g *globalOptions, s ge
 	}
 	// What the plan warns of (under NOSPACE: this node's lock alone) is
 	// said before the question, and Run does not say it again.
-	warnReclaim(g.Notices, plan.Warnings)
+	g.Notices.Warn(plan.Warnings...)
 	ro.Warned = plan.Warnings
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Snapshot, compact and defragment the %s of etcd?", plural.Of(len(plan.Members), "member"))); err != nil {
 		return err
@@ -118,11 +117,4 @@ func (o *spaceReclaimOptions) run(parent context.Context, g *globalOptions, s ge
 		return err
 	}
 	return cli.Failed(o.PrintResult(s.Out, render.ReclaimResult(res), err))
-}
-
-// warnReclaim says a plan's warnings, one line each.
-func warnReclaim(say notice.Func, warnings []string) {
-	for _, w := range warnings {
-		say.Warn(w)
-	}
 }

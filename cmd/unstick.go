@@ -118,10 +118,7 @@ func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if a.Refusal != "" {
 		return cli.Exit(ExitError, fmt.Errorf("refused: %s; nothing was changed", a.Refusal))
 	}
-	if rs.API == nil {
-		return cli.Exit(ExitError, fmt.Errorf("refused: unstick works through the API server (%s); nothing was changed", rs.Why))
-	}
-	dyn, err := rs.Dynamic()
+	dyn, err := rs.Dynamic("unstick works")
 	if err != nil {
 		return err
 	}

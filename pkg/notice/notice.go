@@ -31,8 +31,13 @@ type Func func(Notice)
 // Info says something done or taken.
 func (f Func) Info(text string) { f.say(Info, text) }
 
-// Warn says something to know before trusting the outcome.
-func (f Func) Warn(text string) { f.say(Warning, text) }
+// Warn says something to know before trusting the outcome: each of
+// texts, one notice each.
+func (f Func) Warn(texts ...string) {
+	for _, t := range texts {
+		f.say(Warning, t)
+	}
+}
 
 func (f Func) say(k Kind, text string) {
 	if f != nil {

@@ -154,10 +154,11 @@ func (o *orLowest) Wait(ctx context.Context, n int) error {
 }
 
 // Dynamic is a dynamic client of the API server r reads through, for the
-// commands that write through it; nil and an error without one.
-func (r *Read) Dynamic() (dynamic.Interface, error) {
+// commands that write through it; without one, a refusal saying that
+// what (a sentence's start: "fixes go") goes through it.
+func (r *Read) Dynamic(what string) (dynamic.Interface, error) {
 	if r.API == nil {
-		return nil, fmt.Errorf("no API server (%s)", r.Why)
+		return nil, fmt.Errorf("refused: %s through the API server (%s); nothing was changed", what, r.Why)
 	}
 	dyn, err := dynamic.NewForConfig(r.API.Config)
 	if err != nil {
