@@ -11,7 +11,6 @@ import (
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dangling"
-	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/flagnames"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
@@ -88,17 +87,7 @@ func (o *danglingOptions) run(ctx context.Context, g *globalOptions, s genericio
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Fix %s through the API server?", render.Plural(len(fixes), "object"))); err != nil {
 		return err
 	}
-	sctx, etcd, done, err := g.Bounded(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	scope := "dangling references"
-	if o.namespace != "" {
-		scope += " of namespace " + o.namespace
-	}
-	res, err := dangling.Apply(sctx, fixes, dangling.FixOptions{Client: etcd, Dynamic: dyn, BackupRoot: o.BackupDir, Registry: g.Prefix, Scope: scope, Now: clock,
-		Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter)})
+	res, err := g.FixDangling(ctx, rs, session.DanglingFix{Fixes: fixes, Dynamic: dyn, Namespace: o.namespace, BackupRoot: o.BackupDir, Now: clock})
 	if res == nil && err != nil {
 		return err
 	}
