@@ -57,7 +57,9 @@ type ownDeadline interface{ ownDeadline() }
 
 // unbounded makes options an ownDeadline: serve runs until stopped, space
 // reclaim's timeout counts from the answer, members replace bounds each
-// step and waits --wait for the learner, diff reads files offline.
+// step and waits --wait for the learner, restore counts from its
+// connection (not from reading the backup or snapshot), diff reads files
+// offline.
 type unbounded struct{}
 
 func (unbounded) ownDeadline() {}

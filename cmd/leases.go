@@ -73,7 +73,8 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericioop
 	}
 	defer r.Close()
 	if r.DB || !o.Confirm || r.Plan.Keys() == 0 {
-		// A copy of etcd is audited, never removed from.
+		// The audit alone: a dry run, nothing to remove, or a copy of etcd
+		// (audited, never removed from).
 		out := render.Leases(r.Audit, r.Settings)
 		if !r.DB {
 			out = render.LeasesPlan(r.Audit, r.Settings, r.Plan, !o.Confirm)
@@ -90,6 +91,9 @@ func (o *leasesOptions) run(ctx context.Context, g *globalOptions, s genericioop
 		return err
 	}
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Back up and delete %s?", render.Plural(r.Plan.Keys(), "key"))); err != nil {
+		return err
+	}
+	if err := r.Connect(ctx); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,58 @@ func TestUnstickWithoutTheAPIServer(t *testing.T) {
 		!strings.Contains(errOut.String(), "refused: unstick works through the API server, which was not reached") {
 		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
 	}
+}
+
+// TestWritesThroughTheAPIServerRefusedWithoutIt: dangling --confirm and
+// unstick --confirm write through the API server; without one (not
+// reached, or --no-api) they are refused after the plan, before the
+// question, exit 1, and nothing is written.
+func TestWritesThroughTheAPIServerRefusedWithoutIt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		put  map[string]string
+		want string
+	}{
+		{"dangling", []string{"dangling", "--confirm", "--yes", "--accept-single-witness"}, map[string]string{"/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.example.com": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.example.com","uid":"a1"},` +
+			`"spec":{"group":"metrics.example.com","version":"v1beta1","service":{"namespace":"gone","name":"metrics"},"groupPriorityMinimum":100,"versionPriority":100}}`},
+			"refused: fixes go through the API server ("},
+		{"unstick", []string{"unstick", "namespace", "shop", "--confirm", "--yes"}, map[string]string{"/registry/namespaces/shop": `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","uid":"n1","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Terminating"}}`,
+			"/registry/configmaps/shop/c1": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"shop","uid":"c1","finalizers":["example.com/hold"],"deletionTimestamp":"2026-01-01T00:00:00Z"}}`},
+			"refused: unstick works through the API server"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cli, ep := etcdtest.Start(t)
+			for k, v := range tc.put {
+				if _, err := cli.Put(context.Background(), k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := keyspace(t, cli)
+			var out, errOut bytes.Buffer
+			code := Run(append(tc.args, "--endpoints", ep, "--no-api", "--backup-dir", t.TempDir()), strings.NewReader(""), &out, &errOut)
+			if code != ExitError || !strings.Contains(errOut.String(), tc.want) || strings.Contains(errOut.String(), "?") {
+				t.Errorf("exit %d, want %d and %q\n%s%s", code, ExitError, tc.want, errOut.String(), out.String())
+			}
+			if after := keyspace(t, cli); !maps.Equal(before, after) {
+				t.Errorf("the keyspace changed")
+			}
+		})
+	}
+}
+
+// keyspace is every key cli reads, with its mod revision.
+func keyspace(t *testing.T, cli *clientv3.Client) map[string]int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), "", clientv3.WithFromKey(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, kv := range resp.Kvs {
+		out[string(kv.Key)] = kv.ModRevision
+	}
+	return out
 }
 
 // TestBackupLsWhereNothingWasWritten: a node where regghost never wrote has
@@ -280,8 +333,12 @@ func TestKubectlTargetForms(t *testing.T) {
 			t.Errorf("%v: exit %d, %s\n%s", args, code, errOut, got)
 		}
 	}
-	if code, _, errOut := run("get", "widget/w1", "-n", "shop"); code != ExitOK && !strings.Contains(errOut, "names no resource") {
-		t.Errorf("get widget/w1: exit %d\n%s", code, errOut)
+	if code, _, errOut := run("get", "widget/w1", "-n", "shop"); code != ExitUsage || !strings.Contains(errOut, "names no resource") {
+		t.Errorf("get widget/w1: exit %d, want %d\n%s", code, ExitUsage, errOut)
+	}
+	// -o raw: the stored bytes as they are, nothing decoded.
+	if code, raw, errOut := run("get", "pod/web", "-n", "shop", "-o", "raw"); code != ExitOK || !strings.HasPrefix(raw, "k8s\x00") {
+		t.Errorf("get pod/web -o raw: exit %d, %q\n%s", code, raw[:min(len(raw), 20)], errOut)
 	}
 	code, out, errOut := run("history", "pod/web", "-n", "shop")
 	if code != ExitOK || !strings.Contains(out, "/registry/pods/shop/web") {

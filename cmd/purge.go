@@ -112,11 +112,8 @@ func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	}
 	defer r.Close()
 	plan := r.Plan
-	if !o.Confirm {
-		return o.Print(s.Out, render.PurgePlan(plan, true))
-	}
-	if len(plan.Targets) == 0 {
-		return o.Print(s.Out, render.PurgePlan(plan, false))
+	if !o.Confirm || len(plan.Targets) == 0 {
+		return o.Print(s.Out, render.PurgePlan(plan, !o.Confirm))
 	}
 	if err := plan.Refusal(); err != nil {
 		if perr := o.Print(s.Out, render.PurgePlan(plan, true)); perr != nil {
@@ -130,6 +127,9 @@ func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	}
 	fmt.Fprintf(planOut, "\nA snapshot and a backup go to %s first.\n", o.BackupDir)
 	if err := o.Ask(s.In, s.ErrOut, fmt.Sprintf("Delete %s (%s) from etcd?", render.Plural(len(plan.Targets), "key"), plan.Scope)); err != nil {
+		return err
+	}
+	if err := r.Connect(ctx); err != nil {
 		return err
 	}
 	stop, doneWriting := etcdwrite.StopOnSignal(g.Notices)

@@ -31,6 +31,7 @@ func newRestoreCmd(g *globalOptions) *cobra.Command {
 
 // restoreOptions are the choices of restore and snapshot restore.
 type restoreOptions struct {
+	unbounded
 	confirm, yes bool
 	// other writes a backup of another cluster, and its grants.
 	other cli.OtherClusterFlags

@@ -11,7 +11,6 @@ import (
 	"github.com/regghost/regghost/internal/cli"
 	"github.com/regghost/regghost/internal/render"
 	"github.com/regghost/regghost/pkg/dangling"
-	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/plural"
 	"github.com/regghost/regghost/pkg/session"
@@ -126,18 +125,12 @@ func (o *unstickOptions) run(ctx context.Context, g *globalOptions, s genericioo
 	if err := o.Ask(s.In, s.ErrOut, question); err != nil {
 		return err
 	}
-	sctx, etcd, done, err := g.Bounded(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	res, err := unstick.Resolve(sctx, a, g.Prefix, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
+	res, err := z.Finish(ctx, &g.Settings, a, unstick.ResolveOptions{AcceptManaged: o.acceptManaged,
 		ConfirmRevealed: func(more []unstick.Blocker) error {
 			render.WriteRevealed(s.ErrOut, more)
 			return o.AskAgain(s.In, s.ErrOut, fmt.Sprintf("Also remove the finalizers of %s, which the plan did not show?", plural.Of(len(more), "more object")))
 		},
-		Options: unstick.Options{Client: etcd, Dynamic: dyn, BackupRoot: o.BackupDir, Wait: o.wait, Now: clock, Notices: g.Notices, Decrypt: decrypt.Namespaces(rs.Decrypter),
-			Analyze: z.Again(etcd)}})
+		Options: unstick.Options{Dynamic: dyn, BackupRoot: o.BackupDir, Wait: o.wait, Now: clock}})
 	if res == nil && err != nil {
 		return err
 	}

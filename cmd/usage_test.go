@@ -140,3 +140,52 @@ func TestLsTakesOutputAsEveryListing(t *testing.T) {
 		t.Errorf("ls -o json: exit %d", code)
 	}
 }
+
+// TestEveryOutputRefusesAFormatItLacks: every command with -o refuses a
+// format it does not print on one line, exit 2, before it reads anything
+// (runE checks -o before the command's own checks).
+func TestEveryOutputRefusesAFormatItLacks(t *testing.T) {
+	var checked []string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		for _, sub := range c.Commands() {
+			walk(sub, append(append([]string{}, path...), sub.Name()))
+		}
+		if !c.Runnable() || c.Flags().Lookup("output") == nil {
+			return
+		}
+		args := []string{}
+		for _, try := range [][]string{nil, {"a1"}, {"a1", "a2"}} {
+			if c.Args == nil || c.Args(c, try) == nil {
+				args = try
+				break
+			}
+		}
+		if c.Name() == "unstick" {
+			args = []string{"namespace", "x"}
+		}
+		argv := append(append(append([]string{}, path...), args...), "-o", "bogus", "--endpoints", "127.0.0.1:1", "--dial-timeout", "1ms", "--no-api")
+		var out, errOut bytes.Buffer
+		code := Run(argv, strings.NewReader(""), &out, &errOut)
+		msg := strings.TrimSpace(errOut.String())
+		if code != ExitUsage || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, `"bogus"`) || out.Len() != 0 {
+			t.Errorf("%v: exit %d, want %d and one line naming the format:\n%s%s", argv, code, ExitUsage, errOut.String(), out.String())
+		}
+		checked = append(checked, strings.Join(path, " "))
+	}
+	walk(NewRoot(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}), nil)
+	if len(checked) < 18 {
+		t.Errorf("only %d commands with -o were checked: %v", len(checked), checked)
+	}
+}
+
+// The commands whose run bounds its own steps (ownDeadline): every other
+// run is bounded by --command-timeout from its start.
+var (
+	_ ownDeadline = (*serveOptions)(nil)
+	_ ownDeadline = (*spaceReclaimOptions)(nil)
+	_ ownDeadline = (*membersReplaceOptions)(nil)
+	_ ownDeadline = (*restoreOptions)(nil)
+	_ ownDeadline = (*snapshotRestoreOptions)(nil)
+	_ ownDeadline = (*diffOptions)(nil)
+)

@@ -72,11 +72,12 @@ func Report(errOut io.Writer, err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *Error
-	if !errors.As(err, &ee) && usage.Is(err) {
-		// A mistake in what was typed, found below cmd/.
+	if usage.Is(err) {
+		// A mistake in what was typed, found below cmd/: exit 2 whatever
+		// else it was wrapped in.
 		err = Exit(ExitUsage, err)
 	}
+	var ee *Error
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
 			msg := ee.Err.Error()

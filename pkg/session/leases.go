@@ -2,7 +2,10 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdwrite"
@@ -58,6 +61,8 @@ type LeasesRun struct {
 	opts leases.Options
 	req  LeasesRequest
 	done func()
+	// etcd is the removal's connection, once Connect has opened it.
+	etcd *clientv3.Client
 }
 
 // Leases audits etcd's leases at the pace etcd's own latency allows (the
@@ -121,22 +126,32 @@ func (r *LeasesRun) Fits(ctx context.Context) error {
 	return usage.Mark(r.Plan.Fits(r.req.Pacing, r.oneKey(), time.Until(deadline), r.s.Etcd.CommandTimeout))
 }
 
-// Remove deletes the plan's keys through the protected write, backed up
-// under backupRoot; stop (a signal) ends it between transactions.
+// Connect opens the removal's connection to etcd: before the signal
+// that stops the write is listened for, so an interrupt while it dials
+// ends regghost. Close closes it.
+func (r *LeasesRun) Connect(ctx context.Context) (err error) {
+	r.etcd, err = r.s.Connect(ctx)
+	return err
+}
+
+// Remove deletes the plan's keys through the protected write over the
+// connection Connect opened, backed up under backupRoot; stop (a signal)
+// ends it between transactions.
 func (r *LeasesRun) Remove(ctx context.Context, backupRoot string, stop <-chan struct{}) (*leases.Removed, error) {
-	sctx, etcd, done, err := r.s.Bounded(ctx)
-	if err != nil {
-		return nil, err
+	if r.etcd == nil {
+		return nil, fmt.Errorf("leases: not connected")
 	}
-	defer done()
 	pacing := r.req.Pacing
 	pacing.Stop = stop
-	return leases.Remove(sctx, r.Plan, leases.RemoveOptions{Client: etcd, Prefix: r.s.Prefix, BackupRoot: backupRoot, Notices: r.s.Notices, Now: r.req.Now,
+	return leases.Remove(ctx, r.Plan, leases.RemoveOptions{Client: r.etcd, Prefix: r.s.Prefix, BackupRoot: backupRoot, Notices: r.s.Notices, Now: r.req.Now,
 		Decrypt: decrypt.Namespaces(r.read.Decrypter), Serves: r.opts.Serves, Pacing: pacing})
 }
 
-// Close releases the audit's reads and etcd client.
+// Close releases the audit's reads and etcd clients.
 func (r *LeasesRun) Close() {
+	if r.etcd != nil {
+		r.etcd.Close()
+	}
 	r.done()
 	r.read.Close()
 }

@@ -33,6 +33,8 @@ type PurgeRun struct {
 	s    *Settings
 	read *Read
 	req  PurgeRequest
+	// opts are the purge's, once Connect has opened its clients.
+	opts *repair.PurgeOptions
 }
 
 // PlanPurge reads etcd (and the API server, the second witness) and plans
@@ -53,28 +55,51 @@ func (s *Settings) PlanPurge(ctx context.Context, req PurgeRequest) (*PurgeRun, 
 	return r, nil
 }
 
-// Purge snapshots etcd, backs up and deletes the plan's keys (setting the
-// volumes to retain to Retain first, through the API server); stop (a
-// signal) ends it between transactions.
-func (r *PurgeRun) Purge(ctx context.Context, stop <-chan struct{}) (*repair.PurgeResult, error) {
+// Connect opens the purge's connection to etcd and, when volumes are to
+// be set to Retain first, the API server's client: refused (nothing
+// changed) without an API server. It comes before the signal that stops
+// the write is listened for, so an interrupt while it dials ends
+// regghost. Close closes them.
+func (r *PurgeRun) Connect(ctx context.Context) error {
 	etcd, cfg, err := r.s.ConnectConfig(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer etcd.Close()
-	o := repair.PurgeOptions{BackupRoot: r.req.BackupRoot, Client: etcd, ClientConfig: cfg, Now: r.req.Now, Notices: r.s.Notices,
+	o := &repair.PurgeOptions{BackupRoot: r.req.BackupRoot, Client: etcd, ClientConfig: cfg, Now: r.req.Now, Notices: r.s.Notices,
 		Decrypt: decrypt.Namespaces(r.read.Decrypter), Pacing: r.req.Pacing}
-	o.Pacing.MaxRequestBytes, o.Pacing.Stop = r.s.Etcd.MaxRequestBytes, stop
+	o.Pacing.MaxRequestBytes = r.s.Etcd.MaxRequestBytes
 	if len(r.Plan.Impact.VolumesToRetain()) > 0 && r.req.Impact.RetainVolumes {
-		if r.read.API == nil {
-			return nil, fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
+		err = fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
+		if r.read.API != nil {
+			if o.Kube, err = kubernetes.NewForConfig(r.read.API.Config); err != nil {
+				err = fmt.Errorf("api server client: %w", err)
+			}
 		}
-		if o.Kube, err = kubernetes.NewForConfig(r.read.API.Config); err != nil {
-			return nil, fmt.Errorf("api server client: %w", err)
+		if err != nil {
+			etcd.Close()
+			return err
 		}
 	}
+	r.opts = o
+	return nil
+}
+
+// Purge snapshots etcd, backs up and deletes the plan's keys (setting the
+// volumes to retain to Retain first, through the API server) over the
+// clients Connect opened; stop (a signal) ends it between transactions.
+func (r *PurgeRun) Purge(ctx context.Context, stop <-chan struct{}) (*repair.PurgeResult, error) {
+	if r.opts == nil {
+		return nil, fmt.Errorf("purge: not connected")
+	}
+	o := *r.opts
+	o.Pacing.Stop = stop
 	return repair.Purge(ctx, r.Plan, o)
 }
 
-// Close releases the read.
-func (r *PurgeRun) Close() { r.read.Close() }
+// Close releases the read and the clients Connect opened.
+func (r *PurgeRun) Close() {
+	if r.opts != nil {
+		r.opts.Client.Close()
+	}
+	r.read.Close()
+}

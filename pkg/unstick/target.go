@@ -11,6 +11,7 @@ import (
 
 	"github.com/regghost/regghost/pkg/catalog"
 	"github.com/regghost/regghost/pkg/dangling"
+	"github.com/regghost/regghost/pkg/decrypt"
 	"github.com/regghost/regghost/pkg/etcdscan"
 	"github.com/regghost/regghost/pkg/impact"
 	"github.com/regghost/regghost/pkg/session"
@@ -173,4 +174,18 @@ func (z *Analyzer) analyse(ctx context.Context, store etcdscan.Store, in Readers
 		a.Accept(z.Accept)
 	}
 	return a, err
+}
+
+// Finish carries out what z analyzed (a) as ro says, over a connection
+// to etcd s opens, bounded by --command-timeout: the writes' client, the
+// analysis made again before them, the notices and the backups'
+// decryption (z.Read's) are filled in here.
+func (z *Analyzer) Finish(ctx context.Context, s *session.Settings, a *Analysis, ro ResolveOptions) (*Result, error) {
+	ctx, etcd, done, err := s.Bounded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ro.Options.Client, ro.Options.Notices, ro.Options.Decrypt, ro.Options.Analyze = etcd, s.Notices, decrypt.Namespaces(z.Read.Decrypter), z.Again(etcd)
+	return Resolve(ctx, a, s.Prefix, ro)
 }

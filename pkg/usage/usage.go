@@ -1,8 +1,9 @@
 // Package usage marks an error as a mistake in what the person typed (a
 // flag, an argument, a value that cannot be used), wherever below cmd/ it
 // is found: regghost then exits 2 on one line, as on a flag cobra refuses,
-// and the command's file does not translate each package's own kind of
-// mistake.
+// however fmt.Errorf wrapped it (unless a command chose an exit code of
+// its own for it), and the command's file does not translate each
+// package's own kind of mistake.
 package usage
 
 import (
