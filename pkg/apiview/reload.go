@@ -5,8 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/regghost/regghost/pkg/filesum"
 	"k8s.io/client-go/rest"
+
+	"github.com/regghost/regghost/pkg/filesum"
 )
 
 // DefaultMinInterval is the least time between two reads of a Loader's

@@ -2,9 +2,10 @@ package etcdscan
 
 import (
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"sort"
 	"strings"
+
+	"github.com/regghost/regghost/pkg/plural"
 )
 
 // typesCheck reports how the types stored under each prefix were decided.

@@ -3,9 +3,10 @@ package migrate
 import (
 	"context"
 	"fmt"
-	"github.com/regghost/regghost/pkg/plural"
 	"slices"
 	"strconv"
+
+	"github.com/regghost/regghost/pkg/plural"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

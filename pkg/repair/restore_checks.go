@@ -3,9 +3,10 @@ package repair
 import (
 	"context"
 	"fmt"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"slices"
 	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"

@@ -3,10 +3,11 @@ package repair
 import (
 	"context"
 	"encoding/json"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"strings"
 	"sync"
 	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
