@@ -47,8 +47,8 @@ func runE(g *globalOptions, o options) func(*cobra.Command, []string) error {
 }
 
 // printer is options that print (they embed render.PrintFlags): runE
-// checks -o before validate, so a mistyped format is the first mistake
-// named.
+// checks -o once complete has read the arguments, before validate, so a
+// mistyped format is named before any other flag's mistake.
 type printer interface{ Validate() error }
 
 // ownDeadline is options whose run bounds its own steps; runE bounds

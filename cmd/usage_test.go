@@ -143,7 +143,7 @@ func TestLsTakesOutputAsEveryListing(t *testing.T) {
 
 // TestEveryOutputRefusesAFormatItLacks: every command with -o refuses a
 // format it does not print on one line, exit 2, before it reads anything
-// (runE checks -o before the command's own checks).
+// (runE checks -o before the command's own flag checks).
 func TestEveryOutputRefusesAFormatItLacks(t *testing.T) {
 	var checked []string
 	var walk func(c *cobra.Command, path []string)

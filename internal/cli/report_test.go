@@ -28,6 +28,7 @@ func TestReportExitCodes(t *testing.T) {
 		{"a failure the command chose", Failed(usage.Errorf("-o bogus")), ExitError},
 		{"an exit code", Exit(ExitGhosts, errors.New("3 keys left")), ExitGhosts},
 		{"a Usage", Usage("--top must be 0 or more"), ExitUsage},
+		{"a usage mark over an exit code", usage.Mark(Exit(ExitGhosts, errors.New("x"))), ExitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errOut bytes.Buffer
