@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,34 @@ func TestRecoverManifestsThatLeavePartExitNonZero(t *testing.T) {
 	code := Run([]string{"recover", "--snapshot", db, "-n", "shop", "-o", "yaml", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut)
 	if code != ExitError || !strings.Contains(errOut.String(), "refused and left out of the manifests") || !strings.Contains(out.String(), "kind: List") {
 		t.Errorf("exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+}
+
+// TestUndoRecoveryPrintsWhatOAsks: restore of a recovery's backup with
+// --confirm and -o json prints one JSON document on stdout (what it
+// deleted) and its plan on stderr, as every writing command does; text
+// never mixes into the document.
+func TestUndoRecoveryPrintsWhatOAsks(t *testing.T) {
+	ep, db := shopGoneSince(t)
+	var out, errOut bytes.Buffer
+	Run([]string{"recover", "--snapshot", db, "-n", "shop", "--accept-impact", "containers-started", "--confirm", "--yes", "--endpoints", ep, "--no-api", "--backup-dir", filepath.Join(t.TempDir(), "b")}, strings.NewReader(""), &out, &errOut)
+	_, undo, ok := strings.Cut(out.String(), "regghost restore ")
+	dir, _, _ := strings.Cut(undo, " ")
+	if !ok || dir == "" {
+		t.Fatalf("no undo command in the recovery's output:\n%s%s", errOut.String(), out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	code := Run([]string{"restore", dir, "--confirm", "--yes", "-o", "json", "--endpoints", ep, "--no-api"}, strings.NewReader(""), &out, &errOut)
+	var doc struct {
+		DryRun  bool             `json:"dryRun"`
+		Undo    string           `json:"undo"`
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.DryRun || doc.Undo != "recover" || len(doc.Results) == 0 {
+		t.Fatalf("exit %d: stdout is not the undo's document (%v):\n%s\nstderr:\n%s", code, err, out.String(), errOut.String())
+	}
+	if code != ExitOK || !strings.Contains(errOut.String(), "/registry/") {
+		t.Errorf("exit %d, want %d and the plan on stderr:\n%s", code, ExitOK, errOut.String())
 	}
 }

@@ -33,7 +33,7 @@ func (f *restoreOptions) undoRecovery(ctx context.Context, g *globalOptions, b *
 		}
 		return cli.Failed(render.RefusedError(plan))
 	}
-	render.Results(table.NewSafeWriter(s.Out), plan)
+	render.Results(table.NewSafeWriter(f.PlanWriter(s.Out, s.ErrOut)), plan)
 	if err := cli.Confirm(s.In, s.ErrOut, f.yes, fmt.Sprintf("Delete the %s the recovery wrote?", plural.Of(todo, "key"))); err != nil {
 		return err
 	}
@@ -41,8 +41,7 @@ func (f *restoreOptions) undoRecovery(ctx context.Context, g *globalOptions, b *
 	defer doneWriting()
 	r.Pacing.Stop = stop
 	results, err := r.Run(ctx)
-	render.WriteUndoRecoveryResult(s.Out, path, results)
-	if err != nil {
+	if err := f.PrintResult(s.Out, render.UndoRecoveryResult(path, results), err); err != nil {
 		return err
 	}
 	return cli.Failed(render.ConflictError(results))

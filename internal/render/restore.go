@@ -146,16 +146,19 @@ func UndoRecoveryPlan(path string, entries int, plan []etcdwrite.Result, dryRun 
 	}}
 }
 
-// WriteUndoRecoveryResult writes what undoing the recovery whose backup is
-// at path deleted.
-func WriteUndoRecoveryResult(out io.Writer, path string, results []etcdwrite.Result) {
-	n := 0
-	for _, r := range results {
-		if r.Outcome == etcdwrite.Deleted {
-			n++
+// UndoRecoveryResult is what undoing the recovery whose backup is at path
+// did, in every form -o can ask for.
+func UndoRecoveryResult(path string, results []etcdwrite.Result) Output {
+	return Output{Doc: map[string]any{"dryRun": false, "undo": "recover", "results": results}, Rows: ResultRows(results), Human: func(out io.Writer, _, _ bool) error {
+		n := 0
+		for _, r := range results {
+			if r.Outcome == etcdwrite.Deleted {
+				n++
+			}
 		}
-	}
-	fmt.Fprintln(out)
-	Results(table.NewSafeWriter(out), results)
-	fmt.Fprintf(out, "Deleted %s the recovery wrote; the backup %s still holds %s.\n", plural.Of(n, "key"), path, plural.Them(n))
+		fmt.Fprintln(out)
+		Results(table.NewSafeWriter(out), results)
+		fmt.Fprintf(out, "Deleted %s the recovery wrote; the backup %s still holds %s.\n", plural.Of(n, "key"), path, plural.Them(n))
+		return nil
+	}}
 }
