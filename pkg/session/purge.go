@@ -69,19 +69,26 @@ func (r *PurgeRun) Connect(ctx context.Context) error {
 		Decrypt: decrypt.Namespaces(r.read.Decrypter), Pacing: r.req.Pacing}
 	o.Pacing.MaxRequestBytes = r.s.Etcd.MaxRequestBytes
 	if len(r.Plan.Impact.VolumesToRetain()) > 0 && r.req.Impact.RetainVolumes {
-		err = fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
-		if r.read.API != nil {
-			if o.Kube, err = kubernetes.NewForConfig(r.read.API.Config); err != nil {
-				err = fmt.Errorf("api server client: %w", err)
-			}
-		}
-		if err != nil {
+		if o.Kube, err = r.retainClient(); err != nil {
 			etcd.Close()
 			return err
 		}
 	}
 	r.opts = o
 	return nil
+}
+
+// retainClient is the API server's client that sets volumes to Retain;
+// without an API server the purge is refused, nothing changed.
+func (r *PurgeRun) retainClient() (kubernetes.Interface, error) {
+	if r.read.API == nil {
+		return nil, fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
+	}
+	kube, err := kubernetes.NewForConfig(r.read.API.Config)
+	if err != nil {
+		return nil, fmt.Errorf("api server client: %w", err)
+	}
+	return kube, nil
 }
 
 // Purge snapshots etcd, backs up and deletes the plan's keys (setting the
