@@ -94,7 +94,7 @@ bench: tools
 # and pkg/dangling/bootstrap_policy.json and pkg/catalog/releases.json from
 # every tested release's.
 catalog: tools
-	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run 'TestBuiltinCatalogMatchesAPIServer|TestBootstrapPolicyTable$$|TestReleaseStorageTable$$|TestKubernetesReleases/.*/(bootstrap_policy|storage_table)' ./e2e/
+	REGGHOST_UPDATE_CATALOG=1 $(GO) test -count=1 -run 'TestBuiltinCatalogMatchesAPIServer|TestBootstrapPolicyTable$$|TestReleaseStorageTable$$|TestKubernetesReleasesV.*/(bootstrap_policy|storage_table)' ./e2e/
 
 clean:
 	rm -rf bin dist

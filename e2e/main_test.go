@@ -92,7 +92,7 @@ func goCmd(dir string, args ...string) (string, error) {
 // parallel runs t beside the other parallel tests: most wait on their own
 // servers (kube-apiserver's start, a controller, a TTL) more than they use
 // the CPU, and each starts its own cluster in its own directories. A test
-// run as a flow of another (TestKubernetesReleases runs flows under one
+// run as a flow of another (TestKubernetesReleasesV134 runs flows under one
 // release's binaries, one after the other) stays in its parent's order.
 // A release's binaries are the test's own (useRelease, binsFor), and
 // regghost's environment the cluster's (withEnv). The tests that stay
