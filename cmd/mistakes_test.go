@@ -97,10 +97,10 @@ func TestUnstickWithoutTheAPIServer(t *testing.T) {
 	}
 }
 
-// TestWritesThroughTheAPIServerRefusedWithoutIt: dangling --confirm and
-// unstick --confirm write through the API server; without one (not
-// reached, or --no-api) they are refused after the plan, before the
-// question, exit 1, and nothing is written. (unstick's analysis refuses
+// TestWritesThroughTheAPIServerRefusedWithoutIt: dangling --confirm,
+// unstick --confirm and purge --confirm --retain-volumes write through the
+// API server; without one (not reached, or --no-api) they are refused
+// after the plan, before the question, exit 1, and nothing is written. (unstick's analysis refuses
 // first; its client's refusal is the last guard.)
 func TestWritesThroughTheAPIServerRefusedWithoutIt(t *testing.T) {
 	for _, tc := range []struct {
@@ -108,13 +108,20 @@ func TestWritesThroughTheAPIServerRefusedWithoutIt(t *testing.T) {
 		args []string
 		put  map[string]string
 		want string
+		// plant writes more keys.
+		plant func(*testing.T, *clientv3.Client)
 	}{
 		{"dangling", []string{"dangling", "--confirm", "--accept-single-witness"}, map[string]string{"/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.example.com": `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1beta1.metrics.example.com","uid":"a1"},` +
 			`"spec":{"group":"metrics.example.com","version":"v1beta1","service":{"namespace":"gone","name":"metrics"},"groupPriorityMinimum":100,"versionPriority":100}}`},
-			"refused: fixes go through the API server ("},
+			"refused: fixes go through the API server (", nil},
 		{"unstick", []string{"unstick", "namespace", "shop", "--confirm"}, map[string]string{"/registry/namespaces/shop": `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","uid":"n1","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Terminating"}}`,
 			"/registry/configmaps/shop/c1": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1","namespace":"shop","uid":"c1","finalizers":["example.com/hold"],"deletionTimestamp":"2026-01-01T00:00:00Z"}}`},
-			"refused: unstick works through the API server"},
+			"refused: unstick works through the API server", nil},
+		// The claim's volume is set to Retain through the API server
+		// before anything is deleted: refused before the question.
+		{name: "purge --retain-volumes", args: []string{"purge", "-n", "vault", "--confirm", "--retain-volumes", "--accept-single-witness"},
+			put:   map[string]string{"/registry/namespaces/default": `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"d1"}}`},
+			plant: plantRefusedClaim, want: "--retain-volumes needs the API server (it could not be reached); nothing was changed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cli, ep := etcdtest.Start(t)
@@ -122,6 +129,9 @@ func TestWritesThroughTheAPIServerRefusedWithoutIt(t *testing.T) {
 				if _, err := cli.Put(context.Background(), k, v); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if tc.plant != nil {
+				tc.plant(t, cli)
 			}
 			before := keyspace(t, cli)
 			var out, errOut bytes.Buffer
