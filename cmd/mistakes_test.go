@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -121,7 +122,7 @@ func TestWritesThroughTheAPIServerRefusedWithoutIt(t *testing.T) {
 		// before anything is deleted: refused before the question.
 		{name: "purge --retain-volumes", args: []string{"purge", "-n", "vault", "--confirm", "--retain-volumes", "--accept-single-witness"},
 			put:   map[string]string{"/registry/namespaces/default": `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"d1"}}`},
-			plant: plantRefusedClaim, want: "--retain-volumes needs the API server (it could not be reached); nothing was changed"},
+			plant: plantRefusedClaim, want: "/registry/persistentvolumeclaims/vault/data: --retain-volumes sets each bound PersistentVolume to reclaim policy Retain through the API server before its claim is deleted, and this run has no API server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cli, ep := etcdtest.Start(t)
@@ -138,13 +139,46 @@ func TestWritesThroughTheAPIServerRefusedWithoutIt(t *testing.T) {
 			code := Run(append(tc.args, "--endpoints", ep, "--no-api", "--backup-dir", t.TempDir()), strings.NewReader(""), &out, &errOut)
 			// No --yes and no terminal: a refusal after the question would
 			// exit 2 (the question cannot be answered), not 1.
-			if code != ExitError || !strings.Contains(errOut.String(), tc.want) {
+			if code != ExitError || !strings.Contains(errOut.String(), tc.want) || strings.Contains(out.String(), "Re-run with --confirm") {
 				t.Errorf("exit %d, want %d and %q\n%s%s", code, ExitError, tc.want, errOut.String(), out.String())
 			}
 			if after := keyspace(t, cli); !maps.Equal(before, after) {
 				t.Errorf("the keyspace changed")
 			}
 		})
+	}
+}
+
+// TestPurgeDryRunSaysRetainNeedsTheAPIServer: the dry run of a purge with
+// --retain-volumes and no API server says it would be refused and why (the
+// Retain goes through the API server), in the table and in -o json, and
+// never tells the operator to run it again with --confirm.
+func TestPurgeDryRunSaysRetainNeedsTheAPIServer(t *testing.T) {
+	cli, ep := etcdtest.Start(t)
+	if _, err := cli.Put(context.Background(), "/registry/namespaces/default", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"d1"}}`); err != nil {
+		t.Fatal(err)
+	}
+	plantRefusedClaim(t, cli)
+	args := []string{"purge", "-n", "vault", "--retain-volumes", "--accept-single-witness", "--endpoints", ep, "--no-api"}
+	var out, errOut bytes.Buffer
+	code := Run(args, strings.NewReader(""), &out, &errOut)
+	flat := strings.Join(strings.Fields(out.String()), " ")
+	if code != ExitOK || !strings.Contains(flat, "Would be refused: --retain-volumes sets each bound PersistentVolume to reclaim policy Retain through the API server") ||
+		!strings.Contains(flat, "Keys: /registry/persistentvolumeclaims/vault/data") || strings.Contains(flat, "Re-run with --confirm") {
+		t.Errorf("dry run: exit %d\n%s%s", code, errOut.String(), out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	code = Run(append(args, "-o", "json"), strings.NewReader(""), &out, &errOut)
+	var doc struct {
+		Blockers []struct {
+			Keys   []string `json:"keys"`
+			Reason string   `json:"reason"`
+		} `json:"blockers"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || code != ExitOK || len(doc.Blockers) != 1 ||
+		!slices.Equal(doc.Blockers[0].Keys, []string{"/registry/persistentvolumeclaims/vault/data"}) || !strings.Contains(doc.Blockers[0].Reason, "this run has no API server") {
+		t.Errorf("dry run -o json: exit %d, %v, blockers %+v\n%s", code, err, doc.Blockers, errOut.String())
 	}
 }
 

@@ -115,7 +115,7 @@ func (o *purgeOptions) run(ctx context.Context, g *globalOptions, s genericioopt
 	if !o.Confirm || len(plan.Targets) == 0 {
 		return o.Print(s.Out, render.PurgePlan(plan, !o.Confirm))
 	}
-	if err := r.Refusal(); err != nil {
+	if err := plan.Refusal(); err != nil {
 		if perr := o.Print(s.Out, render.PurgePlan(plan, true)); perr != nil {
 			return perr
 		}

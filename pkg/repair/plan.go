@@ -98,6 +98,9 @@ func (p *Plan) Blockers() []Blocker {
 				Flag:   flagnames.AcceptSingleWitness})
 		}
 	}
+	if b, ok := p.retainWithoutAPI(); ok {
+		out = append(out, b)
+	}
 	if p.Impact != nil {
 		refused := p.Impact.Refused(p.ImpactOptions)
 		byWay := map[string]*Blocker{}
@@ -129,6 +132,31 @@ func (p *Plan) Blockers() []Blocker {
 		}
 	}
 	return out
+}
+
+// retainWithoutAPI is the blocker of a plan that sets volumes to Retain
+// (impact.RetainVolumesFlag) when it was worked out with no API server:
+// the Retain goes through it, so the purge cannot be carried out as
+// planned. It has no Flag: no option takes the keys without the API server.
+func (p *Plan) retainWithoutAPI() (Blocker, bool) {
+	if p.Impact == nil || !p.ImpactOptions.RetainVolumes || p.readers == nil || p.readers.API != nil {
+		return Blocker{}, false
+	}
+	var keys []string
+	for k, effects := range p.Impact.Effects {
+		for _, e := range effects {
+			if e.Kind == impact.StorageDestroyed && e.Volume != nil && !contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return Blocker{}, false
+	}
+	sort.Strings(keys)
+	return Blocker{Keys: keys,
+		Reason: impact.RetainVolumesFlag + " sets each bound PersistentVolume to reclaim policy Retain through the API server before its claim is deleted, and this run has no API server (not reached, or --no-api)",
+		WayOut: "let regghost reach the API server (check --kubeconfig and that it answers) and run purge again; or set the PersistentVolumes' reclaim policy to Retain yourself, then run purge again without " + impact.RetainVolumesFlag}, true
 }
 
 // BlockerEffects returns, by key, the irreversible effects that b refuses:
@@ -183,6 +211,10 @@ func (p *Plan) Refusal() error {
 		keys, verb := x.Keys[0], " needs "
 		if n := len(x.Keys) - 1; n > 0 {
 			keys, verb = keys+" and "+plural.Of(n, "more key"), " need "
+		}
+		if x.Flag == "" {
+			parts[i] = keys + ": " + x.Reason
+			continue
 		}
 		parts[i] = keys + verb + x.Flag
 	}

@@ -190,6 +190,9 @@ func rejudge(ctx context.Context, cli *clientv3.Client, plan *Plan) error {
 	now := *plan
 	now.SetImpact(effects, plan.ImpactOptions)
 	if b := now.Blockers(); len(b) > 0 {
+		if b[0].Flag == "" {
+			return fmt.Errorf("%w: deleting %s is now refused (%s); run purge again to see why", ErrChanged, b[0].Keys[0], b[0].Reason)
+		}
 		return fmt.Errorf("%w: deleting %s now needs %s; run purge again to see why", ErrChanged, b[0].Keys[0], b[0].Flag)
 	}
 	was, is := volumeKeys(plan), volumeKeys(&now)

@@ -78,34 +78,16 @@ func (r *PurgeRun) Connect(ctx context.Context) error {
 	return nil
 }
 
-// Refusal is why the purge must be refused before anyone is asked: the
-// plan's blockers (repair.Plan.Refusal), or volumes to set to Retain first
-// with no API server to set them through. Nothing has been changed.
-func (r *PurgeRun) Refusal() error {
-	if err := r.Plan.Refusal(); err != nil {
-		return err
-	}
-	if r.retains() && r.read.API == nil {
-		return errRetainWithoutAPI()
-	}
-	return nil
-}
-
 // retains says whether the purge sets volumes to Retain before it deletes.
 func (r *PurgeRun) retains() bool {
 	return len(r.Plan.Impact.VolumesToRetain()) > 0 && r.req.Impact.RetainVolumes
-}
-
-// errRetainWithoutAPI refuses --retain-volumes with no API server.
-func errRetainWithoutAPI() error {
-	return fmt.Errorf("%s needs the API server (it could not be reached); nothing was changed", impact.RetainVolumesFlag)
 }
 
 // retainClient is the API server's client that sets volumes to Retain;
 // without an API server the purge is refused, nothing changed.
 func (r *PurgeRun) retainClient() (kubernetes.Interface, error) {
 	if r.read.API == nil {
-		return nil, errRetainWithoutAPI()
+		return nil, fmt.Errorf("%w: %s sets volumes to Retain through the API server (%s); nothing was changed", repair.ErrRefused, impact.RetainVolumesFlag, r.read.Why)
 	}
 	kube, err := kubernetes.NewForConfig(r.read.API.Config)
 	if err != nil {
