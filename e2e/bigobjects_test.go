@@ -164,8 +164,8 @@ func newestBackup(t *testing.T, root string) string {
 // ~1 MiB. The namespace is deleted through the API (the controllers empty
 // it), then `recover --snapshot -n big --with-namespace --confirm` brings
 // every one back byte-identical; kube-root-ca.crt, which the controller
-// makes in the new namespace before the recovery's copy lands, is said to
-// be the controller's (left as is), and is no failure: exit 0.
+// makes in the new namespace, usually before the recovery's copy lands, is
+// then said to be the controller's (left as is) and is no failure.
 func TestRecoverBigEncryptedObjectsBesideTheControllers(t *testing.T) {
 	parallel(t)
 	encPath := filepath.Join(t.TempDir(), "encryption.yaml")
@@ -202,6 +202,7 @@ func TestRecoverBigEncryptedObjectsBesideTheControllers(t *testing.T) {
 			t.Fatalf("%s is not encrypted at rest", k)
 		}
 	}
+	caBefore := c.value(t, rootCA)
 	snap := filepath.Join(t.TempDir(), "before.db")
 	if out, errOut, code := c.regghost(t, "", "snapshot", "save", snap); code != 0 {
 		t.Fatalf("snapshot save: exit %d: %s %s", code, out, errOut)
@@ -228,8 +229,23 @@ func TestRecoverBigEncryptedObjectsBesideTheControllers(t *testing.T) {
 		}
 	}
 	flat := strings.Join(strings.Fields(out), " ")
-	if !strings.Contains(flat, rootCA) || !strings.Contains(flat, "made by kube-controller-manager's root-ca-cert-publisher") {
-		t.Errorf("kube-root-ca.crt is not said to be the controller's:\n%s", out)
+	// The controller makes kube-root-ca.crt as soon as the namespace is
+	// back, about a second before the recovery's batches reach it; a
+	// controller starved on a loaded machine comes after the recovery's
+	// copy, which is then recovered. Either is right: the key is named; the
+	// controller's copy, when said to be, is kept (not the snapshot's
+	// bytes), and the recovery's is the snapshot's bytes.
+	if !strings.Contains(flat, rootCA) {
+		t.Errorf("kube-root-ca.crt is not named:\n%s", out)
+	}
+	after := c.value(t, rootCA)
+	switch controllers := strings.Contains(flat, "made by kube-controller-manager's root-ca-cert-publisher"); {
+	case controllers && (after == nil || bytes.Equal(after, caBefore)):
+		t.Errorf("kube-root-ca.crt is said to be the controller's, but holds the snapshot's copy (or nothing)")
+	case !controllers && !bytes.Equal(after, caBefore):
+		t.Errorf("kube-root-ca.crt is not said to be the controller's, and does not hold the snapshot's copy:\n%s", out)
+	case !controllers:
+		t.Logf("the recovery's copy of kube-root-ca.crt landed before the controller's")
 	}
 	if strings.Contains(flat, "created by someone else") {
 		t.Errorf("a key is said to be created by someone else:\n%s", out)

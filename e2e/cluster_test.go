@@ -212,7 +212,10 @@ func (c *cluster) startEtcd(t *testing.T, name string) (string, *clientv3.Client
 		c.etcdProc = proc
 	}
 	cli := c.etcdClient(t, url)
-	waitFor(t, 30*time.Second, name+" ready", func() error {
+	waitFor(t, 90*time.Second, name+" ready", func() error {
+		if proc.exited() {
+			t.Fatalf("%s exited: %v (see its log)", name, proc.cmd.ProcessState)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := cli.Status(ctx, url)
@@ -266,7 +269,7 @@ func (c *cluster) startAPIServer(t *testing.T, o clusterOptions) {
 	host := "https://" + net.JoinHostPort(ip, strconv.Itoa(port))
 	c.rest = &rest.Config{Host: host, BearerToken: testToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
 	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	waitFor(t, 90*time.Second, "kube-apiserver ready", func() error {
+	waitFor(t, 180*time.Second, "kube-apiserver ready", func() error {
 		if c.apiserver.exited() {
 			t.Fatalf("kube-apiserver exited: %v", c.apiserver.cmd.ProcessState)
 		}

@@ -88,6 +88,17 @@ func (c *cluster) createCRD(t *testing.T, group, plural, kind string) {
 		_, err := c.kube.Discovery().ServerResourcesForGroupVersion(group + "/v1")
 		return err
 	})
+	c.waitLocalAPIService(t, "v1."+group)
+}
+
+// waitLocalAPIService waits until kube-apiserver's own registration has
+// written the APIService of a CRD's group version (name "v1.example.com")
+// and marked it Available: it does so in the background after the CRD is
+// served, and a keyspace read before that would see the write later as
+// the test's.
+func (c *cluster) waitLocalAPIService(t *testing.T, name string) {
+	t.Helper()
+	c.waitAPIServiceReason(t, name, "Local")
 }
 
 func (c *cluster) createCR(t *testing.T, group, plural, kind, ns, name string) {
@@ -99,7 +110,7 @@ func (c *cluster) createCR(t *testing.T, group, plural, kind, ns, name string) {
 	}}
 	waitFor(t, 30*time.Second, "create "+kind+" "+name, func() error {
 		_, err := c.dyn.Resource(gvr).Namespace(ns).Create(context.Background(), cr, metav1.CreateOptions{})
-		return err
+		return created(err)
 	})
 }
 
@@ -260,4 +271,15 @@ func (c *cluster) startSlowPurge(t *testing.T, root string, args ...string) (cmd
 		return errString("no delete yet")
 	})
 	return cmd, out, errOut
+}
+
+// created is a create's error in a loop that tries again until the API
+// serves the resource: AlreadyExists is success, since an earlier try
+// whose answer was an error (etcd's timeout under load) may have been
+// applied.
+func created(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }

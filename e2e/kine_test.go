@@ -20,14 +20,17 @@ import (
 func (c *cluster) startKine(t *testing.T) {
 	t.Helper()
 	c.etcdURL = fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
-	startProcess(t, "kine", filepath.Join(c.dir, "kine.log"), bins.kine,
+	proc := startProcess(t, "kine", filepath.Join(c.dir, "kine.log"), bins.kine,
 		"--listen-address", c.etcdURL,
 		"--endpoint", "sqlite://"+filepath.Join(c.dir, "state.db")+"?_journal=WAL&cache=shared&_busy_timeout=30000&_txlock=immediate",
 		"--server-cert-file", c.pki.ServerCert, "--server-key-file", c.pki.ServerKey, "--trusted-ca-file", c.pki.CA,
 		"--metrics-bind-address", "0")
 	cli := c.etcdClient(t, c.etcdURL)
 	c.etcd = cli
-	waitFor(t, 30*time.Second, "kine ready", func() error {
+	waitFor(t, 90*time.Second, "kine ready", func() error {
+		if proc.exited() {
+			t.Fatalf("kine exited: %v (see its log)", proc.cmd.ProcessState)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := cli.Get(ctx, "/registry/health")

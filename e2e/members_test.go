@@ -106,9 +106,23 @@ func (m *member) restart(t *testing.T, c *cluster) {
 	}
 }
 
-// leader returns the member that leads now.
+// leader returns the member that leads now, waiting out an election or a
+// Status answered late on a loaded machine.
 func (c *cluster) leader(t *testing.T) *member {
 	t.Helper()
+	var l *member
+	waitFor(t, 30*time.Second, "a member that says it leads", func() error {
+		if l = c.findLeader(); l == nil {
+			return errString("none")
+		}
+		return nil
+	})
+	return l
+}
+
+// findLeader returns the member that says it leads, or nil when none
+// answers that it does.
+func (c *cluster) findLeader() *member {
 	for _, m := range c.members {
 		if m.proc.exited() {
 			continue
@@ -120,7 +134,6 @@ func (c *cluster) leader(t *testing.T) *member {
 			return m
 		}
 	}
-	t.Fatal("no leader")
 	return nil
 }
 
@@ -137,7 +150,9 @@ func (c *cluster) moveLeader(t *testing.T, from, to *member) {
 	_, err = cli.MoveLeader(ctx, st.Header.MemberId)
 	mustNoErr(t, "move the leadership to "+to.name, err)
 	waitFor(t, 30*time.Second, to.name+" to lead", func() error {
-		if l := c.leader(t); l != to {
+		if l := c.findLeader(); l == nil {
+			return errString("no member says it leads")
+		} else if l != to {
 			return errString(l.name + " leads")
 		}
 		return nil

@@ -45,7 +45,7 @@ func TestMigrateBuiltinAcrossAnUpgrade(t *testing.T) {
 		u := &unstructured.Unstructured{Object: obj}
 		waitFor(t, time.Minute, "create "+u.GetName(), func() error {
 			_, err := c.dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{})
-			return err
+			return created(err)
 		})
 	}
 	deviceClasses := schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "deviceclasses"}

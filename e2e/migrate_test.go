@@ -342,7 +342,7 @@ func TestMigrateStrandedVersion(t *testing.T) {
 			"metadata": map[string]any{"name": fmt.Sprintf("w-%d", i), "namespace": "shop"}, "spec": map[string]any{"size": int64(i)}}}
 		waitFor(t, 60*time.Second, "create widget", func() error {
 			_, err := c.dyn.Resource(old).Namespace("shop").Create(ctx, u, metav1.CreateOptions{})
-			return err
+			return created(err)
 		})
 	}
 	c.storeAt(t, group, plural, kind, "v1")

@@ -136,7 +136,7 @@ func TestMigrateStrandedVersionThroughAConversionWebhook(t *testing.T) {
 			"metadata": map[string]any{"name": fmt.Sprintf("g-%d", i), "namespace": "lab"}, "spec": map[string]any{"foo": int64(100 + i)}}}
 		waitFor(t, 60*time.Second, "create gadget", func() error {
 			_, err := c.dyn.Resource(old).Namespace("lab").Create(ctx, u, metav1.CreateOptions{})
-			return err
+			return created(err)
 		})
 	}
 	cur := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
@@ -171,6 +171,16 @@ func TestMigrateStrandedVersionThroughAConversionWebhook(t *testing.T) {
 	if got := c.storedVersions(t, "/registry/example.com/gadgets/"); got["example.com/v1alpha1"] != 20 {
 		t.Fatalf("stored: %v", got)
 	}
+	// The API server's own registration drops the APIService of the version
+	// no longer served, in the background: gone before the keyspace is
+	// read, or the migrate would seem to have deleted it.
+	apiService := "/registry/apiregistration.k8s.io/apiservices/v1alpha1.example.com"
+	waitFor(t, 60*time.Second, "APIService v1alpha1.example.com removed", func() error {
+		if c.value(t, apiService) != nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
 	root := filepath.Join(c.dir, "backups")
 	before := c.state(t)
 	wh.fromOld.Store(0)

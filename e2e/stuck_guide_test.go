@@ -40,7 +40,7 @@ func TestStuckNamespaceGuide(t *testing.T) {
 			"metadata": map[string]interface{}{"name": name, "namespace": ns, "finalizers": []interface{}{"example.com/cleanup"}}}}
 		waitFor(t, 30*time.Second, "create "+name, func() error {
 			_, err := c.dyn.Resource(widgets).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-			return err
+			return created(err)
 		})
 		mustNoErr(t, "delete namespace "+ns, c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
 		c.waitNamespaceCondition(t, ns, corev1.NamespaceFinalizersRemaining)

@@ -38,7 +38,7 @@ func TestUnstick(t *testing.T) {
 			"metadata": map[string]interface{}{"name": name, "namespace": ns, "finalizers": []interface{}{"example.com/cleanup"}}}}
 		waitFor(t, 30*time.Second, "create "+name, func() error {
 			_, err := c.dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-			return err
+			return created(err)
 		})
 	}
 	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -101,7 +101,18 @@ func TestUnstick(t *testing.T) {
 		c.createNamespace(t, "lab")
 		finalized(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}, "Gizmo", "lab", "g1")
 		mustNoErr(t, "delete CRD", c.dyn.Resource(crdGVR).Delete(ctx, "gizmos.example.com", metav1.DeleteOptions{}))
-		time.Sleep(2 * time.Second)
+		// The API server's CRD cleanup deletes the gizmos: g1 stays,
+		// deleting, on its finalizer.
+		waitFor(t, 60*time.Second, "g1 to be deleting", func() error {
+			u, err := c.dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}).Namespace("lab").Get(ctx, "g1", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if u.GetDeletionTimestamp() == nil {
+				return errString("no deletionTimestamp yet")
+			}
+			return nil
+		})
 		if c.value(t, "/registry/apiextensions.k8s.io/customresourcedefinitions/gizmos.example.com") == nil {
 			t.Fatal("the CRD is not stuck")
 		}
@@ -338,7 +349,7 @@ func heldByAPIServiceAndAWidget(t *testing.T, c *cluster) (widgets schema.GroupV
 		"metadata": map[string]interface{}{"name": "w1", "namespace": "app", "finalizers": []interface{}{"example.com/cleanup"}}}}
 	waitFor(t, 30*time.Second, "create widget w1", func() error {
 		_, err := c.dyn.Resource(widgets).Namespace("app").Create(ctx, obj, metav1.CreateOptions{})
-		return err
+		return created(err)
 	})
 	apiKey = c.createAggregatedAPI(t, "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", nil)
 	c.waitAPIServiceReason(t, "v1beta1.metrics.k8s.io", "ServiceNotFound")
@@ -376,7 +387,8 @@ func waitWidgetDeleting(t *testing.T, c *cluster, widgets schema.GroupVersionRes
 // so nobody answered for it: unstick stops with only the APIService
 // deleted, saying what to run. A crashed regghost's etcd lock holds the run
 // between its analysis and its first write (it waits the lease out) while
-// the namespace controller starts and deletes the widget.
+// the namespace controller starts and deletes the widget; the lease then
+// ends.
 func TestUnstickYesNeverAnswersWhatItRevealed(t *testing.T) {
 	c := startCluster(t, clusterOptions{})
 	ctx := context.Background()
@@ -387,7 +399,9 @@ func TestUnstickYesNeverAnswersWhatItRevealed(t *testing.T) {
 	dead := exec.Command("true")
 	mustNoErr(t, "run true", dead.Run())
 	host, _ := os.Hostname()
-	session, err := concurrency.NewSession(c.etcd, concurrency.WithTTL(45))
+	// Its lease outlasts anything the test waits for; the test ends it
+	// (as its expiry would) once the widget is deleting.
+	session, err := concurrency.NewSession(c.etcd, concurrency.WithTTL(300))
 	mustNoErr(t, "lock session", err)
 	mustNoErr(t, "take the lock", concurrency.NewMutex(session, etcdwrite.LockPrefix).TryLock(ctx))
 	_, err = c.etcd.Put(ctx, etcdwrite.LockHolderKey, etcdwrite.Holder{What: "regghost purge namespace other", PID: dead.Process.Pid, Host: host, Since: time.Now()}.String(), clientv3.WithLease(session.Lease()))
@@ -409,6 +423,8 @@ func TestUnstickYesNeverAnswersWhatItRevealed(t *testing.T) {
 	})
 	c.startControllerManager(t, "namespace-controller")
 	waitWidgetDeleting(t, c, widgets)
+	_, err = c.etcd.Revoke(ctx, session.Lease())
+	mustNoErr(t, "end the dead holder's lease", err)
 	err = cmd.Wait()
 	code := cmd.ProcessState.ExitCode()
 	all := strings.Join(strings.Fields(out.String()+errOut.String()), " ")

@@ -43,7 +43,7 @@ func TestUnstickPastAnUnavailableMetricsServer(t *testing.T) {
 			Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromString("https")}}}}, metav1.CreateOptions{})
 	mustNoErr(t, "create service kube-system/metrics-server", err)
 	apiKey := c.createAggregatedAPI(t, "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", nil)
-	c.waitAPIServiceReason(t, apiName, "MissingEndpoints", "EndpointsNotFound")
+	c.waitAPIServiceReason(t, apiName, "MissingEndpoints") // the endpoint controllers run: EndpointsNotFound is only on the way
 	c.createNamespace(t, "team-a")
 	c.createConfigMap(t, "team-a", "settings")
 	c.createSecret(t, "team-a", "token")

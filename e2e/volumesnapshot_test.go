@@ -40,6 +40,24 @@ func (c *cluster) createSnapshotCRDs(t *testing.T) {
 		}
 		return err
 	})
+	c.waitLocalAPIService(t, "v1.snapshot.storage.k8s.io")
+	// The API approval controller writes a condition on each CRD of a
+	// *.k8s.io group, in the background too.
+	for _, name := range []string{"volumesnapshots.snapshot.storage.k8s.io", "volumesnapshotcontents.snapshot.storage.k8s.io"} {
+		waitFor(t, 60*time.Second, "CRD "+name+"'s API approval condition", func() error {
+			u, err := c.dyn.Resource(crdGVR).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, cd := range conds {
+				if m, _ := cd.(map[string]any); m["type"] == "KubernetesAPIApprovalPolicyConformant" {
+					return nil
+				}
+			}
+			return errString("not written yet")
+		})
+	}
 }
 
 // TestPurgeNamesTheStorageSnapshotBoundFromTheContentSide: a VolumeSnapshot

@@ -74,7 +74,7 @@ pids+=($!)
 
 API=https://127.0.0.1:$APIPORT
 kc() { curl -sfk -H "Authorization: Bearer demo-token" -H "Content-Type: application/json" "$@"; }
-for _ in $(seq 1 120); do kc "$API/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
+for _ in $(seq 1 360); do kc "$API/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
 kc "$API/readyz" >/dev/null || { echo "demo: kube-apiserver did not start; see $DIR/apiserver.log" >&2; KEEP=1; exit 1; }
 
 cat > "$DIR/kubeconfig" <<KC
@@ -102,13 +102,13 @@ kc -XPOST "$API/api/v1/namespaces/web/pods" -d '{"metadata":{"name":"frontend"},
 kc -XPOST "$API/api/v1/namespaces/kb-system/configmaps" -d '{"metadata":{"name":"settings"},"data":{"mode":"ha"}}' >/dev/null
 kc -XPOST "$API/api/v1/namespaces/kb-system/secrets" -d '{"metadata":{"name":"db-password"},"stringData":{"password":"hunter2"}}' >/dev/null
 kc -XPOST "$API/apis/apiextensions.k8s.io/v1/customresourcedefinitions" -d '{"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
-for _ in $(seq 1 60); do kc -XPOST "$API/apis/example.com/v1/namespaces/kb-system/widgets" -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"blue"}}' >/dev/null 2>&1 && break; sleep 0.5; done
+for _ in $(seq 1 240); do kc -XPOST "$API/apis/example.com/v1/namespaces/kb-system/widgets" -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"blue"}}' >/dev/null 2>&1 && break; sleep 0.5; done
 
 echo "==> a claim in kb-system on a hostPath volume whose reclaim policy is Delete, with data in it"
 kc -XPOST "$API/apis/storage.k8s.io/v1/storageclasses" -d '{"metadata":{"name":"hostpath"},"provisioner":"kubernetes.io/host-path","reclaimPolicy":"Delete","volumeBindingMode":"Immediate"}' >/dev/null
 kc -XPOST "$API/api/v1/namespaces/kb-system/persistentvolumeclaims" -d '{"metadata":{"name":"data"},"spec":{"storageClassName":"hostpath","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Mi"}}}}' >/dev/null
 PV=""
-for _ in $(seq 1 60); do
+for _ in $(seq 1 240); do
   PV=$(kc "$API/api/v1/namespaces/kb-system/persistentvolumeclaims/data" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"].get("volumeName",""))' 2>/dev/null || true)
   [ -n "$PV" ] && break; sleep 0.5
 done
@@ -143,7 +143,8 @@ echo "==> the incident: someone force-deletes the namespace key and the CRD key 
 # etcdctl del prints how many keys it deleted: not part of the story.
 "$ETCDCTL_BIN" del /registry/namespaces/kb-system >/dev/null
 "$ETCDCTL_BIN" del /registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com >/dev/null
-sleep 2
+# kube-apiserver stops serving widgets once its watch sees the CRD key gone.
+for _ in $(seq 1 120); do kc "$API/apis/example.com/v1" 2>/dev/null | grep -q "\"widgets\"" || break; sleep 0.5; done
 
 # run shows a command and its exit code; stdin is not a terminal, so the
 # destructive steps need --yes.
