@@ -101,8 +101,9 @@ func TestUnstickWithoutTheAPIServer(t *testing.T) {
 // TestWritesThroughTheAPIServerRefusedWithoutIt: dangling --confirm,
 // unstick --confirm and purge --confirm --retain-volumes write through the
 // API server; without one (not reached, or --no-api) they are refused
-// after the plan, before the question, exit 1, and nothing is written. (unstick's analysis refuses
-// first; its client's refusal is the last guard.)
+// after the plan, before the question, exit 1, and nothing is written.
+// (unstick's analysis refuses first; its client's refusal is the last
+// guard.)
 func TestWritesThroughTheAPIServerRefusedWithoutIt(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -127,13 +127,19 @@ func (r *Report) Refused(o Options) map[string][]Effect {
 	return out
 }
 
+// DestroysVolume says whether e is a bound PersistentVolume's storage
+// destroyed: what --retain-volumes sets to Retain first.
+func (e Effect) DestroysVolume() bool {
+	return e.Kind == StorageDestroyed && e.Volume != nil
+}
+
 // VolumesToRetain lists the PVs to set to Retain before their claims go.
 func (r *Report) VolumesToRetain() []Volume {
 	seen := map[string]bool{}
 	var out []Volume
 	for _, effects := range r.Effects {
 		for _, e := range effects {
-			if e.Kind == StorageDestroyed && e.Volume != nil && !seen[e.Volume.Key] {
+			if e.DestroysVolume() && !seen[e.Volume.Key] {
 				seen[e.Volume.Key] = true
 				out = append(out, *e.Volume)
 			}

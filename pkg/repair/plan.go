@@ -145,7 +145,7 @@ func (p *Plan) retainWithoutAPI() (Blocker, bool) {
 	var keys []string
 	for k, effects := range p.Impact.Effects {
 		for _, e := range effects {
-			if e.Kind == impact.StorageDestroyed && e.Volume != nil && !contains(keys, k) {
+			if e.DestroysVolume() && !contains(keys, k) {
 				keys = append(keys, k)
 			}
 		}
